@@ -1,0 +1,164 @@
+package config
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestExamplesLoad(t *testing.T) {
+	files, _ := filepath.Glob("../../configs/*.yaml")
+	if len(files) == 0 {
+		t.Fatal("no example configs found")
+	}
+	for _, f := range files {
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			if _, err := Load(f); err != nil {
+				t.Fatalf("example does not load:\n%v", err)
+			}
+		})
+	}
+}
+
+// TestBadConfigs loads every configs/testdata/*.bad.yaml; the first lines of
+// each file, as "# want: <substring>", name the messages it must produce.
+func TestBadConfigs(t *testing.T) {
+	files, _ := filepath.Glob("../../configs/testdata/*.bad.yaml")
+	if len(files) == 0 {
+		t.Fatal("no bad configs found")
+	}
+	for _, f := range files {
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			raw, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			wants := WantLines(raw)
+			if len(wants) == 0 {
+				t.Fatal("file has no '# want:' lines")
+			}
+			_, err = Load(f)
+			if err == nil {
+				t.Fatal("loaded without error")
+			}
+			for _, w := range wants {
+				w = strings.ReplaceAll(w, "FILE", f)
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("missing %q in:\n%v", w, err)
+				}
+			}
+		})
+	}
+}
+
+// WantLines returns the "# want: " expectations at the top of a bad config.
+func WantLines(raw []byte) []string {
+	var out []string
+	for _, l := range strings.Split(string(raw), "\n") {
+		if w, ok := strings.CutPrefix(l, "# want: "); ok {
+			out = append(out, strings.TrimSpace(w))
+		}
+	}
+	return out
+}
+
+func TestExpand(t *testing.T) {
+	t.Setenv("PGW_SET", "v1")
+	t.Setenv("PGW_EMPTY", "")
+	p := &parser{env: map[string]string{"PGW_FILE": "fromfile", "PGW_SET": "ignored"}}
+	cases := []struct{ in, want, err string }{
+		{"${PGW_SET}", "v1", ""},
+		{"a-${PGW_SET}-b", "a-v1-b", ""},
+		{"${PGW_UNSET:-dflt}", "dflt", ""},
+		{"${PGW_EMPTY:-dflt}", "dflt", ""},
+		{"${PGW_EMPTY}", "", ""},
+		{"${PGW_FILE}", "fromfile", ""},
+		{"$${PGW_SET}", "${PGW_SET}", ""},
+		{"cost $5", "cost $5", ""},
+		{"${PGW_UNSET}", "", "PGW_UNSET is not set"},
+		{"${PGW_SET", "", "unterminated"},
+		{"${1BAD}", "", "invalid variable"},
+	}
+	for _, c := range cases {
+		t.Run(c.in, func(t *testing.T) {
+			got, err := p.expandString(c.in)
+			if c.err != "" {
+				if err == nil || !strings.Contains(err.Error(), c.err) {
+					t.Fatalf("err = %v, want %q", err, c.err)
+				}
+				return
+			}
+			if err != nil || got != c.want {
+				t.Fatalf("got %q, %v; want %q", got, err, c.want)
+			}
+		})
+	}
+}
+
+func TestDefaultsAndEnvFile(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, ".env"), []byte("# c\nexport PGW_PORT=9100\nPGW_KEY='k-123'\n"), 0o600)
+	cfgPath := filepath.Join(dir, "c.yaml")
+	os.WriteFile(cfgPath, []byte(`name: t
+env_file: .env
+listen: "127.0.0.1:${PGW_PORT}"
+models:
+  providers:
+    openai: {api_key: "${PGW_KEY}"}
+agents:
+  tech_research: {port: 1${PGW_PORT:-1}, description: "${PGW_UNSET:-a, b}"}
+`), 0o600)
+	c, err := Load(cfgPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := c.Agents["tech_research"]
+	checks := map[string][2]any{
+		"listen":    {c.Listen, "127.0.0.1:9100"},
+		"port":      {a.Port, 19100},
+		"desc":      {a.Description, "a, b"},
+		"title":     {a.Title, "Tech Research"},
+		"tool_name": {a.ToolName, "send_message"},
+		"model":     {a.Model, "passthrough"},
+		"namespace": {c.Namespace, "t"},
+		"key":       {c.Models.Providers.OpenAI.APIKey.Value(), "k-123"},
+		"base_url":  {c.Models.Providers.OpenAI.BaseURL, DefaultOpenAIBaseURL},
+		"poll":      {c.Reload.PollInterval, DefaultPollInterval},
+	}
+	for k, v := range checks {
+		if v[0] != v[1] {
+			t.Errorf("%s = %v, want %v", k, v[0], v[1])
+		}
+	}
+	if c.Hash == "" {
+		t.Error("no hash")
+	}
+}
+
+func TestSecretNeverPrints(t *testing.T) {
+	s := Secret("hunter2-secret")
+	for _, out := range []string{s.String(), s.GoString()} {
+		if strings.Contains(out, "hunter2") {
+			t.Fatalf("secret printed: %s", out)
+		}
+	}
+	b, _ := s.MarshalJSON()
+	if strings.Contains(string(b), "hunter2") {
+		t.Fatal("secret in JSON")
+	}
+}
+
+func TestSanitizeToolName(t *testing.T) {
+	long := strings.Repeat("x", 80)
+	cases := map[string]string{"argos__search": "argos__search", "a.b c": "a_b_c", "": "_"}
+	for in, want := range cases {
+		if got := SanitizeToolName(in); got != want {
+			t.Errorf("%q -> %q, want %q", in, got, want)
+		}
+	}
+	a, b := SanitizeToolName(long+"a"), SanitizeToolName(long+"b")
+	if len(a) != 64 || a == b {
+		t.Errorf("long names: %q %q", a, b)
+	}
+}

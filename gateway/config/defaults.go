@@ -1,0 +1,138 @@
+package config
+
+import (
+	"strings"
+	"time"
+	"unicode"
+)
+
+// Defaults of SPEC §3, in one place.
+const (
+	DefaultVersion            = "1.0.0"
+	DefaultListen             = "0.0.0.0:8200"
+	DefaultShutdownTimeout    = 30 * time.Second
+	DefaultDebounce           = 100 * time.Millisecond
+	DefaultPollInterval       = 30 * time.Second
+	DefaultMaxBodyBytes       = 10 << 20
+	DefaultMaxHistoryEntries  = 500
+	DefaultMaxImageBytes      = 5 << 20
+	DefaultMaxToolResultBytes = 100 << 10
+	DefaultModel              = "passthrough"
+	DefaultToolName           = "send_message"
+	DefaultMaxIterations      = 12
+	DefaultAgentTimeout       = 300 * time.Second
+	DefaultProviderTimeout    = 300 * time.Second
+	DefaultServerTimeout      = 60 * time.Second
+	DefaultOpenAIBaseURL      = "https://api.openai.com/v1"
+	DefaultAnthropicBaseURL   = "https://api.anthropic.com"
+)
+
+func (p *parser) applyDefaults(c *Config) {
+	def := func(s *string, v string) {
+		if *s == "" {
+			*s = v
+		}
+	}
+	def(&c.Version, DefaultVersion)
+	def(&c.Namespace, c.Name)
+	def(&c.Listen, DefaultListen)
+	def(&c.Auth.Mode, "passthrough")
+	def(&c.Models.Default, DefaultModel)
+	if c.ShutdownTimeout == 0 {
+		c.ShutdownTimeout = DefaultShutdownTimeout
+	}
+	if c.Reload.Debounce == 0 {
+		c.Reload.Debounce = DefaultDebounce
+	}
+	// poll_interval: 0 written explicitly means off; absent means the default.
+	if lookup(p.root, []string{"reload", "poll_interval"}) == nil {
+		c.Reload.PollInterval = DefaultPollInterval
+	}
+	if c.Limits.MaxBodyBytes == 0 {
+		c.Limits.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if c.Limits.MaxHistoryEntries == 0 {
+		c.Limits.MaxHistoryEntries = DefaultMaxHistoryEntries
+	}
+	if c.Limits.MaxImageBytes == 0 {
+		c.Limits.MaxImageBytes = DefaultMaxImageBytes
+	}
+	if c.Limits.MaxToolResultBytes == 0 {
+		c.Limits.MaxToolResultBytes = DefaultMaxToolResultBytes
+	}
+	for i := range c.Auth.Tokens {
+		if c.Auth.Tokens[i].Agents == nil {
+			c.Auth.Tokens[i].Agents = []string{"*"}
+		}
+	}
+	providerDefaults(c.Models.Providers.OpenAI, DefaultOpenAIBaseURL)
+	providerDefaults(c.Models.Providers.Anthropic, DefaultAnthropicBaseURL)
+	for _, s := range c.MCP.Servers {
+		if s == nil {
+			continue
+		}
+		def(&s.Transport, "http")
+		if s.Timeout == 0 {
+			s.Timeout = DefaultServerTimeout
+		}
+	}
+	for name, a := range c.Agents {
+		if a == nil {
+			a = &Agent{}
+			c.Agents[name] = a
+		}
+		a.Name = name
+		def(&a.Kind, KindLLM)
+		def(&a.Title, TitleFromName(name))
+		def(&a.ToolName, DefaultToolName)
+		if a.Model == "" && (a.Kind == KindLLM || a.Kind == KindRouter) {
+			a.Model = c.Models.Default
+		}
+		if a.MaxIterations == 0 {
+			a.MaxIterations = DefaultMaxIterations
+		}
+		if a.Timeout == 0 {
+			a.Timeout = DefaultAgentTimeout
+		}
+	}
+}
+
+func providerDefaults(p *Provider, baseURL string) {
+	if p == nil {
+		return
+	}
+	if p.BaseURL == "" {
+		p.BaseURL = baseURL
+	}
+	if p.Timeout == 0 {
+		p.Timeout = DefaultProviderTimeout
+	}
+	if p.MaxRetries == nil {
+		two := 2
+		p.MaxRetries = &two
+	}
+}
+
+// TitleFromName turns an agent key into a title: "tech_research" → "Tech Research".
+func TitleFromName(name string) string {
+	words := strings.FieldsFunc(name, func(r rune) bool { return r == '_' || r == '-' })
+	for i, w := range words {
+		r := []rune(w)
+		r[0] = unicode.ToUpper(r[0])
+		words[i] = string(r)
+	}
+	return strings.Join(words, " ")
+}
+
+// Slug is the registry slug of an agent: "_" turned into "-".
+func Slug(name string) string { return strings.ReplaceAll(name, "_", "-") }
+
+// SplitModel splits "provider.model" into its parts; the built-in models
+// "passthrough" and "playback" have provider "builtin".
+func SplitModel(ref string) (provider, model string) {
+	if ref == "passthrough" || ref == "playback" {
+		return "builtin", ref
+	}
+	provider, model, _ = strings.Cut(ref, ".")
+	return provider, model
+}

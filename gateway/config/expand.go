@@ -1,0 +1,171 @@
+package config
+
+import (
+	"fmt"
+	"os"
+	"reflect"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// expandText replaces ${VAR} and ${VAR:-default} in the raw file, line by
+// line, before YAML decoding (so that flow mappings such as
+// "{X-Api-Key: ${KEY}}" work). Comments are left alone. "$${" is a literal
+// "${". An unset variable without a default is an error naming it.
+func (p *parser) expandText(raw []byte) []byte {
+	lines := strings.Split(string(raw), "\n")
+	for i, line := range lines {
+		code, comment := splitComment(line)
+		if !strings.Contains(code, "$") {
+			continue
+		}
+		v, err := p.expandString(code)
+		if err != nil {
+			p.add(i+1, "", err.Error())
+			continue
+		}
+		lines[i] = v + comment
+	}
+	return []byte(strings.Join(lines, "\n"))
+}
+
+// splitComment splits a YAML line at the start of its comment: a '#' at the
+// start or after whitespace, outside quotes.
+func splitComment(line string) (code, comment string) {
+	var quote byte
+	for i := 0; i < len(line); i++ {
+		ch := line[i]
+		switch {
+		case quote != 0:
+			if ch == quote {
+				quote = 0
+			}
+		case ch == '"' || ch == '\'':
+			if i == 0 || strings.ContainsRune(" \t:{[,-", rune(line[i-1])) {
+				quote = ch
+			}
+		case ch == '#' && (i == 0 || line[i-1] == ' ' || line[i-1] == '\t'):
+			return line[:i], line[i:]
+		}
+	}
+	return line, ""
+}
+
+func (p *parser) getenv(name string) (string, bool) {
+	if v, ok := os.LookupEnv(name); ok {
+		return v, true
+	}
+	v, ok := p.env[name]
+	return v, ok
+}
+
+func (p *parser) expandString(s string) (string, error) {
+	var b strings.Builder
+	for {
+		i := strings.Index(s, "$")
+		if i < 0 {
+			b.WriteString(s)
+			return b.String(), nil
+		}
+		b.WriteString(s[:i])
+		s = s[i:]
+		switch {
+		case strings.HasPrefix(s, "$${"):
+			b.WriteString("${")
+			s = s[3:]
+		case strings.HasPrefix(s, "${"):
+			end := strings.Index(s, "}")
+			if end < 0 {
+				return "", fmt.Errorf("unterminated ${ in value")
+			}
+			expr := s[2:end]
+			s = s[end+1:]
+			name, def, hasDef := strings.Cut(expr, ":-")
+			if !validEnvName(name) {
+				return "", fmt.Errorf("invalid variable reference ${%s}", expr)
+			}
+			v, ok := p.getenv(name)
+			switch {
+			case ok && (v != "" || !hasDef):
+				b.WriteString(v)
+			case hasDef:
+				b.WriteString(def)
+			default:
+				return "", fmt.Errorf("environment variable %s is not set (use ${%s:-default} for a default)", name, name)
+			}
+		default:
+			b.WriteString("$")
+			s = s[1:]
+		}
+	}
+}
+
+func validEnvName(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i, r := range s {
+		if r == '_' || r >= 'A' && r <= 'Z' || r >= 'a' && r <= 'z' || i > 0 && r >= '0' && r <= '9' {
+			continue
+		}
+		return false
+	}
+	return true
+}
+
+var typeOfConfig = reflect.TypeOf(Config{})
+
+// checkKnownKeys reports mapping keys that have no field in t (strict
+// decoding with line numbers: yaml.v3's KnownFields does not apply to
+// Node.Decode).
+func checkKnownKeys(p *parser, n *yaml.Node, t reflect.Type, path []string) {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch t.Kind() {
+	case reflect.Struct:
+		if n.Kind != yaml.MappingNode {
+			return
+		}
+		fields := yamlFields(t)
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k := n.Content[i]
+			ft, ok := fields[k.Value]
+			kp := append(append([]string{}, path...), k.Value)
+			if !ok {
+				p.add(k.Line, strings.Join(kp, "."), "unknown key")
+				continue
+			}
+			checkKnownKeys(p, n.Content[i+1], ft, kp)
+		}
+	case reflect.Map:
+		if n.Kind != yaml.MappingNode {
+			return
+		}
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			kp := append(append([]string{}, path...), n.Content[i].Value)
+			checkKnownKeys(p, n.Content[i+1], t.Elem(), kp)
+		}
+	case reflect.Slice:
+		if n.Kind != yaml.SequenceNode {
+			return
+		}
+		for i, c := range n.Content {
+			checkKnownKeys(p, c, t.Elem(), append(append([]string{}, path...), fmt.Sprint(i)))
+		}
+	}
+}
+
+func yamlFields(t reflect.Type) map[string]reflect.Type {
+	out := map[string]reflect.Type{}
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		name, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+		if name == "-" || name == "" {
+			continue
+		}
+		out[name] = f.Type
+	}
+	return out
+}

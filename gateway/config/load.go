@@ -1,0 +1,224 @@
+package config
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// Check is an extra validation step supplied by a package that knows rules
+// config must not import (for example the policy blocklist). It reports each
+// problem through report with the key path it concerns.
+type Check func(c *Config, report func(path []string, msg string))
+
+// Load reads, expands, decodes, defaults and validates the config at path.
+// Any problem is returned as *Errors listing every finding; the file is never
+// half-loaded.
+func Load(path string, checks ...Check) (*Config, error) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return nil, &Errors{List: []Error{{File: path, Msg: err.Error()}}}
+	}
+	return Parse(path, raw, checks...)
+}
+
+// Parse is Load for bytes already read from path.
+func Parse(path string, raw []byte, checks ...Check) (*Config, error) {
+	p := &parser{file: path, errs: &Errors{}}
+	c := p.parse(raw)
+	if len(p.errs.List) > 0 {
+		return nil, p.errs
+	}
+	p.applyDefaults(c)
+	p.validate(c)
+	for _, check := range checks {
+		check(c, func(path []string, msg string) { p.addPath(path, msg) })
+	}
+	if len(p.errs.List) > 0 {
+		p.errs.sort()
+		return nil, p.errs
+	}
+	return c, nil
+}
+
+type parser struct {
+	file string
+	root *yaml.Node // the document's top mapping
+	errs *Errors
+	env  map[string]string // from env_file; the process environment wins
+}
+
+func (p *parser) add(line int, key, msg string) {
+	p.errs.List = append(p.errs.List, Error{File: p.file, Line: line, Key: key, Msg: msg})
+}
+
+// addPath reports a problem at the line of the deepest existing key of path.
+func (p *parser) addPath(path []string, msg string) {
+	p.add(lineOf(p.root, path), strings.Join(path, "."), msg)
+}
+
+var yamlLine = regexp.MustCompile(`^(?:yaml: )?line (\d+): (.*)$`)
+
+func (p *parser) parse(raw []byte) *Config {
+	hash := sha256.New()
+	hash.Write(raw)
+	envPath, envLine := p.envFilePath(raw)
+	if envPath != "" {
+		data, err := os.ReadFile(envPath)
+		if err != nil {
+			p.add(envLine, "env_file", err.Error())
+			return nil
+		}
+		hash.Write(data)
+		p.env = parseEnvFile(data)
+	}
+	expanded := p.expandText(raw)
+	if len(p.errs.List) > 0 {
+		return nil
+	}
+	var doc yaml.Node
+	if err := yaml.Unmarshal(expanded, &doc); err != nil {
+		p.yamlError(err)
+		return nil
+	}
+	if len(doc.Content) == 0 || doc.Content[0].Kind != yaml.MappingNode {
+		p.add(1, "", "config must be a YAML mapping")
+		return nil
+	}
+	p.root = doc.Content[0]
+	checkKnownKeys(p, p.root, typeOfConfig, nil)
+	if len(p.errs.List) > 0 {
+		return nil
+	}
+	c := &Config{}
+	if err := p.root.Decode(c); err != nil {
+		p.yamlError(err)
+		return nil
+	}
+	c.File = p.file
+	c.Hash = hex.EncodeToString(hash.Sum(nil))
+	c.EnvFilePath = envPath
+	return c
+}
+
+func (p *parser) yamlError(err error) {
+	var te *yaml.TypeError
+	msgs := []string{err.Error()}
+	if errors.As(err, &te) {
+		msgs = te.Errors
+	}
+	for _, m := range msgs {
+		if sub := yamlLine.FindStringSubmatch(strings.TrimSpace(m)); sub != nil {
+			n, _ := strconv.Atoi(sub[1])
+			p.add(n, "", sub[2])
+			continue
+		}
+		p.add(0, "", strings.TrimPrefix(m, "yaml: "))
+	}
+}
+
+var envFileRE = regexp.MustCompile(`(?m)^env_file:[ \t]*(.*?)[ \t]*(?:#.*)?$`)
+
+// envFilePath finds the top-level env_file in the raw text (it must be known
+// before the rest of the file is expanded), expands it from the process
+// environment and resolves it against the config's directory.
+func (p *parser) envFilePath(raw []byte) (string, int) {
+	loc := envFileRE.FindSubmatchIndex(raw)
+	if loc == nil {
+		return "", 0
+	}
+	line := bytes.Count(raw[:loc[0]], []byte("\n")) + 1
+	v := strings.Trim(string(raw[loc[2]:loc[3]]), `"'`)
+	if exp, err := p.expandString(v); err == nil {
+		v = exp
+	}
+	if v == "" {
+		return "", 0
+	}
+	if !filepath.IsAbs(v) {
+		v = filepath.Join(filepath.Dir(p.file), v)
+	}
+	return v, line
+}
+
+// parseEnvFile reads KEY=VALUE lines; "#" comments, blank lines, an optional
+// "export " prefix and single or double quotes around the value are allowed.
+func parseEnvFile(data []byte) map[string]string {
+	env := map[string]string{}
+	for _, line := range bytes.Split(data, []byte("\n")) {
+		s := strings.TrimSpace(string(line))
+		if s == "" || strings.HasPrefix(s, "#") {
+			continue
+		}
+		s = strings.TrimPrefix(s, "export ")
+		k, v, ok := strings.Cut(s, "=")
+		if !ok {
+			continue
+		}
+		k, v = strings.TrimSpace(k), strings.TrimSpace(v)
+		if len(v) >= 2 && (v[0] == '"' && v[len(v)-1] == '"' || v[0] == '\'' && v[len(v)-1] == '\'') {
+			v = v[1 : len(v)-1]
+		}
+		env[k] = v
+	}
+	return env
+}
+
+// lookup walks mapping keys; it returns the value node or nil.
+func lookup(n *yaml.Node, path []string) *yaml.Node {
+	for _, key := range path {
+		if n == nil || n.Kind != yaml.MappingNode {
+			return nil
+		}
+		var next *yaml.Node
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			if n.Content[i].Value == key {
+				next = n.Content[i+1]
+				break
+			}
+		}
+		n = next
+	}
+	return n
+}
+
+// lineOf returns the line of the deepest key of path present in the tree.
+func lineOf(root *yaml.Node, path []string) int {
+	line, n := 1, root
+	if root == nil {
+		return 0
+	}
+	for _, key := range path {
+		if n.Kind == yaml.SequenceNode {
+			i, err := strconv.Atoi(key)
+			if err != nil || i < 0 || i >= len(n.Content) {
+				return line
+			}
+			n = n.Content[i]
+			line = n.Line
+			continue
+		}
+		if n.Kind != yaml.MappingNode {
+			return line
+		}
+		found := false
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			if n.Content[i].Value == key {
+				line, n, found = n.Content[i].Line, n.Content[i+1], true
+				break
+			}
+		}
+		if !found {
+			return line
+		}
+	}
+	return line
+}

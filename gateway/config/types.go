@@ -1,0 +1,192 @@
+// Package config owns the typed pallasgw configuration: the YAML schema of
+// SPEC §3, environment expansion, defaults, the Secret type and validation
+// that reports every problem as "file:line: key: message". It is a leaf: it
+// imports no other package of the project, and it never builds anything from
+// a config (that is the gateway's snapshot builder's job).
+package config
+
+import (
+	"time"
+)
+
+// Config is one parsed, defaulted and validated config file. It is immutable
+// once Load returns: nothing may write to it or shallow-copy it for writing.
+type Config struct {
+	Name            string            `yaml:"name"`             // required
+	Version         string            `yaml:"version"`          // default "1.0.0"
+	Namespace       string            `yaml:"namespace"`        // default: Name
+	Listen          string            `yaml:"listen"`           // default "0.0.0.0:8200"
+	PublicURL       string            `yaml:"public_url"`       // default "" (derived from the request)
+	Host            string            `yaml:"host"`             // default "" (the request's host)
+	RegistryPort    int               `yaml:"registry_port"`    // default 0 = none
+	TrustedProxies  []string          `yaml:"trusted_proxies"`  // CIDRs or IPs; default none
+	AllowedOrigins  []string          `yaml:"allowed_origins"`  // default none
+	EnvFile         string            `yaml:"env_file"`         // default ""
+	ShutdownTimeout time.Duration     `yaml:"shutdown_timeout"` // default 30s
+	Reload          Reload            `yaml:"reload"`
+	Admin           Admin             `yaml:"admin"`
+	Limits          Limits            `yaml:"limits"`
+	Auth            Auth              `yaml:"auth"`
+	Models          Models            `yaml:"models"`
+	MCP             MCP               `yaml:"mcp"`
+	Policy          Policy            `yaml:"policy"`
+	Agents          map[string]*Agent `yaml:"agents"`
+
+	// File is the path the config was loaded from; Hash the hex SHA-256 of
+	// the raw file bytes plus the env_file bytes. Not YAML keys.
+	File string `yaml:"-"`
+	Hash string `yaml:"-"`
+	// Warnings are non-fatal findings of validation, to be logged.
+	Warnings []string `yaml:"-"`
+	// EnvFilePath is env_file resolved against the config's directory.
+	EnvFilePath string `yaml:"-"`
+}
+
+// Reload configures the file watcher.
+type Reload struct {
+	Debounce     time.Duration `yaml:"debounce"`      // default 100ms
+	PollInterval time.Duration `yaml:"poll_interval"` // default 30s; 0 = off (set explicitly)
+}
+
+// Admin guards /-/reload and /-/status.
+type Admin struct {
+	Token Secret `yaml:"token"` // default "": loopback callers only
+}
+
+// Limits bound what a request may carry.
+type Limits struct {
+	MaxBodyBytes       int64 `yaml:"max_body_bytes"`        // default 10485760
+	MaxHistoryEntries  int   `yaml:"max_history_entries"`   // default 500
+	MaxImageBytes      int64 `yaml:"max_image_bytes"`       // default 5242880 (decoded)
+	MaxToolResultBytes int   `yaml:"max_tool_result_bytes"` // default 102400
+}
+
+// Auth is inbound authentication (SPEC §7).
+type Auth struct {
+	Mode   string  `yaml:"mode"` // passthrough (default) | tokens
+	Tokens []Token `yaml:"tokens"`
+}
+
+// Token is one accepted bearer token.
+type Token struct {
+	Name   string   `yaml:"name"`   // caller identity
+	Token  Secret   `yaml:"token"`  // plain, or "sha256:<hex>"
+	Agents []string `yaml:"agents"` // globs; default ["*"]
+}
+
+// Models configures providers and the default model.
+type Models struct {
+	Default      string                  `yaml:"default"` // default "passthrough"
+	Providers    Providers               `yaml:"providers"`
+	Capabilities map[string]Capabilities `yaml:"capabilities"`
+	Prices       map[string]Price        `yaml:"prices"`
+}
+
+// Providers holds the two provider families.
+type Providers struct {
+	OpenAI    *Provider `yaml:"openai"`
+	Anthropic *Provider `yaml:"anthropic"`
+}
+
+// Provider is one LLM provider's connection settings.
+type Provider struct {
+	BaseURL            string        `yaml:"base_url"`             // openai: https://api.openai.com/v1; anthropic: https://api.anthropic.com
+	APIKey             Secret        `yaml:"api_key"`              // default ""
+	ForwardInboundAuth bool          `yaml:"forward_inbound_auth"` // default false
+	Timeout            time.Duration `yaml:"timeout"`              // default 300s
+	MaxRetries         *int          `yaml:"max_retries"`          // default 2
+}
+
+// Capabilities are published in the registry for a model.
+type Capabilities struct {
+	Vision          bool `yaml:"vision"`
+	ContextWindow   int  `yaml:"context_window"`
+	MaxOutputTokens int  `yaml:"max_output_tokens"`
+}
+
+// Price is USD per million tokens.
+type Price struct {
+	Input  float64 `yaml:"input"`
+	Output float64 `yaml:"output"`
+}
+
+// MCP lists downstream MCP servers.
+type MCP struct {
+	Servers map[string]*Server `yaml:"servers"`
+}
+
+// Server is one downstream MCP server.
+type Server struct {
+	Transport          string            `yaml:"transport"` // http (default) | sse | stdio
+	URL                string            `yaml:"url"`
+	Headers            map[string]Secret `yaml:"headers"`              // static; always win
+	ForwardInboundAuth bool              `yaml:"forward_inbound_auth"` // default false
+	ForwardHeaders     map[string]string `yaml:"forward_headers"`      // inbound -> outbound
+	Timeout            time.Duration     `yaml:"timeout"`              // per tool call; default 60s
+	Command            string            `yaml:"command"`
+	Args               []string          `yaml:"args"`
+	Env                map[string]Secret `yaml:"env"`
+	Dir                string            `yaml:"dir"`
+}
+
+// Policy is the caller and header policy (SPEC §7).
+type Policy struct {
+	ExtraBlockedHeaders   []string         `yaml:"extra_blocked_headers"`
+	Callers               map[string]*Rule `yaml:"callers"`
+	Default               *Rule            `yaml:"default"` // default: allow all
+	DenyOnMissingIdentity bool             `yaml:"deny_on_missing_identity"`
+}
+
+// Rule narrows what one caller may use.
+type Rule struct {
+	Agents  []string  `yaml:"agents"`
+	Servers []string  `yaml:"servers"`
+	Tools   ToolRules `yaml:"tools"`
+}
+
+// ToolRules are allow/deny globs; deny wins; empty allow = all.
+type ToolRules struct {
+	Allow []string `yaml:"allow"`
+	Deny  []string `yaml:"deny"`
+}
+
+// Icon is a registry icon.
+type Icon struct {
+	Src      string `yaml:"src" json:"src"`
+	Sizes    string `yaml:"sizes,omitempty" json:"sizes,omitempty"`
+	MIMEType string `yaml:"mime_type,omitempty" json:"mimeType,omitempty"`
+}
+
+// Agent kinds.
+const (
+	KindLLM      = "llm"
+	KindChain    = "chain"
+	KindRouter   = "router"
+	KindParallel = "parallel"
+	KindProxy    = "proxy"
+	KindToolbox  = "toolbox"
+)
+
+// Agent is one served agent.
+type Agent struct {
+	Kind          string         `yaml:"kind"`  // llm (default)
+	Title         string         `yaml:"title"` // default: key title-cased
+	Description   string         `yaml:"description"`
+	Icons         []Icon         `yaml:"icons"`
+	Port          int            `yaml:"port"`      // legacy alias; 0 = none
+	ToolName      string         `yaml:"tool_name"` // default send_message
+	Model         string         `yaml:"model"`     // default models.default
+	Instruction   string         `yaml:"instruction"`
+	Servers       []string       `yaml:"servers"`
+	Agents        []string       `yaml:"agents"`
+	Tools         ToolRules      `yaml:"tools"`
+	Params        map[string]any `yaml:"params"`
+	MaxIterations int            `yaml:"max_iterations"` // default 12
+	Timeout       time.Duration  `yaml:"timeout"`        // default 300s
+	Sequence      []string       `yaml:"sequence"`       // chain
+	FanOut        []string       `yaml:"fan_out"`        // parallel
+	FanIn         string         `yaml:"fan_in"`         // parallel
+
+	// Name is the agent's key (set by Load).
+	Name string `yaml:"-"`
+}

@@ -1,0 +1,252 @@
+package config
+
+import (
+	"fmt"
+	"net"
+	"net/netip"
+	"net/url"
+	"path"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+var (
+	agentNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`)
+	knownParams = map[string]bool{
+		"temperature": true, "top_p": true, "top_k": true, "max_tokens": true, "stop": true,
+		"presence_penalty": true, "frequency_penalty": true, "seed": true, "response_format": true,
+		"tool_choice": true, "extra": true, "playback": true,
+	}
+	knownKinds = map[string]bool{KindLLM: true, KindChain: true, KindRouter: true, KindParallel: true, KindProxy: true, KindToolbox: true}
+)
+
+func (p *parser) validate(c *Config) {
+	if c.Name == "" {
+		p.addPath([]string{"name"}, "is required")
+	}
+	p.validateListeners(c)
+	p.validateHTTP(c)
+	p.validateAuth(c)
+	p.validateModels(c)
+	p.validateServers(c)
+	p.validatePolicy(c)
+	for _, name := range sortedKeys(c.Agents) {
+		p.validateAgent(c, c.Agents[name])
+	}
+	p.validateCycles(c)
+}
+
+func (p *parser) validateListeners(c *Config) {
+	_, lport, err := net.SplitHostPort(c.Listen)
+	mainPort, perr := strconv.Atoi(lport)
+	if err != nil || perr != nil || mainPort < 0 || mainPort > 65535 {
+		p.addPath([]string{"listen"}, fmt.Sprintf("invalid address %q (want host:port)", c.Listen))
+	}
+	owner := map[int]string{}
+	if mainPort > 0 {
+		owner[mainPort] = "listen"
+	}
+	claim := func(port int, who string, key []string) {
+		if port == 0 {
+			return
+		}
+		if port < 1 || port > 65535 {
+			p.addPath(key, fmt.Sprintf("port %d out of range 1-65535", port))
+			return
+		}
+		if prev, ok := owner[port]; ok {
+			p.addPath(key, fmt.Sprintf("port %d is already used by %s", port, prev))
+			return
+		}
+		owner[port] = who
+	}
+	claim(c.RegistryPort, "registry_port", []string{"registry_port"})
+	for _, name := range sortedKeys(c.Agents) {
+		claim(c.Agents[name].Port, "agent "+name, []string{"agents", name, "port"})
+	}
+}
+
+func (p *parser) validateHTTP(c *Config) {
+	if c.PublicURL != "" {
+		u, err := url.Parse(c.PublicURL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			p.addPath([]string{"public_url"}, "must be an absolute http(s) URL")
+		}
+	}
+	for i, cidr := range c.TrustedProxies {
+		if _, err := netip.ParsePrefix(cidr); err != nil {
+			if _, err := netip.ParseAddr(cidr); err != nil {
+				p.addPath([]string{"trusted_proxies", strconv.Itoa(i)}, fmt.Sprintf("%q is not a CIDR or IP address", cidr))
+			}
+		}
+	}
+	for i, o := range c.AllowedOrigins {
+		u, err := url.Parse(o)
+		if o != "*" && (err != nil || u.Scheme == "" || u.Host == "" || (u.Path != "" && u.Path != "/")) {
+			p.addPath([]string{"allowed_origins", strconv.Itoa(i)}, fmt.Sprintf("%q is not an origin (scheme://host[:port])", o))
+		}
+	}
+	lim := []struct {
+		key string
+		v   int64
+	}{
+		{"max_body_bytes", c.Limits.MaxBodyBytes}, {"max_history_entries", int64(c.Limits.MaxHistoryEntries)},
+		{"max_image_bytes", c.Limits.MaxImageBytes}, {"max_tool_result_bytes", int64(c.Limits.MaxToolResultBytes)},
+	}
+	for _, l := range lim {
+		if l.v < 0 {
+			p.addPath([]string{"limits", l.key}, "must not be negative")
+		}
+	}
+	if c.ShutdownTimeout < 0 || c.Reload.Debounce < 0 || c.Reload.PollInterval < 0 {
+		p.addPath([]string{"reload"}, "durations must not be negative")
+	}
+}
+
+func (p *parser) validateAuth(c *Config) {
+	switch c.Auth.Mode {
+	case "passthrough", "tokens":
+	default:
+		p.addPath([]string{"auth", "mode"}, fmt.Sprintf("unknown mode %q (want passthrough or tokens)", c.Auth.Mode))
+	}
+	if c.Auth.Mode == "tokens" && len(c.Auth.Tokens) == 0 {
+		p.addPath([]string{"auth", "tokens"}, "mode tokens needs at least one token")
+	}
+	seen := map[string]bool{}
+	for i, t := range c.Auth.Tokens {
+		key := []string{"auth", "tokens", strconv.Itoa(i)}
+		if t.Name == "" {
+			p.addPath(append(key, "name"), "is required")
+		} else if seen[t.Name] {
+			p.addPath(append(key, "name"), fmt.Sprintf("duplicate token name %q", t.Name))
+		}
+		seen[t.Name] = true
+		v := t.Token.Value()
+		switch {
+		case v == "":
+			p.addPath(append(key, "token"), "is required")
+		case strings.HasPrefix(v, "sha256:"):
+			if h := strings.TrimPrefix(v, "sha256:"); len(h) != 64 || !isHex(h) {
+				p.addPath(append(key, "token"), "sha256: form needs 64 hex digits")
+			}
+		case len(v) < 16:
+			p.addPath(append(key, "token"), "plain tokens must be at least 16 characters")
+		}
+		p.checkGlobs(append(key, "agents"), t.Agents)
+	}
+}
+
+func (p *parser) validateModels(c *Config) {
+	p.checkModel(c, []string{"models", "default"}, c.Models.Default)
+	for ref := range c.Models.Capabilities {
+		if prov, m := SplitModel(ref); prov == "" || m == "" {
+			p.addPath([]string{"models", "capabilities", ref}, "keys are provider.model")
+		}
+	}
+	for _, pr := range []struct {
+		name string
+		p    *Provider
+	}{{"openai", c.Models.Providers.OpenAI}, {"anthropic", c.Models.Providers.Anthropic}} {
+		if pr.p == nil {
+			continue
+		}
+		if u, err := url.Parse(pr.p.BaseURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") {
+			p.addPath([]string{"models", "providers", pr.name, "base_url"}, "must be an http(s) URL")
+		}
+		if pr.p.ForwardInboundAuth && c.Auth.Mode == "tokens" {
+			c.Warnings = append(c.Warnings, fmt.Sprintf("%s:%d: models.providers.%s.forward_inbound_auth: ignored in auth mode tokens (the gateway's token is never forwarded)",
+				p.file, lineOf(p.root, []string{"models", "providers", pr.name, "forward_inbound_auth"}), pr.name))
+		}
+	}
+}
+
+// checkModel validates a provider.model reference.
+func (p *parser) checkModel(c *Config, key []string, ref string) {
+	prov, model := SplitModel(ref)
+	switch {
+	case prov == "builtin":
+	case model == "":
+		p.addPath(key, fmt.Sprintf("model %q must be provider.model, passthrough or playback", ref))
+	case prov == "openai" && c.Models.Providers.OpenAI == nil, prov == "anthropic" && c.Models.Providers.Anthropic == nil:
+		p.addPath(key, fmt.Sprintf("model %q: provider %q has no config under models.providers", ref, prov))
+	case prov != "openai" && prov != "anthropic":
+		p.addPath(key, fmt.Sprintf("model %q: unknown provider prefix %q (want openai or anthropic)", ref, prov))
+	}
+}
+
+func (p *parser) validateServers(c *Config) {
+	for _, name := range sortedKeys(c.MCP.Servers) {
+		s, key := c.MCP.Servers[name], []string{"mcp", "servers", name}
+		if s == nil {
+			p.addPath(key, "is empty")
+			continue
+		}
+		if !agentNameRE.MatchString(name) || strings.Contains(name, "__") {
+			p.addPath(key, "server names are letters, digits, '_', '-', '.' (no '__'), at most 64")
+		}
+		switch s.Transport {
+		case "http", "sse":
+			if u, err := url.Parse(s.URL); s.URL == "" || err != nil || (u.Scheme != "http" && u.Scheme != "https") {
+				p.addPath(append(key, "url"), "transport "+s.Transport+" needs an http(s) url")
+			}
+		case "stdio":
+			if s.Command == "" {
+				p.addPath(append(key, "command"), "transport stdio needs a command")
+			}
+		default:
+			p.addPath(append(key, "transport"), fmt.Sprintf("unknown transport %q (want http, sse or stdio)", s.Transport))
+		}
+		if s.ForwardInboundAuth && c.Auth.Mode == "tokens" {
+			c.Warnings = append(c.Warnings, fmt.Sprintf("%s:%d: mcp.servers.%s.forward_inbound_auth: ignored in auth mode tokens (the gateway's token is never forwarded)",
+				p.file, lineOf(p.root, append(key, "forward_inbound_auth")), name))
+		}
+		if s.Timeout < 0 {
+			p.addPath(append(key, "timeout"), "must not be negative")
+		}
+	}
+}
+
+func (p *parser) validatePolicy(c *Config) {
+	for _, name := range sortedKeys(c.Policy.Callers) {
+		p.checkRule([]string{"policy", "callers", name}, c.Policy.Callers[name])
+	}
+	p.checkRule([]string{"policy", "default"}, c.Policy.Default)
+}
+
+func (p *parser) checkRule(key []string, r *Rule) {
+	if r == nil {
+		return
+	}
+	p.checkGlobs(append(key, "agents"), r.Agents)
+	p.checkGlobs(append(key, "servers"), r.Servers)
+	p.checkGlobs(append(key, "tools", "allow"), r.Tools.Allow)
+	p.checkGlobs(append(key, "tools", "deny"), r.Tools.Deny)
+}
+
+func (p *parser) checkGlobs(key []string, globs []string) {
+	for i, g := range globs {
+		if _, err := path.Match(g, ""); err != nil || g == "" {
+			p.addPath(append(append([]string{}, key...), strconv.Itoa(i)), fmt.Sprintf("invalid glob %q", g))
+		}
+	}
+}
+
+func isHex(s string) bool {
+	for _, r := range s {
+		if !strings.ContainsRune("0123456789abcdefABCDEF", r) {
+			return false
+		}
+	}
+	return true
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

@@ -1,0 +1,192 @@
+// Package metrics owns every Prometheus metric pallasgw exports (SPEC §9).
+// It is a leaf: it imports no other package of the project. Other packages
+// receive a *Metrics and record into it; none of them registers metrics of
+// its own. Label values must be bounded: agent, server, tool and provider
+// names come from the config, never from a request.
+package metrics
+
+import (
+	"net/http"
+	"runtime"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// Metrics is the set of collectors of one gateway process.
+type Metrics struct {
+	Registry *prometheus.Registry
+
+	BuildInfo *prometheus.GaugeVec
+
+	HTTPRequests *prometheus.CounterVec   // handler, code
+	HTTPDuration *prometheus.HistogramVec // handler
+	Inflight     *prometheus.GaugeVec     // agent
+
+	ToolCalls        *prometheus.CounterVec   // agent, tool, outcome
+	ToolCallDuration *prometheus.HistogramVec // agent, tool
+
+	DownstreamCalls    *prometheus.CounterVec   // server, outcome
+	DownstreamDuration *prometheus.HistogramVec // server
+	DownstreamSessions *prometheus.GaugeVec     // server
+
+	LLMRequests   *prometheus.CounterVec   // agent, provider, model, outcome
+	GenAIDuration *prometheus.HistogramVec // gen_ai_provider_name, gen_ai_request_model
+	GenAITokens   *prometheus.HistogramVec // gen_ai_provider_name, gen_ai_request_model, gen_ai_token_type
+	LLMTokens     *prometheus.CounterVec   // agent, model, type
+	LLMCost       *prometheus.CounterVec   // agent, model
+
+	AgentIterations     prometheus.Histogram
+	AgentIterationLimit *prometheus.CounterVec // agent
+	AgentHealth         *prometheus.GaugeVec   // agent
+	ProviderUp          *prometheus.GaugeVec   // provider
+
+	PolicyDecisions          *prometheus.CounterVec // agent, decision, reason
+	ForwardedHeaderRejection *prometheus.CounterVec // server, reason
+
+	HistorySkipped *prometheus.CounterVec // agent, reason
+	Progress       *prometheus.CounterVec // outcome
+
+	ConfigReloads          *prometheus.CounterVec // result
+	ConfigLastReloadOK     prometheus.Gauge
+	ConfigLastReloadSuccTS prometheus.Gauge
+}
+
+// New builds and registers every collector, including the Go runtime and
+// process collectors, in a fresh registry.
+func New(version string) *Metrics {
+	r := prometheus.NewRegistry()
+	f := func(c prometheus.Collector) { r.MustRegister(c) }
+	m := &Metrics{Registry: r}
+
+	m.BuildInfo = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "pallasgw_build_info", Help: "Build information; the value is always 1.",
+	}, []string{"version", "goversion"})
+	m.BuildInfo.WithLabelValues(version, runtime.Version()).Set(1)
+
+	m.HTTPRequests = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "pallasgw_http_requests_total", Help: "HTTP requests by handler and status code.",
+	}, []string{"handler", "code"})
+	m.HTTPDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name: "pallasgw_http_request_duration_seconds", Help: "HTTP request duration by handler.",
+		Buckets: []float64{.001, .005, .01, .05, .1, .5, 1, 5, 15, 60, 300},
+	}, []string{"handler"})
+	m.Inflight = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "pallasgw_inflight_requests", Help: "Requests being served, by agent.",
+	}, []string{"agent"})
+
+	m.ToolCalls = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "pallasgw_tool_calls_total", Help: "Calls of agents' own tools by outcome (ok, error, denied, timeout, canceled).",
+	}, []string{"agent", "tool", "outcome"})
+	m.ToolCallDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name: "pallasgw_tool_call_duration_seconds", Help: "Duration of agents' own tool calls.",
+		Buckets: []float64{.001, .01, .1, .5, 1, 5, 15, 60, 300},
+	}, []string{"agent", "tool"})
+
+	m.DownstreamCalls = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "pallasgw_downstream_calls_total", Help: "Calls to downstream MCP servers by outcome.",
+	}, []string{"server", "outcome"})
+	m.DownstreamDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name: "pallasgw_downstream_call_duration_seconds", Help: "Duration of downstream MCP calls.",
+		Buckets: []float64{.001, .005, .01, .05, .1, .5, 1, 5, 15, 60},
+	}, []string{"server"})
+	m.DownstreamSessions = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "pallasgw_downstream_sessions", Help: "Open pooled downstream MCP sessions by server.",
+	}, []string{"server"})
+
+	m.LLMRequests = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "pallasgw_llm_requests_total", Help: "LLM requests by agent, provider, model and outcome.",
+	}, []string{"agent", "provider", "model", "outcome"})
+	m.GenAIDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name: "gen_ai_client_operation_duration_seconds", Help: "GenAI operation duration (OpenTelemetry GenAI semantic conventions).",
+		Buckets: []float64{.01, .02, .04, .08, .16, .32, .64, 1.28, 2.56, 5.12, 10.24, 20.48, 40.96, 81.92},
+	}, []string{"gen_ai_provider_name", "gen_ai_request_model"})
+	m.GenAITokens = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name: "gen_ai_client_token_usage", Help: "Tokens used per GenAI operation (OpenTelemetry GenAI semantic conventions).",
+		Buckets: []float64{1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304},
+	}, []string{"gen_ai_provider_name", "gen_ai_request_model", "gen_ai_token_type"})
+	m.LLMTokens = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "pallasgw_llm_tokens_total", Help: "LLM tokens by agent, model and type (input, output).",
+	}, []string{"agent", "model", "type"})
+	m.LLMCost = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "pallasgw_llm_cost_usd_total", Help: "Estimated LLM cost in USD from models.prices.",
+	}, []string{"agent", "model"})
+
+	m.AgentIterations = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name: "pallasgw_agent_iterations", Help: "LLM iterations per agent run.",
+		Buckets: []float64{1, 2, 3, 4, 6, 8, 12, 16, 24, 32},
+	})
+	m.AgentIterationLimit = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "pallasgw_agent_iteration_limit_total", Help: "Runs that stopped at max_iterations.",
+	}, []string{"agent"})
+	m.AgentHealth = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "pallasgw_agent_health", Help: "Last known agent health: 1 ok, 0.5 degraded, 0 error.",
+	}, []string{"agent"})
+	m.ProviderUp = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "pallasgw_llm_provider_up", Help: "Whether the provider passed its last preflight.",
+	}, []string{"provider"})
+
+	m.PolicyDecisions = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "pallasgw_policy_decisions_total", Help: "Policy decisions by agent, decision and reason.",
+	}, []string{"agent", "decision", "reason"})
+	m.ForwardedHeaderRejection = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "pallasgw_forwarded_header_rejections_total", Help: "Forwarded header values dropped by the sanitiser.",
+	}, []string{"server", "reason"})
+
+	m.HistorySkipped = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "pallasgw_history_entries_skipped_total", Help: "Malformed history entries skipped.",
+	}, []string{"agent", "reason"})
+	m.Progress = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "pallasgw_progress_notifications_total", Help: "Progress notifications by outcome (sent, dropped).",
+	}, []string{"outcome"})
+
+	m.ConfigReloads = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "pallasgw_config_reloads_total", Help: "Config reloads by result (success, failure, unchanged).",
+	}, []string{"result"})
+	m.ConfigLastReloadOK = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "pallasgw_config_last_reload_successful", Help: "Whether the last config reload succeeded.",
+	})
+	m.ConfigLastReloadSuccTS = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "pallasgw_config_last_reload_success_timestamp_seconds", Help: "Time of the last successful config load.",
+	})
+
+	for _, c := range []prometheus.Collector{
+		m.BuildInfo, m.HTTPRequests, m.HTTPDuration, m.Inflight, m.ToolCalls, m.ToolCallDuration,
+		m.DownstreamCalls, m.DownstreamDuration, m.DownstreamSessions, m.LLMRequests, m.GenAIDuration,
+		m.GenAITokens, m.LLMTokens, m.LLMCost, m.AgentIterations, m.AgentIterationLimit, m.AgentHealth,
+		m.ProviderUp, m.PolicyDecisions, m.ForwardedHeaderRejection, m.HistorySkipped, m.Progress,
+		m.ConfigReloads, m.ConfigLastReloadOK, m.ConfigLastReloadSuccTS,
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+	} {
+		f(c)
+	}
+	// Pre-create the reload results so the series exist before the first reload.
+	for _, r := range []string{"success", "failure", "unchanged"} {
+		m.ConfigReloads.WithLabelValues(r)
+	}
+	for _, o := range []string{"sent", "dropped"} {
+		m.Progress.WithLabelValues(o)
+	}
+	return m
+}
+
+// Handler serves the registry in the Prometheus exposition format.
+func (m *Metrics) Handler() http.Handler {
+	return promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{Registry: m.Registry})
+}
+
+// Names lists every metric family name SPEC §9 fixes (for tests).
+var Names = []string{
+	"pallasgw_build_info", "pallasgw_http_requests_total", "pallasgw_http_request_duration_seconds",
+	"pallasgw_inflight_requests", "pallasgw_tool_calls_total", "pallasgw_tool_call_duration_seconds",
+	"pallasgw_downstream_calls_total", "pallasgw_downstream_call_duration_seconds",
+	"pallasgw_llm_requests_total", "gen_ai_client_operation_duration_seconds", "gen_ai_client_token_usage",
+	"pallasgw_llm_tokens_total", "pallasgw_llm_cost_usd_total", "pallasgw_agent_iterations",
+	"pallasgw_agent_iteration_limit_total", "pallasgw_agent_health", "pallasgw_llm_provider_up",
+	"pallasgw_policy_decisions_total", "pallasgw_forwarded_header_rejections_total",
+	"pallasgw_history_entries_skipped_total", "pallasgw_progress_notifications_total",
+	"pallasgw_config_reloads_total", "pallasgw_config_last_reload_successful",
+	"pallasgw_config_last_reload_success_timestamp_seconds",
+}

@@ -1,0 +1,170 @@
+package policy
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+)
+
+// Reasons of a Decision; the reason label of pallasgw_policy_decisions_total.
+const (
+	ReasonAllowed          = "allowed"
+	ReasonAgentNotAllowed  = "agent_not_allowed"
+	ReasonServerNotAllowed = "server_not_allowed"
+	ReasonToolDenied       = "tool_denied"
+	ReasonToolNotAllowed   = "tool_not_allowed"
+	ReasonMissingIdentity  = "missing_identity"
+)
+
+// Decision is the outcome of one policy check. Reason is one of the Reason*
+// constants, never request data.
+type Decision struct {
+	Allowed bool
+	Reason  string
+}
+
+func decision(reason string) Decision {
+	return Decision{Allowed: reason == ReasonAllowed, Reason: reason}
+}
+
+// Rule narrows what one caller may use (policy.callers.<name> or
+// policy.default), as raw globs. An empty (or nil) Agents or Servers means
+// "all": a rule restricts only the dimensions it lists. ToolsAllow and
+// ToolsDeny form a ToolFilter over "<server>__<tool>" names (deny wins;
+// empty allow means all). An empty list cannot mean "nothing"; to shut a
+// caller out of every agent, list a name no agent has.
+type Rule struct {
+	Agents, Servers       []string
+	ToolsAllow, ToolsDeny []string
+}
+
+type compiledRule struct {
+	agents, servers Globs // empty = all
+	tools           ToolFilter
+}
+
+func compileRule(r Rule) (compiledRule, []error) {
+	var c compiledRule
+	var errs []error
+	var err error
+	if c.agents, err = CompileGlobs(r.Agents); err != nil {
+		errs = append(errs, prefixErrs("agents: ", err)...)
+	}
+	if c.servers, err = CompileGlobs(r.Servers); err != nil {
+		errs = append(errs, prefixErrs("servers: ", err)...)
+	}
+	if c.tools, err = NewToolFilter(r.ToolsAllow, r.ToolsDeny); err != nil {
+		errs = append(errs, prefixErrs("tools.", err)...)
+	}
+	return c, errs
+}
+
+// CallerPolicy answers what a caller identity may use (SPEC §7 "Callers").
+// A listed caller is judged by its own rule only; every other identity,
+// including the empty one, by the default rule. It is immutable and safe
+// for concurrent use.
+type CallerPolicy struct {
+	callers       map[string]compiledRule
+	def           compiledRule
+	denyOnMissing bool
+}
+
+// NewCallerPolicy compiles the rules. def nil means the default rule allows
+// everything. denyOnMissingIdentity is policy.deny_on_missing_identity, see
+// MissingIdentity. The error lists every bad glob, prefixed with
+// "callers.<name>." or "default.", and empty caller names.
+func NewCallerPolicy(callers map[string]Rule, def *Rule, denyOnMissingIdentity bool) (*CallerPolicy, error) {
+	p := &CallerPolicy{callers: make(map[string]compiledRule, len(callers)), denyOnMissing: denyOnMissingIdentity}
+	var errs []error
+	names := make([]string, 0, len(callers))
+	for name := range callers {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		if name == "" {
+			errs = append(errs, errors.New("callers: empty caller name"))
+			continue
+		}
+		c, cerrs := compileRule(callers[name])
+		errs = append(errs, prefixAll("callers."+name+".", cerrs)...)
+		p.callers[name] = c
+	}
+	if def != nil {
+		c, cerrs := compileRule(*def)
+		errs = append(errs, prefixAll("default.", cerrs)...)
+		p.def = c
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	return p, nil
+}
+
+// prefixErrs flattens err (possibly an errors.Join) and prefixes each
+// problem, so that every line of the joined result names its full path.
+func prefixErrs(prefix string, err error) []error {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		var out []error
+		for _, inner := range j.Unwrap() {
+			out = append(out, prefixErrs(prefix, inner)...)
+		}
+		return out
+	}
+	return []error{fmt.Errorf("%s%w", prefix, err)}
+}
+
+func prefixAll(prefix string, errs []error) []error {
+	out := make([]error, 0, len(errs))
+	for _, e := range errs {
+		out = append(out, prefixErrs(prefix, e)...)
+	}
+	return out
+}
+
+func (p *CallerPolicy) rule(caller string) compiledRule {
+	if r, ok := p.callers[caller]; ok {
+		return r
+	}
+	return p.def
+}
+
+// AllowAgent decides whether caller may use agent.
+func (p *CallerPolicy) AllowAgent(caller, agent string) Decision {
+	r := p.rule(caller)
+	if !r.agents.Empty() && !r.agents.Match(agent) {
+		return decision(ReasonAgentNotAllowed)
+	}
+	return decision(ReasonAllowed)
+}
+
+// AllowServer decides whether caller may use downstream server.
+func (p *CallerPolicy) AllowServer(caller, server string) Decision {
+	r := p.rule(caller)
+	if !r.servers.Empty() && !r.servers.Match(server) {
+		return decision(ReasonServerNotAllowed)
+	}
+	return decision(ReasonAllowed)
+}
+
+// AllowTool decides whether caller may call tool on server. The server must
+// be allowed first; the tool globs are then matched against the namespaced
+// name "<server>__<tool>" only (the same names agents' tools filters use),
+// so a rule for all tools of one server reads "argos__*".
+func (p *CallerPolicy) AllowTool(caller, server, tool string) Decision {
+	if d := p.AllowServer(caller, server); !d.Allowed {
+		return d
+	}
+	return decision(p.rule(caller).tools.decide(server + "__" + tool))
+}
+
+// MissingIdentity decides whether a toolbox call by caller may go on at
+// all: with deny_on_missing_identity, an empty caller is refused with
+// ReasonMissingIdentity; otherwise, and for any named caller, it is allowed
+// (and the unnamed caller is then judged by the default rule).
+func (p *CallerPolicy) MissingIdentity(caller string) Decision {
+	if caller == "" && p.denyOnMissing {
+		return decision(ReasonMissingIdentity)
+	}
+	return decision(ReasonAllowed)
+}
