@@ -49,7 +49,7 @@ type Message struct {
 
 // Tool is a function the model may call.
 type Tool struct {
-	Name        string          // already sanitised to ^[a-zA-Z0-9_-]{1,64}$
+	Name        string // already sanitised to ^[a-zA-Z0-9_-]{1,64}$
 	Description string
 	InputSchema json.RawMessage // JSON Schema object
 }
@@ -117,7 +117,9 @@ type ProviderConfig struct {
 	APIKey  string
 	Timeout time.Duration // whole-call timeout; 0 = none
 	// MaxRetries on 429/5xx/connection errors before the first byte of the
-	// stream; default 2 when negative is not given. Backoff honours Retry-After.
+	// stream. 0 means the default, 2; a negative value disables retries.
+	// Backoff is exponential from 200 ms (cap 10 s, jittered) and honours
+	// Retry-After / retry-after-ms (cap 30 s).
 	MaxRetries int
 	// HTTPClient may be set by tests; nil = a tuned default client.
 	HTTPClient *http.Client

@@ -1,0 +1,205 @@
+package agents
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+	"go.uber.org/zap"
+
+	"github.com/pallasgw/pallasgw/gateway/config"
+	"github.com/pallasgw/pallasgw/policy"
+)
+
+// Agent is one served agent: its config, its MCP server and HTTP handler,
+// and the runner of its kind.
+type Agent struct {
+	Name    string
+	Config  *config.Agent
+	set     *Set
+	mcp     *server.MCPServer
+	handler http.Handler
+	run     runner
+	log     *zap.Logger
+	health  healthCache
+}
+
+// runner executes one send_message for a kind.
+type runner interface {
+	run(ctx context.Context, c *Call) (string, error)
+}
+
+// Call is one send_message invocation, possibly nested (a sub-agent call).
+type Call struct {
+	Turn
+	Inbound   http.Header // headers of the caller's HTTP request
+	Progress  *Reporter
+	RequestID string
+	Caller    string
+	Depth     int
+}
+
+const sendMessageSchema = `{
+  "type": "object",
+  "properties": {
+    "message": {"type": "string", "description": "The new user turn."},
+    "images": {"type": "array", "description": "Images attached to this turn.",
+      "items": {"type": "object", "properties": {"data": {"type": "string", "description": "base64"}, "mime_type": {"type": "string"}}, "required": ["data", "mime_type"]}},
+    "history": {"type": "array", "description": "Prior conversation, chronological.",
+      "items": {"type": "object", "properties": {"role": {"type": "string", "enum": ["user", "assistant"]}, "content": {"type": "string"},
+        "images": {"type": "array", "items": {"type": "object"}}}, "required": ["role", "content"]}},
+    "conversation_id": {"type": "string", "description": "Opaque id, logged only."}
+  },
+  "required": ["message"]
+}`
+
+const healthSchema = `{"type": "object", "properties": {}, "additionalProperties": false}`
+
+func newAgent(s *Set, c *config.Agent) (*Agent, error) {
+	a := &Agent{Name: c.Name, Config: c, set: s, log: s.deps.Logger.With(zap.String("agent", c.Name))}
+	r, err := newRunner(a)
+	if err != nil {
+		return nil, err
+	}
+	a.run = r
+	a.mcp = server.NewMCPServer(c.Name, s.deps.Config.Version,
+		server.WithToolCapabilities(false),
+		server.WithPromptCapabilities(false),
+		server.WithRecovery(),
+		server.WithTitle(c.Title),
+		server.WithDescription(c.Description),
+	)
+	a.registerTools()
+	a.handler = server.NewStreamableHTTPServer(a.mcp,
+		server.WithStateLess(true),
+		// Behind nginx/Caddy the Host is not loopback; SPEC §4 guards by Origin.
+		server.WithDisableLocalhostProtection(true),
+	)
+	return a, nil
+}
+
+// Handler is the agent's Streamable HTTP endpoint.
+func (a *Agent) Handler() http.Handler { return a.handler }
+
+func (a *Agent) registerTools() {
+	switch a.Config.Kind {
+	case config.KindProxy, config.KindToolbox:
+		// Registered by their own kinds.
+	default:
+		a.mcp.AddTool(mcp.NewToolWithRawSchema(a.Config.ToolName, a.toolDescription(), json.RawMessage(sendMessageSchema)), a.handleSendMessage)
+		a.mcp.AddPrompt(mcp.NewPrompt(a.Name+"_history", mcp.WithPromptDescription("Conversation history (always empty: history lives on the client).")),
+			func(context.Context, mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+				return mcp.NewGetPromptResult("History lives on the client; pass it in send_message's history.", []mcp.PromptMessage{}), nil
+			})
+	}
+	a.mcp.AddTool(mcp.NewToolWithRawSchema("get_health", "Returns the health status of this agent and its downstream dependencies.", json.RawMessage(healthSchema)), a.handleHealth)
+}
+
+func (a *Agent) toolDescription() string {
+	if a.Config.Description != "" {
+		return fmt.Sprintf("Send a message to %s: %s", a.Config.Title, a.Config.Description)
+	}
+	return "Send a message to " + a.Config.Title + "."
+}
+
+// requestID is the id the gateway put in the context for this HTTP request.
+type requestIDKey struct{}
+
+// WithRequestID stores the request id for agents to log and report.
+func WithRequestID(ctx context.Context, id string) context.Context {
+	return context.WithValue(ctx, requestIDKey{}, id)
+}
+
+// RequestID returns the request id of ctx or "".
+func RequestID(ctx context.Context) string {
+	id, _ := ctx.Value(requestIDKey{}).(string)
+	return id
+}
+
+func (a *Agent) handleSendMessage(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	start := time.Now()
+	m := a.set.deps.Metrics
+	m.Inflight.WithLabelValues(a.Name).Inc()
+	defer m.Inflight.WithLabelValues(a.Name).Dec()
+	var token mcp.ProgressToken
+	if req.Params.Meta != nil {
+		token = req.Params.Meta.ProgressToken
+	}
+	rid := RequestID(ctx)
+	progress := newReporter(ctx, token, m)
+	log := a.log.With(zap.String("request_id", rid), zap.String("tool", a.Config.ToolName))
+	turn, err := parseTurn(req.GetArguments(), a.set.deps.Config.Limits.MaxHistoryEntries, a.set.deps.Config.Limits.MaxImageBytes,
+		func(i int, reason string) {
+			log.Warn("skipping malformed history entry", zap.Int("index", i), zap.String("reason", reason))
+			m.HistorySkipped.WithLabelValues(a.Name, reason).Inc()
+		})
+	if err != nil {
+		a.observe(a.Config.ToolName, "error", start)
+		return mcp.NewToolResultError(fmt.Sprintf("%v (request id %s)", err, rid)), nil
+	}
+	log = log.With(zap.String("conversation_id", turn.ConversationID))
+	call := &Call{Turn: turn, Inbound: req.Header, Progress: progress, RequestID: rid, Caller: callerOf(ctx)}
+	answer, err := a.Run(ctx, call)
+	progress.flush(2 * time.Second)
+	outcome := outcomeOf(ctx, err)
+	a.observe(a.Config.ToolName, outcome, start)
+	log.Info("send_message", zap.String("outcome", outcome), zap.Int64("duration_ms", time.Since(start).Milliseconds()),
+		zap.Int("history", len(turn.History)), zap.Error(err))
+	if err != nil {
+		return mcp.NewToolResultError(fmt.Sprintf("%s: %v (request id %s)", a.Name, err, rid)), nil
+	}
+	return mcp.NewToolResultText(answer), nil
+}
+
+// Run executes the agent for one call, bounded by the agent's timeout. It is
+// also how other agents call this one in-process.
+func (a *Agent) Run(ctx context.Context, c *Call) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, a.Config.Timeout)
+	defer cancel()
+	answer, err := a.run.run(ctx, c)
+	if err == nil && c.Depth == 0 {
+		c.Progress.Done(a.Name + ": done")
+	}
+	if err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
+		err = fmt.Errorf("agent timeout %s exceeded: %w", a.Config.Timeout, err)
+	}
+	return answer, err
+}
+
+func (a *Agent) observe(tool, outcome string, start time.Time) {
+	m := a.set.deps.Metrics
+	m.ToolCalls.WithLabelValues(a.Name, tool, outcome).Inc()
+	m.ToolCallDuration.WithLabelValues(a.Name, tool).Observe(time.Since(start).Seconds())
+}
+
+func outcomeOf(ctx context.Context, err error) string {
+	switch {
+	case err == nil:
+		return "ok"
+	case errors.Is(err, context.Canceled) || ctx.Err() == context.Canceled:
+		return "canceled"
+	case errors.Is(err, context.DeadlineExceeded):
+		return "timeout"
+	case errors.Is(err, errDenied):
+		return "denied"
+	}
+	return "error"
+}
+
+var errDenied = errors.New("denied by policy")
+
+// callerOf is the caller identity the gateway's auth middleware stored.
+func callerOf(ctx context.Context) string { return policy.IdentityFrom(ctx).Caller }
+
+func trimForLog(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return strings.ToValidUTF8(s[:n], "") + "…"
+}

@@ -1,0 +1,118 @@
+// Package agents owns the agents of one snapshot: each agent's MCP server
+// (send_message or its tool_name, get_health, the {agent}_history prompt),
+// the kinds of SPEC §6 (llm tool loop, chain, router, parallel, proxy,
+// toolbox), progress reporting and health. It consults policy for outbound
+// headers and tool rules and uses mcpclient for downstream servers and llm
+// for models. It does not route HTTP, watch files or swap snapshots: the
+// gateway builds a Set per config and serves its handlers.
+package agents
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"go.uber.org/zap"
+
+	"github.com/pallasgw/pallasgw/agents/llm"
+	"github.com/pallasgw/pallasgw/agents/mcpclient"
+	"github.com/pallasgw/pallasgw/gateway/config"
+	"github.com/pallasgw/pallasgw/metrics"
+	"github.com/pallasgw/pallasgw/policy"
+)
+
+// Downstream is what agents need of the downstream MCP clients
+// (*mcpclient.Manager implements it).
+type Downstream interface {
+	Tools(ctx context.Context, server string, hdr http.Header) ([]mcp.Tool, error)
+	CallTool(ctx context.Context, server, tool string, args map[string]any, hdr http.Header, onProgress mcpclient.ProgressFunc) (*mcp.CallToolResult, error)
+	Probe(ctx context.Context, server string, hdr http.Header) error
+}
+
+// Deps are the shared parts an agent Set is built with.
+type Deps struct {
+	Config     *config.Config
+	Logger     *zap.Logger
+	Metrics    *metrics.Metrics
+	Downstream Downstream
+	// Providers by provider key ("openai", "anthropic"); built-ins are made
+	// per agent by the Set.
+	Providers map[string]llm.Provider
+	// Preflight reports the last preflight result of a provider key (nil =
+	// ok or unknown).
+	Preflight func(provider string) error
+	Composer  *policy.Composer
+	Auditor   *policy.Auditor
+	Callers   *policy.CallerPolicy
+	// InboundAuthMayTravel is false in auth mode tokens: the gateway's own
+	// token never goes downstream.
+	InboundAuthMayTravel bool
+}
+
+// Set is the agents of one snapshot, by name.
+type Set struct {
+	deps   Deps
+	agents map[string]*Agent
+	rules  map[string]policy.HeaderRules // per server
+}
+
+// Build constructs every agent of the config. It starts nothing that
+// outlives Close.
+func Build(d Deps) (*Set, error) {
+	s := &Set{deps: d, agents: map[string]*Agent{}, rules: map[string]policy.HeaderRules{}}
+	for name, srv := range d.Config.MCP.Servers {
+		s.rules[name] = HeaderRules(name, srv)
+	}
+	for name, ac := range d.Config.Agents {
+		a, err := newAgent(s, ac)
+		if err != nil {
+			return nil, fmt.Errorf("agent %q: %w", name, err)
+		}
+		s.agents[name] = a
+	}
+	return s, nil
+}
+
+// HeaderRules maps a server's config onto the policy's header rules.
+func HeaderRules(name string, s *config.Server) policy.HeaderRules {
+	static := make(map[string]string, len(s.Headers))
+	for k, v := range s.Headers {
+		static[k] = v.Value()
+	}
+	return policy.HeaderRules{Server: name, Static: static, Forward: s.ForwardHeaders, ForwardInboundAuth: s.ForwardInboundAuth}
+}
+
+// Get returns the named agent or nil.
+func (s *Set) Get(name string) *Agent { return s.agents[name] }
+
+// Names lists the agents in order.
+func (s *Set) Names() []string {
+	out := make([]string, 0, len(s.agents))
+	for n := range s.agents {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// outbound composes the headers a downstream server receives for a call
+// that arrived with inbound headers (SPEC §7).
+func (s *Set) outbound(server string, inbound http.Header) http.Header {
+	if s.deps.Config.MCP.Servers[server] != nil && s.deps.Config.MCP.Servers[server].Transport == "stdio" {
+		return nil
+	}
+	return s.deps.Composer.Compose(s.rules[server], inbound, s.deps.InboundAuthMayTravel)
+}
+
+// healthCache holds one agent's last health result for healthTTL.
+type healthCache struct {
+	mu     sync.Mutex
+	at     time.Time
+	result Health
+}
+
+const healthTTL = 10 * time.Second

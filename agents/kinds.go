@@ -1,0 +1,182 @@
+package agents
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+
+	"go.uber.org/zap"
+
+	"github.com/pallasgw/pallasgw/agents/llm"
+	"github.com/pallasgw/pallasgw/gateway/config"
+)
+
+func newRunner(a *Agent) (runner, error) {
+	switch a.Config.Kind {
+	case config.KindLLM:
+		return newLLMRunner(a)
+	case config.KindChain:
+		return &chainRunner{a: a}, nil
+	case config.KindRouter:
+		m, err := newModelRef(a, a.Config.Model)
+		if err != nil {
+			return nil, err
+		}
+		return &routerRunner{a: a, model: m}, nil
+	case config.KindParallel:
+		return &parallelRunner{a: a}, nil
+	}
+	return nil, nil // proxy and toolbox have no send_message
+}
+
+// chainRunner runs sequence in order, each output the next input.
+type chainRunner struct{ a *Agent }
+
+func (r *chainRunner) run(ctx context.Context, c *Call) (string, error) {
+	msg := c.Message
+	for i, name := range r.a.Config.Sequence {
+		sub := r.a.set.Get(name)
+		label := name + "/" + sub.Config.ToolName
+		c.Progress.Send(fmt.Sprintf("%s step %d (tool)", r.a.Name, i+1))
+		c.Progress.Send(label + ": started")
+		next := c.sub(msg, c.Progress.Prefixed(label+": "))
+		if i == 0 {
+			// The first agent sees the caller's whole turn.
+			next.Turn = c.Turn
+		}
+		out, err := sub.Run(ctx, next)
+		if err != nil {
+			c.Progress.Send(label + ": failed")
+			return "", fmt.Errorf("chain step %d (%s): %w", i+1, name, err)
+		}
+		c.Progress.Send(label + ": completed")
+		msg = out
+	}
+	return msg, nil
+}
+
+// routerRunner asks the model to pick one agent, then delegates.
+type routerRunner struct {
+	a     *Agent
+	model *modelRef
+}
+
+const routeTool = "route_to_agent"
+
+func (r *routerRunner) run(ctx context.Context, c *Call) (string, error) {
+	names := r.a.Config.Agents
+	schema, _ := json.Marshal(map[string]any{
+		"type": "object", "required": []string{"agent", "reason"},
+		"properties": map[string]any{
+			"agent":  map[string]any{"type": "string", "enum": names},
+			"reason": map[string]any{"type": "string"},
+		},
+	})
+	var catalogue strings.Builder
+	for _, n := range names {
+		fmt.Fprintf(&catalogue, "- %s: %s\n", n, r.a.set.Get(n).Config.Description)
+	}
+	system := strings.TrimSpace(r.a.Config.Instruction + "\n\nRoute the user's message to exactly one of these agents by calling " +
+		routeTool + ":\n" + catalogue.String())
+	c.Progress.Send(r.a.Name + " step 1 (llm)")
+	resp, err := r.model.chat(ctx, r.a, llm.Request{System: system, Tools: []llm.Tool{{Name: routeTool, Description: "Pick the agent that should answer.", InputSchema: schema}},
+		Messages: append(append([]llm.Message{}, c.History...), llm.Message{Role: llm.RoleUser, Text: c.Message, Images: c.Images})}, c)
+	if err != nil {
+		return "", err
+	}
+	choice, reason := pickRoute(resp, names)
+	r.a.log.Info("routed", zap.String("request_id", c.RequestID), zap.String("to", choice), zap.String("reason", trimForLog(reason, 200)))
+	sub := r.a.set.Get(choice)
+	label := choice + "/" + sub.Config.ToolName
+	c.Progress.Send(r.a.Name + " step 1 (tool)")
+	c.Progress.Send(label + ": started")
+	next := c.sub(c.Message, c.Progress.Prefixed(label+": "))
+	next.Turn = c.Turn
+	out, err := sub.Run(ctx, next)
+	if err != nil {
+		c.Progress.Send(label + ": failed")
+		return "", fmt.Errorf("routed to %s: %w", choice, err)
+	}
+	c.Progress.Send(label + ": completed")
+	return out, nil
+}
+
+// pickRoute reads the model's choice from its tool call, else from an agent
+// name in its text, else takes the first agent.
+func pickRoute(resp *llm.Response, names []string) (string, string) {
+	for _, tc := range resp.ToolCalls {
+		var args struct{ Agent, Reason string }
+		if json.Unmarshal(tc.Arguments, &args) == nil {
+			for _, n := range names {
+				if n == args.Agent {
+					return n, args.Reason
+				}
+			}
+		}
+	}
+	for _, n := range names {
+		if strings.Contains(resp.Text, n) {
+			return n, "named in the model's answer"
+		}
+	}
+	return names[0], "no usable choice from the model; first agent"
+}
+
+// parallelRunner fans the message out, then gives the answers to fan_in.
+type parallelRunner struct{ a *Agent }
+
+func (r *parallelRunner) run(ctx context.Context, c *Call) (string, error) {
+	fan := r.a.Config.FanOut
+	answers := make([]string, len(fan))
+	errs := make([]error, len(fan))
+	var wg sync.WaitGroup
+	c.Progress.Send(r.a.Name + " step 1 (tool)")
+	for i, name := range fan {
+		sub := r.a.set.Get(name)
+		label := name + "/" + sub.Config.ToolName
+		c.Progress.Send(label + ": started")
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			next := c.sub(c.Message, c.Progress.Prefixed(label+": "))
+			next.Turn = c.Turn
+			answers[i], errs[i] = sub.Run(ctx, next)
+			if errs[i] != nil {
+				c.Progress.Send(label + ": failed")
+			} else {
+				c.Progress.Send(label + ": completed")
+			}
+		}()
+	}
+	wg.Wait()
+	if ctx.Err() != nil {
+		return "", ctx.Err()
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "Original request:\n%s\n\nAnswers from %d agents:\n", c.Message, len(fan))
+	failed := 0
+	for i, name := range fan {
+		if errs[i] != nil {
+			failed++
+			fmt.Fprintf(&b, "\n### %s (failed)\n%v\n", name, errs[i])
+			continue
+		}
+		fmt.Fprintf(&b, "\n### %s\n%s\n", name, answers[i])
+	}
+	if failed == len(fan) {
+		return "", fmt.Errorf("every fan_out agent failed: %w", errs[0])
+	}
+	in := r.a.set.Get(r.a.Config.FanIn)
+	label := in.Name + "/" + in.Config.ToolName
+	c.Progress.Send(r.a.Name + " step 2 (tool)")
+	c.Progress.Send(label + ": started")
+	out, err := in.Run(ctx, c.sub(b.String(), c.Progress.Prefixed(label+": ")))
+	if err != nil {
+		c.Progress.Send(label + ": failed")
+		return "", fmt.Errorf("fan_in %s: %w", in.Name, err)
+	}
+	c.Progress.Send(label + ": completed")
+	return out, nil
+}

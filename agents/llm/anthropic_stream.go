@@ -1,0 +1,145 @@
+package llm
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+)
+
+// anEvent is the subset of a Messages stream event we read. The event type
+// is taken from the JSON "type" member, not the SSE "event:" line.
+type anEvent struct {
+	Type    string `json:"type"`
+	Index   int    `json:"index"`
+	Message struct {
+		Usage anUsage `json:"usage"`
+	} `json:"message"`
+	ContentBlock struct {
+		Type  string          `json:"type"`
+		ID    string          `json:"id"`
+		Name  string          `json:"name"`
+		Text  string          `json:"text"`
+		Input json.RawMessage `json:"input"`
+	} `json:"content_block"`
+	Delta struct {
+		Type        string `json:"type"`
+		Text        string `json:"text"`
+		PartialJSON string `json:"partial_json"`
+		StopReason  string `json:"stop_reason"`
+	} `json:"delta"`
+	Usage *anUsage        `json:"usage"`
+	Error json.RawMessage `json:"error"`
+}
+
+type anUsage struct {
+	InputTokens  int64 `json:"input_tokens"`
+	OutputTokens int64 `json:"output_tokens"`
+}
+
+// anBlock is one content block being streamed.
+type anBlock struct {
+	kind     string // "text", "tool_use", others ignored
+	id, name string
+	text     strings.Builder // text, or the tool input JSON
+	input    json.RawMessage // input given at block start
+}
+
+// anAccumulator folds a Messages stream into one Response. Usage in
+// message_delta is cumulative, so the maximum per field is kept.
+type anAccumulator struct {
+	blocks  []*anBlock
+	byIndex map[int]*anBlock
+	stop    string
+	usage   Usage
+	done    bool // message_stop seen
+}
+
+var errNoStopReason = errors.New("stream ended without stop_reason")
+
+// readAnthropicStream reads an SSE body until message_stop or EOF.
+func readAnthropicStream(body io.Reader) (*Response, error) {
+	acc := &anAccumulator{byIndex: map[int]*anBlock{}}
+	sse := newSSEReader(body)
+	for !acc.done {
+		ev, err := sse.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("reading stream: %w", err)
+		}
+		if err := acc.feed(ev.Data); err != nil {
+			return nil, err
+		}
+	}
+	return acc.result()
+}
+
+func (a *anAccumulator) feed(data []byte) error {
+	var ev anEvent
+	if err := json.Unmarshal(data, &ev); err != nil {
+		return fmt.Errorf("malformed stream event %q: %w", clip(data, 80), err)
+	}
+	switch ev.Type {
+	case "message_start":
+		a.addUsage(ev.Message.Usage)
+	case "content_block_start":
+		b := &anBlock{kind: ev.ContentBlock.Type, id: ev.ContentBlock.ID,
+			name: ev.ContentBlock.Name, input: ev.ContentBlock.Input}
+		b.text.WriteString(ev.ContentBlock.Text)
+		a.blocks = append(a.blocks, b)
+		a.byIndex[ev.Index] = b
+	case "content_block_delta":
+		if b := a.byIndex[ev.Index]; b != nil {
+			b.text.WriteString(ev.Delta.Text)
+			b.text.WriteString(ev.Delta.PartialJSON)
+		}
+	case "message_delta":
+		if ev.Delta.StopReason != "" {
+			a.stop = ev.Delta.StopReason
+		}
+		if ev.Usage != nil {
+			a.addUsage(*ev.Usage)
+		}
+	case "message_stop":
+		a.done = true
+	case "error":
+		msg := errorText(ev.Error)
+		if msg == "" {
+			msg = "unknown error"
+		}
+		return fmt.Errorf("stream error: %s", msg)
+	}
+	// ping, content_block_stop and unknown events need nothing.
+	return nil
+}
+
+func (a *anAccumulator) addUsage(u anUsage) {
+	a.usage.InputTokens = max(a.usage.InputTokens, u.InputTokens)
+	a.usage.OutputTokens = max(a.usage.OutputTokens, u.OutputTokens)
+}
+
+func (a *anAccumulator) result() (*Response, error) {
+	if a.stop == "" {
+		return nil, errNoStopReason
+	}
+	resp := &Response{Usage: a.usage}
+	var text strings.Builder
+	for _, b := range a.blocks {
+		switch b.kind {
+		case "text":
+			text.WriteString(b.text.String())
+		case "tool_use":
+			args := b.text.String()
+			if strings.TrimSpace(args) == "" && len(b.input) > 0 {
+				args = string(b.input)
+			}
+			resp.ToolCalls = append(resp.ToolCalls, ToolCall{ID: b.id, Name: b.name, Arguments: jsonArgs(args)})
+		}
+	}
+	resp.Text = text.String()
+	resp.FinishReason = normaliseFinish(a.stop, false)
+	return resp, nil
+}

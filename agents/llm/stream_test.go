@@ -1,0 +1,220 @@
+package llm
+
+import (
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+)
+
+// sse builds an SSE body from data payloads.
+func sse(datas ...string) string {
+	var b strings.Builder
+	for _, d := range datas {
+		b.WriteString("data: " + d + "\n\n")
+	}
+	return b.String()
+}
+
+func TestOpenAIAccumulator(t *testing.T) {
+	tests := []struct {
+		name      string
+		body      string
+		wantCalls []ToolCall
+		wantText  string
+		finish    string
+		usage     Usage
+		wantErr   string
+	}{
+		{
+			name: "index-less deltas, ids start calls (Ollama)",
+			body: sse(`{"choices":[{"delta":{"tool_calls":[{"id":"a","function":{"name":"f","arguments":"{\"x\":"}}]}}]}`,
+				`{"choices":[{"delta":{"tool_calls":[{"function":{"arguments":"1}"}}]}}]}`,
+				`{"choices":[{"delta":{"tool_calls":[{"id":"b","function":{"name":"g","arguments":"{}"}}]}}]}`,
+				`{"choices":[{"delta":{},"finish_reason":"stop"}]}`, `[DONE]`),
+			wantCalls: []ToolCall{{ID: "a", Name: "f", Arguments: json.RawMessage(`{"x":1}`)}, {ID: "b", Name: "g", Arguments: json.RawMessage(`{}`)}},
+			finish:    "tool_calls", // "stop" with calls is normalised
+		},
+		{
+			name: "same index reused with a new id",
+			body: sse(`{"choices":[{"delta":{"tool_calls":[{"index":0,"id":"a","function":{"name":"f","arguments":"{}"}}]}}]}`,
+				`{"choices":[{"delta":{"tool_calls":[{"index":0,"id":"b","function":{"name":"g","arguments":"{}"}}]}}]}`,
+				`{"choices":[{"delta":{},"finish_reason":"tool_calls"}]}`),
+			wantCalls: []ToolCall{{ID: "a", Name: "f", Arguments: json.RawMessage(`{}`)}, {ID: "b", Name: "g", Arguments: json.RawMessage(`{}`)}},
+			finish:    "tool_calls",
+		},
+		{
+			name: "repeated name, object arguments, missing id",
+			body: sse(`{"choices":[{"delta":{"tool_calls":[{"index":0,"function":{"name":"f","arguments":{"k":"v"}}}]}}]}`,
+				`{"choices":[{"delta":{"tool_calls":[{"index":0,"function":{"name":"f"}}]}}]}`,
+				`{"choices":[{"delta":{},"finish_reason":"tool_calls"}]}`),
+			wantCalls: []ToolCall{{ID: "call_0", Name: "f", Arguments: json.RawMessage(`{"k":"v"}`)}},
+			finish:    "tool_calls",
+		},
+		{
+			name:      "invalid arguments become a JSON string",
+			body:      sse(`{"choices":[{"delta":{"tool_calls":[{"index":0,"id":"a","function":{"name":"f","arguments":"{oops"}}]},"finish_reason":"tool_calls"}]}`),
+			wantCalls: []ToolCall{{ID: "a", Name: "f", Arguments: json.RawMessage(`"{oops"`)}},
+			finish:    "tool_calls",
+		},
+		{
+			name: "usage is the maximum, not the sum",
+			body: sse(`{"choices":[{"delta":{"content":"a"}}],"usage":{"prompt_tokens":5,"completion_tokens":1}}`,
+				`{"choices":[{"delta":{"content":"b"}}],"usage":{"prompt_tokens":5,"completion_tokens":2}}`,
+				`{"choices":[{"delta":{},"finish_reason":"length"}],"usage":{"prompt_tokens":5,"completion_tokens":3}}`,
+				`{"choices":[],"usage":{"prompt_tokens":5,"completion_tokens":3}}`),
+			wantText: "ab", finish: "length", usage: Usage{InputTokens: 5, OutputTokens: 3},
+		},
+		{
+			name:     "comments, CRLF, null error, no space after data:",
+			body:     ": ping\r\n\r\ndata:{\"error\":null,\"choices\":[{\"delta\":{\"content\":\"hi\"},\"finish_reason\":null}]}\r\n\r\n: x\r\ndata: {\"choices\":[{\"delta\":{},\"finish_reason\":\"stop\"}],\"error\":null}\r\n\r\ndata: [DONE]\r\n\r\n",
+			wantText: "hi", finish: "stop",
+		},
+		{
+			name:     "second choice ignored, unknown finish kept",
+			body:     sse(`{"choices":[{"index":1,"delta":{"content":"no"}},{"index":0,"delta":{"content":"yes"},"finish_reason":"content_filter"}]}`),
+			wantText: "yes", finish: "content_filter",
+		},
+		{name: "no finish reason", body: sse(`{"choices":[{"delta":{"content":"x"}}]}`, `[DONE]`), wantErr: "stream ended without finish_reason"},
+		{name: "empty body", body: "", wantErr: "stream ended without finish_reason"},
+		{name: "error object", body: sse(`{"error":{"message":"boom","code":500}}`), wantErr: "stream error: boom"},
+		{name: "error string", body: sse(`{"error":"bad thing"}`), wantErr: "stream error: bad thing"},
+		{name: "not JSON", body: sse(`{"choices":`), wantErr: "malformed stream chunk"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			resp, err := readOpenAIStream(strings.NewReader(tc.body))
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("err = %v, want %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("err = %v", err)
+			}
+			checkResponse(t, resp, tc.wantText, tc.finish, tc.usage, tc.wantCalls)
+		})
+	}
+}
+
+func checkResponse(t *testing.T, resp *Response, text, finish string, usage Usage, calls []ToolCall) {
+	t.Helper()
+	if resp.Text != text || resp.FinishReason != finish || resp.Usage != usage {
+		t.Errorf("resp = %+v, want text %q finish %q usage %+v", resp, text, finish, usage)
+	}
+	if len(resp.ToolCalls) != len(calls) {
+		t.Fatalf("calls = %+v, want %+v", resp.ToolCalls, calls)
+	}
+	for i, c := range calls {
+		got := resp.ToolCalls[i]
+		if got.ID != c.ID || got.Name != c.Name || string(got.Arguments) != string(c.Arguments) {
+			t.Errorf("call %d = %+v (%s), want %+v (%s)", i, got, got.Arguments, c, c.Arguments)
+		}
+	}
+}
+
+func TestAnthropicAccumulator(t *testing.T) {
+	body := "event: message_start\n" + sse(`{"type":"message_start","message":{"usage":{"input_tokens":9,"output_tokens":1}}}`) +
+		sse(`{"type":"ping"}`,
+			`{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}`,
+			`{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Let me "}}`,
+			`{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"check."}}`,
+			`{"type":"content_block_stop","index":0}`,
+			`{"type":"content_block_start","index":1,"content_block":{"type":"tool_use","id":"tu1","name":"f","input":{}}}`,
+			`{"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":""}}`,
+			`{"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":"{\"a\": [1,"}}`,
+			`{"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":" 2]}"}}`,
+			`{"type":"content_block_stop","index":1}`,
+			`{"type":"content_block_start","index":2,"content_block":{"type":"tool_use","id":"tu2","name":"g","input":{"pre":true}}}`,
+			`{"type":"content_block_stop","index":2}`,
+			`{"type":"message_delta","delta":{"stop_reason":"tool_use"},"usage":{"output_tokens":20}}`,
+			`{"type":"message_delta","delta":{},"usage":{"output_tokens":25}}`,
+			`{"type":"some_future_event"}`,
+			`{"type":"message_stop"}`)
+	resp, err := readAnthropicStream(strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkResponse(t, resp, "Let me check.", "tool_calls", Usage{InputTokens: 9, OutputTokens: 25}, []ToolCall{
+		{ID: "tu1", Name: "f", Arguments: json.RawMessage(`{"a": [1, 2]}`)},
+		{ID: "tu2", Name: "g", Arguments: json.RawMessage(`{"pre":true}`)},
+	})
+}
+
+func TestSSEReader(t *testing.T) {
+	body := "event: a\ndata: line1\ndata: line2\nid: 7\nretry: 10\n\n:comment\r\rdata: cr\r\rdata: tail-without-blank"
+	r := newSSEReader(strings.NewReader(body))
+	want := []sseEvent{{Event: "a", Data: []byte("line1\nline2")}, {Data: []byte("cr")}, {Data: []byte("tail-without-blank")}}
+	for i, w := range want {
+		ev, err := r.Next()
+		if err != nil || ev.Event != w.Event || string(ev.Data) != string(w.Data) {
+			t.Fatalf("event %d = %+v (%q), %v; want %+v", i, ev, ev.Data, err, w)
+		}
+	}
+	if _, err := r.Next(); !errors.Is(err, io.EOF) {
+		t.Fatalf("end: err = %v, want EOF", err)
+	}
+}
+
+// FuzzOpenAIStream feeds arbitrary bodies to the SSE reader and accumulator:
+// they must never panic, and a success must carry valid JSON arguments.
+func FuzzOpenAIStream(f *testing.F) {
+	f.Add(sse(`{"choices":[{"delta":{"content":"hi"},"finish_reason":"stop"}]}`, `[DONE]`))
+	f.Add(sse(`{"choices":[{"delta":{"tool_calls":[{"function":{"arguments":"{"}}]}}]}`,
+		`{"choices":[{"delta":{"tool_calls":[{"id":"x","index":-1}]},"finish_reason":"tool_calls"}]}`))
+	f.Add(": ping\r\n\r\ndata: {\"error\":null}\r\n\r\ndata: [DONE]\n\n")
+	f.Add("data: {\"choices\":[{\"index\":0,\"delta\":{\"function_call\":{\"name\":\"f\",\"arguments\":7}}," +
+		"\"finish_reason\":\"function_call\"}],\"usage\":{\"prompt_tokens\":-1}}\n\n")
+	f.Add("data: {\"error\":{\"code\":1}}\n\ndata")
+	f.Add("\r\r\n\n:\ndata:\ndata:\n\n")
+	f.Fuzz(func(t *testing.T, body string) {
+		resp, err := readOpenAIStream(strings.NewReader(body))
+		if err != nil {
+			return
+		}
+		for _, c := range resp.ToolCalls {
+			if !json.Valid(c.Arguments) {
+				t.Fatalf("invalid arguments %q", c.Arguments)
+			}
+		}
+		_, _ = readAnthropicStream(strings.NewReader(body))
+	})
+}
+
+func TestOpenAIBodyContentTypes(t *testing.T) {
+	tests := []struct {
+		name, ct, body string
+		wantText       string
+		wantCalls      int
+		wantErr        string
+	}{
+		{"stream ignored: one JSON completion", "application/json",
+			`{"choices":[{"index":0,"message":{"role":"assistant","content":null,"tool_calls":[` +
+				`{"type":"function","function":{"name":"a","arguments":"{}"}},` +
+				`{"type":"function","function":{"name":"b","arguments":"{\"k\":1}"}}]},"finish_reason":"tool_calls"}],` +
+				`"usage":{"prompt_tokens":3,"completion_tokens":4}}`, "", 2, ""},
+		{"JSON text answer", "application/json; charset=utf-8",
+			`{"choices":[{"message":{"content":"whole"},"finish_reason":"stop"}]}`, "whole", 0, ""},
+		{"JSON error with 200", "application/json", `{"error":{"message":"nope"}}`, "", 0, "stream error: nope"},
+		{"HTML page", "text/html; charset=utf-8", "<html>login</html>", "", 0, "HTML page"},
+		{"SSE without content type", "", sse(`{"choices":[{"delta":{"content":"s"},"finish_reason":"stop"}]}`), "s", 0, ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			resp := &http.Response{Header: http.Header{"Content-Type": {tc.ct}}, Body: io.NopCloser(strings.NewReader(tc.body))}
+			got, err := readOpenAIBody(resp)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("err = %v, want %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil || got.Text != tc.wantText || len(got.ToolCalls) != tc.wantCalls {
+				t.Fatalf("resp = %+v, err = %v", got, err)
+			}
+		})
+	}
+}

@@ -1,0 +1,177 @@
+package agents
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/pallasgw/pallasgw/agents/llm"
+	"github.com/pallasgw/pallasgw/agents/mcpclient"
+	"github.com/pallasgw/pallasgw/gateway/config"
+	"github.com/pallasgw/pallasgw/policy"
+)
+
+// llmRunner is the llm kind: the tool loop of SPEC §6.
+type llmRunner struct {
+	a        *Agent
+	model    *modelRef
+	filter   policy.ToolFilter
+	maxIter  int
+	maxBytes int
+}
+
+func (r *llmRunner) run(ctx context.Context, c *Call) (string, error) {
+	a := r.a
+	tools, problems := a.buildToolset(ctx, c.Inbound, r.filter, c.Caller)
+	msgs := append(append([]llm.Message{}, c.History...), llm.Message{Role: llm.RoleUser, Text: c.Message, Images: c.Images})
+	system := a.Config.Instruction
+	if len(problems) > 0 {
+		system += "\n\nNote: " + strings.Join(problems, "; ")
+	}
+	var last string
+	for i := 1; i <= r.maxIter; i++ {
+		c.Progress.Send(fmt.Sprintf("%s step %d (llm)", a.Name, i))
+		resp, err := r.model.chat(ctx, a, llm.Request{System: system, Messages: msgs, Tools: tools.defs}, c)
+		a.set.deps.Metrics.AgentIterations.Observe(float64(i))
+		if err != nil {
+			return "", err
+		}
+		if len(resp.ToolCalls) == 0 {
+			return resp.Text, nil
+		}
+		last = resp.Text
+		if i == r.maxIter {
+			break
+		}
+		msgs = append(msgs, llm.Message{Role: llm.RoleAssistant, Text: resp.Text, ToolCalls: resp.ToolCalls})
+		c.Progress.Send(fmt.Sprintf("%s step %d (tool)", a.Name, i))
+		msgs = append(msgs, r.runTools(ctx, c, tools, resp.ToolCalls)...)
+		if ctx.Err() != nil {
+			return "", ctx.Err()
+		}
+	}
+	a.set.deps.Metrics.AgentIterationLimit.WithLabelValues(a.Name).Inc()
+	note := fmt.Sprintf("Iteration limit reached: %s stopped after %d model turns without a final answer.", a.Name, r.maxIter)
+	if last != "" {
+		note += "\n\n" + last
+	}
+	return note, nil
+}
+
+// runTools runs the model's tool calls in parallel; every outcome, including
+// unknown and denied tools, becomes a tool result for the model.
+func (r *llmRunner) runTools(ctx context.Context, c *Call, ts *toolset, calls []llm.ToolCall) []llm.Message {
+	out := make([]llm.Message, len(calls))
+	var wg sync.WaitGroup
+	for i, tc := range calls {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			out[i] = r.runTool(ctx, c, ts, tc)
+		}()
+	}
+	wg.Wait()
+	return out
+}
+
+func (r *llmRunner) runTool(ctx context.Context, c *Call, ts *toolset, tc llm.ToolCall) llm.Message {
+	fail := func(format string, args ...any) llm.Message {
+		return llm.Message{Role: llm.RoleTool, ToolCallID: tc.ID, IsError: true, Text: fmt.Sprintf(format, args...)}
+	}
+	ref, ok := ts.refs[tc.Name]
+	if !ok {
+		return fail("unknown tool %q: use one of the tools offered", tc.Name)
+	}
+	var args map[string]any
+	if len(tc.Arguments) > 0 {
+		if err := json.Unmarshal(tc.Arguments, &args); err != nil {
+			return fail("tool %s: arguments are not a JSON object: %v", tc.Name, err)
+		}
+	}
+	if ref.agent != "" {
+		return r.callAgent(ctx, c, ref.agent, tc, args)
+	}
+	return r.callServer(ctx, c, ref, tc, args)
+}
+
+func (r *llmRunner) callServer(ctx context.Context, c *Call, ref toolRef, tc llm.ToolCall, args map[string]any) llm.Message {
+	a := r.a
+	label := ref.server + "/" + ref.tool
+	start := time.Now()
+	// Checked again at call time: the model may name a tool it was not offered.
+	full := ref.server + "__" + ref.tool
+	d := a.set.deps.Callers.AllowTool(c.Caller, ref.server, ref.tool)
+	if !r.filter.Allowed(full) {
+		d = policy.Decision{Allowed: false, Reason: policy.ReasonToolDenied}
+	}
+	a.set.deps.Auditor.Record(ctx, policy.AuditEvent{RequestID: c.RequestID, Caller: c.Caller, Agent: a.Name, Server: ref.server, Tool: ref.tool, Decision: d, Latency: time.Since(start)})
+	if !d.Allowed {
+		return llm.Message{Role: llm.RoleTool, ToolCallID: tc.ID, IsError: true, Text: fmt.Sprintf("tool %s is denied by policy (%s)", tc.Name, d.Reason)}
+	}
+	c.Progress.Send(label + ": started")
+	relay := c.Progress.Prefixed(label + ": ")
+	onProgress := func(_ float64, _ *float64, msg string) {
+		if msg != "" {
+			relay.Send(msg)
+		}
+	}
+	res, err := a.set.deps.Downstream.CallTool(ctx, ref.server, ref.tool, args, a.set.outbound(ref.server, c.Inbound), mcpclient.ProgressFunc(onProgress))
+	if err != nil {
+		c.Progress.Send(label + ": failed")
+		a.log.Warn("downstream tool failed", zap.String("request_id", c.RequestID), zap.String("server", ref.server),
+			zap.String("tool", ref.tool), zap.String("outcome", mcpclient.Outcome(err)), zap.Error(err))
+		return llm.Message{Role: llm.RoleTool, ToolCallID: tc.ID, IsError: true, Text: fmt.Sprintf("tool %s failed: %v", tc.Name, err)}
+	}
+	if res.IsError {
+		c.Progress.Send(label + ": failed")
+	} else {
+		c.Progress.Send(label + ": completed")
+	}
+	return resultToMessage(tc.ID, res, r.maxBytes)
+}
+
+func (r *llmRunner) callAgent(ctx context.Context, c *Call, name string, tc llm.ToolCall, args map[string]any) llm.Message {
+	sub := r.a.set.Get(name)
+	label := name + "/" + sub.Config.ToolName
+	msg, _ := args["message"].(string)
+	if msg == "" {
+		return llm.Message{Role: llm.RoleTool, ToolCallID: tc.ID, IsError: true, Text: "agent " + name + " needs a non-empty message argument"}
+	}
+	c.Progress.Send(label + ": started")
+	answer, err := sub.Run(ctx, c.sub(msg, c.Progress.Prefixed(label+": ")))
+	if err != nil {
+		c.Progress.Send(label + ": failed")
+		return llm.Message{Role: llm.RoleTool, ToolCallID: tc.ID, IsError: true, Text: fmt.Sprintf("agent %s failed: %v", name, err)}
+	}
+	c.Progress.Send(label + ": completed")
+	return llm.Message{Role: llm.RoleTool, ToolCallID: tc.ID, Text: cut(answer, r.maxBytes)}
+}
+
+// sub derives the call a sub-agent runs: a fresh turn, same caller.
+func (c *Call) sub(message string, progress *Reporter) *Call {
+	return &Call{Turn: Turn{Message: message, ConversationID: c.ConversationID}, Inbound: c.Inbound,
+		Progress: progress, RequestID: c.RequestID, Caller: c.Caller, Depth: c.Depth + 1}
+}
+
+// errProvider marks errors of the model provider, for the caller's message.
+var errProvider = errors.New("LLM provider failed")
+
+func newLLMRunner(a *Agent) (*llmRunner, error) {
+	m, err := newModelRef(a, a.Config.Model)
+	if err != nil {
+		return nil, err
+	}
+	f, err := policy.NewToolFilter(a.Config.Tools.Allow, a.Config.Tools.Deny)
+	if err != nil {
+		return nil, err
+	}
+	return &llmRunner{a: a, model: m, filter: f, maxIter: a.Config.MaxIterations, maxBytes: a.set.deps.Config.Limits.MaxToolResultBytes}, nil
+}
+
+var _ = config.KindLLM

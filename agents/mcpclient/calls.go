@@ -1,0 +1,271 @@
+package mcpclient
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
+	"go.uber.org/zap"
+)
+
+// opFunc is one downstream request on a connected client. The op strings
+// that name requests in errors and logs start with the JSON-RPC method.
+type opFunc func(ctx context.Context, s *session, cli *client.Client) error
+
+// Tools returns the server's tool list for the header set hdr, cached per
+// server and fingerprint until a notifications/tools/list_changed, an
+// Invalidate or the session's end. The slice is the caller's; the tools'
+// schemas are shared and must not be modified.
+func (m *Manager) Tools(ctx context.Context, server string, hdr http.Header) ([]mcp.Tool, error) {
+	var tools []mcp.Tool
+	err := m.do(ctx, server, string(mcp.MethodToolsList), hdr, func(ctx context.Context, s *session, cli *client.Client) error {
+		cached, gen, ok := s.tools.get()
+		if ok {
+			tools = cached
+			return nil
+		}
+		res, err := cli.ListTools(ctx, mcp.ListToolsRequest{})
+		if err != nil {
+			return err
+		}
+		s.tools.put(gen, res.Tools)
+		tools = res.Tools
+		return nil
+	})
+	return slices.Clone(tools), err
+}
+
+// CallTool calls tool on server with the server's per-call timeout, sending
+// the headers hdr. onProgress (may be nil) receives the downstream progress
+// of this call only, never after CallTool has returned. The result is the
+// downstream's, unchanged; a result with isError is not an error here.
+func (m *Manager) CallTool(ctx context.Context, server, tool string, args map[string]any, hdr http.Header, onProgress ProgressFunc) (*mcp.CallToolResult, error) {
+	start := time.Now()
+	var req mcp.CallToolRequest
+	req.Params.Name = tool
+	req.Params.Arguments = args
+	if onProgress != nil {
+		token, unregister := m.progress.register(onProgress)
+		defer unregister()
+		req.Params.Meta = &mcp.Meta{ProgressToken: token}
+	}
+	var res *mcp.CallToolResult
+	op := fmt.Sprintf("%s %q", mcp.MethodToolsCall, tool)
+	err := m.do(ctx, server, op, hdr, func(ctx context.Context, _ *session, cli *client.Client) error {
+		var err error
+		res, err = cli.CallTool(ctx, req)
+		return err
+	})
+	m.observe(server, start, res, err)
+	if err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// observe records one CallTool in the metrics. A tool result with isError
+// counts as outcome "error".
+func (m *Manager) observe(server string, start time.Time, res *mcp.CallToolResult, err error) {
+	mt := m.opts.Metrics
+	if mt == nil {
+		return
+	}
+	if _, ok := m.servers[server]; !ok {
+		return // unknown names must not become label values
+	}
+	outcome := Outcome(err)
+	if err == nil && res != nil && res.IsError {
+		outcome = "error"
+	}
+	mt.DownstreamCalls.WithLabelValues(server, outcome).Inc()
+	mt.DownstreamDuration.WithLabelValues(server).Observe(time.Since(start).Seconds())
+}
+
+// do runs fn on the session of (server, hdr) under the server's timeout.
+func (m *Manager) do(ctx context.Context, server, op string, hdr http.Header, fn opFunc) error {
+	srv, err := m.lookup(server)
+	if err != nil {
+		return err
+	}
+	ctx, end, ok := m.begin(ctx)
+	defer end()
+	if !ok {
+		return srv.wrap(ctx, op, errClosed)
+	}
+	ctx, cancel := context.WithTimeout(ctx, srv.spec.Timeout)
+	defer cancel()
+	s, err := srv.acquire(hdr)
+	if err != nil {
+		return srv.wrap(ctx, op, err)
+	}
+	defer srv.release(s)
+	return srv.run(ctx, s, op, fn)
+}
+
+// run calls fn, reconnecting once if the session was lost. A tools/call is
+// repeated only when the downstream cannot have run it (its session was
+// unknown, or the connection was refused); otherwise the session is still
+// replaced for the next call but this call fails with ErrUnavailable.
+func (srv *remote) run(ctx context.Context, s *session, op string, fn opFunc) error {
+	cli, err := s.client(ctx)
+	if err != nil {
+		if errors.Is(err, ErrUnavailable) {
+			srv.discard(s) // a failed connect is not kept in the pool
+		}
+		return srv.wrap(ctx, op, err)
+	}
+	err = fn(ctx, s, cli)
+	if err == nil || ctx.Err() != nil || !isLost(err) {
+		return srv.wrap(ctx, op, err)
+	}
+	if strings.HasPrefix(op, string(mcp.MethodToolsCall)) && !notDelivered(err) {
+		s.drop(ctx, cli)
+		return srv.wrap(ctx, op, fmt.Errorf("%w: session lost during the call: %w", ErrUnavailable, err))
+	}
+	srv.m.log.Info("downstream session lost, reconnecting",
+		zap.String(fieldServer, srv.spec.Name), zap.String(fieldOp, op), zap.Error(err))
+	if cli, err = s.replace(ctx, cli); err != nil {
+		return srv.wrap(ctx, op, err)
+	}
+	err = fn(ctx, s, cli)
+	if err != nil && ctx.Err() == nil && isLost(err) {
+		s.drop(ctx, cli)
+		err = fmt.Errorf("%w: session lost twice: %w", ErrUnavailable, err)
+	}
+	return srv.wrap(ctx, op, err)
+}
+
+// wrap names the server and the operation in err. After Close every failure is
+// ErrUnavailable; otherwise, when the call's context has ended, that is the
+// error to classify by, whatever the transport said.
+func (srv *remote) wrap(ctx context.Context, op string, err error) error {
+	closed := srv.m.isClosed()
+	switch {
+	case err == nil:
+		return nil
+	case closed && !errors.Is(err, errClosed):
+		err = fmt.Errorf("%w: %v", errClosed, err)
+	case !closed && ctx.Err() != nil && !errors.Is(err, ctx.Err()):
+		err = fmt.Errorf("%w: %v", ctx.Err(), err)
+	}
+	return fmt.Errorf("downstream %q: %s: %w", srv.spec.Name, op, err)
+}
+
+// isLost reports whether err means the session or its connection is gone,
+// as opposed to an error answer from a working session.
+func isLost(err error) bool {
+	for _, target := range []error{
+		transport.ErrSessionTerminated, transport.ErrTransportClosed,
+		io.EOF, io.ErrUnexpectedEOF, net.ErrClosed,
+		syscall.ECONNREFUSED, syscall.ECONNRESET, syscall.EPIPE,
+	} {
+		if errors.Is(err, target) {
+			return true
+		}
+	}
+	var opErr *net.OpError
+	if errors.As(err, &opErr) || sessionRejected(err) {
+		return true
+	}
+	// mcp-go's SSE transport reports a closed transport only in text.
+	msg := err.Error()
+	return strings.Contains(msg, "connection has been closed") ||
+		strings.Contains(msg, "transport has been closed")
+}
+
+// sessionRejected reports an error answer refusing the session id. The
+// specification says 404, which mcp-go turns into ErrSessionTerminated, but
+// servers built on the TypeScript SDK's example (server-everything among
+// them) answer HTTP 400 with a JSON-RPC error "Bad Request: No valid session
+// ID provided", which mcp-go returns as that error, status dropped.
+func sessionRejected(err error) bool {
+	msg := strings.ToLower(err.Error())
+	return strings.Contains(msg, "no valid session id") || strings.Contains(msg, "session not found")
+}
+
+// notDelivered reports whether err proves the request never ran: the
+// downstream rejected the session or the connection was refused. A request
+// that failed after it was written (EOF, reset) may have run: net/http does
+// not repeat such a POST either.
+func notDelivered(err error) bool {
+	if errors.Is(err, transport.ErrSessionTerminated) || errors.Is(err, syscall.ECONNREFUSED) || sessionRejected(err) {
+		return true
+	}
+	var opErr *net.OpError
+	return errors.As(err, &opErr) && opErr.Op == "dial"
+}
+
+// Capabilities returns the capabilities the server declared for the session
+// of hdr, connecting if needed.
+func (m *Manager) Capabilities(ctx context.Context, server string, hdr http.Header) (mcp.ServerCapabilities, error) {
+	var caps mcp.ServerCapabilities
+	err := m.do(ctx, server, string(mcp.MethodInitialize), hdr, func(_ context.Context, _ *session, cli *client.Client) error {
+		caps = cli.GetServerCapabilities()
+		return nil
+	})
+	return caps, err
+}
+
+// ListPrompts returns the server's prompts, all pages.
+func (m *Manager) ListPrompts(ctx context.Context, server string, hdr http.Header) (*mcp.ListPromptsResult, error) {
+	return request(ctx, m, server, mcp.MethodPromptsList, hdr, func(ctx context.Context, cli *client.Client) (*mcp.ListPromptsResult, error) {
+		return cli.ListPrompts(ctx, mcp.ListPromptsRequest{})
+	})
+}
+
+// GetPrompt renders the prompt name with args.
+func (m *Manager) GetPrompt(ctx context.Context, server, name string, args map[string]string, hdr http.Header) (*mcp.GetPromptResult, error) {
+	var req mcp.GetPromptRequest
+	req.Params.Name = name
+	req.Params.Arguments = args
+	return request(ctx, m, server, mcp.MethodPromptsGet, hdr, func(ctx context.Context, cli *client.Client) (*mcp.GetPromptResult, error) {
+		return cli.GetPrompt(ctx, req)
+	})
+}
+
+// ListResources returns the server's resources, all pages.
+func (m *Manager) ListResources(ctx context.Context, server string, hdr http.Header) (*mcp.ListResourcesResult, error) {
+	return request(ctx, m, server, mcp.MethodResourcesList, hdr, func(ctx context.Context, cli *client.Client) (*mcp.ListResourcesResult, error) {
+		return cli.ListResources(ctx, mcp.ListResourcesRequest{})
+	})
+}
+
+// ListResourceTemplates returns the server's resource templates, all pages.
+func (m *Manager) ListResourceTemplates(ctx context.Context, server string, hdr http.Header) (*mcp.ListResourceTemplatesResult, error) {
+	return request(ctx, m, server, mcp.MethodResourcesTemplatesList, hdr, func(ctx context.Context, cli *client.Client) (*mcp.ListResourceTemplatesResult, error) {
+		return cli.ListResourceTemplates(ctx, mcp.ListResourceTemplatesRequest{})
+	})
+}
+
+// ReadResource reads the resource at uri.
+func (m *Manager) ReadResource(ctx context.Context, server, uri string, hdr http.Header) (*mcp.ReadResourceResult, error) {
+	var req mcp.ReadResourceRequest
+	req.Params.URI = uri
+	return request(ctx, m, server, mcp.MethodResourcesRead, hdr, func(ctx context.Context, cli *client.Client) (*mcp.ReadResourceResult, error) {
+		return cli.ReadResource(ctx, req)
+	})
+}
+
+// request adapts a typed client call to do.
+func request[T any](ctx context.Context, m *Manager, server string, method mcp.MCPMethod, hdr http.Header, call func(context.Context, *client.Client) (*T, error)) (*T, error) {
+	var out *T
+	err := m.do(ctx, server, string(method), hdr, func(ctx context.Context, _ *session, cli *client.Client) error {
+		var err error
+		out, err = call(ctx, cli)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}

@@ -1,0 +1,337 @@
+// Package mcpclient owns the gateway's clients to downstream MCP servers
+// (Streamable HTTP, legacy SSE and stdio), built on mcp-go's client.
+//
+// It owns: the pool of downstream sessions (one per server and per set of
+// outbound headers), stdio processes, per-call timeouts, reconnection, progress
+// demultiplexing, tool-list caching and the downstream metrics of SPEC §9.
+//
+// It must not decide which headers leave the gateway: the caller (the agent
+// runtime, which consults policy) computes the outbound header set per request
+// and this package sends exactly that set plus the protocol's own headers. It
+// never shares a session between two header sets, and it never logs header
+// values. It imports no project package but metrics.
+//
+// Protocol version: every client pins the session-based revision
+// mcp.LATEST_LEGACY_PROTOCOL_VERSION (2025-11-25) through initialize; a server
+// that only knows 2025-06-18 or 2025-03-26 answers with that and mcp-go accepts
+// it. The sessionless 2026-07-28 default is not used because (1) pooling is per
+// credential anyway, so sessions cost nothing extra; (2) the continuous GET
+// stream, needed to hear notifications/tools/list_changed while idle, only
+// exists in the legacy revisions (mcp-go forces legacy when it is enabled);
+// (3) the default negotiation first sends server/discover, which the
+// TypeScript SDK's stateful server (server-everything) answers with HTTP 400
+// "Server not initialized" and mcp-go then falls back: an extra round trip per
+// session, and over stdio a server that ignores the unknown method would stall
+// the handshake for the 5 s discover timeout.
+package mcpclient
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/pallasgw/pallasgw/metrics"
+)
+
+// Transport names accepted in ServerSpec.Transport.
+const (
+	TransportHTTP  = "http"
+	TransportSSE   = "sse"
+	TransportStdio = "stdio"
+)
+
+// Defaults applied by NewManager to zero-valued fields.
+const (
+	DefaultTimeout              = 60 * time.Second
+	DefaultMaxSessionsPerServer = 64
+	DefaultIdleTimeout          = 5 * time.Minute
+	DefaultClientName           = "pallasgw"
+	DefaultClientVersion        = "dev"
+)
+
+// Log field keys of this package.
+const (
+	fieldComponent = "component"
+	fieldServer    = "server"
+	fieldOp        = "op"
+	fieldError     = "error"
+	fieldLine      = "line"
+)
+
+// ErrUnavailable means the downstream could not be reached: connecting
+// failed, the session was lost twice in a row, or a stdio process failed to
+// start. Test with errors.Is.
+var ErrUnavailable = errors.New("downstream unavailable")
+
+// ErrUnknownServer is returned for a server name that is not configured.
+var ErrUnknownServer = errors.New("unknown downstream server")
+
+// errClosed is returned by every call made after Close.
+var errClosed = fmt.Errorf("%w: client manager closed", ErrUnavailable)
+
+// ServerSpec describes one downstream MCP server.
+type ServerSpec struct {
+	Name      string
+	Transport string // "http" (Streamable HTTP) | "sse" | "stdio"; default "http"
+	URL       string // http, sse
+
+	Command string            // stdio
+	Args    []string          // stdio
+	Env     map[string]string // stdio; the child also gets PATH and HOME from the parent, nothing else
+	Dir     string            // stdio; default: the gateway's working directory
+
+	Timeout time.Duration // per call, applied through the context; default 60s
+}
+
+// ProgressFunc receives downstream notifications/progress of one call. total
+// is nil when the downstream did not send one. It runs on the transport's
+// reader goroutine and must not block.
+type ProgressFunc func(progress float64, total *float64, message string)
+
+// LogFunc receives notifications/message sent by a downstream server. It runs
+// on the transport's reader goroutine and must not block.
+type LogFunc func(server string, level string, logger string, data any)
+
+// Options configure a Manager. Zero values take the defaults noted.
+type Options struct {
+	Logger  *zap.Logger      // default: no logging
+	Metrics *metrics.Metrics // default: no metrics
+
+	// MaxSessionsPerServer bounds the pooled sessions per server, that is
+	// the distinct outbound header fingerprints kept open. Default 64.
+	MaxSessionsPerServer int
+	// IdleTimeout closes pooled sessions unused for this long. Default 5m.
+	// stdio processes are not closed when idle.
+	IdleTimeout time.Duration
+
+	ClientName    string // clientInfo.name; default "pallasgw"
+	ClientVersion string // clientInfo.version; default "dev"
+
+	// OnLogMessage, if set, receives downstream logging notifications.
+	OnLogMessage LogFunc
+}
+
+// Manager holds the clients of every configured downstream server. It is
+// safe for concurrent use. Build one per config snapshot and Close it when
+// the snapshot is retired.
+type Manager struct {
+	opts     Options
+	log      *zap.Logger
+	slog     *slog.Logger // for mcp-go's transports
+	servers  map[string]*remote
+	progress progressRouter
+
+	ctx    context.Context // parent of long-lived streams; canceled by Close
+	cancel context.CancelFunc
+
+	mu     sync.Mutex // guards closed and wg.Add
+	closed bool
+	wg     sync.WaitGroup // calls in flight, janitor, stderr readers, background closes
+
+	closeOnce sync.Once
+}
+
+// NewManager builds a Manager for specs. It connects to nothing: sessions and
+// stdio processes start on first use.
+func NewManager(specs []ServerSpec, opts Options) *Manager {
+	opts = withDefaults(opts)
+	log := opts.Logger.With(zap.String(fieldComponent, "downstream"))
+	ctx, cancel := context.WithCancel(context.Background())
+	m := &Manager{
+		opts:    opts,
+		log:     log,
+		slog:    slog.New(&zapHandler{log: log}),
+		servers: make(map[string]*remote, len(specs)),
+		ctx:     ctx,
+		cancel:  cancel,
+	}
+	m.progress.calls = make(map[string]*progressSink)
+	for _, spec := range specs {
+		spec = specWithDefaults(spec)
+		m.servers[spec.Name] = newRemote(m, spec)
+	}
+	m.track(m.janitor)
+	return m
+}
+
+func withDefaults(o Options) Options {
+	if o.Logger == nil {
+		o.Logger = zap.NewNop()
+	}
+	if o.MaxSessionsPerServer <= 0 {
+		o.MaxSessionsPerServer = DefaultMaxSessionsPerServer
+	}
+	if o.IdleTimeout <= 0 {
+		o.IdleTimeout = DefaultIdleTimeout
+	}
+	if o.ClientName == "" {
+		o.ClientName = DefaultClientName
+	}
+	if o.ClientVersion == "" {
+		o.ClientVersion = DefaultClientVersion
+	}
+	return o
+}
+
+func specWithDefaults(s ServerSpec) ServerSpec {
+	if s.Transport == "" {
+		s.Transport = TransportHTTP
+	}
+	if s.Timeout <= 0 {
+		s.Timeout = DefaultTimeout
+	}
+	s.Args = slices.Clone(s.Args)
+	return s
+}
+
+// Spec returns the spec of server, with defaults applied.
+func (m *Manager) Spec(server string) (ServerSpec, bool) {
+	srv, ok := m.servers[server]
+	if !ok {
+		return ServerSpec{}, false
+	}
+	return srv.spec, true
+}
+
+// Servers returns the configured server names, sorted.
+func (m *Manager) Servers() []string {
+	names := make([]string, 0, len(m.servers))
+	for name := range m.servers {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// Invalidate drops the cached tool lists of server.
+func (m *Manager) Invalidate(server string) {
+	if srv, ok := m.servers[server]; ok {
+		srv.invalidateTools()
+	}
+}
+
+// Close cancels the calls in flight, closes every session, stops stdio
+// processes (killing them after a grace period) and waits for every
+// goroutine the Manager started and every call to return. Calls made after
+// Close fail with ErrUnavailable.
+func (m *Manager) Close() error {
+	m.closeOnce.Do(func() {
+		m.mu.Lock()
+		m.closed = true
+		m.mu.Unlock()
+		m.cancel()
+		var wg sync.WaitGroup
+		for _, srv := range m.servers {
+			for _, s := range srv.drain() {
+				wg.Go(s.shutdown)
+			}
+		}
+		wg.Wait()
+		m.wg.Wait()
+		for _, srv := range m.servers {
+			srv.transport.CloseIdleConnections()
+		}
+	})
+	return nil
+}
+
+// spawn runs the cleanup f on a goroutine that Close waits for; after Close
+// it runs f synchronously instead.
+func (m *Manager) spawn(f func()) {
+	if !m.track(f) {
+		f()
+	}
+}
+
+// track runs f on a goroutine that Close waits for, unless the Manager is
+// closed; it reports whether it did.
+func (m *Manager) track(f func()) bool {
+	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		return false
+	}
+	m.wg.Add(1)
+	m.mu.Unlock()
+	go func() {
+		defer m.wg.Done()
+		f()
+	}()
+	return true
+}
+
+// begin registers a call, which Close cancels and waits for; end must be
+// called when it returns. After Close it reports false.
+func (m *Manager) begin(ctx context.Context) (_ context.Context, end func(), ok bool) {
+	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		return ctx, func() {}, false
+	}
+	m.wg.Add(1)
+	m.mu.Unlock()
+	ctx, cancel := context.WithCancel(ctx)
+	stop := context.AfterFunc(m.ctx, cancel)
+	return ctx, func() {
+		stop()
+		cancel()
+		m.wg.Done()
+	}, true
+}
+
+func (m *Manager) isClosed() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.closed
+}
+
+// janitor closes idle pooled sessions until Close.
+func (m *Manager) janitor() {
+	tick := min(max(m.opts.IdleTimeout/2, 10*time.Millisecond), 30*time.Second)
+	t := time.NewTicker(tick)
+	defer t.Stop()
+	for {
+		select {
+		case <-m.ctx.Done():
+			return
+		case now := <-t.C:
+			for _, srv := range m.servers {
+				for _, s := range srv.expire(now) {
+					m.spawn(s.shutdown)
+				}
+			}
+		}
+	}
+}
+
+// Outcome classifies err for metrics and logs: "ok", "error", "timeout",
+// "canceled" or "unavailable".
+func Outcome(err error) string {
+	switch {
+	case err == nil:
+		return "ok"
+	case errors.Is(err, context.DeadlineExceeded):
+		return "timeout"
+	case errors.Is(err, context.Canceled):
+		return "canceled"
+	case errors.Is(err, ErrUnavailable):
+		return "unavailable"
+	default:
+		return "error"
+	}
+}
+
+// lookup returns the server named server.
+func (m *Manager) lookup(server string) (*remote, error) {
+	srv, ok := m.servers[server]
+	if !ok {
+		return nil, fmt.Errorf("downstream %q: %w", server, ErrUnknownServer)
+	}
+	return srv, nil
+}

@@ -1,0 +1,232 @@
+package mcpclient
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"net"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+)
+
+// remote is one configured downstream server: its spec, its shared HTTP transport
+// and its pool of sessions keyed by outbound header fingerprint. A stdio
+// server has at most one session, keyed "", whatever the headers.
+type remote struct {
+	m         *Manager
+	spec      ServerSpec
+	transport *http.Transport // shared by every session of this server
+
+	mu   sync.Mutex
+	pool map[string]*session // guarded by mu
+}
+
+func newRemote(m *Manager, spec ServerSpec) *remote {
+	return &remote{
+		m:         m,
+		spec:      spec,
+		transport: newHTTPTransport(),
+		pool:      make(map[string]*session),
+	}
+}
+
+// newHTTPTransport is tuned for many concurrent calls to one host: keep-alive
+// and enough idle connections per host for a full session pool. It has no
+// overall timeout: per-call deadlines come from contexts, so long streamed
+// responses are not cut.
+func newHTTPTransport() *http.Transport {
+	return &http.Transport{
+		Proxy:                 http.ProxyFromEnvironment,
+		DialContext:           (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		ForceAttemptHTTP2:     true,
+		MaxIdleConns:          256,
+		MaxIdleConnsPerHost:   128,
+		IdleConnTimeout:       90 * time.Second,
+		TLSHandshakeTimeout:   10 * time.Second,
+		ExpectContinueTimeout: time.Second,
+	}
+}
+
+// canonical returns a copy of h with canonical names, merging names that
+// differ only in case.
+func canonical(h http.Header) http.Header {
+	out := make(http.Header, len(h))
+	for name, vals := range h {
+		key := http.CanonicalHeaderKey(name)
+		out[key] = append(out[key], vals...)
+	}
+	return out
+}
+
+// fingerprint is the pool key of a canonical header set: sha256 over the
+// sorted names and their values. Values never appear in the key's text.
+func fingerprint(h http.Header) string {
+	names := make([]string, 0, len(h))
+	for name := range h {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	sum := sha256.New()
+	for _, name := range names {
+		sum.Write([]byte(name))
+		sum.Write([]byte{0})
+		for _, v := range h[name] {
+			sum.Write([]byte(v))
+			sum.Write([]byte{0})
+		}
+		sum.Write([]byte{1})
+	}
+	return hex.EncodeToString(sum.Sum(nil))
+}
+
+// flatten turns h into the single-valued map mcp-go's transports take,
+// joining repeated values with ", ".
+func flatten(h http.Header) map[string]string {
+	out := make(map[string]string, len(h))
+	for name, vals := range h {
+		out[name] = strings.Join(vals, ", ")
+	}
+	return out
+}
+
+// acquire returns the session for hdr, creating it (unconnected) if needed,
+// with one reference held. When the pool is full it evicts the least recently
+// used idle session; when every pooled session is busy it returns a one-shot
+// session that release closes.
+func (srv *remote) acquire(hdr http.Header) (*session, error) {
+	key := ""
+	if srv.spec.Transport == TransportStdio {
+		hdr = nil // headers do not apply to stdio
+	} else {
+		hdr = canonical(hdr)
+		key = fingerprint(hdr)
+	}
+	srv.mu.Lock()
+	defer srv.mu.Unlock()
+	if srv.m.isClosed() {
+		return nil, errClosed
+	}
+	if s, ok := srv.pool[key]; ok {
+		s.refs++
+		return s, nil
+	}
+	s := newSession(srv, key, hdr)
+	s.refs = 1
+	if len(srv.pool) >= srv.m.opts.MaxSessionsPerServer && !srv.evictLocked() {
+		return s, nil // one-shot: not pooled
+	}
+	s.pooled = true
+	srv.pool[key] = s
+	srv.gaugeLocked()
+	return s, nil
+}
+
+// release drops one reference to s, closing it if it is not (or no longer)
+// pooled and nobody uses it.
+func (srv *remote) release(s *session) {
+	srv.mu.Lock()
+	s.refs--
+	s.lastUsed = time.Now()
+	done := s.refs == 0 && !s.pooled
+	srv.mu.Unlock()
+	if done {
+		srv.m.spawn(s.shutdown)
+	}
+}
+
+// discard removes s from the pool, if it is there; release or the caller
+// closes it once unused.
+func (srv *remote) discard(s *session) {
+	srv.mu.Lock()
+	defer srv.mu.Unlock()
+	srv.unpoolLocked(s)
+}
+
+func (srv *remote) unpoolLocked(s *session) {
+	if s.pooled && srv.pool[s.key] == s {
+		delete(srv.pool, s.key)
+		s.pooled = false
+		srv.gaugeLocked()
+	}
+}
+
+// evictLocked removes the least recently used idle session and closes it in
+// the background. It reports whether it found one.
+func (srv *remote) evictLocked() bool {
+	var lru *session
+	for _, s := range srv.pool {
+		if s.refs == 0 && (lru == nil || s.lastUsed.Before(lru.lastUsed)) {
+			lru = s
+		}
+	}
+	if lru == nil {
+		return false
+	}
+	srv.unpoolLocked(lru)
+	srv.m.spawn(lru.shutdown)
+	return true
+}
+
+// expire unpools and returns the idle sessions unused since before
+// now-IdleTimeout. The stdio process is kept.
+func (srv *remote) expire(now time.Time) []*session {
+	if srv.spec.Transport == TransportStdio {
+		return nil
+	}
+	srv.mu.Lock()
+	defer srv.mu.Unlock()
+	var out []*session
+	for _, s := range srv.pool {
+		if s.refs == 0 && now.Sub(s.lastUsed) >= srv.m.opts.IdleTimeout {
+			out = append(out, s)
+		}
+	}
+	for _, s := range out {
+		srv.unpoolLocked(s)
+	}
+	return out
+}
+
+// drain unpools and returns every pooled session, for Close.
+func (srv *remote) drain() []*session {
+	srv.mu.Lock()
+	defer srv.mu.Unlock()
+	out := make([]*session, 0, len(srv.pool))
+	for _, s := range srv.pool {
+		out = append(out, s)
+	}
+	for _, s := range out {
+		srv.unpoolLocked(s)
+	}
+	return out
+}
+
+// invalidateTools drops the cached tool list of every session of srv: a
+// tools/list_changed from one credential's session is taken as a change of
+// the server's tools.
+func (srv *remote) invalidateTools() {
+	srv.mu.Lock()
+	sessions := make([]*session, 0, len(srv.pool))
+	for _, s := range srv.pool {
+		sessions = append(sessions, s)
+	}
+	srv.mu.Unlock()
+	for _, s := range sessions {
+		s.tools.invalidate()
+	}
+}
+
+func (srv *remote) gaugeLocked() {
+	if mt := srv.m.opts.Metrics; mt != nil {
+		mt.DownstreamSessions.WithLabelValues(srv.spec.Name).Set(float64(len(srv.pool)))
+	}
+}
+
+// sessionCount returns the number of pooled sessions (for tests and status).
+func (srv *remote) sessionCount() int {
+	srv.mu.Lock()
+	defer srv.mu.Unlock()
+	return len(srv.pool)
+}

@@ -1,0 +1,327 @@
+package mcpclient
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
+	"go.uber.org/zap"
+)
+
+// session is one downstream MCP session for one header fingerprint (or the
+// one stdio process of a server). It connects lazily and is replaced in
+// place when lost. refs, lastUsed and pooled are guarded by srv.mu.
+type session struct {
+	srv *remote
+	key string
+	hdr http.Header // canonical outbound headers, owned; never logged
+
+	refs     int
+	lastUsed time.Time
+	pooled   bool
+
+	conn   chan struct{} // one-slot lock serialising connect, replace and shutdown
+	cli    *client.Client
+	proc   *stdioProc // stdio only: the running process of cli
+	closed bool
+
+	tools toolCache
+}
+
+func newSession(srv *remote, key string, hdr http.Header) *session {
+	return &session{srv: srv, key: key, hdr: hdr, conn: make(chan struct{}, 1)}
+}
+
+// lock takes the connection lock unless ctx ends first: a caller must not
+// wait past its deadline for another caller's slow connect.
+func (s *session) lock(ctx context.Context) error {
+	select {
+	case s.conn <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (s *session) unlock() { <-s.conn }
+
+// client returns the connected client, connecting first if needed. A stdio
+// process that has exited since the last call is restarted here.
+func (s *session) client(ctx context.Context) (*client.Client, error) {
+	if err := s.lock(ctx); err != nil {
+		return nil, err
+	}
+	defer s.unlock()
+	if s.closed {
+		return nil, errClosed
+	}
+	if s.cli != nil && s.proc != nil && s.proc.exited() {
+		s.srv.m.log.Warn("downstream process exited, restarting", zap.String(fieldServer, s.srv.spec.Name))
+		s.retireLocked()
+	}
+	if s.cli != nil {
+		return s.cli, nil
+	}
+	return s.connectLocked(ctx)
+}
+
+// replace drops old (if it is still current) and connects anew: the
+// reconnect after a lost session.
+func (s *session) replace(ctx context.Context, old *client.Client) (*client.Client, error) {
+	if err := s.lock(ctx); err != nil {
+		return nil, err
+	}
+	defer s.unlock()
+	if s.closed {
+		return nil, errClosed
+	}
+	if s.cli == old {
+		s.retireLocked()
+	}
+	if s.cli != nil {
+		return s.cli, nil // another caller reconnected already
+	}
+	return s.connectLocked(ctx)
+}
+
+// drop retires old if it is still current, without reconnecting. If ctx
+// ends first it does nothing: whoever holds the lock is replacing old.
+func (s *session) drop(ctx context.Context, old *client.Client) {
+	if s.lock(ctx) != nil {
+		return
+	}
+	defer s.unlock()
+	if s.cli == old && old != nil {
+		s.retireLocked()
+	}
+}
+
+// shutdown closes the session for good. It blocks until the client is
+// closed (for stdio: the process has exited or been killed).
+func (s *session) shutdown() {
+	_ = s.lock(context.Background())
+	defer s.unlock()
+	s.closed = true
+	cli, proc := s.cli, s.proc
+	s.cli, s.proc = nil, nil
+	closeClient(s.srv, cli, proc)
+}
+
+// retireLocked closes the current client in the background.
+func (s *session) retireLocked() {
+	cli, proc := s.cli, s.proc
+	s.cli, s.proc = nil, nil
+	s.tools.invalidate()
+	if cli != nil {
+		s.srv.m.spawn(func() { closeClient(s.srv, cli, proc) })
+	}
+}
+
+func closeClient(srv *remote, cli *client.Client, proc *stdioProc) {
+	if cli == nil {
+		return
+	}
+	if err := cli.Close(); err != nil {
+		srv.m.log.Debug("closing downstream client", zap.String(fieldServer, srv.spec.Name), zap.Error(err))
+	}
+	if proc != nil {
+		proc.release()
+	}
+}
+
+// connectLocked creates, starts and initializes a client. Any failure is
+// reported as ErrUnavailable, unless ctx ended.
+func (s *session) connectLocked(ctx context.Context) (*client.Client, error) {
+	cli, proc, err := s.newClient()
+	if err == nil {
+		err = s.start(ctx, cli)
+		if proc != nil {
+			proc.started()
+		}
+	}
+	if err == nil {
+		err = s.initialize(ctx, cli)
+	}
+	if err != nil {
+		closeOnFailure(s.srv, cli, proc)
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("connecting: %w", ctx.Err())
+		}
+		return nil, fmt.Errorf("connecting: %w: %w", ErrUnavailable, err)
+	}
+	s.cli, s.proc = cli, proc
+	return cli, nil
+}
+
+func closeOnFailure(srv *remote, cli *client.Client, proc *stdioProc) {
+	if cli != nil {
+		srv.m.spawn(func() { closeClient(srv, cli, proc) })
+	} else if proc != nil {
+		proc.release()
+	}
+}
+
+// newClient builds the mcp-go client for the server's transport.
+func (s *session) newClient() (*client.Client, *stdioProc, error) {
+	var (
+		tr   transport.Interface
+		proc *stdioProc
+		err  error
+	)
+	switch s.srv.spec.Transport {
+	case TransportHTTP:
+		tr, err = s.newStreamable()
+	case TransportSSE:
+		tr, err = s.newSSE()
+	case TransportStdio:
+		tr, proc, err = s.newStdio()
+	default:
+		err = fmt.Errorf("unknown transport %q", s.srv.spec.Transport)
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	cli := client.NewClient(tr, client.WithProtocolVersion(mcp.LATEST_LEGACY_PROTOCOL_VERSION))
+	cli.OnNotification(s.onNotification)
+	// Only the SSE transport reports a lost stream; its pending and future
+	// requests would otherwise wait for their timeouts.
+	cli.OnConnectionLost(func(err error) {
+		s.srv.m.log.Info("downstream stream lost", zap.String(fieldServer, s.srv.spec.Name), zap.Error(err))
+		s.srv.m.spawn(func() { s.drop(s.srv.m.ctx, cli) })
+	})
+	return cli, proc, nil
+}
+
+// httpClient is the session's view of the server's shared transport: it
+// adds the session's headers to requests that lack them, which covers the
+// DELETE mcp-go sends on Close without its header options.
+func (s *session) httpClient() *http.Client {
+	return &http.Client{Transport: &headerRoundTripper{base: s.srv.transport, hdr: s.hdr}}
+}
+
+func (s *session) newStreamable() (transport.Interface, error) {
+	return transport.NewStreamableHTTP(s.srv.spec.URL,
+		transport.WithHTTPBasicClient(s.httpClient()),
+		transport.WithHTTPHeaders(flatten(s.hdr)),
+		// The GET stream carries notifications/tools/list_changed while
+		// no call is in flight; it keeps the connection on a legacy
+		// revision, which we pin anyway.
+		transport.WithContinuousListening(),
+		transport.WithHTTPLogger(s.srv.m.slog),
+	)
+}
+
+func (s *session) newSSE() (transport.Interface, error) {
+	return transport.NewSSE(s.srv.spec.URL,
+		transport.WithHTTPClient(s.httpClient()),
+		transport.WithHeaders(flatten(s.hdr)),
+		transport.WithResponseTimeout(s.srv.spec.Timeout),
+		transport.WithEndpointTimeout(s.srv.spec.Timeout),
+		transport.WithSSELogger(s.srv.m.slog),
+	)
+}
+
+// start starts cli's transport. Long-lived streams (the SSE stream, the GET
+// listener) are tied to the Manager's context, not the caller's, so the
+// start is raced against ctx separately; losing the race closes the client.
+func (s *session) start(ctx context.Context, cli *client.Client) error {
+	errc := make(chan error, 1)
+	go func() { errc <- cli.Start(s.srv.m.ctx) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+		_ = cli.Close()
+		<-errc
+		return ctx.Err()
+	}
+}
+
+func (s *session) initialize(ctx context.Context, cli *client.Client) error {
+	var req mcp.InitializeRequest
+	req.Params.ProtocolVersion = mcp.LATEST_LEGACY_PROTOCOL_VERSION
+	req.Params.ClientInfo = mcp.Implementation{Name: s.srv.m.opts.ClientName, Version: s.srv.m.opts.ClientVersion}
+	_, err := cli.Initialize(ctx, req)
+	return err
+}
+
+// onNotification demultiplexes the notifications of one client: progress by
+// token to the call that asked for it, list changes to the tool cache, log
+// messages to the Options hook.
+func (s *session) onNotification(n mcp.JSONRPCNotification) {
+	switch mcp.MCPMethod(n.Method) {
+	case mcp.MethodNotificationProgress:
+		s.srv.m.progress.deliver(n.Params.AdditionalFields)
+	case mcp.MethodNotificationToolsListChanged:
+		s.srv.invalidateTools()
+	case mcp.MethodNotificationMessage:
+		if hook := s.srv.m.opts.OnLogMessage; hook != nil {
+			f := n.Params.AdditionalFields
+			level, _ := f["level"].(string)
+			logger, _ := f["logger"].(string)
+			hook(s.srv.spec.Name, level, logger, f["data"])
+		}
+	}
+}
+
+// headerRoundTripper sets hdr on requests that do not carry those names.
+type headerRoundTripper struct {
+	base http.RoundTripper
+	hdr  http.Header
+}
+
+func (rt *headerRoundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
+	missing := false
+	for name := range rt.hdr {
+		if _, ok := req.Header[name]; !ok {
+			missing = true
+			break
+		}
+	}
+	if !missing {
+		return rt.base.RoundTrip(req)
+	}
+	req = req.Clone(req.Context())
+	for name, vals := range rt.hdr {
+		if _, ok := req.Header[name]; !ok {
+			req.Header[name] = vals
+		}
+	}
+	return rt.base.RoundTrip(req)
+}
+
+// toolCache is a session's cached tools/list result. gen changes on every
+// invalidation, so a listing that raced with a tools/list_changed is not
+// stored.
+type toolCache struct {
+	mu    sync.Mutex
+	gen   uint64
+	tools []mcp.Tool
+	ok    bool
+}
+
+func (c *toolCache) get() ([]mcp.Tool, uint64, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.tools, c.gen, c.ok
+}
+
+func (c *toolCache) put(gen uint64, tools []mcp.Tool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.gen == gen {
+		c.tools, c.ok = tools, true
+	}
+}
+
+func (c *toolCache) invalidate() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.gen++
+	c.tools, c.ok = nil, false
+}

@@ -1,0 +1,159 @@
+package agents
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/pallasgw/pallasgw/agents/llm"
+	"github.com/pallasgw/pallasgw/gateway/config"
+)
+
+// modelRef is an agent's model: its provider, model name and parameters.
+type modelRef struct {
+	provider     llm.Provider
+	providerName string // config key: openai, anthropic, builtin
+	model        string // without the provider prefix
+	ref          string // provider.model as configured
+	params       llm.Params
+	forwardAuth  bool
+	price        *config.Price
+}
+
+func newModelRef(a *Agent, ref string) (*modelRef, error) {
+	d := a.set.deps
+	provName, model := config.SplitModel(ref)
+	m := &modelRef{providerName: provName, model: model, ref: ref}
+	params, err := parseParams(a.Config.Params)
+	if err != nil {
+		return nil, fmt.Errorf("params: %w", err)
+	}
+	m.params = params
+	switch {
+	case ref == "passthrough":
+		m.provider = llm.NewPassthrough()
+	case ref == "playback":
+		m.provider = llm.NewPlayback()
+	default:
+		m.provider = d.Providers[provName]
+		if m.provider == nil {
+			return nil, fmt.Errorf("model %s: provider %s is not configured", ref, provName)
+		}
+		var pc *config.Provider
+		if provName == "openai" {
+			pc = d.Config.Models.Providers.OpenAI
+		} else {
+			pc = d.Config.Models.Providers.Anthropic
+		}
+		m.forwardAuth = pc != nil && pc.ForwardInboundAuth && d.InboundAuthMayTravel
+	}
+	if p, ok := d.Config.Models.Prices[ref]; ok {
+		m.price = &p
+	}
+	return m, nil
+}
+
+// chat runs one model turn and records the LLM metrics.
+func (m *modelRef) chat(ctx context.Context, a *Agent, req llm.Request, c *Call) (*llm.Response, error) {
+	req.Model, req.Params = m.model, m.params
+	if m.forwardAuth {
+		if v := c.Inbound.Get("Authorization"); v != "" {
+			req.Header = http.Header{"Authorization": {v}}
+		}
+	}
+	start := time.Now()
+	resp, err := m.provider.Chat(ctx, req)
+	met := a.set.deps.Metrics
+	met.GenAIDuration.WithLabelValues(m.providerName, m.model).Observe(time.Since(start).Seconds())
+	outcome := outcomeOf(ctx, err)
+	met.LLMRequests.WithLabelValues(a.Name, m.providerName, m.model, outcome).Inc()
+	if err != nil {
+		if outcome == "canceled" {
+			return nil, ctx.Err()
+		}
+		return nil, fmt.Errorf("%w: %s: %w", errProvider, m.ref, err)
+	}
+	u := resp.Usage
+	met.GenAITokens.WithLabelValues(m.providerName, m.model, "input").Observe(float64(u.InputTokens))
+	met.GenAITokens.WithLabelValues(m.providerName, m.model, "output").Observe(float64(u.OutputTokens))
+	met.LLMTokens.WithLabelValues(a.Name, m.ref, "input").Add(float64(u.InputTokens))
+	met.LLMTokens.WithLabelValues(a.Name, m.ref, "output").Add(float64(u.OutputTokens))
+	if m.price != nil {
+		cost := (float64(u.InputTokens)*m.price.Input + float64(u.OutputTokens)*m.price.Output) / 1e6
+		met.LLMCost.WithLabelValues(a.Name, m.ref).Add(cost)
+	}
+	return resp, nil
+}
+
+// parseParams maps the params block of SPEC §6 onto llm.Params.
+func parseParams(p map[string]any) (llm.Params, error) {
+	var out llm.Params
+	var err error
+	num := func(k string) *float64 {
+		v, ok := p[k]
+		if !ok || err != nil {
+			return nil
+		}
+		switch n := v.(type) {
+		case int:
+			f := float64(n)
+			return &f
+		case float64:
+			return &n
+		}
+		err = fmt.Errorf("%s must be a number", k)
+		return nil
+	}
+	integer := func(k string) *int {
+		f := num(k)
+		if f == nil {
+			return nil
+		}
+		i := int(*f)
+		return &i
+	}
+	out.Temperature, out.TopP = num("temperature"), num("top_p")
+	out.PresencePenalty, out.FrequencyPenalty = num("presence_penalty"), num("frequency_penalty")
+	out.TopK, out.MaxTokens, out.Seed = integer("top_k"), integer("max_tokens"), integer("seed")
+	if err != nil {
+		return out, err
+	}
+	out.ResponseFormat, out.ToolChoice = p["response_format"], p["tool_choice"]
+	if s, ok := p["stop"]; ok {
+		if out.Stop, err = stringList(s, "stop"); err != nil {
+			return out, err
+		}
+	}
+	if s, ok := p["playback"]; ok {
+		if out.Playback, err = stringList(s, "playback"); err != nil {
+			return out, err
+		}
+	}
+	if e, ok := p["extra"]; ok {
+		m, ok := e.(map[string]any)
+		if !ok {
+			return out, fmt.Errorf("extra must be a mapping")
+		}
+		out.Extra = m
+	}
+	return out, nil
+}
+
+func stringList(v any, key string) ([]string, error) {
+	switch s := v.(type) {
+	case string:
+		return []string{s}, nil
+	case []any:
+		out := make([]string, len(s))
+		for i, x := range s {
+			str, ok := x.(string)
+			if !ok {
+				return nil, fmt.Errorf("%s must be a list of strings", key)
+			}
+			out[i] = str
+		}
+		return out, nil
+	}
+	return nil, fmt.Errorf("%s must be a string or a list of strings", key)
+}

@@ -1,0 +1,156 @@
+package agents
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/pallasgw/pallasgw/metrics"
+)
+
+// Reporter sends the notifications/progress of one tool call with one
+// strictly increasing counter (SPEC §6). A nil *Reporter, or one without a
+// token, sends nothing. Sub-runs share their parent's Reporter through
+// Prefixed, so the counter stays one per call.
+type Reporter struct {
+	shared *progressState
+	prefix string
+}
+
+type progressState struct {
+	mu      sync.Mutex
+	ctx     context.Context
+	token   mcp.ProgressToken
+	counter float64
+	sent    int
+	stream  *StreamTracker
+	metrics *metrics.Metrics
+}
+
+func newReporter(ctx context.Context, token mcp.ProgressToken, m *metrics.Metrics) *Reporter {
+	if token == nil {
+		return nil
+	}
+	return &Reporter{shared: &progressState{ctx: ctx, token: token, stream: trackerFrom(ctx), metrics: m}}
+}
+
+// Prefixed returns a reporter whose messages start with prefix.
+func (r *Reporter) Prefixed(prefix string) *Reporter {
+	if r == nil {
+		return nil
+	}
+	return &Reporter{shared: r.shared, prefix: r.prefix + prefix}
+}
+
+// Send emits one progress notification.
+func (r *Reporter) Send(message string) { r.send(message, false) }
+
+// Done emits the call's last notification, which carries total.
+func (r *Reporter) Done(message string) { r.send(message, true) }
+
+// retryBlocked is how long a notification waits for room in mcp-go's
+// per-request notification buffer before it is counted as dropped.
+const retryBlocked = 2 * time.Second
+
+func (r *Reporter) send(message string, last bool) {
+	if r == nil {
+		return
+	}
+	s := r.shared
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.counter++
+	params := map[string]any{"progressToken": s.token, "progress": s.counter, "message": r.prefix + message}
+	if last {
+		params["total"] = s.counter
+	}
+	srv := server.ServerFromContext(s.ctx)
+	if srv == nil {
+		return
+	}
+	deadline := time.Now().Add(retryBlocked)
+	for {
+		err := srv.SendNotificationToClient(s.ctx, "notifications/progress", params)
+		if err == nil {
+			s.sent++
+			s.metrics.Progress.WithLabelValues("sent").Inc()
+			return
+		}
+		// The buffer holds 100; wait for the writer rather than drop.
+		if !errors.Is(err, server.ErrNotificationChannelBlocked) || time.Now().After(deadline) || s.ctx.Err() != nil {
+			s.metrics.Progress.WithLabelValues("dropped").Inc()
+			return
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// flush waits until every notification sent so far has been written to the
+// response, so none is lost when the handler returns (mcp-go can drop a
+// notification that is still in flight when the result is written).
+func (r *Reporter) flush(timeout time.Duration) {
+	if r == nil || r.shared.stream == nil {
+		return
+	}
+	s := r.shared
+	s.mu.Lock()
+	want := s.sent
+	s.mu.Unlock()
+	s.stream.waitEvents(s.ctx, want, timeout)
+}
+
+// StreamTracker counts the SSE events written to one HTTP response; the
+// gateway installs it per agent request with TrackStream.
+type StreamTracker struct {
+	mu     sync.Mutex
+	events int
+	wake   chan struct{}
+}
+
+type trackerKey struct{}
+
+func trackerFrom(ctx context.Context) *StreamTracker {
+	t, _ := ctx.Value(trackerKey{}).(*StreamTracker)
+	return t
+}
+
+// TrackStream wraps w so that the agent can wait for its notifications to
+// be written, and marks SSE responses with X-Accel-Buffering: no so that
+// nginx streams them.
+func TrackStream(w http.ResponseWriter, r *http.Request) (http.ResponseWriter, *http.Request) {
+	t := &StreamTracker{wake: make(chan struct{})}
+	return &trackingWriter{ResponseWriter: w, t: t}, r.WithContext(context.WithValue(r.Context(), trackerKey{}, t))
+}
+
+func (t *StreamTracker) wrote(events int) {
+	t.mu.Lock()
+	t.events += events
+	close(t.wake)
+	t.wake = make(chan struct{})
+	t.mu.Unlock()
+}
+
+func (t *StreamTracker) waitEvents(ctx context.Context, n int, timeout time.Duration) {
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	for {
+		t.mu.Lock()
+		done, wake := t.events >= n, t.wake
+		t.mu.Unlock()
+		if done {
+			return
+		}
+		select {
+		case <-wake:
+		case <-ctx.Done():
+			return
+		case <-timer.C:
+			return
+		}
+	}
+}

@@ -1,0 +1,130 @@
+package agents
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"sort"
+
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/pallasgw/pallasgw/agents/llm"
+	"github.com/pallasgw/pallasgw/gateway/config"
+	"github.com/pallasgw/pallasgw/policy"
+)
+
+// toolRef is where a model-facing tool name leads: a downstream server's
+// tool, or another agent.
+type toolRef struct {
+	server, tool string // downstream tool
+	agent        string // sub-agent
+}
+
+// toolset is the tools offered to the model in one run, with the reverse
+// map from sanitised names.
+type toolset struct {
+	defs []llm.Tool
+	refs map[string]toolRef
+}
+
+// buildToolset lists the allowed tools of the agent's servers (as
+// <server>__<tool>) and its sub-agents. A server whose tools cannot be
+// listed is skipped; its failure is returned so the model can be told.
+func (a *Agent) buildToolset(ctx context.Context, inbound http.Header, filter policy.ToolFilter, caller string) (*toolset, []string) {
+	ts := &toolset{refs: map[string]toolRef{}}
+	var problems []string
+	for _, srv := range a.Config.Servers {
+		if d := a.set.deps.Callers.AllowServer(caller, srv); !d.Allowed {
+			continue
+		}
+		tools, err := a.set.deps.Downstream.Tools(ctx, srv, a.set.outbound(srv, inbound))
+		if err != nil {
+			problems = append(problems, fmt.Sprintf("server %s is unavailable: %v", srv, err))
+			continue
+		}
+		for _, t := range tools {
+			full := srv + "__" + t.Name
+			if !filter.Allowed(full) || !a.set.deps.Callers.AllowTool(caller, srv, t.Name).Allowed {
+				continue
+			}
+			name := config.SanitizeToolName(full)
+			if _, dup := ts.refs[name]; dup {
+				problems = append(problems, fmt.Sprintf("tool %s of server %s hidden: its name collides after sanitising", t.Name, srv))
+				continue
+			}
+			ts.refs[name] = toolRef{server: srv, tool: t.Name}
+			ts.defs = append(ts.defs, llm.Tool{Name: name, Description: t.Description, InputSchema: schemaOf(t)})
+		}
+	}
+	for _, sub := range a.Config.Agents {
+		name := config.SanitizeToolName(sub)
+		sa := a.set.Get(sub)
+		ts.refs[name] = toolRef{agent: sub}
+		ts.defs = append(ts.defs, llm.Tool{Name: name, Description: sa.toolDescription(), InputSchema: json.RawMessage(subAgentSchema)})
+	}
+	sort.Slice(ts.defs, func(i, j int) bool { return ts.defs[i].Name < ts.defs[j].Name })
+	return ts, problems
+}
+
+const subAgentSchema = `{"type":"object","properties":{"message":{"type":"string","description":"What to ask the agent."}},"required":["message"]}`
+
+func schemaOf(t mcp.Tool) json.RawMessage {
+	if len(t.RawInputSchema) > 0 {
+		return t.RawInputSchema
+	}
+	b, err := json.Marshal(t.InputSchema)
+	if err != nil || string(b) == "null" {
+		return json.RawMessage(`{"type":"object"}`)
+	}
+	return b
+}
+
+// resultToMessage turns a downstream tool result into the tool message fed
+// back to the model: text as text, images as images, anything else as JSON,
+// cut at max bytes with a note.
+func resultToMessage(callID string, r *mcp.CallToolResult, max int) llm.Message {
+	m := llm.Message{Role: llm.RoleTool, ToolCallID: callID, IsError: r.IsError}
+	var text []byte
+	for _, c := range r.Content {
+		switch v := c.(type) {
+		case mcp.TextContent:
+			text = appendPart(text, v.Text)
+		case mcp.ImageContent:
+			if b, err := base64.StdEncoding.DecodeString(v.Data); err == nil {
+				m.Images = append(m.Images, llm.Image{MIMEType: v.MIMEType, Data: b})
+			} else {
+				text = appendPart(text, "[image with invalid base64 omitted]")
+			}
+		default:
+			b, _ := json.Marshal(v)
+			text = appendPart(text, string(b))
+		}
+	}
+	if len(r.Content) == 0 && r.StructuredContent != nil {
+		b, _ := json.Marshal(r.StructuredContent)
+		text = appendPart(text, string(b))
+	}
+	m.Text = cut(string(text), max)
+	return m
+}
+
+func appendPart(b []byte, s string) []byte {
+	if len(b) > 0 {
+		b = append(b, '\n')
+	}
+	return append(b, s...)
+}
+
+// cut shortens s to max bytes (on a UTF-8 boundary) with a note.
+func cut(s string, max int) string {
+	if max <= 0 || len(s) <= max {
+		return s
+	}
+	i := max
+	for i > 0 && s[i]&0xC0 == 0x80 {
+		i--
+	}
+	return s[:i] + fmt.Sprintf("\n[truncated: %d of %d bytes shown]", i, len(s))
+}

@@ -1,0 +1,178 @@
+// Command pallasgw serves many LLM agents as MCP servers behind one HTTP
+// port. main only parses flags, builds the logger and wires the gateway.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"runtime"
+	"syscall"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+
+	"github.com/pallasgw/pallasgw/gateway"
+	"github.com/pallasgw/pallasgw/gateway/config"
+)
+
+// Set by the build (-ldflags "-X main.version=... -X main.commit=...").
+var (
+	version = "dev"
+	commit  = "unknown"
+)
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		usage(stderr)
+		return 2
+	}
+	switch args[0] {
+	case "serve":
+		return serve(args[1:], stderr)
+	case "validate":
+		return validate(args[1:], stdout, stderr)
+	case "version":
+		fmt.Fprintf(stdout, "pallasgw %s (commit %s, %s)\n", version, commit, runtime.Version())
+		return 0
+	case "-h", "--help", "help":
+		usage(stdout)
+		return 0
+	}
+	fmt.Fprintf(stderr, "pallasgw: unknown command %q\n", args[0])
+	usage(stderr)
+	return 2
+}
+
+func usage(w io.Writer) {
+	fmt.Fprint(w, `usage:
+  pallasgw serve    [--config PATH] [--listen ADDR] [--log-level debug|info|warn|error] [--log-format json|console]
+  pallasgw validate [--config PATH]
+  pallasgw version
+--config defaults to $PALLASGW_CONFIG, then ./pallasgw.yaml.
+`)
+}
+
+func defaultConfig() string {
+	if p := os.Getenv("PALLASGW_CONFIG"); p != "" {
+		return p
+	}
+	return "pallasgw.yaml"
+}
+
+func validate(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("validate", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	path := fs.String("config", defaultConfig(), "config file")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	cfg, err := gateway.LoadConfig(*path)
+	if err != nil {
+		printConfigError(stderr, err)
+		return 1
+	}
+	for _, w := range cfg.Warnings {
+		fmt.Fprintln(stderr, "warning: "+w)
+	}
+	fmt.Fprintf(stdout, "%s: ok (%d agents, %d servers, hash %s)\n", *path, len(cfg.Agents), len(cfg.MCP.Servers), cfg.Hash[:12])
+	return 0
+}
+
+func printConfigError(w io.Writer, err error) {
+	var ce *config.Errors
+	if errors.As(err, &ce) {
+		for _, e := range ce.List {
+			fmt.Fprintln(w, e.Error())
+		}
+		return
+	}
+	fmt.Fprintln(w, err)
+}
+
+func serve(args []string, stderr io.Writer) int {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	path := fs.String("config", defaultConfig(), "config file")
+	listen := fs.String("listen", "", "listen address (overrides the config's listen)")
+	level := fs.String("log-level", "info", "debug, info, warn or error")
+	format := fs.String("log-format", "json", "json or console")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	log, err := newLogger(*level, *format)
+	if err != nil {
+		fmt.Fprintln(stderr, "pallasgw:", err)
+		return 2
+	}
+	defer log.Sync()
+	g, err := gateway.New(gateway.Options{ConfigPath: *path, Listen: *listen, Logger: log, Version: version, Commit: commit})
+	if err != nil {
+		printConfigError(stderr, err)
+		return 1
+	}
+	if err := g.Listen(); err != nil {
+		fmt.Fprintln(stderr, "pallasgw:", err)
+		return 1
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	if err := g.Watch(ctx); err != nil {
+		log.Warn("config watcher unavailable; SIGHUP and POST /-/reload still work", zap.Error(err))
+	}
+	go reloadOnSIGHUP(ctx, g)
+	errc := make(chan error, 1)
+	go func() { errc <- g.Serve() }()
+	select {
+	case <-ctx.Done():
+		g.Shutdown()
+		<-errc
+		return 0
+	case err := <-errc:
+		log.Error("server stopped", zap.Error(err))
+		return 1
+	}
+}
+
+func reloadOnSIGHUP(ctx context.Context, g *gateway.Gateway) {
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-hup:
+			g.Reload("sighup")
+		}
+	}
+}
+
+func newLogger(level, format string) (*zap.Logger, error) {
+	lvl, err := zapcore.ParseLevel(level)
+	if err != nil {
+		return nil, fmt.Errorf("--log-level: %w", err)
+	}
+	cfg := zap.NewProductionConfig()
+	switch format {
+	case "json":
+	case "console":
+		cfg = zap.NewDevelopmentConfig()
+	default:
+		return nil, fmt.Errorf("--log-format: want json or console, got %q", format)
+	}
+	cfg.Level = zap.NewAtomicLevelAt(lvl)
+	cfg.EncoderConfig.TimeKey = "ts"
+	cfg.EncoderConfig.EncodeTime = zapcore.ISO8601TimeEncoder
+	cfg.Sampling = nil
+	cfg.DisableStacktrace = lvl > zapcore.DebugLevel
+	return cfg.Build(zap.Fields(zap.String("component", "pallasgw")))
+}

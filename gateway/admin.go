@@ -1,0 +1,63 @@
+package gateway
+
+import (
+	"encoding/json"
+	"net/http"
+	"sort"
+	"time"
+
+	"github.com/pallasgw/pallasgw/agents"
+)
+
+// statusHandler serves GET /-/status (SPEC §4). It shows no secret: agents'
+// configs are summarised, never dumped.
+func (g *Gateway) statusHandler(w http.ResponseWriter, r *http.Request) {
+	s := g.acquire()
+	defer s.release()
+	type agentStatus struct {
+		Name    string   `json:"name"`
+		Kind    string   `json:"kind"`
+		Model   string   `json:"model,omitempty"`
+		Servers []string `json:"servers"`
+		Port    int      `json:"port,omitempty"`
+	}
+	out := struct {
+		ConfigFile string        `json:"config_file"`
+		ConfigHash string        `json:"config_hash"`
+		LoadedAt   time.Time     `json:"loaded_at"`
+		LastReload *reloadStatus `json:"last_reload"`
+		Agents     []agentStatus `json:"agents"`
+		Listeners  []string      `json:"listeners"`
+	}{ConfigFile: s.cfg.File, ConfigHash: s.cfg.Hash, LoadedAt: s.loadedAt.UTC(), LastReload: g.lastReload.Load(), Agents: []agentStatus{}}
+	for _, name := range s.agents.Names() {
+		a := s.cfg.Agents[name]
+		servers := a.Servers
+		if servers == nil {
+			servers = []string{}
+		}
+		out.Agents = append(out.Agents, agentStatus{Name: name, Kind: a.Kind, Model: a.Model, Servers: servers, Port: a.Port})
+	}
+	if g.mainLn != nil {
+		out.Listeners = append(out.Listeners, g.mainLn.Addr().String())
+	}
+	out.Listeners = append(out.Listeners, g.listeners.addrs()...)
+	sort.Strings(out.Listeners[min(1, len(out.Listeners)):])
+	w.Header().Set("Content-Type", "application/json")
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.Encode(out)
+}
+
+// reloadHandler serves POST /-/reload: it reloads at once and answers when
+// done, with the new hash or the error (file:line: key: message).
+func (g *Gateway) reloadHandler(w http.ResponseWriter, r *http.Request) {
+	res, err := g.Reload("api")
+	w.Header().Set("Content-Type", "application/json")
+	if err != nil {
+		w.WriteHeader(http.StatusUnprocessableEntity)
+		json.NewEncoder(w).Encode(map[string]any{"ok": false, "error": err.Error(), "config_hash": res.Hash,
+			"request_id": agents.RequestID(r.Context())})
+		return
+	}
+	json.NewEncoder(w).Encode(map[string]any{"ok": true, "config_hash": res.Hash, "unchanged": res.Unchanged, "changes": res.Changes})
+}

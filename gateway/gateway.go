@@ -1,0 +1,177 @@
+// Package gateway owns the running service: the listeners (the main port and
+// the legacy alias ports), the HTTP router and its middleware chain, the
+// immutable snapshot built from each config and its atomic swap on reload,
+// the config watcher, the admin endpoints and the process lifecycle. It is
+// imported only by cmd. It builds agents, policy and registry values from a
+// config but leaves their behaviour to those packages.
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/pallasgw/pallasgw/gateway/config"
+	"github.com/pallasgw/pallasgw/metrics"
+)
+
+// Options configure a Gateway.
+type Options struct {
+	ConfigPath string
+	// Listen overrides the config's listen address (the --listen flag).
+	Listen  string
+	Logger  *zap.Logger
+	Version string
+	Commit  string
+}
+
+// Gateway is one running pallasgw process.
+type Gateway struct {
+	opts    Options
+	log     *zap.Logger
+	metrics *metrics.Metrics
+
+	current  atomic.Pointer[Snapshot]
+	draining atomic.Bool
+
+	reloadMu   sync.Mutex // serialises reloads
+	lastReload atomic.Pointer[reloadStatus]
+
+	listeners *listenerSet
+	main      *http.Server
+	mainLn    net.Listener
+
+	// baseCtx is the parent of every request context; canceling it ends
+	// running calls when shutdown_timeout expires.
+	baseCtx    context.Context
+	cancelBase context.CancelFunc
+
+	wg        sync.WaitGroup // goroutines owned by the gateway (watcher, servers, preflight)
+	stopWatch context.CancelFunc
+}
+
+// reloadStatus is the outcome of the last load attempt.
+type reloadStatus struct {
+	At    time.Time `json:"at"`
+	OK    bool      `json:"ok"`
+	Error string    `json:"error,omitempty"`
+}
+
+// New loads the config for the first time and builds the first snapshot.
+// A bad first config is an error (the caller exits 1).
+func New(opts Options) (*Gateway, error) {
+	g := &Gateway{opts: opts, log: opts.Logger, metrics: metrics.New(opts.Version)}
+	g.baseCtx, g.cancelBase = context.WithCancel(context.Background())
+	g.listeners = newListenerSet(g)
+	cfg, err := LoadConfig(opts.ConfigPath)
+	if err != nil {
+		return nil, err
+	}
+	if opts.Listen != "" {
+		cfg.Listen = opts.Listen
+	}
+	if err := g.apply(cfg); err != nil {
+		g.listeners.closeAll()
+		return nil, err
+	}
+	return g, nil
+}
+
+// LoadConfig loads and validates a config with every check the gateway
+// applies, including the policy rules config itself cannot know. validate
+// and serve share it, so they report the same messages.
+func LoadConfig(path string) (*config.Config, error) {
+	return config.Load(path, policyChecks)
+}
+
+// Metrics exposes the gateway's metrics (tests, benchmarks).
+func (g *Gateway) Metrics() *metrics.Metrics { return g.metrics }
+
+// Addr is the main listener's address once Serve has bound it.
+func (g *Gateway) Addr() net.Addr {
+	if g.mainLn == nil {
+		return nil
+	}
+	return g.mainLn.Addr()
+}
+
+// Listen binds the main port.
+func (g *Gateway) Listen() error {
+	addr := g.current.Load().cfg.Listen
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("listen %s: %w", addr, err)
+	}
+	g.mainLn = ln
+	g.main = g.newServer(g.router())
+	return nil
+}
+
+// Serve runs the main port until Shutdown. It returns nil after a clean
+// shutdown.
+func (g *Gateway) Serve() error {
+	if g.mainLn == nil {
+		if err := g.Listen(); err != nil {
+			return err
+		}
+	}
+	s := g.current.Load()
+	g.log.Info("serving", zap.String("listen", g.mainLn.Addr().String()), zap.String("config_hash", s.cfg.Hash),
+		zap.Int("agents", len(s.cfg.Agents)), zap.Strings("legacy_ports", g.listeners.addrs()))
+	if err := g.main.Serve(g.mainLn); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+func (g *Gateway) newServer(h http.Handler) *http.Server {
+	return &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		BaseContext:       func(net.Listener) context.Context { return g.baseCtx },
+		ErrorLog:          zap.NewStdLog(g.log.Named("http")),
+	}
+}
+
+// Shutdown drains (SPEC §11): /readyz turns 503, listeners stop accepting,
+// running calls get shutdown_timeout to finish and are then canceled, and
+// the snapshot's resources (stdio downstreams) are released.
+func (g *Gateway) Shutdown() {
+	g.draining.Store(true)
+	s := g.current.Load()
+	timeout := s.cfg.ShutdownTimeout
+	g.log.Info("draining", zap.Duration("shutdown_timeout", timeout))
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	var wg sync.WaitGroup
+	servers := append(g.listeners.servers(), g.main)
+	for _, srv := range servers {
+		if srv == nil {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := srv.Shutdown(ctx); err != nil {
+				g.log.Warn("shutdown timeout reached; canceling running calls", zap.Error(err))
+				g.cancelBase()
+				srv.Close()
+			}
+		}()
+	}
+	wg.Wait()
+	g.cancelBase()
+	g.stopWatcher()
+	g.wg.Wait()
+	g.listeners.closeAll()
+	g.current.Load().retire()
+	g.log.Info("stopped")
+}

@@ -1,0 +1,182 @@
+package gateway
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"sort"
+	"strconv"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+)
+
+// listenerSet owns the legacy alias ports (agents' port and registry_port).
+// A reload binds the new ports before the snapshot swap and closes removed
+// ones after it, so a port that cannot be bound fails the reload while the
+// old ports keep serving.
+type listenerSet struct {
+	g      *Gateway
+	mu     sync.Mutex
+	byPort map[int]*legacyListener
+}
+
+type legacyListener struct {
+	port int
+	ln   net.Listener
+	srv  *http.Server
+}
+
+func newListenerSet(g *Gateway) *listenerSet {
+	return &listenerSet{g: g, byPort: map[int]*legacyListener{}}
+}
+
+// bind opens the ports of want that are not open yet. On error it closes
+// what it opened and reports the port.
+func (l *listenerSet) bind(bindHost string, want map[int]portRole) ([]*legacyListener, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var added []*legacyListener
+	for _, port := range sortedPorts(want) {
+		if l.byPort[port] != nil {
+			continue
+		}
+		ln, err := net.Listen("tcp", net.JoinHostPort(bindHost, strconv.Itoa(port)))
+		if err != nil {
+			for _, a := range added {
+				a.ln.Close()
+			}
+			return nil, fmt.Errorf("binding legacy port %d: %w", port, err)
+		}
+		added = append(added, &legacyListener{port: port, ln: ln, srv: l.g.newServer(l.g.legacyHandler(port))})
+	}
+	return added, nil
+}
+
+// commit starts serving the newly bound ports and closes the ones the new
+// snapshot no longer has, letting their running requests finish.
+func (l *listenerSet) commit(added []*legacyListener, want map[int]portRole) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, a := range added {
+		l.byPort[a.port] = a
+		l.g.wg.Add(1)
+		go func() {
+			defer l.g.wg.Done()
+			if err := a.srv.Serve(a.ln); err != nil && err != http.ErrServerClosed {
+				l.g.log.Error("legacy port stopped", zap.Int("port", a.port), zap.Error(err))
+			}
+		}()
+	}
+	for port, old := range l.byPort {
+		if _, keep := want[port]; keep {
+			continue
+		}
+		delete(l.byPort, port)
+		l.g.wg.Add(1)
+		go func() {
+			defer l.g.wg.Done()
+			ctx, cancel := context.WithTimeout(context.Background(), l.g.current.Load().cfg.ShutdownTimeout)
+			defer cancel()
+			if err := old.srv.Shutdown(ctx); err != nil {
+				old.srv.Close()
+			}
+		}()
+	}
+}
+
+// abort closes ports bound for a reload that failed.
+func abort(added []*legacyListener) {
+	for _, a := range added {
+		a.ln.Close()
+	}
+}
+
+func (l *listenerSet) servers() []*http.Server {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []*http.Server
+	for _, x := range l.byPort {
+		out = append(out, x.srv)
+	}
+	return out
+}
+
+func (l *listenerSet) addrs() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []string
+	for _, port := range sortedPorts(l.byPort) {
+		out = append(out, l.byPort[port].ln.Addr().String())
+	}
+	return out
+}
+
+func (l *listenerSet) closeAll() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for port, x := range l.byPort {
+		x.srv.Close()
+		x.ln.Close()
+		delete(l.byPort, port)
+	}
+}
+
+func sortedPorts[V any](m map[int]V) []int {
+	out := make([]int, 0, len(m))
+	for p := range m {
+		out = append(out, p)
+	}
+	sort.Ints(out)
+	return out
+}
+
+// legacyHandler serves one legacy port: /mcp for an agent's port, the
+// registry for registry_port. What the port serves is read from the
+// snapshot of each request, so a reload can move an agent between ports.
+func (g *Gateway) legacyHandler(port int) http.Handler {
+	agent := g.chain("legacy_agent", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s := g.acquire()
+		defer s.release()
+		g.serveAgent(w, r, s, s.ports[port].agent)
+	}))
+	reg := g.chain("registry", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s := g.acquire()
+		defer s.release()
+		g.registryLegacy(w, r, s)
+	}))
+	notFound := g.requestID(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, http.StatusNotFound, "", "no route for "+r.URL.Path+" on legacy port "+strconv.Itoa(port))
+	}))
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		role := g.current.Load().ports[port]
+		switch {
+		case r.URL.Path == "/mcp" && role.agent != "":
+			agent.ServeHTTP(w, r)
+		case r.URL.Path == "/.well-known/mcp/server.json" && role.registry && r.Method == http.MethodGet:
+			reg.ServeHTTP(w, r)
+		default:
+			notFound.ServeHTTP(w, r)
+		}
+	})
+}
+
+// registryLegacy advertises agents with a legacy port at that port, so old
+// clients stay on old ports, and the others on the main port.
+func (g *Gateway) registryLegacy(w http.ResponseWriter, r *http.Request, s *Snapshot) {
+	host := s.legacyHost(r)
+	main := "http://" + host + ":" + s.mainPort()
+	if s.cfg.PublicURL != "" {
+		main = s.baseURL(r)
+	}
+	writeRegistry(w, s.registry.JSON(func(agent string, port int) string {
+		if port != 0 {
+			return "http://" + host + ":" + strconv.Itoa(port) + "/mcp"
+		}
+		return main + "/agents/" + agent + "/mcp"
+	}))
+}
+
+var _ = time.Second

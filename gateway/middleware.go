@@ -1,0 +1,139 @@
+package gateway
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/pallasgw/pallasgw/agents"
+)
+
+// The middleware of every route, outermost first. The chain is declared in
+// one place, chain, so a request's path reads top to bottom.
+func (g *Gateway) chain(handler string, h http.Handler) http.Handler {
+	return g.requestID(g.instrument(handler, g.recoverer(h)))
+}
+
+// requestID takes X-Request-Id from the request when it is sane, or makes
+// one, and puts it on the response and in the context.
+func (g *Gateway) requestID(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id := r.Header.Get("X-Request-Id")
+		if !validRequestID(id) {
+			id = newRequestID()
+		}
+		w.Header().Set("X-Request-Id", id)
+		next.ServeHTTP(w, r.WithContext(agents.WithRequestID(r.Context(), id)))
+	})
+}
+
+func validRequestID(id string) bool {
+	if id == "" || len(id) > 128 {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		if id[i] < 0x21 || id[i] > 0x7e {
+			return false
+		}
+	}
+	return true
+}
+
+func newRequestID() string {
+	var b [12]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// statusWriter records the status code for metrics.
+type statusWriter struct {
+	http.ResponseWriter
+	code int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.code == 0 {
+		w.code = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(p []byte) (int, error) {
+	if w.code == 0 {
+		w.code = http.StatusOK
+	}
+	return w.ResponseWriter.Write(p)
+}
+
+func (w *statusWriter) Flush() {
+	if w.code == 0 {
+		w.code = http.StatusOK
+	}
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// instrument records pallasgw_http_requests_total and the duration
+// histogram under a fixed handler label.
+func (g *Gateway) instrument(handler string, next http.Handler) http.Handler {
+	dur := g.metrics.HTTPDuration.WithLabelValues(handler)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		sw := &statusWriter{ResponseWriter: w}
+		defer func() {
+			code := sw.code
+			if code == 0 {
+				code = http.StatusOK
+			}
+			g.metrics.HTTPRequests.WithLabelValues(handler, strconv.Itoa(code)).Inc()
+			dur.Observe(time.Since(start).Seconds())
+		}()
+		next.ServeHTTP(sw, r)
+	})
+}
+
+// recoverer turns a handler panic into a logged 500 with the request id.
+func (g *Gateway) recoverer(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer func() {
+			v := recover()
+			if v == nil || v == http.ErrAbortHandler {
+				if v != nil {
+					panic(v)
+				}
+				return
+			}
+			id := agents.RequestID(r.Context())
+			g.log.Error("panic in handler", zap.String("request_id", id), zap.String("path", r.URL.Path), zap.Any("panic", v), zap.Stack("stack"))
+			writeError(w, http.StatusInternalServerError, id, "internal error")
+		}()
+		next.ServeHTTP(w, r)
+	})
+}
+
+// writeError answers with a small JSON error naming the request id.
+func writeError(w http.ResponseWriter, status int, requestID, msg string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	json.NewEncoder(w).Encode(map[string]any{"error": msg, "status": status, "request_id": requestID})
+}
+
+// writeJSONRPCError answers an MCP POST with a JSON-RPC error (id null when
+// unknown) so that MCP clients show the message.
+func writeJSONRPCError(w http.ResponseWriter, status int, id any, code int, requestID, msg string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	json.NewEncoder(w).Encode(map[string]any{
+		"jsonrpc": "2.0", "id": id,
+		"error": map[string]any{"code": code, "message": fmt.Sprintf("%s (request id %s)", msg, requestID)},
+	})
+}

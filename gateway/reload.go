@@ -1,0 +1,137 @@
+package gateway
+
+import (
+	"fmt"
+	"net"
+	"sort"
+	"strings"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/pallasgw/pallasgw/gateway/config"
+)
+
+// ReloadResult is what one reload did.
+type ReloadResult struct {
+	Hash      string   `json:"config_hash"`
+	Unchanged bool     `json:"unchanged,omitempty"`
+	Changes   []string `json:"changes,omitempty"`
+}
+
+// Reload loads the config file again and, when it is valid and different,
+// swaps in a new snapshot. Any failure leaves the serving snapshot as it
+// was. Reloads are serialised.
+func (g *Gateway) Reload(trigger string) (ReloadResult, error) {
+	g.reloadMu.Lock()
+	defer g.reloadMu.Unlock()
+	cfg, err := LoadConfig(g.opts.ConfigPath)
+	if err == nil && g.opts.Listen != "" {
+		cfg.Listen = g.opts.Listen
+	}
+	old := g.current.Load()
+	if err == nil && cfg.Hash == old.cfg.Hash {
+		g.metrics.ConfigReloads.WithLabelValues("unchanged").Inc()
+		g.log.Debug("config unchanged", zap.String("trigger", trigger), zap.String("config_hash", cfg.Hash))
+		return ReloadResult{Hash: cfg.Hash, Unchanged: true}, nil
+	}
+	if err == nil && cfg.Listen != old.cfg.Listen {
+		err = fmt.Errorf("%s: listen: changing the main listen address needs a restart (serving %s)", cfg.File, old.cfg.Listen)
+	}
+	if err == nil {
+		err = g.apply(cfg)
+	}
+	if err != nil {
+		g.recordReload(false, err)
+		g.log.Error("config reload failed; keeping the serving config", zap.String("trigger", trigger),
+			zap.String("config_hash", old.cfg.Hash), zap.String("error", err.Error()))
+		return ReloadResult{Hash: old.cfg.Hash}, err
+	}
+	changes := diff(old.cfg, cfg)
+	g.log.Info("config reloaded", zap.String("trigger", trigger), zap.String("config_hash", cfg.Hash), zap.Strings("changes", changes))
+	return ReloadResult{Hash: cfg.Hash, Changes: changes}, nil
+}
+
+// apply builds a snapshot for cfg, binds its new legacy ports, swaps it in
+// and retires the old one. On error nothing changed.
+func (g *Gateway) apply(cfg *config.Config) error {
+	for _, w := range cfg.Warnings {
+		g.log.Warn(w)
+	}
+	s, err := g.buildSnapshot(cfg)
+	if err != nil {
+		return fmt.Errorf("%s: building: %w", cfg.File, err)
+	}
+	host, _, _ := net.SplitHostPort(cfg.Listen)
+	added, err := g.listeners.bind(host, s.ports)
+	if err != nil {
+		s.retire()
+		return fmt.Errorf("%s: %w", cfg.File, err)
+	}
+	old := g.current.Swap(s)
+	g.listeners.commit(added, s.ports)
+	if old != nil {
+		old.retire()
+	}
+	g.recordReload(true, nil)
+	s.preflight.start(g)
+	return nil
+}
+
+func (g *Gateway) recordReload(ok bool, err error) {
+	st := &reloadStatus{At: time.Now().UTC(), OK: ok}
+	if ok {
+		g.metrics.ConfigReloads.WithLabelValues("success").Inc()
+		g.metrics.ConfigLastReloadOK.Set(1)
+		g.metrics.ConfigLastReloadSuccTS.SetToCurrentTime()
+	} else {
+		st.Error = err.Error()
+		g.metrics.ConfigReloads.WithLabelValues("failure").Inc()
+		g.metrics.ConfigLastReloadOK.Set(0)
+	}
+	g.lastReload.Store(st)
+}
+
+// diff names the agents and servers added, removed and changed.
+func diff(a, b *config.Config) []string {
+	var out []string
+	out = append(out, diffMap("agent", a.Agents, b.Agents, func(x, y *config.Agent) bool { return fmt.Sprintf("%+v", *x) == fmt.Sprintf("%+v", *y) })...)
+	out = append(out, diffMap("server", a.MCP.Servers, b.MCP.Servers, func(x, y *config.Server) bool {
+		return fmt.Sprintf("%#v", *x) == fmt.Sprintf("%#v", *y) && secretsEqual(x, y)
+	})...)
+	return out
+}
+
+func secretsEqual(x, y *config.Server) bool {
+	if len(x.Headers) != len(y.Headers) {
+		return false
+	}
+	for k, v := range x.Headers {
+		if y.Headers[k].Value() != v.Value() {
+			return false
+		}
+	}
+	return true
+}
+
+func diffMap[V any](kind string, a, b map[string]V, same func(x, y V) bool) []string {
+	var out []string
+	for name, y := range b {
+		x, ok := a[name]
+		switch {
+		case !ok:
+			out = append(out, kind+" "+name+" added")
+		case !same(x, y):
+			out = append(out, kind+" "+name+" changed")
+		}
+	}
+	for name := range a {
+		if _, ok := b[name]; !ok {
+			out = append(out, kind+" "+name+" removed")
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+var _ = strings.TrimSpace

@@ -1,0 +1,213 @@
+package gateway
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/pallasgw/pallasgw/agents"
+	"github.com/pallasgw/pallasgw/agents/llm"
+	"github.com/pallasgw/pallasgw/agents/mcpclient"
+	"github.com/pallasgw/pallasgw/gateway/config"
+	"github.com/pallasgw/pallasgw/policy"
+	"github.com/pallasgw/pallasgw/registry"
+)
+
+// Snapshot is everything built from one config. It is immutable: handlers
+// load it once per request and never write to it. Its resources are
+// released after the last request that acquired it, once it is retired.
+type Snapshot struct {
+	cfg        *config.Config
+	loadedAt   time.Time
+	agents     *agents.Set
+	registry   *registry.Registry
+	downstream *mcpclient.Manager
+	auth       *policy.Authenticator
+	origins    map[string]bool
+	trusted    *trustedProxies
+	ports      map[int]portRole // legacy ports → what they serve
+	preflight  *preflight
+
+	active    atomic.Int64
+	retired   atomic.Bool
+	closeOnce sync.Once
+	log       *zap.Logger
+}
+
+// portRole is what a legacy port serves: an agent, or the registry.
+type portRole struct {
+	agent    string // "" for the registry port
+	registry bool
+}
+
+// buildSnapshot constructs a complete snapshot without touching the serving
+// one. Nothing it starts runs until used; Close releases it.
+func (g *Gateway) buildSnapshot(cfg *config.Config) (*Snapshot, error) {
+	s := &Snapshot{cfg: cfg, loadedAt: time.Now(), log: g.log, ports: map[int]portRole{}, origins: map[string]bool{}}
+	var err error
+	if s.trusted, err = newTrustedProxies(cfg.TrustedProxies); err != nil {
+		return nil, err
+	}
+	for _, o := range cfg.AllowedOrigins {
+		s.origins[o] = true
+	}
+	if s.auth, err = policy.NewAuthenticator(cfg.Auth.Mode, tokenSpecs(cfg)); err != nil {
+		return nil, fmt.Errorf("auth: %w", err)
+	}
+	callers, err := policy.NewCallerPolicy(callerRules(cfg), ruleOf(cfg.Policy.Default), cfg.Policy.DenyOnMissingIdentity)
+	if err != nil {
+		return nil, fmt.Errorf("policy: %w", err)
+	}
+	providers, err := buildProviders(cfg)
+	if err != nil {
+		return nil, err
+	}
+	s.preflight = newPreflight(providers, cfg, g.metrics, g.log)
+	s.downstream = mcpclient.NewManager(serverSpecs(cfg), mcpclient.Options{
+		Logger: g.log.Named("downstream"), Metrics: g.metrics, ClientName: "pallasgw", ClientVersion: g.opts.Version,
+	})
+	s.agents, err = agents.Build(agents.Deps{
+		Config: cfg, Logger: g.log.Named("agent"), Metrics: g.metrics, Downstream: s.downstream,
+		Providers: providers, Preflight: s.preflight.result,
+		Composer:             &policy.Composer{Blocklist: policy.NewBlocklist(cfg.Policy.ExtraBlockedHeaders), Metrics: g.metrics, Logger: g.log.Named("policy")},
+		Auditor:              &policy.Auditor{Logger: g.log.Named("audit"), Metrics: g.metrics},
+		Callers:              callers,
+		InboundAuthMayTravel: cfg.Auth.Mode != "tokens",
+	})
+	if err != nil {
+		s.downstream.Close()
+		return nil, err
+	}
+	s.registry = registry.New(cfg, s.loadedAt)
+	for name, a := range cfg.Agents {
+		if a.Port != 0 {
+			s.ports[a.Port] = portRole{agent: name}
+		}
+	}
+	if cfg.RegistryPort != 0 {
+		s.ports[cfg.RegistryPort] = portRole{registry: true}
+	}
+	return s, nil
+}
+
+func buildProviders(cfg *config.Config) (map[string]llm.Provider, error) {
+	out := map[string]llm.Provider{}
+	for kind, p := range map[string]*config.Provider{"openai": cfg.Models.Providers.OpenAI, "anthropic": cfg.Models.Providers.Anthropic} {
+		if p == nil {
+			continue
+		}
+		retries := *p.MaxRetries
+		if retries == 0 {
+			retries = -1 // llm: 0 means its default, negative means none
+		}
+		prov, err := llm.New(llm.ProviderConfig{Kind: kind, BaseURL: p.BaseURL, APIKey: p.APIKey.Value(), Timeout: p.Timeout, MaxRetries: retries})
+		if err != nil {
+			return nil, fmt.Errorf("provider %s: %w", kind, err)
+		}
+		out[kind] = prov
+	}
+	return out, nil
+}
+
+func serverSpecs(cfg *config.Config) []mcpclient.ServerSpec {
+	var out []mcpclient.ServerSpec
+	for name, s := range cfg.MCP.Servers {
+		env := make(map[string]string, len(s.Env))
+		for k, v := range s.Env {
+			env[k] = v.Value()
+		}
+		out = append(out, mcpclient.ServerSpec{Name: name, Transport: s.Transport, URL: s.URL, Command: s.Command,
+			Args: s.Args, Env: env, Dir: s.Dir, Timeout: s.Timeout})
+	}
+	return out
+}
+
+func tokenSpecs(cfg *config.Config) []policy.TokenSpec {
+	out := make([]policy.TokenSpec, len(cfg.Auth.Tokens))
+	for i, t := range cfg.Auth.Tokens {
+		out[i] = policy.TokenSpec{Name: t.Name, Token: t.Token.Value(), Agents: t.Agents}
+	}
+	return out
+}
+
+func ruleOf(r *config.Rule) *policy.Rule {
+	if r == nil {
+		return nil
+	}
+	return &policy.Rule{Agents: r.Agents, Servers: r.Servers, ToolsAllow: r.Tools.Allow, ToolsDeny: r.Tools.Deny}
+}
+
+func callerRules(cfg *config.Config) map[string]policy.Rule {
+	out := map[string]policy.Rule{}
+	for name, r := range cfg.Policy.Callers {
+		if r != nil {
+			out[name] = *ruleOf(r)
+		}
+	}
+	return out
+}
+
+// policyChecks adds the policy rules to config validation: forward_headers
+// targets and static headers must not be blocked names.
+func policyChecks(c *config.Config, report func(path []string, msg string)) {
+	bl := policy.NewBlocklist(c.Policy.ExtraBlockedHeaders)
+	for name, s := range c.MCP.Servers {
+		for _, err := range bl.Validate(agents.HeaderRules(name, s)) {
+			report(ruleErrorPath(name, err), ruleErrorMsg(err))
+		}
+	}
+}
+
+// acquire pins the current snapshot for one request; release unpins it.
+func (g *Gateway) acquire() *Snapshot {
+	for {
+		s := g.current.Load()
+		s.active.Add(1)
+		if !s.retired.Load() || g.current.Load() == s {
+			return s // (a retired current snapshot only happens while stopping)
+		}
+		s.release() // swapped out under us: use the new one
+	}
+}
+
+func (s *Snapshot) release() {
+	if s.active.Add(-1) == 0 && s.retired.Load() {
+		s.close()
+	}
+}
+
+// retire marks the snapshot replaced; it closes after its last request.
+func (s *Snapshot) retire() {
+	s.retired.Store(true)
+	if s.active.Load() == 0 {
+		s.close()
+	}
+}
+
+func (s *Snapshot) close() {
+	s.closeOnce.Do(func() {
+		if err := s.downstream.Close(); err != nil {
+			s.log.Warn("closing downstream clients", zap.Error(err))
+		}
+	})
+}
+
+func ruleErrorPath(server string, err error) []string {
+	var re *policy.RuleError
+	if errors.As(err, &re) {
+		return []string{"mcp", "servers", server, re.Field, re.Key}
+	}
+	return []string{"mcp", "servers", server}
+}
+
+func ruleErrorMsg(err error) string {
+	var re *policy.RuleError
+	if errors.As(err, &re) {
+		return re.Msg
+	}
+	return err.Error()
+}

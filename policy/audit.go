@@ -1,0 +1,95 @@
+package policy
+
+import (
+	"context"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/pallasgw/pallasgw/metrics"
+)
+
+// Audit log field keys (SPEC §10).
+const (
+	fieldRequestID  = "request_id"
+	fieldCaller     = "caller"
+	fieldAgent      = "agent"
+	fieldTool       = "tool"
+	fieldDecision   = "decision"
+	fieldDurationMS = "duration_ms"
+)
+
+// Decision label values of the audit line and of
+// pallasgw_policy_decisions_total.
+const (
+	DecisionAllow = "allow"
+	DecisionDeny  = "deny"
+)
+
+// reasonOther replaces, in the metric label only, a reason that does not
+// look like one of this package's constants.
+const reasonOther = "other"
+
+// AuditEvent is one policy decision to record. Every field must be a name
+// from the config or a bounded reason, never a header value or token.
+type AuditEvent struct {
+	RequestID string
+	Caller    string // "" falls back to the Identity in the context
+	Agent     string
+	Server    string
+	Tool      string
+	Decision  Decision
+	Latency   time.Duration
+}
+
+// Auditor records policy decisions (SPEC §7: every decision is logged and
+// counted). Nil Logger or Metrics record nothing of that kind. Safe for
+// concurrent use.
+type Auditor struct {
+	Logger  *zap.Logger
+	Metrics *metrics.Metrics
+}
+
+// Record writes one Info line "policy decision" with request_id, caller,
+// agent, server, tool, decision ("allow"/"deny"), reason and duration_ms,
+// and increments pallasgw_policy_decisions_total{agent,decision,reason}.
+// A reason that is not a short snake_case word is counted as "other", so
+// that a careless caller cannot grow the label set with free text.
+func (a *Auditor) Record(ctx context.Context, e AuditEvent) {
+	if e.Caller == "" && ctx != nil {
+		e.Caller = IdentityFrom(ctx).Caller
+	}
+	verdict := DecisionDeny
+	if e.Decision.Allowed {
+		verdict = DecisionAllow
+	}
+	if a.Metrics != nil {
+		a.Metrics.PolicyDecisions.WithLabelValues(e.Agent, verdict, metricReason(e.Decision.Reason)).Inc()
+	}
+	if a.Logger != nil {
+		a.Logger.Info("policy decision",
+			zap.String(fieldRequestID, e.RequestID),
+			zap.String(fieldCaller, e.Caller),
+			zap.String(fieldAgent, e.Agent),
+			zap.String(fieldServer, e.Server),
+			zap.String(fieldTool, e.Tool),
+			zap.String(fieldDecision, verdict),
+			zap.String(fieldReason, e.Decision.Reason),
+			zap.Float64(fieldDurationMS, float64(e.Latency)/float64(time.Millisecond)),
+		)
+	}
+}
+
+// metricReason returns reason when it is 1–40 characters of [a-z_], else
+// reasonOther.
+func metricReason(reason string) string {
+	if reason == "" || len(reason) > 40 {
+		return reasonOther
+	}
+	for i := 0; i < len(reason); i++ {
+		if c := reason[i]; (c < 'a' || c > 'z') && c != '_' {
+			return reasonOther
+		}
+	}
+	return reason
+}

@@ -1,0 +1,257 @@
+package policy
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+)
+
+// Inbound authentication modes (auth.mode).
+const (
+	ModePassthrough = "passthrough"
+	ModeTokens      = "tokens"
+)
+
+// Reasons of an authentication check. They are bounded and may be used as
+// metric labels or audit reasons; none holds request data.
+const (
+	AuthOK               = "ok"
+	AuthPassthrough      = "passthrough"
+	AuthMissingToken     = "missing_token"     // 401: no "Authorization: Bearer <token>"
+	AuthInvalidToken     = "invalid_token"     // 401: bearer matches no configured token
+	AuthAgentNotAllowed  = "agent_not_allowed" // 403: token's agents globs exclude the agent
+	AuthAdminNotLoopback = "not_loopback"      // 403: admin without token from a non-loopback peer
+	AuthAdminProxied     = "proxied"           // 403: admin without token, relayed by a proxy
+)
+
+const sha256Prefix = "sha256:"
+
+// TokenSpec is one configured caller token (auth.tokens[]).
+type TokenSpec struct {
+	Name   string   // the caller identity in logs, metrics and policy
+	Token  string   // the plain token, or "sha256:<64 hex digits>" of it
+	Agents []string // globs of agents this caller may use; empty means all
+}
+
+type credential struct {
+	name   string
+	digest [sha256.Size]byte
+	agents Globs // empty = all
+}
+
+// Authenticator checks inbound callers (SPEC §7 "Inbound"). It is immutable
+// and safe for concurrent use.
+type Authenticator struct {
+	mode  string
+	creds []credential
+}
+
+// NewAuthenticator builds an Authenticator. mode "" means passthrough. In
+// tokens mode at least one token is required; every token needs a unique
+// name and a non-empty, unique value, and a sha256: value must be 64 hex
+// digits. Tokens are checked in passthrough mode too but not used. Errors
+// name the token by its name or index, never by its value.
+func NewAuthenticator(mode string, tokens []TokenSpec) (*Authenticator, error) {
+	if mode == "" {
+		mode = ModePassthrough
+	}
+	if mode != ModePassthrough && mode != ModeTokens {
+		return nil, fmt.Errorf("auth.mode: unknown mode %q (want %q or %q)", mode, ModePassthrough, ModeTokens)
+	}
+	a := &Authenticator{mode: mode}
+	var errs []error
+	names := make(map[string]bool)
+	digests := make(map[[sha256.Size]byte]string)
+	for i, t := range tokens {
+		label := fmt.Sprintf("auth.tokens[%d]", i)
+		if t.Name == "" {
+			errs = append(errs, fmt.Errorf("%s: name is required", label))
+		} else {
+			label = fmt.Sprintf("auth.tokens[%d] (%s)", i, t.Name)
+			if names[t.Name] {
+				errs = append(errs, fmt.Errorf("%s: duplicate name", label))
+			}
+			names[t.Name] = true
+		}
+		digest, err := tokenDigest(t.Token)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: token: %w", label, err))
+		} else if prev, dup := digests[digest]; dup {
+			errs = append(errs, fmt.Errorf("%s: token: same token as %s", label, prev))
+		} else {
+			digests[digest] = label
+		}
+		agents, err := CompileGlobs(t.Agents)
+		if err != nil {
+			errs = append(errs, prefixErrs(label+": agents: ", err)...)
+		}
+		a.creds = append(a.creds, credential{name: t.Name, digest: digest, agents: agents})
+	}
+	if mode == ModeTokens && len(tokens) == 0 {
+		errs = append(errs, errors.New("auth.tokens: mode tokens needs at least one token"))
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	if mode == ModePassthrough {
+		a.creds = nil
+	}
+	return a, nil
+}
+
+// tokenDigest returns the SHA-256 of a plain token, or decodes the digest of
+// a "sha256:<hex>" token. Errors never contain the token.
+func tokenDigest(token string) ([sha256.Size]byte, error) {
+	var d [sha256.Size]byte
+	if token == "" {
+		return d, errors.New("empty")
+	}
+	hexPart, isHash := strings.CutPrefix(token, sha256Prefix)
+	if !isHash {
+		return sha256.Sum256([]byte(token)), nil
+	}
+	b, err := hex.DecodeString(hexPart)
+	if err != nil || len(b) != sha256.Size {
+		return d, fmt.Errorf("%s form needs %d hex digits", sha256Prefix, 2*sha256.Size)
+	}
+	copy(d[:], b)
+	return d, nil
+}
+
+// Mode returns ModePassthrough or ModeTokens.
+func (a *Authenticator) Mode() string { return a.mode }
+
+// Identity is who is calling. Caller is the token name in tokens mode and ""
+// when unknown (passthrough mode; a toolbox may later learn an agent_id).
+type Identity struct {
+	Caller        string
+	Authenticated bool
+}
+
+// Check authenticates r for agent. status is 0 when the request may go on,
+// else 401 or 403; reason is one of the Auth* constants. Passthrough mode
+// always passes with an empty Identity. On 403 the Identity is returned
+// too, so the refusal can be audited under the caller's name. The token is compared against every
+// configured token in constant time: the candidate is hashed and digests of
+// equal length are compared, so neither its length nor which token matched
+// leaks through timing.
+func (a *Authenticator) Check(r *http.Request, agent string) (Identity, int, string) {
+	if a.mode != ModeTokens {
+		return Identity{}, 0, AuthPassthrough
+	}
+	token, ok := bearerToken(r)
+	if !ok {
+		return Identity{}, http.StatusUnauthorized, AuthMissingToken
+	}
+	c, ok := match(a.creds, token)
+	if !ok {
+		return Identity{}, http.StatusUnauthorized, AuthInvalidToken
+	}
+	id := Identity{Caller: c.name, Authenticated: true}
+	if !c.agents.Empty() && !c.agents.Match(agent) {
+		return id, http.StatusForbidden, AuthAgentNotAllowed
+	}
+	return id, 0, AuthOK
+}
+
+// match finds the credential whose digest equals the candidate's, looking at
+// every credential whatever the outcome.
+func match(creds []credential, token string) (*credential, bool) {
+	d := sha256.Sum256([]byte(token))
+	found := -1
+	for i := range creds {
+		if subtle.ConstantTimeCompare(d[:], creds[i].digest[:]) == 1 {
+			found = i
+		}
+	}
+	if found < 0 {
+		return nil, false
+	}
+	return &creds[found], true
+}
+
+// bearerToken returns the token of a single "Authorization: Bearer <token>"
+// header; the scheme is case-insensitive (RFC 7235).
+func bearerToken(r *http.Request) (string, bool) {
+	vs := r.Header.Values("Authorization")
+	if len(vs) != 1 {
+		return "", false
+	}
+	scheme, token, ok := strings.Cut(vs[0], " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return "", false
+	}
+	token = strings.TrimSpace(token)
+	return token, token != ""
+}
+
+type identityKey struct{}
+
+// WithIdentity returns ctx carrying id.
+func WithIdentity(ctx context.Context, id Identity) context.Context {
+	return context.WithValue(ctx, identityKey{}, id)
+}
+
+// IdentityFrom returns the Identity in ctx, or the zero Identity.
+func IdentityFrom(ctx context.Context) Identity {
+	id, _ := ctx.Value(identityKey{}).(Identity)
+	return id
+}
+
+// DenyFunc writes the answer to a refused request. reason is a bounded
+// Auth* constant, safe to log or show.
+type DenyFunc func(w http.ResponseWriter, r *http.Request, status int, reason string)
+
+// defaultDeny answers with the status text only.
+func defaultDeny(w http.ResponseWriter, _ *http.Request, status int, _ string) {
+	http.Error(w, http.StatusText(status), status)
+}
+
+// Middleware authenticates every request for the agent agentOf names and
+// puts the Identity in the request context. A refused request gets
+// WWW-Authenticate (on 401: `Bearer realm="pallasgw"`, plus
+// error="invalid_token" when a bearer was given but is wrong) and is handed
+// to onDeny (nil: a plain-text status answer); next is not called. In tokens
+// mode the caller's Authorization header is removed from the request passed
+// on, so the gateway's own token cannot travel downstream by any path.
+// agentOf must not be nil.
+func (a *Authenticator) Middleware(agentOf func(*http.Request) string, onDeny DenyFunc) func(http.Handler) http.Handler {
+	if agentOf == nil {
+		panic("policy: Authenticator.Middleware: agentOf is nil")
+	}
+	if onDeny == nil {
+		onDeny = defaultDeny
+	}
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			id, status, reason := a.Check(r, agentOf(r))
+			if status != 0 {
+				setChallenge(w, status, reason)
+				onDeny(w, r, status, reason)
+				return
+			}
+			r = r.WithContext(WithIdentity(r.Context(), id))
+			if a.mode == ModeTokens {
+				r.Header = r.Header.Clone()
+				r.Header.Del("Authorization")
+			}
+			next.ServeHTTP(w, r)
+		})
+	}
+}
+
+func setChallenge(w http.ResponseWriter, status int, reason string) {
+	if status != http.StatusUnauthorized {
+		return
+	}
+	challenge := `Bearer realm="pallasgw"`
+	if reason == AuthInvalidToken {
+		challenge += `, error="invalid_token"`
+	}
+	w.Header().Set("WWW-Authenticate", challenge)
+}

@@ -1,0 +1,230 @@
+package policy
+
+import (
+	"context"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest/observer"
+
+	"github.com/pallasgw/pallasgw/metrics"
+)
+
+func TestGlobs(t *testing.T) {
+	g, err := CompileGlobs([]string{"argos__*", "files__read_?", "[ab]x", "exact"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		in   string
+		want bool
+	}{
+		{"star", "argos__search", true},
+		{"star matches empty rest", "argos__", true},
+		{"question mark", "files__read_a", true},
+		{"question mark is one char", "files__read_ab", false},
+		{"class", "bx", true},
+		{"class miss", "cx", false},
+		{"exact", "exact", true},
+		{"whole name only", "exactly", false},
+		{"star does not cross slash", "argos__a/b", false},
+		{"case-sensitive", "ARGOS__search", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := g.Match(tt.in); got != tt.want {
+				t.Errorf("Match(%q) = %v, want %v", tt.in, got, tt.want)
+			}
+		})
+	}
+	t.Run("empty list matches nothing", func(t *testing.T) {
+		var empty Globs
+		if empty.Match("") || empty.Match("x") || !empty.Empty() {
+			t.Error("empty Globs matched")
+		}
+	})
+	t.Run("errors name the bad patterns", func(t *testing.T) {
+		_, err := CompileGlobs([]string{"ok*", "[a-", "", "\\"})
+		msg := err.Error()
+		for _, want := range []string{`invalid glob "[a-"`, `invalid glob ""`, `invalid glob "\\"`} {
+			if !strings.Contains(msg, want) {
+				t.Errorf("error %q lacks %q", msg, want)
+			}
+		}
+		if strings.Contains(msg, `"ok*"`) {
+			t.Errorf("error %q names a good pattern", msg)
+		}
+	})
+}
+
+func TestToolFilter(t *testing.T) {
+	tests := []struct {
+		name        string
+		allow, deny []string
+		tool        string
+		want        bool
+	}{
+		{"empty allows all", nil, nil, "argos__anything", true},
+		{"explicit empty allow allows all", []string{}, nil, "argos__anything", true},
+		{"allow list", []string{"argos__search*"}, nil, "argos__search_web", true},
+		{"not in allow list", []string{"argos__search*"}, nil, "argos__delete", false},
+		{"deny wins over allow", []string{"argos__*"}, []string{"argos__admin_*"}, "argos__admin_drop", false},
+		{"deny alone", nil, []string{"*__delete"}, "files__delete", false},
+		{"deny alone lets others through", nil, []string{"*__delete"}, "files__read", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f, err := NewToolFilter(tt.allow, tt.deny)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := f.Allowed(tt.tool); got != tt.want {
+				t.Errorf("Allowed(%q) = %v, want %v", tt.tool, got, tt.want)
+			}
+		})
+	}
+	t.Run("zero value allows all", func(t *testing.T) {
+		if !(ToolFilter{}).Allowed("x") {
+			t.Error("zero ToolFilter denied")
+		}
+	})
+	t.Run("errors say which list", func(t *testing.T) {
+		_, err := NewToolFilter([]string{"["}, []string{"]["})
+		if err == nil || !strings.Contains(err.Error(), `allow: invalid glob "["`) || !strings.Contains(err.Error(), `deny: invalid glob "]["`) {
+			t.Errorf("err = %v", err)
+		}
+	})
+}
+
+func TestCallerPolicy(t *testing.T) {
+	p, err := NewCallerPolicy(map[string]Rule{
+		"web-ui": {
+			Agents: []string{"research", "tech_*"}, Servers: []string{"argos"},
+			ToolsAllow: []string{"argos__search*"}, ToolsDeny: []string{"argos__search_admin"},
+		},
+		"ops": {},
+	}, &Rule{Agents: []string{"public_*"}, ToolsDeny: []string{"*__delete*"}}, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	allow := Decision{Allowed: true, Reason: ReasonAllowed}
+	deny := func(r string) Decision { return Decision{Reason: r} }
+	tests := []struct {
+		name string
+		got  Decision
+		want Decision
+	}{
+		{"listed caller, allowed agent", p.AllowAgent("web-ui", "research"), allow},
+		{"listed caller, glob agent", p.AllowAgent("web-ui", "tech_research"), allow},
+		{"listed caller, other agent", p.AllowAgent("web-ui", "writer"), deny(ReasonAgentNotAllowed)},
+		{"listed caller does not inherit default", p.AllowAgent("web-ui", "public_faq"), deny(ReasonAgentNotAllowed)},
+		{"listed caller, allowed server", p.AllowServer("web-ui", "argos"), allow},
+		{"listed caller, other server", p.AllowServer("web-ui", "files"), deny(ReasonServerNotAllowed)},
+		{"tool allowed", p.AllowTool("web-ui", "argos", "search_web"), allow},
+		{"tool denied wins", p.AllowTool("web-ui", "argos", "search_admin"), deny(ReasonToolDenied)},
+		{"tool not in allow", p.AllowTool("web-ui", "argos", "drop"), deny(ReasonToolNotAllowed)},
+		{"tool on a server not allowed", p.AllowTool("web-ui", "files", "search_x"), deny(ReasonServerNotAllowed)},
+		{"empty rule allows all", p.AllowTool("ops", "files", "delete_all"), allow},
+		{"empty rule, any agent", p.AllowAgent("ops", "writer"), allow},
+		{"unlisted caller gets default", p.AllowAgent("stranger", "public_faq"), allow},
+		{"unlisted caller, default denies", p.AllowAgent("stranger", "research"), deny(ReasonAgentNotAllowed)},
+		{"unlisted caller, default servers all", p.AllowServer("stranger", "files"), allow},
+		{"unlisted caller, default tool deny", p.AllowTool("stranger", "files", "delete_x"), deny(ReasonToolDenied)},
+		{"empty caller gets default", p.AllowAgent("", "public_faq"), allow},
+		{"missing identity denied", p.MissingIdentity(""), deny(ReasonMissingIdentity)},
+		{"named identity present", p.MissingIdentity("stranger"), allow},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if tt.got != tt.want {
+				t.Errorf("got %+v, want %+v", tt.got, tt.want)
+			}
+		})
+	}
+}
+
+func TestCallerPolicyDefaults(t *testing.T) {
+	p, err := NewCallerPolicy(nil, nil, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range []Decision{
+		p.AllowAgent("", "a"), p.AllowServer("x", "s"), p.AllowTool("x", "s", "t"), p.MissingIdentity(""),
+	} {
+		if !d.Allowed || d.Reason != ReasonAllowed {
+			t.Errorf("nil default rule: got %+v, want allowed", d)
+		}
+	}
+}
+
+func TestCallerPolicyErrors(t *testing.T) {
+	_, err := NewCallerPolicy(map[string]Rule{
+		"b": {Agents: []string{"["}, ToolsDeny: []string{"x[", "y["}},
+		"a": {Servers: []string{"\\"}},
+		"":  {},
+	}, &Rule{ToolsAllow: []string{"]["}}, false)
+	if err == nil {
+		t.Fatal("no error")
+	}
+	got := strings.Split(err.Error(), "\n")
+	want := []string{
+		`callers: empty caller name`,
+		`callers.a.servers: invalid glob "\\": syntax error in pattern`,
+		`callers.b.agents: invalid glob "[": syntax error in pattern`,
+		`callers.b.tools.deny: invalid glob "x[": syntax error in pattern`,
+		`callers.b.tools.deny: invalid glob "y[": syntax error in pattern`,
+		`default.tools.allow: invalid glob "][": syntax error in pattern`,
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("errors =\n  %q\nwant\n  %q", got, want)
+	}
+}
+
+func TestAuditorRecord(t *testing.T) {
+	core, logs := observer.New(zapcore.DebugLevel)
+	m := metrics.New("test")
+	a := &Auditor{Logger: zap.New(core), Metrics: m}
+	ctx := WithIdentity(context.Background(), Identity{Caller: "web-ui", Authenticated: true})
+
+	a.Record(ctx, AuditEvent{RequestID: "req-1", Agent: "gatekeeper", Server: "argos", Tool: "search",
+		Decision: Decision{Reason: ReasonToolDenied}, Latency: 1500 * time.Microsecond})
+	a.Record(context.Background(), AuditEvent{RequestID: "req-2", Caller: "ops", Agent: "gatekeeper",
+		Decision: Decision{Allowed: true, Reason: ReasonAllowed}})
+	a.Record(context.Background(), AuditEvent{Agent: "gatekeeper", Decision: Decision{Reason: "Some free text: boom"}})
+
+	entries := logs.AllUntimed()
+	if len(entries) != 3 {
+		t.Fatalf("got %d log lines, want 3", len(entries))
+	}
+	if e := entries[0]; e.Level != zapcore.InfoLevel || e.Message != "policy decision" {
+		t.Errorf("entry = %v %q", e.Level, e.Message)
+	}
+	want := map[string]any{
+		"request_id": "req-1", "caller": "web-ui", "agent": "gatekeeper", "server": "argos", "tool": "search",
+		"decision": "deny", "reason": "tool_denied", "duration_ms": 1.5,
+	}
+	if got := entries[0].ContextMap(); !reflect.DeepEqual(got, want) {
+		t.Errorf("fields = %v\nwant %v", got, want)
+	}
+	if got := entries[1].ContextMap(); got["caller"] != "ops" || got["decision"] != "allow" {
+		t.Errorf("second line = %v", got)
+	}
+	for _, c := range []struct {
+		labels []string
+		want   float64
+	}{
+		{[]string{"gatekeeper", "deny", "tool_denied"}, 1},
+		{[]string{"gatekeeper", "allow", "allowed"}, 1},
+		{[]string{"gatekeeper", "deny", "other"}, 1},
+	} {
+		if v := counterValue(t, m.PolicyDecisions, c.labels...); v != c.want {
+			t.Errorf("policy_decisions%v = %v, want %v", c.labels, v, c.want)
+		}
+	}
+	(&Auditor{}).Record(context.Background(), AuditEvent{}) // nil logger and metrics: no panic
+}
