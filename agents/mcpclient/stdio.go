@@ -48,7 +48,8 @@ func (s *session) newStdio() (transport.Interface, *stdioProc, error) {
 	}
 	p := &stdioProc{srv: s.srv, r: r, w: w, done: make(chan struct{})}
 	if !s.srv.m.track(p.readStderr) {
-		_, _ = r.Close(), w.Close()
+		_ = r.Close()
+		_ = w.Close()
 		return nil, nil, errClosed
 	}
 	tr := transport.NewStdioWithOptions(spec.Command, nil, spec.Args,

@@ -5,6 +5,7 @@ import (
 	"os"
 	"reflect"
 	"strings"
+	"time"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -114,7 +115,10 @@ func validEnvName(s string) bool {
 	return true
 }
 
-var typeOfConfig = reflect.TypeOf(Config{})
+var (
+	typeOfConfig   = reflect.TypeOf(Config{})
+	typeOfDuration = reflect.TypeOf(time.Duration(0))
+)
 
 // checkKnownKeys reports mapping keys that have no field in t (strict
 // decoding with line numbers: yaml.v3's KnownFields does not apply to
@@ -122,6 +126,10 @@ var typeOfConfig = reflect.TypeOf(Config{})
 func checkKnownKeys(p *parser, n *yaml.Node, t reflect.Type, path []string) {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
+	}
+	if t == typeOfDuration {
+		checkDuration(p, n, path)
+		return
 	}
 	switch t.Kind() {
 	case reflect.Struct:
@@ -168,4 +176,17 @@ func yamlFields(t reflect.Type) map[string]reflect.Type {
 		out[name] = f.Type
 	}
 	return out
+}
+
+// checkDuration lets "0" mean a zero duration (SPEC: poll_interval: 0 = off)
+// and reports other numbers without a unit clearly.
+func checkDuration(p *parser, n *yaml.Node, path []string) {
+	if n.Kind != yaml.ScalarNode || n.Tag != "!!int" && n.Tag != "!!float" {
+		return
+	}
+	if n.Value == "0" {
+		n.Value, n.Tag = "0s", "!!str"
+		return
+	}
+	p.add(n.Line, strings.Join(path, "."), fmt.Sprintf("duration %s needs a unit, e.g. %ss", n.Value, n.Value))
 }

@@ -39,6 +39,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // Server is a running fake. Its methods are safe for concurrent use.
@@ -52,6 +53,7 @@ type Server struct {
 	models   []string
 	key      string
 	seq      int
+	delay    time.Duration // for unscripted echo answers
 }
 
 // New starts a fake on 127.0.0.1; it is closed when the test ends.
@@ -85,6 +87,13 @@ func (s *Server) Script(steps ...Step) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.script = append(s.script, steps...)
+}
+
+// SetEchoDelay makes unscripted echo answers pause for d (a slow model).
+func (s *Server) SetEchoDelay(d time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.delay = d
 }
 
 // Pending is the number of scripted steps not yet consumed.
@@ -190,7 +199,9 @@ func (s *Server) chat(api string) http.HandlerFunc {
 		}
 		st, seq := s.next()
 		if st == nil {
-			echo := Text("echo: " + c.LastUserText())
+			s.mu.Lock()
+			echo := Text("echo: " + c.LastUserText()).Delay(s.delay)
+			s.mu.Unlock()
 			st = &echo
 		}
 		if st.kind == kindStatus {

@@ -19,6 +19,7 @@ type Step struct {
 	quirks     map[Quirk]bool
 	usage      *[2]int64 // input, output tokens
 	hang       *hangSignal
+	delay      time.Duration // pause after the response headers
 }
 
 type stepKind int
@@ -146,3 +147,10 @@ func (h *hangSignal) markStarted() { h.startOnce.Do(func() { close(h.started) })
 func (h *hangSignal) markGone()    { h.discOnce.Do(func() { close(h.disconnected) }) }
 
 func (s Step) has(q Quirk) bool { return s.quirks[q] }
+
+// Delay makes the answer pause for d after its response headers (a slow
+// model); the pause ends early when the client goes away.
+func (st Step) Delay(d time.Duration) Step {
+	st.delay = d
+	return st
+}

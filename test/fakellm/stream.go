@@ -31,6 +31,15 @@ func (s *stream) start() {
 	h.Set("Cache-Control", "no-cache")
 	s.w.WriteHeader(http.StatusOK)
 	s.flush()
+	if s.step.delay > 0 {
+		t := time.NewTimer(s.step.delay)
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-s.r.Context().Done():
+		case <-s.closing:
+		}
+	}
 }
 
 func (s *stream) flush() {

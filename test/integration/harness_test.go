@@ -98,6 +98,13 @@ func startGateway(t testing.TB, cfg string, env ...string) *gw {
 	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	return startGatewayAt(t, path, port, env...)
+}
+
+// startGatewayAt runs `pallasgw serve` on an existing config file whose
+// listen port is port.
+func startGatewayAt(t testing.TB, path string, port int, env ...string) *gw {
+	t.Helper()
 	g := &gw{t: t, base: fmt.Sprintf("http://127.0.0.1:%d", port), cfgPath: path, logs: &syncBuffer{}, exited: make(chan struct{})}
 	g.cmd = exec.Command(binary, "serve", "--config", path, "--log-level", "debug")
 	g.cmd.Env = append(os.Environ(), env...)

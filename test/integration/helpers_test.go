@@ -1,0 +1,127 @@
+package integration
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// eventually polls cond until it holds or the deadline passes.
+func eventually(t testing.TB, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// metric reads one sample (name with labels exactly as exposed) from /metrics.
+func (g *gw) metric(t testing.TB, series string) (float64, bool) {
+	t.Helper()
+	resp, err := http.Get(g.base + "/metrics")
+	if err != nil {
+		return 0, false
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if rest, ok := strings.CutPrefix(line, series+" "); ok {
+			v, err := strconv.ParseFloat(strings.TrimSpace(rest), 64)
+			return v, err == nil
+		}
+	}
+	return 0, false
+}
+
+// writeConfig replaces the config file in place (as `cat > file` would).
+func (g *gw) writeConfig(t testing.TB, cfg string) {
+	t.Helper()
+	cfg = strings.ReplaceAll(cfg, "{{PORT}}", strings.TrimPrefix(g.base, "http://127.0.0.1:"))
+	if err := os.WriteFile(g.cfgPath, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// renameConfig replaces the config the way editors do: write a temporary
+// file beside it and rename it over the original.
+func (g *gw) renameConfig(t testing.TB, cfg string) {
+	t.Helper()
+	cfg = strings.ReplaceAll(cfg, "{{PORT}}", strings.TrimPrefix(g.base, "http://127.0.0.1:"))
+	tmp := filepath.Join(filepath.Dir(g.cfgPath), ".pallasgw.yaml.swp")
+	if err := os.WriteFile(tmp, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, g.cfgPath); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// reload posts /-/reload and returns the status and decoded answer.
+func (g *gw) reload(t testing.TB) (int, map[string]any) {
+	t.Helper()
+	resp, err := http.Post(g.base+"/-/reload", "application/json", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var out map[string]any
+	json.NewDecoder(resp.Body).Decode(&out)
+	return resp.StatusCode, out
+}
+
+// status fetches /-/status.
+func (g *gw) status(t testing.TB) map[string]any {
+	t.Helper()
+	resp, err := http.Get(g.base + "/-/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var out map[string]any
+	json.NewDecoder(resp.Body).Decode(&out)
+	return out
+}
+
+// call sends send_message and returns the text or an error describing any
+// failure, including an isError result.
+func call(ctx context.Context, cs *mcp.ClientSession, tool string, args map[string]any) (string, error) {
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: args})
+	if err != nil {
+		return "", err
+	}
+	var b strings.Builder
+	for _, c := range res.Content {
+		if tc, ok := c.(*mcp.TextContent); ok {
+			b.WriteString(tc.Text)
+		}
+	}
+	if res.IsError {
+		return "", fmt.Errorf("isError result: %s", b.String())
+	}
+	return b.String(), nil
+}
+
+// refused reports whether nothing listens on the port any more.
+func refused(port int) bool {
+	c, err := (&http.Client{Timeout: time.Second}).Get(fmt.Sprintf("http://127.0.0.1:%d/mcp", port))
+	if err != nil {
+		return strings.Contains(err.Error(), "connection refused")
+	}
+	c.Body.Close()
+	return false
+}
