@@ -3,6 +3,8 @@ package integration
 import (
 	"bufio"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -124,4 +126,9 @@ func refused(port int) bool {
 	}
 	c.Body.Close()
 	return false
+}
+
+func sha256hex(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(sum[:])
 }

@@ -84,7 +84,10 @@ func TestReloadValidInvalidValid(t *testing.T) {
 	g := startGateway(t, reloadCfg("v1", ""))
 	l := startLoad(t, g.base+"/agents/echo/mcp", 4, "send_message", map[string]any{"message": "ping"})
 	ok := func(want float64) func() bool {
-		return func() bool { v, found := g.metric(t, "pallasgw_config_last_reload_successful"); return found && v == want }
+		return func() bool {
+			v, found := g.metric(t, "pallasgw_config_last_reload_successful")
+			return found && v == want
+		}
 	}
 	eventually(t, 5*time.Second, "initial success gauge", ok(1))
 
