@@ -19,6 +19,14 @@ import (
 // limit → cancellation guard → the agent's mcp-go handler.
 func (g *Gateway) serveAgent(w http.ResponseWriter, r *http.Request, s *Snapshot, name string) {
 	rid := agents.RequestID(r.Context())
+	g.calls.add()
+	defer g.calls.done()
+	if g.draining.Load() {
+		w.Header().Set("Connection", "close")
+		w.Header().Set("Retry-After", "1")
+		writeError(w, http.StatusServiceUnavailable, rid, "gateway is shutting down; retry on another instance")
+		return
+	}
 	a := s.agents.Get(name)
 	if a == nil {
 		writeError(w, http.StatusNotFound, rid, fmt.Sprintf("unknown agent %q", name))

@@ -40,6 +40,7 @@ type Gateway struct {
 
 	current  atomic.Pointer[Snapshot]
 	draining atomic.Bool
+	calls    *callCounter // running agent requests
 
 	reloadMu   sync.Mutex // serialises reloads
 	lastReload atomic.Pointer[reloadStatus]
@@ -67,7 +68,7 @@ type reloadStatus struct {
 // New loads the config for the first time and builds the first snapshot.
 // A bad first config is an error (the caller exits 1).
 func New(opts Options) (*Gateway, error) {
-	g := &Gateway{opts: opts, log: opts.Logger, metrics: metrics.New(opts.Version)}
+	g := &Gateway{opts: opts, log: opts.Logger, metrics: metrics.New(opts.Version), calls: newCallCounter()}
 	g.baseCtx, g.cancelBase = context.WithCancel(context.Background())
 	g.listeners = newListenerSet(g)
 	cfg, err := LoadConfig(opts.ConfigPath)
@@ -141,19 +142,24 @@ func (g *Gateway) newServer(h http.Handler) *http.Server {
 	}
 }
 
-// Shutdown drains (SPEC §11): /readyz turns 503, listeners stop accepting,
-// running calls get shutdown_timeout to finish and are then canceled, and
-// the snapshot's resources (stdio downstreams) are released.
+// Shutdown drains (SPEC §11): /readyz turns 503 and new agent calls are
+// refused with 503 while the listeners still accept (so load balancers and
+// Kubernetes see the drain), running calls get shutdown_timeout to finish
+// and are then canceled, the listeners close, and the snapshot's resources
+// (stdio downstreams) are released.
 func (g *Gateway) Shutdown() {
 	g.draining.Store(true)
-	s := g.current.Load()
-	timeout := s.cfg.ShutdownTimeout
-	g.log.Info("draining", zap.Duration("shutdown_timeout", timeout))
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	timeout := g.current.Load().cfg.ShutdownTimeout
+	g.log.Info("draining", zap.Duration("shutdown_timeout", timeout), zap.Int("running_calls", g.calls.count()))
+	if !g.calls.waitZero(timeout) {
+		g.log.Warn("shutdown_timeout reached; canceling running calls", zap.Int("running_calls", g.calls.count()))
+		g.cancelBase()
+		g.calls.waitZero(5 * time.Second)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	var wg sync.WaitGroup
-	servers := append(g.listeners.servers(), g.main)
-	for _, srv := range servers {
+	for _, srv := range append(g.listeners.servers(), g.main) {
 		if srv == nil {
 			continue
 		}
@@ -161,8 +167,6 @@ func (g *Gateway) Shutdown() {
 		go func() {
 			defer wg.Done()
 			if err := srv.Shutdown(ctx); err != nil {
-				g.log.Warn("shutdown timeout reached; canceling running calls", zap.Error(err))
-				g.cancelBase()
 				srv.Close()
 			}
 		}()
@@ -174,4 +178,56 @@ func (g *Gateway) Shutdown() {
 	g.listeners.closeAll()
 	g.current.Load().retire()
 	g.log.Info("stopped")
+}
+
+// callCounter counts running agent requests for the drain.
+type callCounter struct {
+	mu   sync.Mutex
+	n    int
+	zero chan struct{} // closed while n == 0
+}
+
+func newCallCounter() *callCounter {
+	c := &callCounter{zero: make(chan struct{})}
+	close(c.zero)
+	return c
+}
+
+func (c *callCounter) add() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.n == 0 {
+		c.zero = make(chan struct{})
+	}
+	c.n++
+}
+
+func (c *callCounter) done() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.n--
+	if c.n == 0 {
+		close(c.zero)
+	}
+}
+
+func (c *callCounter) count() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.n
+}
+
+// waitZero waits until no call runs; false when timeout passed first.
+func (c *callCounter) waitZero(timeout time.Duration) bool {
+	c.mu.Lock()
+	zero := c.zero
+	c.mu.Unlock()
+	t := time.NewTimer(timeout)
+	defer t.Stop()
+	select {
+	case <-zero:
+		return true
+	case <-t.C:
+		return false
+	}
 }

@@ -1,0 +1,112 @@
+package integration
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/pallasgw/pallasgw/test/fakellm"
+)
+
+const shutdownCfg = `
+name: sd
+listen: "127.0.0.1:{{PORT}}"
+shutdown_timeout: %s
+models:
+  providers:
+    openai: {base_url: "%s", api_key: k}
+agents:
+  slow: {model: openai.fake-model}
+`
+
+// TestGracefulShutdownUnderLoad: SIGTERM while calls stream. Running calls
+// finish, new ones are refused, /readyz is 503, the process exits 0.
+func TestGracefulShutdownUnderLoad(t *testing.T) {
+	llm := fakellm.New(t)
+	llm.SetEchoDelay(1500 * time.Millisecond)
+	g := startGateway(t, fmt.Sprintf(shutdownCfg, "20s", llm.OpenAIBaseURL()))
+	const running = 4
+	var wg sync.WaitGroup
+	results := make([]string, running)
+	for i := 0; i < running; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			resp, err := post(g.base+"/agents/slow/mcp", fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"send_message","arguments":{"message":"m%d"},"_meta":{"progressToken":1}}}`, i, i), nil)
+			if err != nil {
+				results[i] = err.Error()
+				return
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			results[i] = fmt.Sprintf("%d %s", resp.StatusCode, b)
+		}()
+	}
+	eventually(t, 10*time.Second, "calls reaching the model", func() bool { return len(llm.ChatRequests()) >= running })
+	g.cmd.Process.Signal(syscall.SIGTERM)
+	eventually(t, 5*time.Second, "/readyz 503", func() bool {
+		code, _, _ := httpGet(t, g.base+"/readyz", nil)
+		return code == 503
+	})
+	resp, err := post(g.base+"/agents/slow/mcp", listTools, nil)
+	if err == nil {
+		resp.Body.Close()
+		if resp.StatusCode != 503 {
+			t.Errorf("new call during drain: %d, want 503", resp.StatusCode)
+		}
+	}
+	wg.Wait()
+	for i, r := range results {
+		if !strings.HasPrefix(r, "200 ") || !strings.Contains(r, fmt.Sprintf(`"text":"echo: m%d"`, i)) {
+			t.Errorf("running call %d did not finish: %s", i, r)
+		}
+	}
+	select {
+	case <-g.exited:
+	case <-time.After(15 * time.Second):
+		t.Fatal("gateway did not exit after draining")
+	}
+	if code := g.cmd.ProcessState.ExitCode(); code != 0 {
+		t.Fatalf("exit code %d:\n%s", code, g.logs.String())
+	}
+}
+
+// TestShutdownTimeoutCancelsCalls: a call longer than shutdown_timeout is
+// canceled (the model stream is closed) and the process still exits 0.
+func TestShutdownTimeoutCancelsCalls(t *testing.T) {
+	llm := fakellm.New(t)
+	hang := fakellm.Hang()
+	llm.Script(hang)
+	g := startGateway(t, fmt.Sprintf(shutdownCfg, "1s", llm.OpenAIBaseURL()))
+	done := make(chan string, 1)
+	go func() {
+		resp, err := post(g.base+"/agents/slow/mcp", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"send_message","arguments":{"message":"forever"}}}`, nil)
+		if err != nil {
+			done <- err.Error()
+			return
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		done <- string(b)
+	}()
+	<-hang.Started()
+	g.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-hang.Disconnected():
+	case <-time.After(15 * time.Second):
+		t.Fatal("model stream not closed after shutdown_timeout")
+	}
+	<-done
+	select {
+	case <-g.exited:
+	case <-time.After(15 * time.Second):
+		t.Fatal("gateway did not exit")
+	}
+	if code := g.cmd.ProcessState.ExitCode(); code != 0 {
+		t.Fatalf("exit code %d", code)
+	}
+}
