@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"time"
 
 	"github.com/go-chi/chi/v5"
 
@@ -36,12 +37,8 @@ func (g *Gateway) serveAgent(w http.ResponseWriter, r *http.Request, s *Snapshot
 		writeError(w, http.StatusForbidden, rid, fmt.Sprintf("origin %q is not in allowed_origins", o))
 		return
 	}
-	id, status, reason := s.auth.Check(r, name)
-	if status != 0 {
-		if status == http.StatusUnauthorized {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="pallasgw"`)
-		}
-		writeError(w, status, rid, reason)
+	id, ok := g.authorize(w, r, s, name, rid)
+	if !ok {
 		return
 	}
 	r = r.WithContext(policy.WithIdentity(r.Context(), id))
@@ -112,4 +109,29 @@ func (g *Gateway) agentRoute(w http.ResponseWriter, r *http.Request) {
 	s := g.acquire()
 	defer s.release()
 	g.serveAgent(w, r, s, chi.URLParam(r, "name"))
+}
+
+// authorize applies inbound auth (SPEC §7) and the caller's agent rule,
+// auditing every decision: 401 with WWW-Authenticate or 403 when refused.
+func (g *Gateway) authorize(w http.ResponseWriter, r *http.Request, s *Snapshot, agent, rid string) (policy.Identity, bool) {
+	start := time.Now()
+	id, status, reason := s.auth.Check(r, agent)
+	d := policy.Decision{Allowed: status == 0, Reason: reason}
+	if d.Allowed {
+		d = s.callers.AllowAgent(id.Caller, agent)
+		if !d.Allowed {
+			status = http.StatusForbidden
+		}
+	}
+	if s.auth.Mode() == policy.ModeTokens || !d.Allowed {
+		s.auditor.Record(r.Context(), policy.AuditEvent{RequestID: rid, Caller: id.Caller, Agent: agent, Decision: d, Latency: time.Since(start)})
+	}
+	if d.Allowed {
+		return id, true
+	}
+	if status == http.StatusUnauthorized {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="pallasgw"`)
+	}
+	writeError(w, status, rid, "access denied: "+d.Reason)
+	return id, false
 }

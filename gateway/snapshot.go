@@ -27,6 +27,8 @@ type Snapshot struct {
 	registry   *registry.Registry
 	downstream *mcpclient.Manager
 	auth       *policy.Authenticator
+	callers    *policy.CallerPolicy
+	auditor    *policy.Auditor
 	origins    map[string]bool
 	trusted    *trustedProxies
 	ports      map[int]portRole // legacy ports → what they serve
@@ -58,10 +60,10 @@ func (g *Gateway) buildSnapshot(cfg *config.Config) (*Snapshot, error) {
 	if s.auth, err = policy.NewAuthenticator(cfg.Auth.Mode, tokenSpecs(cfg)); err != nil {
 		return nil, fmt.Errorf("auth: %w", err)
 	}
-	callers, err := policy.NewCallerPolicy(callerRules(cfg), ruleOf(cfg.Policy.Default), cfg.Policy.DenyOnMissingIdentity)
-	if err != nil {
+	if s.callers, err = policy.NewCallerPolicy(callerRules(cfg), ruleOf(cfg.Policy.Default), cfg.Policy.DenyOnMissingIdentity); err != nil {
 		return nil, fmt.Errorf("policy: %w", err)
 	}
+	s.auditor = &policy.Auditor{Logger: g.log.Named("audit"), Metrics: g.metrics}
 	providers, err := buildProviders(cfg)
 	if err != nil {
 		return nil, err
@@ -74,8 +76,8 @@ func (g *Gateway) buildSnapshot(cfg *config.Config) (*Snapshot, error) {
 		Config: cfg, Logger: g.log.Named("agent"), Metrics: g.metrics, Downstream: s.downstream,
 		Providers: providers, Preflight: s.preflight.result,
 		Composer:             &policy.Composer{Blocklist: policy.NewBlocklist(cfg.Policy.ExtraBlockedHeaders), Metrics: g.metrics, Logger: g.log.Named("policy")},
-		Auditor:              &policy.Auditor{Logger: g.log.Named("audit"), Metrics: g.metrics},
-		Callers:              callers,
+		Auditor:              s.auditor,
+		Callers:              s.callers,
 		InboundAuthMayTravel: cfg.Auth.Mode != "tokens",
 	})
 	if err != nil {
