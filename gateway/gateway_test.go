@@ -1,0 +1,109 @@
+package gateway
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
+
+	"github.com/pallasgw/pallasgw/gateway/config"
+	"github.com/pallasgw/pallasgw/metrics"
+)
+
+func testGateway(t *testing.T) (*Gateway, *observer.ObservedLogs) {
+	core, logs := observer.New(zap.InfoLevel)
+	return &Gateway{log: zap.New(core), metrics: metrics.New("test"), calls: newCallCounter()}, logs
+}
+
+func TestChainRecoversPanics(t *testing.T) {
+	g, logs := testGateway(t)
+	h := g.chain("agent", http.HandlerFunc(func(http.ResponseWriter, *http.Request) { panic("boom") }))
+	rec := httptest.NewRecorder()
+	req := httptest.NewRequest("POST", "/agents/x/mcp", nil)
+	req.Header.Set("X-Request-Id", "rid-1")
+	h.ServeHTTP(rec, req)
+	if rec.Code != 500 || !strings.Contains(rec.Body.String(), `"request_id":"rid-1"`) {
+		t.Fatalf("got %d %s", rec.Code, rec.Body)
+	}
+	if logs.FilterMessage("panic in handler").FilterField(zap.String("request_id", "rid-1")).Len() != 1 {
+		t.Fatal("panic not logged with the request id")
+	}
+}
+
+func TestRequestID(t *testing.T) {
+	g, _ := testGateway(t)
+	h := g.chain("health", http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	for in, keep := range map[string]bool{"abc-123": true, "": false, strings.Repeat("x", 200): false, "bad id": false} {
+		rec := httptest.NewRecorder()
+		req := httptest.NewRequest("GET", "/healthz", nil)
+		req.Header.Set("X-Request-Id", in)
+		h.ServeHTTP(rec, req)
+		got := rec.Header().Get("X-Request-Id")
+		if keep != (got == in) || got == "" {
+			t.Errorf("X-Request-Id %q -> %q", in, got)
+		}
+	}
+}
+
+func TestBaseURL(t *testing.T) {
+	tp, err := newTrustedProxies([]string{"10.0.0.0/8", "127.0.0.1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name, public, remote, proto, fwdHost, want string
+	}{
+		{"direct", "", "192.0.2.1:5", "", "", "http://gw.local:8200"},
+		{"untrusted forwarded", "", "192.0.2.1:5", "https", "evil.example", "http://gw.local:8200"},
+		{"trusted forwarded", "", "10.1.2.3:5", "https", "agents.example.com", "https://agents.example.com"},
+		{"trusted loopback", "", "127.0.0.1:5", "https, http", "a.example, b", "https://a.example"},
+		{"bad forwarded host", "", "10.1.2.3:5", "ftp", "x/y", "http://gw.local:8200"},
+		{"public_url wins", "https://pub.example/", "10.1.2.3:5", "http", "x", "https://pub.example"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			s := &Snapshot{cfg: &config.Config{PublicURL: c.public}, trusted: tp}
+			r := httptest.NewRequest("GET", "/", nil)
+			r.Host, r.RemoteAddr = "gw.local:8200", c.remote
+			if c.proto != "" {
+				r.Header.Set("X-Forwarded-Proto", c.proto)
+				r.Header.Set("X-Forwarded-Host", c.fwdHost)
+			}
+			if got := s.baseURL(r); got != c.want {
+				t.Fatalf("got %q, want %q", got, c.want)
+			}
+		})
+	}
+}
+
+func TestUnroutableCancel(t *testing.T) {
+	cancel := []byte(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}`)
+	if !isUnroutableCancel(cancel, "") {
+		t.Error("sessionless cancel not dropped")
+	}
+	if isUnroutableCancel(cancel, "sid") {
+		t.Error("cancel with a session dropped")
+	}
+	if isUnroutableCancel([]byte(`[`+string(cancel)+`]`), "") || isUnroutableCancel([]byte(`{"method":"tools/call","params":{"x":"notifications/cancelled"}}`), "") {
+		t.Error("non-cancel dropped")
+	}
+}
+
+func TestCallCounter(t *testing.T) {
+	c := newCallCounter()
+	if !c.waitZero(time.Millisecond) {
+		t.Fatal("idle counter not zero")
+	}
+	c.add()
+	if c.waitZero(10 * time.Millisecond) {
+		t.Fatal("zero while a call runs")
+	}
+	go c.done()
+	if !c.waitZero(5 * time.Second) {
+		t.Fatal("not zero after done")
+	}
+}
