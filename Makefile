@@ -26,6 +26,8 @@ lint: vet ## gofmt + vet (+ staticcheck when installed)
 
 e2e: ## end-to-end tests against real programs (npm, nginx, caddy, prometheus); see test/e2e/README
 	PALLASGW_E2E_TOOLS=$(E2E_TOOLS) $(GO) test -race -count=1 -timeout 20m -tags e2e ./test/e2e/...
+	PALLASGW_EVERYTHING_SERVER=$(E2E_TOOLS)/node_modules/@modelcontextprotocol/server-everything/dist/index.js \
+	  $(GO) test -race -count=1 -run TestEverythingInterop ./agents/mcpclient/
 
 bench: ## benchmarks; figures are printed as ratios against the direct path
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime 2000x ./test/bench/...

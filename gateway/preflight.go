@@ -24,10 +24,11 @@ type preflight struct {
 
 	mu      sync.Mutex
 	results map[string]error
+	done    chan struct{} // closed when every provider has been checked
 }
 
 func newPreflight(providers map[string]llm.Provider, cfg *config.Config, m *metrics.Metrics, log *zap.Logger) *preflight {
-	p := &preflight{providers: providers, models: map[string][]string{}, metrics: m, log: log.Named("preflight"), results: map[string]error{}}
+	p := &preflight{providers: providers, models: map[string][]string{}, metrics: m, log: log.Named("preflight"), results: map[string]error{}, done: make(chan struct{})}
 	seen := map[string]bool{}
 	refs := []string{cfg.Models.Default}
 	for _, a := range cfg.Agents {
@@ -45,10 +46,13 @@ func newPreflight(providers map[string]llm.Provider, cfg *config.Config, m *metr
 
 // start runs the checks in the background, owned by the gateway.
 func (p *preflight) start(g *Gateway) {
+	var all sync.WaitGroup
 	for name, prov := range p.providers {
 		g.wg.Add(1)
+		all.Add(1)
 		go func() {
 			defer g.wg.Done()
+			defer all.Done()
 			ctx, cancel := context.WithTimeout(g.baseCtx, preflightTimeout)
 			defer cancel()
 			var err error
@@ -69,6 +73,12 @@ func (p *preflight) start(g *Gateway) {
 			p.log.Info("provider preflight ok", zap.String("provider", name), zap.Strings("models", p.models[name]))
 		}()
 	}
+	g.wg.Add(1)
+	go func() {
+		defer g.wg.Done()
+		all.Wait()
+		close(p.done)
+	}()
 }
 
 // result is the last preflight error of a provider (nil: ok or not run).

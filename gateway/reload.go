@@ -74,7 +74,11 @@ func (g *Gateway) apply(cfg *config.Config) error {
 		old.retire()
 	}
 	g.recordReload(true, nil)
+	for _, name := range s.agents.Names() {
+		g.metrics.Inflight.WithLabelValues(name) // the series exists before the first call
+	}
 	s.preflight.start(g)
+	g.startHealthLoop(s)
 	return nil
 }
 

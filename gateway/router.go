@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/go-chi/chi/v5"
+	"github.com/go-chi/chi/v5/middleware"
 
 	"github.com/pallasgw/pallasgw/agents"
 	"github.com/pallasgw/pallasgw/policy"
@@ -23,6 +24,7 @@ func (g *Gateway) router() http.Handler {
 	r.Method(http.MethodGet, "/readyz", g.chain("health", http.HandlerFunc(g.readyz)))
 	r.Method(http.MethodPost, "/-/reload", g.chain("admin", g.adminGuard(http.HandlerFunc(g.reloadHandler))))
 	r.Method(http.MethodGet, "/-/status", g.chain("admin", g.adminGuard(http.HandlerFunc(g.statusHandler))))
+	r.Mount("/debug", g.chain("admin", g.adminGuard(middleware.Profiler()))) // pprof, admin only
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		g.requestID(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			writeError(w, http.StatusNotFound, agents.RequestID(r.Context()), "no route for "+r.URL.Path)

@@ -34,6 +34,7 @@ type Snapshot struct {
 	ports      map[int]portRole // legacy ports → what they serve
 	preflight  *preflight
 
+	done      chan struct{} // closed when retired: stops the health loop
 	active    atomic.Int64
 	retired   atomic.Bool
 	closeOnce sync.Once
@@ -49,7 +50,7 @@ type portRole struct {
 // buildSnapshot constructs a complete snapshot without touching the serving
 // one. Nothing it starts runs until used; Close releases it.
 func (g *Gateway) buildSnapshot(cfg *config.Config) (*Snapshot, error) {
-	s := &Snapshot{cfg: cfg, loadedAt: time.Now(), log: g.log, ports: map[int]portRole{}, origins: map[string]bool{}}
+	s := &Snapshot{cfg: cfg, loadedAt: time.Now(), log: g.log, ports: map[int]portRole{}, origins: map[string]bool{}, done: make(chan struct{})}
 	var err error
 	if s.trusted, err = newTrustedProxies(cfg.TrustedProxies); err != nil {
 		return nil, err
@@ -184,7 +185,9 @@ func (s *Snapshot) release() {
 
 // retire marks the snapshot replaced; it closes after its last request.
 func (s *Snapshot) retire() {
-	s.retired.Store(true)
+	if !s.retired.Swap(true) {
+		close(s.done)
+	}
 	if s.active.Load() == 0 {
 		s.close()
 	}

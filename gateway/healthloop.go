@@ -1,0 +1,45 @@
+package gateway
+
+import (
+	"context"
+	"time"
+)
+
+// healthInterval is how often every agent's health is probed in the
+// background, so pallasgw_agent_health (and the alerts on it) follow the
+// downstreams even when no client calls get_health.
+const healthInterval = 30 * time.Second
+
+// startHealthLoop probes the snapshot's agents now and every healthInterval
+// (after the provider preflight) until the snapshot is retired or the
+// gateway stops. Background probes
+// carry no caller headers: downstreams get only their static headers.
+func (g *Gateway) startHealthLoop(s *Snapshot) {
+	g.wg.Add(1)
+	go func() {
+		defer g.wg.Done()
+		select { // probe once the provider preflight has a result
+		case <-s.preflight.done:
+		case <-s.done:
+			return
+		case <-g.baseCtx.Done():
+			return
+		}
+		t := time.NewTicker(healthInterval)
+		defer t.Stop()
+		for {
+			for _, name := range s.agents.Names() {
+				ctx, cancel := context.WithTimeout(g.baseCtx, 10*time.Second)
+				s.agents.Get(name).Health(ctx, nil)
+				cancel()
+			}
+			select {
+			case <-t.C:
+			case <-s.done:
+				return
+			case <-g.baseCtx.Done():
+				return
+			}
+		}
+	}()
+}
