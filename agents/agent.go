@@ -28,6 +28,7 @@ type Agent struct {
 	run     runner
 	log     *zap.Logger
 	health  healthCache
+	proxy   *proxy // kind proxy only
 }
 
 // runner executes one send_message for a kind.
@@ -68,13 +69,20 @@ func newAgent(s *Set, c *config.Agent) (*Agent, error) {
 		return nil, err
 	}
 	a.run = r
-	a.mcp = server.NewMCPServer(c.Name, s.deps.Config.Version,
+	opts := []server.ServerOption{
 		server.WithToolCapabilities(false),
 		server.WithPromptCapabilities(false),
 		server.WithRecovery(),
 		server.WithTitle(c.Title),
 		server.WithDescription(c.Description),
-	)
+	}
+	if c.Kind == config.KindProxy {
+		if a.proxy, err = newProxy(a); err != nil {
+			return nil, err
+		}
+		opts = append(opts, a.proxy.serverOptions()...)
+	}
+	a.mcp = server.NewMCPServer(c.Name, s.deps.Config.Version, opts...)
 	a.registerTools()
 	a.handler = server.NewStreamableHTTPServer(a.mcp,
 		server.WithStateLess(true),
@@ -88,9 +96,13 @@ func newAgent(s *Set, c *config.Agent) (*Agent, error) {
 func (a *Agent) Handler() http.Handler { return a.handler }
 
 func (a *Agent) registerTools() {
+	health := a.handleHealth
 	switch a.Config.Kind {
-	case config.KindProxy, config.KindToolbox:
-		// Registered by their own kinds.
+	case config.KindProxy:
+		a.proxy.register()
+		health = a.proxy.callTool // a downstream tool named get_health wins
+	case config.KindToolbox:
+		a.registerToolbox()
 	default:
 		a.mcp.AddTool(mcp.NewToolWithRawSchema(a.Config.ToolName, a.toolDescription(), json.RawMessage(sendMessageSchema)), a.handleSendMessage)
 		a.mcp.AddPrompt(mcp.NewPrompt(a.Name+"_history", mcp.WithPromptDescription("Conversation history (always empty: history lives on the client).")),
@@ -98,7 +110,7 @@ func (a *Agent) registerTools() {
 				return mcp.NewGetPromptResult("History lives on the client; pass it in send_message's history.", []mcp.PromptMessage{}), nil
 			})
 	}
-	a.mcp.AddTool(mcp.NewToolWithRawSchema("get_health", "Returns the health status of this agent and its downstream dependencies.", json.RawMessage(healthSchema)), a.handleHealth)
+	a.mcp.AddTool(mcp.NewToolWithRawSchema("get_health", "Returns the health status of this agent and its downstream dependencies.", json.RawMessage(healthSchema)), health)
 }
 
 func (a *Agent) toolDescription() string {
@@ -125,8 +137,6 @@ func RequestID(ctx context.Context) string {
 func (a *Agent) handleSendMessage(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	start := time.Now()
 	m := a.set.deps.Metrics
-	m.Inflight.WithLabelValues(a.Name).Inc()
-	defer m.Inflight.WithLabelValues(a.Name).Dec()
 	var token mcp.ProgressToken
 	if req.Params.Meta != nil {
 		token = req.Params.Meta.ProgressToken

@@ -1,0 +1,195 @@
+package agents
+
+// Prompts, resources and resource templates of the proxy kind (see
+// proxy.go for the design). Prompt names and resource names are prefixed
+// like tool names when the agent has several servers; resource URIs are
+// never changed. With one server every read goes to it; with several, a
+// read goes to the first server (in config order) the caller may use whose
+// resources/list contains the URI, else whose resources/templates/list has a
+// template matching it; a URI no server lists is not found.
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/pallasgw/pallasgw/policy"
+)
+
+// promptView lists the prompts of the servers the caller may use, under
+// their exposed names, and registers those names.
+func (p *proxy) promptView(ctx context.Context, inbound http.Header) []mcp.Prompt {
+	out := []mcp.Prompt{}
+	var missing []server.ServerPrompt
+	for _, srv := range p.servers(callerOf(ctx)) {
+		res, err := p.catalog.ListPrompts(ctx, srv, p.a.set.outbound(srv, inbound))
+		if err != nil {
+			p.listFailed(ctx, "prompts/list", srv, err)
+			continue
+		}
+		for _, pr := range res.Prompts {
+			name := p.exposed(srv, pr.Name)
+			if _, ok := p.prompts.Load(name); !ok {
+				p.prompts.Store(name, route{srv, pr.Name})
+			}
+			if _, ok := p.promptsReg.Load(name); !ok {
+				missing = append(missing, server.ServerPrompt{Prompt: mcp.NewPrompt(name), Handler: p.getPrompt})
+			}
+			pr.Name = name
+			out = append(out, pr)
+		}
+	}
+	if len(missing) > 0 {
+		p.regMu.Lock()
+		fresh := missing[:0]
+		for _, sp := range missing {
+			if _, loaded := p.promptsReg.LoadOrStore(sp.Prompt.Name, true); !loaded {
+				fresh = append(fresh, sp)
+			}
+		}
+		if len(fresh) > 0 {
+			p.a.mcp.AddPrompts(fresh...)
+		}
+		p.regMu.Unlock()
+	}
+	return out
+}
+
+func (p *proxy) ensurePrompt(ctx context.Context, name string, inbound http.Header) {
+	if _, ok := p.promptsReg.Load(name); !ok {
+		p.promptView(ctx, inbound)
+	}
+}
+
+// getPrompt forwards prompts/get; the result is the downstream's.
+func (p *proxy) getPrompt(ctx context.Context, req mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+	v, ok := p.prompts.Load(req.Params.Name)
+	if !ok {
+		return nil, fmt.Errorf("prompt %q not found", req.Params.Name)
+	}
+	r := v.(route)
+	if err := p.allowServer(ctx, r.server, "prompt:"+r.name); err != nil {
+		return nil, err
+	}
+	return p.catalog.GetPrompt(ctx, r.server, r.name, req.Params.Arguments, p.a.set.outbound(r.server, req.Header))
+}
+
+// allowServer audits the caller's use of srv for what and returns an error
+// when the caller rule refuses it.
+func (p *proxy) allowServer(ctx context.Context, srv, what string) error {
+	start := time.Now()
+	caller := callerOf(ctx)
+	d := p.a.set.deps.Callers.AllowServer(caller, srv)
+	p.a.set.deps.Auditor.Record(ctx, policy.AuditEvent{RequestID: RequestID(ctx), Caller: caller, Agent: p.a.Name,
+		Server: srv, Tool: what, Decision: d, Latency: time.Since(start)})
+	if !d.Allowed {
+		return fmt.Errorf("%s is denied by policy (%s) (request id %s)", what, d.Reason, RequestID(ctx))
+	}
+	return nil
+}
+
+// resourceView lists the resources of the servers the caller may use; names
+// are prefixed like tools, URIs unchanged.
+func (p *proxy) resourceView(ctx context.Context, inbound http.Header) []mcp.Resource {
+	out := []mcp.Resource{}
+	for _, srv := range p.servers(callerOf(ctx)) {
+		res, err := p.catalog.ListResources(ctx, srv, p.a.set.outbound(srv, inbound))
+		if err != nil {
+			p.listFailed(ctx, "resources/list", srv, err)
+			continue
+		}
+		for _, r := range res.Resources {
+			r.Name = p.exposed(srv, r.Name)
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// templateView lists the resource templates of the servers the caller may
+// use (the catch-all template of the registry is never shown).
+func (p *proxy) templateView(ctx context.Context, inbound http.Header) []mcp.ResourceTemplate {
+	out := []mcp.ResourceTemplate{}
+	for _, srv := range p.servers(callerOf(ctx)) {
+		res, err := p.catalog.ListResourceTemplates(ctx, srv, p.a.set.outbound(srv, inbound))
+		if err != nil {
+			p.listFailed(ctx, "resources/templates/list", srv, err)
+			continue
+		}
+		for _, t := range res.ResourceTemplates {
+			t.Name = p.exposed(srv, t.Name)
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// ensureURI registers uri exactly when the catch-all template cannot match
+// it and a server of the caller lists it.
+func (p *proxy) ensureURI(ctx context.Context, uri string, inbound http.Header) {
+	if catchAllTemplate.URITemplate.Regexp().MatchString(uri) {
+		return
+	}
+	if _, ok := p.exactURIs.Load(uri); ok {
+		return
+	}
+	if _, err := p.resourceServer(ctx, uri, inbound); err != nil {
+		return
+	}
+	if _, loaded := p.exactURIs.LoadOrStore(uri, true); !loaded {
+		p.a.mcp.AddResource(mcp.NewResource(uri, uri), p.readResource)
+	}
+}
+
+// readResource forwards resources/read to the server that owns the URI.
+func (p *proxy) readResource(ctx context.Context, req mcp.ReadResourceRequest) ([]mcp.ResourceContents, error) {
+	uri := req.Params.URI
+	srv, err := p.resourceServer(ctx, uri, req.Header)
+	if err != nil {
+		return nil, err
+	}
+	if err := p.allowServer(ctx, srv, "resource:"+uri); err != nil {
+		return nil, err
+	}
+	res, err := p.catalog.ReadResource(ctx, srv, uri, p.a.set.outbound(srv, req.Header))
+	if err != nil {
+		return nil, err
+	}
+	return res.Contents, nil
+}
+
+// resourceServer picks the server a read of uri goes to (see the file
+// comment).
+func (p *proxy) resourceServer(ctx context.Context, uri string, inbound http.Header) (string, error) {
+	if len(p.a.Config.Servers) == 1 {
+		return p.a.Config.Servers[0], nil
+	}
+	servers := p.servers(callerOf(ctx))
+	for _, srv := range servers {
+		res, err := p.catalog.ListResources(ctx, srv, p.a.set.outbound(srv, inbound))
+		if err != nil {
+			continue
+		}
+		for _, r := range res.Resources {
+			if r.URI == uri {
+				return srv, nil
+			}
+		}
+	}
+	for _, srv := range servers {
+		res, err := p.catalog.ListResourceTemplates(ctx, srv, p.a.set.outbound(srv, inbound))
+		if err != nil {
+			continue
+		}
+		for _, t := range res.ResourceTemplates {
+			if t.URITemplate != nil && t.URITemplate.Regexp().MatchString(uri) {
+				return srv, nil
+			}
+		}
+	}
+	return "", fmt.Errorf("resource %q not found on any server of %s: %w", uri, p.a.Name, mcp.ErrResourceNotFound)
+}

@@ -1,0 +1,198 @@
+package agents
+
+import (
+	"context"
+	"errors"
+	"math"
+	"sync"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/pallasgw/pallasgw/agents/mcpclient"
+	"github.com/pallasgw/pallasgw/metrics"
+)
+
+// progressRelay forwards the notifications/progress of one downstream call
+// (proxy tools/call, toolbox execute_tool) to the caller as the downstream
+// sent them — progress, total and message — under the caller's token. The
+// MCP spec requires progress to increase with every notification; a value
+// that does not is raised to the next float above the last one sent.
+//
+// Delivery never blocks the downstream transport's reader: a notification
+// that finds mcp-go's per-request buffer full waits in a queue, drained as
+// the response writer makes room, in order. What cannot be sent within
+// retryBlocked, or before the caller goes away, is counted as dropped.
+type progressRelay struct {
+	ctx     context.Context
+	srv     *server.MCPServer
+	token   mcp.ProgressToken
+	stream  *StreamTracker
+	metrics *metrics.Metrics
+
+	mu       sync.Mutex
+	last     float64
+	started  bool
+	queue    []map[string]any
+	draining bool
+	sent     int
+	mark     int           // events the response had written before the send that found the buffer full
+	idle     chan struct{} // closed when the queue empties; replaced when it fills
+}
+
+// newProgressRelay returns nil (a relay that asks for nothing) when the
+// caller gave no token or there is no MCP server in ctx.
+func newProgressRelay(ctx context.Context, token mcp.ProgressToken, m *metrics.Metrics) *progressRelay {
+	srv := server.ServerFromContext(ctx)
+	if token == nil || srv == nil {
+		return nil
+	}
+	idle := make(chan struct{})
+	close(idle)
+	return &progressRelay{ctx: ctx, srv: srv, token: token, stream: trackerFrom(ctx), metrics: m, idle: idle}
+}
+
+// progressFunc is what the downstream call reports progress to; nil when
+// the caller asked for none, so the downstream is not asked either.
+func (r *progressRelay) progressFunc() mcpclient.ProgressFunc {
+	if r == nil {
+		return nil
+	}
+	return r.add
+}
+
+func (r *progressRelay) add(progress float64, total *float64, message string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.started && !(progress > r.last) {
+		progress = math.Nextafter(r.last, math.Inf(1))
+	}
+	r.started, r.last = true, progress
+	params := map[string]any{"progressToken": r.token, "progress": progress}
+	if total != nil {
+		params["total"] = *total
+	}
+	if message != "" {
+		params["message"] = message
+	}
+	if len(r.queue) == 0 {
+		r.idle = make(chan struct{})
+	}
+	r.queue = append(r.queue, params)
+	if !r.draining && !r.pumpLocked() {
+		r.draining = true
+		go r.drain()
+	}
+}
+
+// pumpLocked sends the queue in order. It reports false, leaving the rest
+// queued, when mcp-go's buffer is full.
+func (r *progressRelay) pumpLocked() bool {
+	if len(r.queue) == 0 {
+		return true
+	}
+	for len(r.queue) > 0 {
+		mark := r.written()
+		err := r.srv.SendNotificationToClient(r.ctx, string(mcp.MethodNotificationProgress), r.queue[0])
+		switch {
+		case err == nil:
+			r.sent++
+			r.metrics.Progress.WithLabelValues("sent").Inc()
+		case errors.Is(err, server.ErrNotificationChannelBlocked) && r.ctx.Err() == nil:
+			r.mark = mark
+			return false
+		default:
+			r.metrics.Progress.WithLabelValues("dropped").Inc()
+		}
+		r.queue = r.queue[1:]
+	}
+	close(r.idle)
+	return true
+}
+
+// written is the number of events written to the response so far.
+func (r *progressRelay) written() int {
+	if r.stream == nil {
+		return 0
+	}
+	r.stream.mu.Lock()
+	defer r.stream.mu.Unlock()
+	return r.stream.events
+}
+
+// drain retries the queue each time the response writer has written an
+// event since the send that found the buffer full (a write frees room).
+// It gives up when retryBlocked passes without any notification getting
+// through, or the caller is gone.
+func (r *progressRelay) drain() {
+	deadline := time.Now().Add(retryBlocked)
+	for {
+		r.mu.Lock()
+		mark := r.mark
+		r.mu.Unlock()
+		if r.stream != nil {
+			r.stream.waitEvents(r.ctx, mark+1, time.Until(deadline))
+		} else {
+			t := time.NewTimer(10 * time.Millisecond)
+			select {
+			case <-t.C:
+			case <-r.ctx.Done():
+			}
+			t.Stop()
+		}
+		r.mu.Lock()
+		before := r.sent
+		if r.pumpLocked() {
+			r.draining = false
+			r.mu.Unlock()
+			return
+		}
+		if r.sent > before {
+			deadline = time.Now().Add(retryBlocked)
+		}
+		if r.ctx.Err() != nil || time.Now().After(deadline) {
+			r.dropLocked()
+			r.mu.Unlock()
+			return
+		}
+		r.mu.Unlock()
+	}
+}
+
+// dropLocked gives up on whatever is still queued and counts it.
+func (r *progressRelay) dropLocked() {
+	if len(r.queue) > 0 {
+		r.metrics.Progress.WithLabelValues("dropped").Add(float64(len(r.queue)))
+		r.queue = nil
+		close(r.idle)
+	}
+	r.draining = false
+}
+
+// flush waits until every notification queued so far has been sent and
+// written to the response, so that none is lost when the handler returns
+// (PITFALLS: mcp-go can drop one still in flight when the result is
+// written).
+func (r *progressRelay) flush(timeout time.Duration) {
+	if r == nil {
+		return
+	}
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	r.mu.Lock()
+	idle := r.idle
+	r.mu.Unlock()
+	select {
+	case <-idle:
+	case <-r.ctx.Done():
+	case <-deadline.C:
+	}
+	r.mu.Lock()
+	r.dropLocked()
+	sent := r.sent
+	r.mu.Unlock()
+	if r.stream != nil {
+		r.stream.waitEvents(r.ctx, sent, timeout)
+	}
+}

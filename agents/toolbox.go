@@ -1,0 +1,428 @@
+package agents
+
+// The toolbox kind (SPEC §6, seeds/003): no LLM. Three tools let a client
+// discover and call the tools of the agent's servers on demand:
+// list_servers, get_server_tools and execute_tool, filtered by the agent's
+// tools.allow/deny and the caller rule (SPEC §7). The caller identity is
+// the auth token's name; in passthrough mode the tools also take an
+// optional agent_id argument that is used as the identity instead (in
+// tokens mode an authenticated identity is never overridden by an
+// argument). Errors are isError results with text "CODE: message" and
+// structuredContent {"error": {"code", "message"}}; execute_tool returns
+// the downstream result unchanged. Every call writes one audit line.
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"path"
+	"slices"
+	"sort"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"go.uber.org/zap"
+
+	"github.com/pallasgw/pallasgw/agents/mcpclient"
+	"github.com/pallasgw/pallasgw/policy"
+)
+
+// Error codes of toolbox results.
+const (
+	CodeDenied          = "DENIED_BY_POLICY"
+	CodeUnavailable     = "SERVER_UNAVAILABLE"
+	CodeToolNotFound    = "TOOL_NOT_FOUND"
+	CodeTimeout         = "TIMEOUT"
+	CodeInvalidArgument = "INVALID_ARGUMENTS"
+)
+
+// toolboxError is a failure reported to the caller as a coded result.
+type toolboxError struct{ code, msg string }
+
+func (e *toolboxError) Error() string { return e.code + ": " + e.msg }
+
+func tbErr(code, format string, args ...any) *toolboxError {
+	return &toolboxError{code: code, msg: fmt.Sprintf(format, args...)}
+}
+
+func (e *toolboxError) result() *mcp.CallToolResult {
+	r := mcp.NewToolResultStructured(map[string]any{"error": map[string]any{"code": e.code, "message": e.msg}}, e.Error())
+	r.IsError = true
+	return r
+}
+
+type toolbox struct {
+	a           *Agent
+	filter      policy.ToolFilter
+	passthrough bool // auth.mode passthrough: agent_id names the caller
+}
+
+// tbCall is one toolbox call: who, what, and the policy decision reached.
+type tbCall struct {
+	tool     string // toolbox tool
+	caller   string
+	server   string
+	target   string // downstream tool, or the toolbox tool for audit
+	decision policy.Decision
+	start    time.Time
+}
+
+func (a *Agent) registerToolbox() {
+	f, err := policy.NewToolFilter(a.Config.Tools.Allow, a.Config.Tools.Deny)
+	if err != nil {
+		// Config validation rejects bad globs; should one get here, fail closed.
+		a.log.Error("toolbox tools filter invalid; every tool is denied", zap.Error(err))
+		f = policy.ToolFilter{Deny: mustGlobs("*")}
+	}
+	tb := &toolbox{a: a, filter: f, passthrough: a.set.deps.Config.Auth.Mode != policy.ModeTokens}
+	a.mcp.AddTool(mcp.NewToolWithRawSchema("list_servers",
+		"Lists the MCP servers this toolbox can reach for you.", tb.schema(listServersSchema)), tb.handle("list_servers", tb.listServers))
+	a.mcp.AddTool(mcp.NewToolWithRawSchema("get_server_tools",
+		"Returns the definitions of a server's tools you may call, optionally only the named ones or those matching a wildcard pattern, within a schema token budget.",
+		tb.schema(getServerToolsSchema)), tb.handle("get_server_tools", tb.getServerTools))
+	a.mcp.AddTool(mcp.NewToolWithRawSchema("execute_tool",
+		"Calls a tool of a server with arguments and returns its result unchanged.", tb.schema(executeToolSchema)),
+		tb.handle("execute_tool", tb.executeTool))
+}
+
+func mustGlobs(p ...string) policy.Globs {
+	g, _ := policy.CompileGlobs(p)
+	return g
+}
+
+const (
+	listServersSchema    = `{"type":"object","properties":{},"additionalProperties":false}`
+	getServerToolsSchema = `{"type":"object","properties":{
+  "server":{"type":"string","description":"Server name, as list_servers returns it."},
+  "names":{"type":"array","items":{"type":"string"},"description":"Only these tools."},
+  "pattern":{"type":"string","description":"Only tools whose name matches this wildcard pattern, e.g. get_* ."},
+  "max_schema_tokens":{"type":"integer","minimum":1,"description":"Budget for the returned definitions, estimated as JSON length / 4; past it the list is cut and truncated is true."}},
+  "required":["server"],"additionalProperties":false}`
+	executeToolSchema = `{"type":"object","properties":{
+  "server":{"type":"string","description":"Server name, as list_servers returns it."},
+  "tool":{"type":"string","description":"Tool name, as get_server_tools returns it."},
+  "args":{"type":"object","description":"The tool's arguments."},
+  "timeout_ms":{"type":"integer","minimum":1,"description":"Give up after this many milliseconds (TIMEOUT)."}},
+  "required":["server","tool"],"additionalProperties":false}`
+	agentIDProperty = `{"type":"string","description":"Your agent identity, used for the access rules."}`
+)
+
+// schema adds the agent_id argument in passthrough mode.
+func (tb *toolbox) schema(raw string) json.RawMessage {
+	if !tb.passthrough {
+		return json.RawMessage(raw)
+	}
+	var s map[string]any
+	_ = json.Unmarshal([]byte(raw), &s)
+	props := s["properties"].(map[string]any)
+	var id any
+	_ = json.Unmarshal([]byte(agentIDProperty), &id)
+	props["agent_id"] = id
+	b, _ := json.Marshal(s)
+	return b
+}
+
+// maxAgentID bounds the agent_id a client may name itself with (it goes
+// into every audit line).
+const maxAgentID = 256
+
+type tbHandler func(ctx context.Context, c *tbCall, req mcp.CallToolRequest) (*mcp.CallToolResult, error)
+
+// handle wraps a toolbox tool: identity and agent rule first, then the
+// tool, then one audit line and the metrics, whatever happened.
+func (tb *toolbox) handle(name string, h tbHandler) func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		c := &tbCall{tool: name, target: name, start: time.Now(), decision: policy.Decision{Allowed: true, Reason: policy.ReasonAllowed}}
+		res, err := tb.run(ctx, c, req, h)
+		outcome := "ok"
+		var tberr *toolboxError
+		switch {
+		case errors.As(err, &tberr):
+			res, outcome = tberr.result(), tbOutcome(tberr.code)
+		case err != nil:
+			res, outcome = (&toolboxError{CodeUnavailable, err.Error()}).result(), "error"
+		case res.IsError:
+			outcome = "error"
+		}
+		tb.a.set.deps.Auditor.Record(ctx, policy.AuditEvent{RequestID: RequestID(ctx), Caller: c.caller, Agent: tb.a.Name,
+			Server: c.server, Tool: c.target, Decision: c.decision, Latency: time.Since(c.start)})
+		tb.a.observe(name, outcome, c.start)
+		return res, nil
+	}
+}
+
+func tbOutcome(code string) string {
+	switch code {
+	case CodeDenied:
+		return "denied"
+	case CodeTimeout:
+		return "timeout"
+	}
+	return "error"
+}
+
+func (tb *toolbox) run(ctx context.Context, c *tbCall, req mcp.CallToolRequest, h tbHandler) (*mcp.CallToolResult, error) {
+	args := req.GetArguments()
+	c.caller = callerOf(ctx)
+	if tb.passthrough {
+		switch id := args["agent_id"].(type) {
+		case nil:
+		case string:
+			if len(id) > maxAgentID {
+				return nil, tbErr(CodeInvalidArgument, "agent_id is longer than %d bytes", maxAgentID)
+			}
+			if id != "" {
+				c.caller = id
+			}
+		default:
+			return nil, tbErr(CodeInvalidArgument, "agent_id must be a string")
+		}
+	}
+	if err := tb.check(c, tb.a.set.deps.Callers.MissingIdentity(c.caller), "a caller identity is required"); err != nil {
+		return nil, err
+	}
+	if err := tb.check(c, tb.a.set.deps.Callers.AllowAgent(c.caller, tb.a.Name), "caller %q may not use agent %s", c.caller, tb.a.Name); err != nil {
+		return nil, err
+	}
+	return h(ctx, c, req)
+}
+
+// check records d and turns a refusal into DENIED_BY_POLICY.
+func (tb *toolbox) check(c *tbCall, d policy.Decision, format string, args ...any) error {
+	c.decision = d
+	if d.Allowed {
+		return nil
+	}
+	return tbErr(CodeDenied, "%s (%s)", fmt.Sprintf(format, args...), d.Reason)
+}
+
+// serverArg resolves and authorises the server argument.
+func (tb *toolbox) serverArg(c *tbCall, args map[string]any) error {
+	srv, ok := args["server"].(string)
+	if !ok || srv == "" {
+		return tbErr(CodeInvalidArgument, "server is required and must be a string")
+	}
+	c.server = srv
+	if !slices.Contains(tb.a.Config.Servers, srv) {
+		return tbErr(CodeUnavailable, "no server %q is available to %s; list_servers shows the servers you may use", srv, tb.a.Name)
+	}
+	return tb.check(c, tb.a.set.deps.Callers.AllowServer(c.caller, srv), "caller %q may not use server %s", c.caller, srv)
+}
+
+// decideTool applies the agent's tools filter, then the caller rule.
+func (tb *toolbox) decideTool(caller, srv, tool string) policy.Decision {
+	full := srv + "__" + tool
+	switch {
+	case tb.filter.Deny.Match(full):
+		return policy.Decision{Reason: policy.ReasonToolDenied}
+	case !tb.filter.Allow.Empty() && !tb.filter.Allow.Match(full):
+		return policy.Decision{Reason: policy.ReasonToolNotAllowed}
+	}
+	return tb.a.set.deps.Callers.AllowTool(caller, srv, tool)
+}
+
+func (tb *toolbox) listServers(_ context.Context, c *tbCall, _ mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	servers := []map[string]any{}
+	for _, srv := range tb.a.Config.Servers {
+		if !tb.a.set.deps.Callers.AllowServer(c.caller, srv).Allowed {
+			continue
+		}
+		entry := map[string]any{"name": srv}
+		if sc := tb.a.set.deps.Config.MCP.Servers[srv]; sc != nil {
+			entry["transport"] = transportOf(sc.Transport)
+		}
+		servers = append(servers, entry)
+	}
+	return structured(map[string]any{"servers": servers}), nil
+}
+
+func transportOf(t string) string {
+	if t == "" {
+		return mcpclient.TransportHTTP
+	}
+	return t
+}
+
+func structured(v map[string]any) *mcp.CallToolResult {
+	b, _ := json.Marshal(v)
+	return mcp.NewToolResultStructured(v, string(b))
+}
+
+// tbFilter is the names/pattern/budget arguments of get_server_tools.
+type tbFilter struct {
+	names   map[string]bool // nil: any
+	pattern string
+	budget  int // 0: none
+}
+
+func parseToolsFilter(args map[string]any) (tbFilter, error) {
+	var f tbFilter
+	if raw, ok := args["names"]; ok && raw != nil {
+		list, ok := raw.([]any)
+		if !ok {
+			return f, tbErr(CodeInvalidArgument, "names must be an array of strings")
+		}
+		f.names = make(map[string]bool, len(list))
+		for _, v := range list {
+			s, ok := v.(string)
+			if !ok {
+				return f, tbErr(CodeInvalidArgument, "names must be an array of strings")
+			}
+			f.names[s] = true
+		}
+	}
+	if raw, ok := args["pattern"]; ok && raw != nil {
+		s, ok := raw.(string)
+		if !ok || s == "" {
+			return f, tbErr(CodeInvalidArgument, "pattern must be a non-empty string")
+		}
+		if _, err := path.Match(s, ""); err != nil {
+			return f, tbErr(CodeInvalidArgument, "pattern %q: %v", s, err)
+		}
+		f.pattern = s
+	}
+	if raw, ok := args["max_schema_tokens"]; ok && raw != nil {
+		n, ok := positiveInt(raw)
+		if !ok {
+			return f, tbErr(CodeInvalidArgument, "max_schema_tokens must be a positive integer")
+		}
+		f.budget = n
+	}
+	return f, nil
+}
+
+// positiveInt reads a JSON number that is a whole number ≥ 1.
+func positiveInt(v any) (int, bool) {
+	f, ok := v.(float64)
+	if !ok || f < 1 || f != math.Trunc(f) || f > math.MaxInt32 {
+		return 0, false
+	}
+	return int(f), true
+}
+
+func (f tbFilter) match(name string) bool {
+	if f.names != nil && !f.names[name] {
+		return false
+	}
+	if f.pattern != "" {
+		ok, _ := path.Match(f.pattern, name)
+		return ok
+	}
+	return true
+}
+
+func (tb *toolbox) getServerTools(ctx context.Context, c *tbCall, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	args := req.GetArguments()
+	if err := tb.serverArg(c, args); err != nil {
+		return nil, err
+	}
+	f, err := parseToolsFilter(args)
+	if err != nil {
+		return nil, err
+	}
+	tools, err := tb.a.set.deps.Downstream.Tools(ctx, c.server, tb.a.set.outbound(c.server, req.Header))
+	if err != nil {
+		return nil, tb.downstreamError(ctx, c, err)
+	}
+	sort.Slice(tools, func(i, j int) bool { return tools[i].Name < tools[j].Name })
+	defs := []map[string]any{}
+	available, used, truncated := 0, 0, false
+	for _, t := range tools {
+		if !tb.decideTool(c.caller, c.server, t.Name).Allowed {
+			continue
+		}
+		available++
+		if !f.match(t.Name) || truncated {
+			continue
+		}
+		def := map[string]any{"name": t.Name, "description": t.Description, "inputSchema": schemaOf(t)}
+		cost := schemaTokens(def)
+		if f.budget > 0 && used+cost > f.budget {
+			truncated = true // in name order: the first tool past the budget ends the list
+			continue
+		}
+		used += cost
+		defs = append(defs, def)
+	}
+	out := map[string]any{"server": c.server, "tools": defs, "total_available": available, "returned": len(defs),
+		"tokens_used": used, "truncated": truncated}
+	if f.budget > 0 {
+		out["max_schema_tokens"] = f.budget
+	}
+	return structured(out), nil
+}
+
+// schemaTokens estimates the tokens of a tool definition: JSON length / 4,
+// rounded up.
+func schemaTokens(def map[string]any) int {
+	b, _ := json.Marshal(def)
+	return (len(b) + 3) / 4
+}
+
+func (tb *toolbox) executeTool(ctx context.Context, c *tbCall, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	args := req.GetArguments()
+	tool, ok := args["tool"].(string)
+	if !ok || tool == "" {
+		return nil, tbErr(CodeInvalidArgument, "tool is required and must be a string")
+	}
+	c.target = tool
+	if err := tb.serverArg(c, args); err != nil {
+		return nil, err
+	}
+	toolArgs := map[string]any{}
+	if raw, ok := args["args"]; ok && raw != nil {
+		if toolArgs, ok = raw.(map[string]any); !ok {
+			return nil, tbErr(CodeInvalidArgument, "args must be an object")
+		}
+	}
+	var timeout time.Duration
+	if raw, ok := args["timeout_ms"]; ok && raw != nil {
+		ms, ok := positiveInt(raw)
+		if !ok {
+			return nil, tbErr(CodeInvalidArgument, "timeout_ms must be a positive integer")
+		}
+		timeout = time.Duration(ms) * time.Millisecond
+	}
+	if err := tb.check(c, tb.decideTool(c.caller, c.server, tool), "tool %s of server %s is denied for caller %q", tool, c.server, c.caller); err != nil {
+		return nil, err
+	}
+	callCtx := ctx
+	if timeout > 0 {
+		var cancel context.CancelFunc
+		callCtx, cancel = context.WithTimeout(ctx, timeout)
+		defer cancel()
+	}
+	hdr := tb.a.set.outbound(c.server, req.Header)
+	tools, err := tb.a.set.deps.Downstream.Tools(callCtx, c.server, hdr)
+	if err != nil {
+		return nil, tb.downstreamError(ctx, c, err)
+	}
+	if !slices.ContainsFunc(tools, func(t mcp.Tool) bool { return t.Name == tool }) {
+		return nil, tbErr(CodeToolNotFound, "server %s has no tool %q; get_server_tools lists them", c.server, tool)
+	}
+	relay := newProgressRelay(ctx, progressToken(req.Params.Meta), tb.a.set.deps.Metrics)
+	res, err := tb.a.set.deps.Downstream.CallTool(callCtx, c.server, tool, toolArgs, hdr, relay.progressFunc())
+	relay.flush(2 * time.Second)
+	if err != nil {
+		return nil, tb.downstreamError(ctx, c, err)
+	}
+	return res, nil
+}
+
+// downstreamError maps a downstream failure onto a toolbox code.
+func (tb *toolbox) downstreamError(ctx context.Context, c *tbCall, err error) error {
+	rid := RequestID(ctx)
+	tb.a.log.Warn("toolbox downstream call failed", zap.String("request_id", rid), zap.String("caller", c.caller),
+		zap.String("server", c.server), zap.String("tool", c.target), zap.String("outcome", mcpclient.Outcome(err)), zap.Error(err))
+	switch {
+	case errors.Is(err, context.DeadlineExceeded):
+		return tbErr(CodeTimeout, "server %s did not answer in time (request id %s)", c.server, rid)
+	case errors.Is(err, mcp.ErrInvalidParams):
+		return tbErr(CodeInvalidArgument, "server %s rejected the arguments: %v (request id %s)", c.server, err, rid)
+	case errors.Is(err, mcp.ErrMethodNotFound):
+		return tbErr(CodeToolNotFound, "server %s: %v (request id %s)", c.server, err, rid)
+	}
+	return tbErr(CodeUnavailable, "server %s: %v (request id %s)", c.server, err, rid)
+}
