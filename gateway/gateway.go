@@ -45,9 +45,10 @@ type Gateway struct {
 	reloadMu   sync.Mutex // serialises reloads
 	lastReload atomic.Pointer[reloadStatus]
 
-	listeners *listenerSet
-	main      *http.Server
-	mainLn    net.Listener
+	listeners   *listenerSet
+	downstreams *downstreamCache // shared across snapshots
+	main        *http.Server
+	mainLn      net.Listener
 
 	// baseCtx is the parent of every request context; canceling it ends
 	// running calls when shutdown_timeout expires.
@@ -71,6 +72,7 @@ func New(opts Options) (*Gateway, error) {
 	g := &Gateway{opts: opts, log: opts.Logger, metrics: metrics.New(opts.Version), calls: newCallCounter()}
 	g.baseCtx, g.cancelBase = context.WithCancel(context.Background())
 	g.listeners = newListenerSet(g)
+	g.downstreams = newDownstreamCache(g)
 	cfg, err := LoadConfig(opts.ConfigPath)
 	if err != nil {
 		return nil, err

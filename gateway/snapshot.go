@@ -25,7 +25,7 @@ type Snapshot struct {
 	loadedAt   time.Time
 	agents     *agents.Set
 	registry   *registry.Registry
-	downstream *mcpclient.Manager
+	downstream *downstreams
 	auth       *policy.Authenticator
 	callers    *policy.CallerPolicy
 	auditor    *policy.Auditor
@@ -70,9 +70,7 @@ func (g *Gateway) buildSnapshot(cfg *config.Config) (*Snapshot, error) {
 		return nil, err
 	}
 	s.preflight = newPreflight(providers, cfg, g.metrics, g.log)
-	s.downstream = mcpclient.NewManager(serverSpecs(cfg), mcpclient.Options{
-		Logger: g.log.Named("downstream"), Metrics: g.metrics, ClientName: "pallasgw", ClientVersion: g.opts.Version,
-	})
+	s.downstream = g.downstreams.acquire(serverSpecs(cfg))
 	s.agents, err = agents.Build(agents.Deps{
 		Config: cfg, Logger: g.log.Named("agent"), Metrics: g.metrics, Downstream: s.downstream,
 		Providers: providers, Preflight: s.preflight.result,
@@ -82,7 +80,7 @@ func (g *Gateway) buildSnapshot(cfg *config.Config) (*Snapshot, error) {
 		InboundAuthMayTravel: cfg.Auth.Mode != "tokens",
 	})
 	if err != nil {
-		s.downstream.Close()
+		s.downstream.close()
 		return nil, err
 	}
 	s.registry = registry.New(cfg, s.loadedAt)
@@ -195,9 +193,7 @@ func (s *Snapshot) retire() {
 
 func (s *Snapshot) close() {
 	s.closeOnce.Do(func() {
-		if err := s.downstream.Close(); err != nil {
-			s.log.Warn("closing downstream clients", zap.Error(err))
-		}
+		s.downstream.close()
 	})
 }
 

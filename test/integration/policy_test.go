@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -24,8 +25,10 @@ import (
 // servers are) that records the headers of every HTTP request it receives.
 type captureServer struct {
 	*httptest.Server
-	mu   sync.Mutex
-	reqs []http.Header
+	mu      sync.Mutex
+	reqs    []http.Header // every non-DELETE request
+	deletes []http.Header
+	calls   []string // Mcp-Session-Id of each tools/call
 }
 
 func newCaptureServer(t *testing.T, name string) *captureServer {
@@ -36,8 +39,17 @@ func newCaptureServer(t *testing.T, name string) *captureServer {
 	c := &captureServer{}
 	h := server.NewStreamableHTTPServer(s)
 	c.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		r.Body = io.NopCloser(bytes.NewReader(body))
 		c.mu.Lock()
-		c.reqs = append(c.reqs, r.Header.Clone())
+		if bytes.Contains(body, []byte(`"method":"tools/call"`)) {
+			c.calls = append(c.calls, r.Header.Get("Mcp-Session-Id"))
+		}
+		if r.Method == http.MethodDelete {
+			c.deletes = append(c.deletes, r.Header.Clone())
+		} else {
+			c.reqs = append(c.reqs, r.Header.Clone())
+		}
 		c.mu.Unlock()
 		h.ServeHTTP(w, r)
 	}))
@@ -51,7 +63,7 @@ func (c *captureServer) values(header string) []string {
 	defer c.mu.Unlock()
 	seen := map[string]bool{}
 	var out []string
-	for _, h := range c.reqs {
+	for _, h := range append(append([]http.Header{}, c.reqs...), c.deletes...) {
 		for _, v := range h.Values(header) {
 			if !seen[v] {
 				seen[v] = true
@@ -65,7 +77,7 @@ func (c *captureServer) values(header string) []string {
 func (c *captureServer) count() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return len(c.reqs)
+	return len(c.reqs) + len(c.deletes)
 }
 
 const policyGatewayCfg = `

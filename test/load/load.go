@@ -42,7 +42,7 @@ type Options struct {
 	Duration    time.Duration
 	Tool        string
 	Arguments   map[string]any
-	Progress    bool   // send a progressToken (the answer streams as SSE)
+	Progress    bool // send a progressToken (the answer streams as SSE)
 	Header      http.Header
 	Client      *http.Client // default: a keep-alive client sized for Concurrency
 }
