@@ -50,6 +50,11 @@ func (a *Agent) Health(ctx context.Context, inbound http.Header) Health {
 		return a.health.result
 	}
 	h := a.probe(ctx, inbound)
+	if ctx.Err() != nil {
+		// The caller went away mid-probe: its failures say nothing about
+		// the dependencies, so neither cache them nor publish them.
+		return h
+	}
 	a.health.at, a.health.result = time.Now(), h
 	a.set.deps.Metrics.AgentHealth.WithLabelValues(a.Name).Set(healthValue[h.Status])
 	return h

@@ -35,10 +35,13 @@ func (r *llmRunner) run(ctx context.Context, c *Call) (string, error) {
 		system += "\n\nNote: " + strings.Join(problems, "; ")
 	}
 	var last string
+	iterations := 0
+	// One observation per run: the number of model turns it took.
+	defer func() { a.set.deps.Metrics.AgentIterations.Observe(float64(iterations)) }()
 	for i := 1; i <= r.maxIter; i++ {
 		c.Progress.Send(fmt.Sprintf("%s step %d (llm)", a.Name, i))
+		iterations = i
 		resp, err := r.model.chat(ctx, a, llm.Request{System: system, Messages: msgs, Tools: tools.defs}, c)
-		a.set.deps.Metrics.AgentIterations.Observe(float64(i))
 		if err != nil {
 			return "", err
 		}
@@ -86,6 +89,11 @@ func (r *llmRunner) runTool(ctx context.Context, c *Call, ts *toolset, tc llm.To
 	}
 	ref, ok := ts.refs[tc.Name]
 	if !ok {
+		// A tool hidden by policy is refused as denied (and audited), not
+		// reported as unknown, so neither the model nor the operator is misled.
+		if m, denied := r.refuseHidden(ctx, c, tc); denied {
+			return m
+		}
 		return fail("unknown tool %q: use one of the tools offered", tc.Name)
 	}
 	var args map[string]any
@@ -104,22 +112,14 @@ func (r *llmRunner) callServer(ctx context.Context, c *Call, ref toolRef, tc llm
 	a := r.a
 	label := ref.server + "/" + ref.tool
 	start := time.Now()
-	// Checked again at call time: the model may name a tool it was not offered.
-	full := ref.server + "__" + ref.tool
-	d := a.set.deps.Callers.AllowTool(c.Caller, ref.server, ref.tool)
-	if !r.filter.Allowed(full) {
-		d = policy.Decision{Allowed: false, Reason: policy.ReasonToolDenied}
-	}
-	a.set.deps.Auditor.Record(ctx, policy.AuditEvent{RequestID: c.RequestID, Caller: c.Caller, Agent: a.Name, Server: ref.server, Tool: ref.tool, Decision: d, Latency: time.Since(start)})
-	if !d.Allowed {
-		return llm.Message{Role: llm.RoleTool, ToolCallID: tc.ID, IsError: true, Text: fmt.Sprintf("tool %s is denied by policy (%s)", tc.Name, d.Reason)}
+	// Checked again at call time: the rules may differ per caller.
+	if d := r.decide(ctx, c, ref.server, ref.tool, start); !d.Allowed {
+		return deniedResult(tc, d)
 	}
 	c.Progress.Send(label + ": started")
 	relay := c.Progress.Prefixed(label + ": ")
-	onProgress := func(_ float64, _ *float64, msg string) {
-		if msg != "" {
-			relay.Send(msg)
-		}
+	onProgress := func(progress float64, total *float64, msg string) {
+		relay.Send(downstreamProgress(progress, total, msg))
 	}
 	res, err := a.set.deps.Downstream.CallTool(ctx, ref.server, ref.tool, args, a.set.outbound(ref.server, c.Inbound), mcpclient.ProgressFunc(onProgress))
 	if err != nil {
@@ -134,6 +134,61 @@ func (r *llmRunner) callServer(ctx context.Context, c *Call, ref toolRef, tc llm
 		c.Progress.Send(label + ": completed")
 	}
 	return resultToMessage(tc.ID, res, r.maxBytes)
+}
+
+// downstreamProgress is the text relayed for one downstream progress
+// notification: its message, or, since the message is optional (the
+// reference server-everything sends none), its counter as "progress i/n".
+func downstreamProgress(progress float64, total *float64, msg string) string {
+	if msg != "" {
+		return msg
+	}
+	if total != nil && *total > 0 {
+		return fmt.Sprintf("progress %g/%g", progress, *total)
+	}
+	return fmt.Sprintf("progress %g", progress)
+}
+
+// decide applies the caller policy and the agent's tools filter to one
+// downstream tool and records the decision in the audit log.
+func (r *llmRunner) decide(ctx context.Context, c *Call, server, tool string, start time.Time) policy.Decision {
+	d := r.decision(c, server, tool)
+	r.audit(ctx, c, server, tool, d, start)
+	return d
+}
+
+func (r *llmRunner) decision(c *Call, server, tool string) policy.Decision {
+	d := r.a.set.deps.Callers.AllowTool(c.Caller, server, tool)
+	if d.Allowed && !r.filter.Allowed(server+"__"+tool) {
+		d = policy.Decision{Allowed: false, Reason: policy.ReasonToolDenied}
+	}
+	return d
+}
+
+func (r *llmRunner) audit(ctx context.Context, c *Call, server, tool string, d policy.Decision, start time.Time) {
+	r.a.set.deps.Auditor.Record(ctx, policy.AuditEvent{RequestID: c.RequestID, Caller: c.Caller, Agent: r.a.Name,
+		Server: server, Tool: tool, Decision: d, Latency: time.Since(start)})
+}
+
+// refuseHidden handles a call of a name that was not offered but names a
+// tool of one of the agent's servers (<server>__<tool>): when policy denies
+// that tool, the call is refused as denied. It never calls the downstream.
+func (r *llmRunner) refuseHidden(ctx context.Context, c *Call, tc llm.ToolCall) (llm.Message, bool) {
+	for _, srv := range r.a.Config.Servers {
+		tool, ok := strings.CutPrefix(tc.Name, config.SanitizeToolName(srv)+"__")
+		if !ok || tool == "" {
+			continue
+		}
+		if d := r.decision(c, srv, tool); !d.Allowed {
+			r.audit(ctx, c, srv, tool, d, time.Now())
+			return deniedResult(tc, d), true
+		}
+	}
+	return llm.Message{}, false
+}
+
+func deniedResult(tc llm.ToolCall, d policy.Decision) llm.Message {
+	return llm.Message{Role: llm.RoleTool, ToolCallID: tc.ID, IsError: true, Text: fmt.Sprintf("tool %s is denied by policy (%s)", tc.Name, d.Reason)}
 }
 
 func (r *llmRunner) callAgent(ctx context.Context, c *Call, name string, tc llm.ToolCall, args map[string]any) llm.Message {
@@ -173,5 +228,3 @@ func newLLMRunner(a *Agent) (*llmRunner, error) {
 	}
 	return &llmRunner{a: a, model: m, filter: f, maxIter: a.Config.MaxIterations, maxBytes: a.set.deps.Config.Limits.MaxToolResultBytes}, nil
 }
-
-var _ = config.KindLLM
