@@ -13,6 +13,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 	"go.uber.org/zap"
 
+	"github.com/pallasgw/pallasgw/agents/mcpclient"
 	"github.com/pallasgw/pallasgw/gateway/config"
 	"github.com/pallasgw/pallasgw/policy"
 )
@@ -24,7 +25,7 @@ type Agent struct {
 	Config  *config.Agent
 	set     *Set
 	mcp     *server.MCPServer
-	handler http.Handler
+	handler *endpoint
 	run     runner
 	log     *zap.Logger
 	health  healthCache
@@ -84,15 +85,16 @@ func newAgent(s *Set, c *config.Agent) (*Agent, error) {
 	}
 	a.mcp = server.NewMCPServer(c.Name, s.deps.Config.Version, opts...)
 	a.registerTools()
-	a.handler = server.NewStreamableHTTPServer(a.mcp,
+	a.handler = newEndpoint(a, server.NewStreamableHTTPServer(a.mcp,
 		server.WithStateLess(true),
 		// Behind nginx/Caddy the Host is not loopback; SPEC §4 guards by Origin.
 		server.WithDisableLocalhostProtection(true),
-	)
+		server.WithStreamableHTTPLogger(mcpclient.SlogLogger(a.log)),
+	))
 	return a, nil
 }
 
-// Handler is the agent's Streamable HTTP endpoint.
+// Handler is the agent's Streamable HTTP endpoint (see endpoint.go).
 func (a *Agent) Handler() http.Handler { return a.handler }
 
 func (a *Agent) registerTools() {
@@ -144,11 +146,15 @@ func (a *Agent) handleSendMessage(ctx context.Context, req mcp.CallToolRequest) 
 	rid := RequestID(ctx)
 	progress := newReporter(ctx, token, m)
 	log := a.log.With(zap.String("request_id", rid), zap.String("tool", a.Config.ToolName))
+	skipped := map[string]int{} // reason → count; one log line per call, not per entry
 	turn, err := parseTurn(req.GetArguments(), a.set.deps.Config.Limits.MaxHistoryEntries, a.set.deps.Config.Limits.MaxImageBytes,
-		func(i int, reason string) {
-			log.Warn("skipping malformed history entry", zap.Int("index", i), zap.String("reason", reason))
-			m.HistorySkipped.WithLabelValues(a.Name, reason).Inc()
-		})
+		func(_ int, reason string) { skipped[reason]++ })
+	for reason, n := range skipped {
+		m.HistorySkipped.WithLabelValues(a.Name, reason).Add(float64(n))
+	}
+	if len(skipped) > 0 {
+		log.Warn("skipped history entries", zap.Any("skipped", skipped))
+	}
 	if err != nil {
 		a.observe(a.Config.ToolName, "error", start)
 		return mcp.NewToolResultError(fmt.Sprintf("%v (request id %s)", err, rid)), nil

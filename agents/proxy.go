@@ -38,17 +38,18 @@ package agents
 // and the caller rule. A denied tool is hidden from tools/list and refused
 // at call time with an isError result; every call is audited.
 //
-// Protocol features this proxy cannot relay with the current downstream
-// client (agents/mcpclient), answered as an mcp-go stateless server does:
-// downstream logging notifications are not forwarded (the Manager has no
-// per-call log routing); logging/setLevel and resources/(un)subscribe are
-// acknowledged but not forwarded, and notifications/resources/updated
-// cannot reach a caller of a stateless endpoint anyway; completion/complete
-// answers an empty completion; server-to-client requests a downstream makes
-// during a call (sampling, elicitation, roots) are answered by the
-// downstream client with an error, and in stateless mode mcp-go could not
-// route the caller's answer back anyway (the caller has no session id to
-// post it with).
+// Log levels, log messages and elicitation are relayed as proxy_caller.go
+// describes. Not relayed, answered as an mcp-go stateless server does:
+// resources/(un)subscribe are acknowledged but not forwarded
+// (notifications/resources/updated cannot reach a caller of a stateless
+// endpoint); completion/complete answers an empty completion; a downstream's
+// sampling and roots requests get an error (mcp-go sends those to a caller
+// only on a standalone GET stream, which a stateless endpoint does not
+// offer).
+//
+// Responses to session-based callers that accept SSE are sent as SSE, as
+// the SDKs' servers send them (mcp-go would send JSON unless a notification
+// came first), so that the proxy streams where the server it fronts does.
 
 import (
 	"context"
@@ -117,6 +118,13 @@ func newProxy(a *Agent) (*proxy, error) {
 // are mcp-go's defaults (empty completions).
 func (p *proxy) serverOptions() []server.ServerOption {
 	h := &server.Hooks{}
+	h.AddBeforeAny(func(ctx context.Context, _ any, _ mcp.MCPMethod, _ any) {
+		if rs := requestStateFrom(ctx); rs != nil && rs.legacy && rs.acceptSSE {
+			if s, ok := server.ClientSessionFromContext(ctx).(server.SessionWithStreamableHTTPConfig); ok {
+				s.UpgradeToSSEWhenReceiveNotification()
+			}
+		}
+	})
 	h.AddAfterListTools(func(ctx context.Context, _ any, req *mcp.ListToolsRequest, res *mcp.ListToolsResult) {
 		res.Tools = p.toolView(ctx, req.Header)
 		res.NextCursor = ""
@@ -292,8 +300,8 @@ func (p *proxy) callTool(ctx context.Context, req mcp.CallToolRequest) (*mcp.Cal
 		p.a.observe(name, "denied", start)
 		return mcp.NewToolResultError(fmt.Sprintf("tool %s is denied by policy (%s)", name, d.Reason)), nil
 	}
-	relay := newProgressRelay(ctx, progressToken(req.Params.Meta), p.a.set.deps.Metrics)
-	res, err := p.a.set.deps.Downstream.CallTool(ctx, r.server, r.name, req.GetArguments(),
+	relay, rel := p.relayFor(ctx, req)
+	res, err := p.a.set.deps.Downstream.CallTool(mcpclient.WithRelay(ctx, rel), r.server, r.name, req.GetArguments(),
 		p.a.set.outbound(r.server, req.Header), relay.progressFunc())
 	relay.flush(2 * time.Second)
 	outcome := outcomeOf(ctx, err)

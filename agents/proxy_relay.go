@@ -18,7 +18,10 @@ import (
 // (proxy tools/call, toolbox execute_tool) to the caller as the downstream
 // sent them — progress, total and message — under the caller's token. The
 // MCP spec requires progress to increase with every notification; a value
-// that does not is raised to the next float above the last one sent.
+// that does not is raised to the next float above the last one sent. For a
+// proxy tools/call it also relays the call's log messages
+// (notifications/message), in one queue with the progress, so that their
+// order is kept.
 //
 // Delivery never blocks the downstream transport's reader: a notification
 // that finds mcp-go's per-request buffer full waits in a queue, drained as
@@ -27,39 +30,85 @@ import (
 type progressRelay struct {
 	ctx     context.Context
 	srv     *server.MCPServer
-	token   mcp.ProgressToken
+	token   mcp.ProgressToken // nil: no progress
+	logs    bool              // relay log messages
+	level   mcp.LoggingLevel  // with logs: the least severe level relayed; "" = all
 	stream  *StreamTracker
 	metrics *metrics.Metrics
 
 	mu       sync.Mutex
 	last     float64
 	started  bool
-	queue    []map[string]any
+	queue    []notice
 	draining bool
 	sent     int
 	mark     int           // events the response had written before the send that found the buffer full
 	idle     chan struct{} // closed when the queue empties; replaced when it fills
 }
 
+// notice is one queued notification.
+type notice struct {
+	method string
+	params map[string]any
+}
+
 // newProgressRelay returns nil (a relay that asks for nothing) when the
 // caller gave no token or there is no MCP server in ctx.
 func newProgressRelay(ctx context.Context, token mcp.ProgressToken, m *metrics.Metrics) *progressRelay {
+	return newRelay(ctx, token, false, "", m)
+}
+
+// newRelay is newProgressRelay that also relays log messages when logs is
+// set, those at level or more severe when level is set.
+func newRelay(ctx context.Context, token mcp.ProgressToken, logs bool, level mcp.LoggingLevel, m *metrics.Metrics) *progressRelay {
 	srv := server.ServerFromContext(ctx)
-	if token == nil || srv == nil {
+	if (token == nil && !logs) || srv == nil {
 		return nil
 	}
 	idle := make(chan struct{})
 	close(idle)
-	return &progressRelay{ctx: ctx, srv: srv, token: token, stream: trackerFrom(ctx), metrics: m, idle: idle}
+	return &progressRelay{ctx: ctx, srv: srv, token: token, logs: logs, level: level, stream: trackerFrom(ctx), metrics: m, idle: idle}
 }
 
 // progressFunc is what the downstream call reports progress to; nil when
 // the caller asked for none, so the downstream is not asked either.
 func (r *progressRelay) progressFunc() mcpclient.ProgressFunc {
-	if r == nil {
+	if r == nil || r.token == nil {
 		return nil
 	}
 	return r.add
+}
+
+// logFunc is what the downstream call hands its log messages to; nil when
+// the caller takes none.
+func (r *progressRelay) logFunc() func(map[string]any) {
+	if r == nil || !r.logs {
+		return nil
+	}
+	return r.log
+}
+
+func (r *progressRelay) log(params map[string]any) {
+	if r.level != "" {
+		if level, _ := params["level"].(string); !mcp.LoggingLevel(level).ShouldSendTo(r.level) {
+			return
+		}
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.enqueueLocked(notice{string(mcp.MethodNotificationMessage), params})
+}
+
+// wroteEvent counts an event written to the caller's response stream by
+// other means (an elicitation request), so that flush waits for the right
+// number.
+func (r *progressRelay) wroteEvent() {
+	if r == nil {
+		return
+	}
+	r.mu.Lock()
+	r.sent++
+	r.mu.Unlock()
 }
 
 func (r *progressRelay) add(progress float64, total *float64, message string) {
@@ -76,10 +125,14 @@ func (r *progressRelay) add(progress float64, total *float64, message string) {
 	if message != "" {
 		params["message"] = message
 	}
+	r.enqueueLocked(notice{string(mcp.MethodNotificationProgress), params})
+}
+
+func (r *progressRelay) enqueueLocked(n notice) {
 	if len(r.queue) == 0 {
 		r.idle = make(chan struct{})
 	}
-	r.queue = append(r.queue, params)
+	r.queue = append(r.queue, n)
 	if !r.draining && !r.pumpLocked() {
 		r.draining = true
 		go r.drain()
@@ -94,16 +147,17 @@ func (r *progressRelay) pumpLocked() bool {
 	}
 	for len(r.queue) > 0 {
 		mark := r.written()
-		err := r.srv.SendNotificationToClient(r.ctx, string(mcp.MethodNotificationProgress), r.queue[0])
+		n := r.queue[0]
+		err := r.srv.SendNotificationToClient(r.ctx, n.method, n.params)
 		switch {
 		case err == nil:
 			r.sent++
-			r.metrics.Progress.WithLabelValues("sent").Inc()
+			r.count(n, "sent")
 		case errors.Is(err, server.ErrNotificationChannelBlocked) && r.ctx.Err() == nil:
 			r.mark = mark
 			return false
 		default:
-			r.metrics.Progress.WithLabelValues("dropped").Inc()
+			r.count(n, "dropped")
 		}
 		r.queue = r.queue[1:]
 	}
@@ -163,11 +217,21 @@ func (r *progressRelay) drain() {
 // dropLocked gives up on whatever is still queued and counts it.
 func (r *progressRelay) dropLocked() {
 	if len(r.queue) > 0 {
-		r.metrics.Progress.WithLabelValues("dropped").Add(float64(len(r.queue)))
+		for _, n := range r.queue {
+			r.count(n, "dropped")
+		}
 		r.queue = nil
 		close(r.idle)
 	}
 	r.draining = false
+}
+
+// count records a progress notification's outcome (SPEC §9 counts progress
+// only; a log message that could not be sent is not counted).
+func (r *progressRelay) count(n notice, outcome string) {
+	if n.method == string(mcp.MethodNotificationProgress) {
+		r.metrics.Progress.WithLabelValues(outcome).Inc()
+	}
 }
 
 // flush waits until every notification queued so far has been sent and

@@ -3,12 +3,15 @@ package gateway
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"time"
 
 	"github.com/go-chi/chi/v5"
+	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/pallasgw/pallasgw/agents"
 	"github.com/pallasgw/pallasgw/policy"
@@ -17,7 +20,8 @@ import (
 // serveAgent is the MCP endpoint of one agent, on the main port
 // (/agents/{name}/mcp) and on legacy ports (/mcp). The checks run in this
 // order: snapshot → agent exists → Origin → inbound auth → method → body
-// limit → cancellation guard → the agent's mcp-go handler.
+// limit → cancellation guard → the agent's handler (agents/endpoint.go:
+// session ids, then mcp-go).
 func (g *Gateway) serveAgent(w http.ResponseWriter, r *http.Request, s *Snapshot, name string) {
 	rid := agents.RequestID(r.Context())
 	g.calls.add()
@@ -30,11 +34,11 @@ func (g *Gateway) serveAgent(w http.ResponseWriter, r *http.Request, s *Snapshot
 	}
 	a := s.agents.Get(name)
 	if a == nil {
-		writeError(w, http.StatusNotFound, rid, fmt.Sprintf("unknown agent %q", name))
+		writeError(w, http.StatusNotFound, rid, "unknown agent "+quoteClipped(name))
 		return
 	}
 	if o := r.Header.Get("Origin"); o != "" && !s.origins[o] && !s.origins["*"] {
-		writeError(w, http.StatusForbidden, rid, fmt.Sprintf("origin %q is not in allowed_origins", o))
+		writeError(w, http.StatusForbidden, rid, "origin "+quoteClipped(o)+" is not in allowed_origins")
 		return
 	}
 	id, ok := g.authorize(w, r, s, name, rid)
@@ -66,10 +70,12 @@ func (g *Gateway) serveAgent(w http.ResponseWriter, r *http.Request, s *Snapshot
 }
 
 // readBody buffers the POST body within limits.max_body_bytes (413 past
-// it) and drops notifications/cancelled that mcp-go would misroute.
+// it), answers a body that is not one JSON-RPC message with a JSON-RPC
+// error naming the problem, and drops notifications/cancelled that mcp-go
+// would misroute.
 func (g *Gateway) readBody(w http.ResponseWriter, r *http.Request, s *Snapshot, rid string) bool {
 	limit := s.cfg.Limits.MaxBodyBytes
-	body, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
+	body, err := readAllWithin(w, r, limit+1)
 	if err != nil {
 		writeJSONRPCError(w, http.StatusBadRequest, nil, -32700, rid, "reading request body: "+err.Error())
 		return false
@@ -79,29 +85,71 @@ func (g *Gateway) readBody(w http.ResponseWriter, r *http.Request, s *Snapshot, 
 			fmt.Sprintf("request body larger than limits.max_body_bytes (%d bytes)", limit))
 		return false
 	}
+	if e := checkMessage(body); e != nil {
+		writeJSONRPCError(w, http.StatusBadRequest, e.id, e.code, rid, e.msg)
+		return false
+	}
 	r.Body = io.NopCloser(bytes.NewReader(body))
-	if isUnroutableCancel(body, r.Header.Get("Mcp-Session-Id")) {
-		// In stateless mode mcp-go keys in-flight requests by ":"+id, so a
-		// cancel from one client would cancel another client's request with
-		// the same id. Without a session there is no safe owner: drop it. A
-		// caller's own request still ends when its connection closes.
+	if isUnroutableCancel(body, r.Header) {
+		// In stateless mode mcp-go keys in-flight requests by
+		// "<Mcp-Session-Id>:"+id, so a cancel without a session id (or of
+		// the sessionless 2026-07-28 protocol, where mcp-go ignores the id)
+		// would cancel another client's request with the same id: drop it.
+		// Session-based callers get an id from the agent endpoint's
+		// initialize, so their cancels reach their own requests. A caller's
+		// own request still ends when its connection closes.
 		w.WriteHeader(http.StatusAccepted)
 		return false
 	}
 	return true
 }
 
-func isUnroutableCancel(body []byte, session string) bool {
-	if session != "" || !bytes.Contains(body, []byte("notifications/cancelled")) {
+// bodyReadTimeout bounds reading one request body. The servers have no
+// ReadTimeout (a read deadline that passes cancels the request, which would
+// end long SSE answers too), so without it a client that sends its headers
+// and then trickles, or never sends, its body would hold a goroutine and a
+// connection for as long as it likes.
+var bodyReadTimeout = 60 * time.Second
+
+// readAllWithin reads up to n bytes of r's body within bodyReadTimeout.
+// When it stops before the end of the body (an error, or n bytes read) the
+// connection is closed after the answer: net/http would otherwise try to
+// read the rest to keep the connection alive, with no deadline at all.
+func readAllWithin(w http.ResponseWriter, r *http.Request, n int64) ([]byte, error) {
+	rc := http.NewResponseController(w)
+	deadline := rc.SetReadDeadline(time.Now().Add(bodyReadTimeout)) == nil
+	body, err := io.ReadAll(io.LimitReader(r.Body, n))
+	if err != nil || int64(len(body)) >= n {
+		w.Header().Set("Connection", "close")
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			err = fmt.Errorf("the body did not arrive within %s", bodyReadTimeout)
+		}
+		return body, err
+	}
+	if deadline {
+		rc.SetReadDeadline(time.Time{})
+	}
+	return body, nil
+}
+
+func isUnroutableCancel(body []byte, h http.Header) bool {
+	if !bytes.Contains(body, []byte("notifications/cancelled")) {
 		return false
 	}
 	var msg struct {
 		Method string `json:"method"`
+		Params struct {
+			Meta json.RawMessage `json:"_meta"`
+		} `json:"params"`
 	}
 	if err := json.Unmarshal(body, &msg); err != nil {
 		return false // not one message (a batch, or broken): mcp-go answers it
 	}
-	return msg.Method == "notifications/cancelled"
+	var meta map[string]any
+	_ = json.Unmarshal(msg.Params.Meta, &meta)
+	version, _ := meta[mcp.MetaKeyProtocolVersion].(string)
+	modern := mcp.IsModernProtocol(h.Get(mcp.HeaderProtocolVersion)) || mcp.IsModernProtocol(version)
+	return msg.Method == "notifications/cancelled" && (h.Get("Mcp-Session-Id") == "" || modern)
 }
 
 // agentRoute is the main port's /agents/{name}/mcp.

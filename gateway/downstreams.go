@@ -89,8 +89,8 @@ func (c *downstreamCache) release(keys []string) {
 }
 
 // downstreams is one snapshot's downstream servers. It implements what the
-// agents need (agents.Downstream and agents.CatalogDownstream) by passing
-// each call to the server's manager.
+// agents need (agents.Downstream, agents.CatalogDownstream and
+// agents.LoggingDownstream) by passing each call to the server's manager.
 type downstreams struct {
 	cache    *downstreamCache
 	byServer map[string]*mcpclient.Manager
@@ -122,6 +122,14 @@ func (d *downstreams) CallTool(ctx context.Context, server, tool string, args ma
 		return nil, err
 	}
 	return m.CallTool(ctx, server, tool, args, hdr, onProgress)
+}
+
+func (d *downstreams) SetLogLevel(ctx context.Context, server string, level mcp.LoggingLevel, hdr http.Header) error {
+	m, err := d.get(server)
+	if err != nil {
+		return err
+	}
+	return m.SetLogLevel(ctx, server, level, hdr)
 }
 
 func (d *downstreams) Probe(ctx context.Context, server string, hdr http.Header) error {

@@ -81,15 +81,34 @@ func TestBaseURL(t *testing.T) {
 }
 
 func TestUnroutableCancel(t *testing.T) {
-	cancel := []byte(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}`)
-	if !isUnroutableCancel(cancel, "") {
-		t.Error("sessionless cancel not dropped")
+	cancel := `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}`
+	modernMeta := `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1,"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}`
+	hdr := func(kv ...string) http.Header {
+		h := http.Header{}
+		for i := 0; i < len(kv); i += 2 {
+			h.Set(kv[i], kv[i+1])
+		}
+		return h
 	}
-	if isUnroutableCancel(cancel, "sid") {
-		t.Error("cancel with a session dropped")
-	}
-	if isUnroutableCancel([]byte(`[`+string(cancel)+`]`), "") || isUnroutableCancel([]byte(`{"method":"tools/call","params":{"x":"notifications/cancelled"}}`), "") {
-		t.Error("non-cancel dropped")
+	for _, c := range []struct {
+		name, body string
+		h          http.Header
+		drop       bool
+	}{
+		{"no session", cancel, hdr(), true},
+		{"session", cancel, hdr("Mcp-Session-Id", "pgw-1"), false},
+		{"session, legacy version", cancel, hdr("Mcp-Session-Id", "pgw-1", "Mcp-Protocol-Version", "2025-11-25"), false},
+		// mcp-go ignores the session id of a 2026-07-28 message.
+		{"session, modern header", cancel, hdr("Mcp-Session-Id", "pgw-1", "Mcp-Protocol-Version", "2026-07-28"), true},
+		{"session, modern _meta", modernMeta, hdr("Mcp-Session-Id", "pgw-1"), true},
+		{"batch", "[" + cancel + "]", hdr(), false},
+		{"not a cancel", `{"method":"tools/call","params":{"x":"notifications/cancelled"}}`, hdr(), false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if got := isUnroutableCancel([]byte(c.body), c.h); got != c.drop {
+				t.Errorf("dropped = %v, want %v", got, c.drop)
+			}
+		})
 	}
 }
 

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+
+	"github.com/pallasgw/pallasgw/agents"
 )
 
 // listenerSet owns the legacy alias ports (agents' port and registry_port).
@@ -148,7 +150,7 @@ func (g *Gateway) legacyHandler(port int) http.Handler {
 		g.registryLegacy(w, r, s)
 	}))
 	notFound := g.requestID(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, http.StatusNotFound, "", "no route for "+r.URL.Path+" on legacy port "+strconv.Itoa(port))
+		writeError(w, http.StatusNotFound, agents.RequestID(r.Context()), "no route for "+quoteClipped(r.URL.Path)+" on legacy port "+strconv.Itoa(port))
 	}))
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		role := g.current.Load().ports[port]

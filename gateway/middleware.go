@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"go.uber.org/zap"
@@ -125,6 +126,19 @@ func writeError(w http.ResponseWriter, status int, requestID, msg string) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	json.NewEncoder(w).Encode(map[string]any{"error": msg, "status": status, "request_id": requestID})
+}
+
+// maxEcho bounds how much of a request value (an agent name, a path, an
+// Origin) an error message repeats: a 100 kB name in the path must not come
+// back as a 100 kB answer.
+const maxEcho = 64
+
+// quoteClipped quotes s for an error message, cut at maxEcho bytes.
+func quoteClipped(s string) string {
+	if len(s) <= maxEcho {
+		return strconv.Quote(s)
+	}
+	return strconv.Quote(strings.ToValidUTF8(s[:maxEcho], "")) + fmt.Sprintf("… (%d bytes)", len(s))
 }
 
 // writeJSONRPCError answers an MCP POST with a JSON-RPC error (id null when

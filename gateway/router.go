@@ -27,7 +27,7 @@ func (g *Gateway) router() http.Handler {
 	r.Mount("/debug", g.chain("admin", g.adminGuard(middleware.Profiler()))) // pprof, admin only
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		g.requestID(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			writeError(w, http.StatusNotFound, agents.RequestID(r.Context()), "no route for "+r.URL.Path)
+			writeError(w, http.StatusNotFound, agents.RequestID(r.Context()), "no route for "+quoteClipped(r.URL.Path))
 		})).ServeHTTP(w, r)
 	})
 	return r

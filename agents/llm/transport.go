@@ -72,7 +72,7 @@ type transport struct {
 func newTransport(provider string, cfg ProviderConfig) *transport {
 	client := cfg.HTTPClient
 	if client == nil {
-		client = defaultHTTPClient()
+		client = sharedHTTPClient
 	}
 	retries := cfg.MaxRetries
 	switch {
@@ -85,11 +85,20 @@ func newTransport(provider string, cfg ProviderConfig) *transport {
 		apiKey: cfg.APIKey, backoff: backoffDelay}
 }
 
+// sharedHTTPClient is the client of every provider built without one. One
+// connection pool for the process: providers are rebuilt on every reload,
+// and a pool per provider left its idle connections open for
+// IdleConnTimeout after the config that made it was retired (with reloads
+// every few seconds, hundreds of file descriptors). Sharing also keeps
+// connections to a provider across reloads. Credentials travel per request,
+// never per connection, so sharing mixes nothing.
+var sharedHTTPClient = defaultHTTPClient()
+
 // defaultHTTPClient has no overall timeout (it would cut long streams); the
 // caller's context bounds each call.
 func defaultHTTPClient() *http.Client {
 	t := http.DefaultTransport.(*http.Transport).Clone()
-	t.MaxIdleConnsPerHost = 16
+	t.MaxIdleConnsPerHost = 64
 	t.IdleConnTimeout = 90 * time.Second
 	return &http.Client{Transport: t}
 }

@@ -24,7 +24,8 @@ type opFunc func(ctx context.Context, s *session, cli *client.Client) error
 
 // Tools returns the server's tool list for the header set hdr, cached per
 // server and fingerprint until a notifications/tools/list_changed, an
-// Invalidate or the session's end. The slice is the caller's; the tools'
+// Invalidate or the session's end. Schemas are the server's JSON, unchanged
+// (RawInputSchema, RawOutputSchema). The slice is the caller's; the tools'
 // schemas are shared and must not be modified.
 func (m *Manager) Tools(ctx context.Context, server string, hdr http.Header) ([]mcp.Tool, error) {
 	var tools []mcp.Tool
@@ -34,12 +35,12 @@ func (m *Manager) Tools(ctx context.Context, server string, hdr http.Header) ([]
 			tools = cached
 			return nil
 		}
-		res, err := cli.ListTools(ctx, mcp.ListToolsRequest{})
+		list, err := m.listTools(ctx, cli)
 		if err != nil {
 			return err
 		}
-		s.tools.put(gen, res.Tools)
-		tools = res.Tools
+		s.tools.put(gen, list)
+		tools = list
 		return nil
 	})
 	return slices.Clone(tools), err
@@ -47,8 +48,9 @@ func (m *Manager) Tools(ctx context.Context, server string, hdr http.Header) ([]
 
 // CallTool calls tool on server with the server's per-call timeout, sending
 // the headers hdr. onProgress (may be nil) receives the downstream progress
-// of this call only, never after CallTool has returned. The result is the
-// downstream's, unchanged; a result with isError is not an error here.
+// of this call only, never after CallTool has returned; so does the Relay in
+// ctx (WithRelay), if any, for log messages and elicitation. The result is
+// the downstream's, unchanged; a result with isError is not an error here.
 func (m *Manager) CallTool(ctx context.Context, server, tool string, args map[string]any, hdr http.Header, onProgress ProgressFunc) (*mcp.CallToolResult, error) {
 	start := time.Now()
 	var req mcp.CallToolRequest
@@ -61,7 +63,12 @@ func (m *Manager) CallTool(ctx context.Context, server, tool string, args map[st
 	}
 	var res *mcp.CallToolResult
 	op := fmt.Sprintf("%s %q", mcp.MethodToolsCall, tool)
-	err := m.do(ctx, server, op, hdr, func(ctx context.Context, _ *session, cli *client.Client) error {
+	relay := RelayFrom(ctx)
+	err := m.do(ctx, server, op, hdr, func(ctx context.Context, s *session, cli *client.Client) error {
+		ctx, done := s.relayed(ctx, cli, relay)
+		defer done()
+		ctx, ended := s.cancelOnEnd(ctx, cli)
+		defer ended()
 		var err error
 		res, err = cli.CallTool(ctx, req)
 		return err
@@ -102,8 +109,9 @@ func (m *Manager) do(ctx context.Context, server, op string, hdr http.Header, fn
 	if !ok {
 		return srv.wrap(ctx, op, errClosed)
 	}
-	ctx, cancel := context.WithTimeout(ctx, srv.spec.Timeout)
+	ctx, cancel := context.WithTimeoutCause(ctx, srv.spec.Timeout, &timeoutError{timeout: srv.spec.Timeout})
 	defer cancel()
+	ctx = context.WithValue(ctx, opKey{}, op)
 	s, err := srv.acquire(hdr)
 	if err != nil {
 		return srv.wrap(ctx, op, err)
@@ -150,16 +158,32 @@ func (srv *remote) run(ctx context.Context, s *session, op string, fn opFunc) er
 // error to classify by, whatever the transport said.
 func (srv *remote) wrap(ctx context.Context, op string, err error) error {
 	closed := srv.m.isClosed()
+	var te *timeoutError
 	switch {
 	case err == nil:
 		return nil
 	case closed && !errors.Is(err, errClosed):
 		err = fmt.Errorf("%w: %v", errClosed, err)
+	case !closed && errors.As(context.Cause(ctx), &te) && !errors.As(err, new(*timeoutError)):
+		// The server's own timeout ended the call: say so, not only
+		// "context deadline exceeded".
+		err = fmt.Errorf("%w: %w", te, err)
 	case !closed && ctx.Err() != nil && !errors.Is(err, ctx.Err()):
 		err = fmt.Errorf("%w: %v", ctx.Err(), err)
 	}
 	return fmt.Errorf("downstream %q: %s: %w", srv.spec.Name, op, err)
 }
+
+// timeoutError is the cause of a call's context when the server's per-call
+// timeout ended it. It matches context.DeadlineExceeded, so Outcome counts it
+// as a timeout.
+type timeoutError struct{ timeout time.Duration }
+
+func (e *timeoutError) Error() string {
+	return fmt.Sprintf("no answer within the server's timeout of %s", e.timeout)
+}
+
+func (e *timeoutError) Is(target error) bool { return target == context.DeadlineExceeded }
 
 // isLost reports whether err means the session or its connection is gone,
 // as opposed to an error answer from a working session.
@@ -177,10 +201,14 @@ func isLost(err error) bool {
 	if errors.As(err, &opErr) || sessionRejected(err) {
 		return true
 	}
-	// mcp-go's SSE transport reports a closed transport only in text.
+	// mcp-go's SSE transport reports a closed transport only in text. Its
+	// Streamable HTTP transport (v1.2.1) reports a response stream that broke
+	// off before the result (the connection cut mid-SSE) as "unexpected nil
+	// response", the read error only logged.
 	msg := err.Error()
 	return strings.Contains(msg, "connection has been closed") ||
-		strings.Contains(msg, "transport has been closed")
+		strings.Contains(msg, "transport has been closed") ||
+		strings.Contains(msg, "unexpected nil response")
 }
 
 // sessionRejected reports an error answer refusing the session id. The

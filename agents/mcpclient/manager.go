@@ -3,7 +3,9 @@
 //
 // It owns: the pool of downstream sessions (one per server and per set of
 // outbound headers), stdio processes, per-call timeouts, reconnection, progress
-// demultiplexing, tool-list caching and the downstream metrics of SPEC §9.
+// and log demultiplexing, the relay of a call's server-to-client requests to
+// its caller (relay.go), the cancellation of calls downstream (cancel.go),
+// tool-list caching and the downstream metrics of SPEC §9.
 //
 // It must not decide which headers leave the gateway: the caller (the agent
 // runtime, which consults policy) computes the outbound header set per request
@@ -32,6 +34,7 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
@@ -126,6 +129,8 @@ type Manager struct {
 	slog     *slog.Logger // for mcp-go's transports
 	servers  map[string]*remote
 	progress progressRouter
+	logs     logRouter
+	listSeq  atomic.Uint64 // ids of the tools/list requests sent past mcp-go's client
 
 	ctx    context.Context // parent of long-lived streams; canceled by Close
 	cancel context.CancelFunc

@@ -31,6 +31,9 @@ type session struct {
 	closed bool
 
 	tools toolCache
+
+	logMu    sync.Mutex       // serialises logging/setLevel on this session
+	logLevel mcp.LoggingLevel // guarded by logMu; the last level asked for, sent again on reconnect
 }
 
 func newSession(srv *remote, key string, hdr http.Header) *session {
@@ -147,6 +150,9 @@ func (s *session) connectLocked(ctx context.Context) (*client.Client, error) {
 	if err == nil {
 		err = s.initialize(ctx, cli)
 	}
+	if err == nil {
+		s.resendLevel(ctx, cli)
+	}
 	if err != nil {
 		closeOnFailure(s.srv, cli, proc)
 		if ctx.Err() != nil {
@@ -186,7 +192,11 @@ func (s *session) newClient() (*client.Client, *stdioProc, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	cli := client.NewClient(tr, client.WithProtocolVersion(mcp.LATEST_LEGACY_PROTOCOL_VERSION))
+	// Elicitation is the one client capability the gateway can serve (by
+	// relaying it to a proxy agent's caller, see Relay); sampling and roots
+	// are not declared.
+	cli := client.NewClient(tr, client.WithProtocolVersion(mcp.LATEST_LEGACY_PROTOCOL_VERSION),
+		client.WithClientCapabilities(mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapability{Form: &struct{}{}}}))
 	cli.OnNotification(s.onNotification)
 	// Only the SSE transport reports a lost stream; its pending and future
 	// requests would otherwise wait for their timeouts.
@@ -234,6 +244,9 @@ func (s *session) start(ctx context.Context, cli *client.Client) error {
 	go func() { errc <- cli.Start(s.srv.m.ctx) }()
 	select {
 	case err := <-errc:
+		if bidi, ok := cli.GetTransport().(transport.BidirectionalInterface); ok && err == nil {
+			bidi.SetRequestHandler(s.serverRequest) // after Start, which installs mcp-go's
+		}
 		return err
 	case <-ctx.Done():
 		_ = cli.Close()
@@ -252,7 +265,8 @@ func (s *session) initialize(ctx context.Context, cli *client.Client) error {
 
 // onNotification demultiplexes the notifications of one client: progress by
 // token to the call that asked for it, list changes to the tool cache, log
-// messages to the Options hook.
+// messages by call tag to the call whose stream carried them (see Relay),
+// untagged ones to the Options hook.
 func (s *session) onNotification(n mcp.JSONRPCNotification) {
 	switch mcp.MCPMethod(n.Method) {
 	case mcp.MethodNotificationProgress:
@@ -260,6 +274,9 @@ func (s *session) onNotification(n mcp.JSONRPCNotification) {
 	case mcp.MethodNotificationToolsListChanged:
 		s.srv.invalidateTools()
 	case mcp.MethodNotificationMessage:
+		if s.srv.m.logs.deliver(n.Params) {
+			return
+		}
 		if hook := s.srv.m.opts.OnLogMessage; hook != nil {
 			f := n.Params.AdditionalFields
 			level, _ := f["level"].(string)
@@ -269,13 +286,24 @@ func (s *session) onNotification(n mcp.JSONRPCNotification) {
 	}
 }
 
-// headerRoundTripper sets hdr on requests that do not carry those names.
+// headerRoundTripper sets hdr on requests that do not carry those names,
+// notes the request id of a call (see cancel.go) and taps the response
+// streams of calls that relay logs (see Relay).
 type headerRoundTripper struct {
 	base http.RoundTripper
 	hdr  http.Header
 }
 
 func (rt *headerRoundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
+	noteSent(req)
+	resp, err := rt.roundTrip(req)
+	if err == nil {
+		tapResponse(req, resp)
+	}
+	return resp, err
+}
+
+func (rt *headerRoundTripper) roundTrip(req *http.Request) (*http.Response, error) {
 	missing := false
 	for name := range rt.hdr {
 		if _, ok := req.Header[name]; !ok {

@@ -68,3 +68,9 @@ func (h *zapHandler) WithGroup(name string) slog.Handler {
 	}
 	return &zapHandler{log: h.log, prefix: h.prefix + name + "."}
 }
+
+// SlogLogger returns a slog.Logger writing into log with the levels lowered
+// as for the clients' transports, for mcp-go's server side (the agents'
+// Streamable HTTP handlers), which would otherwise write to slog's default
+// logger on stderr.
+func SlogLogger(log *zap.Logger) *slog.Logger { return slog.New(&zapHandler{log: log}) }

@@ -1,0 +1,222 @@
+package agents
+
+// The agent's MCP endpoint: mcp-go's Streamable HTTP handler in stateless
+// mode (SPEC §6), plus what that mode lacks for session-based callers
+// (protocol revisions before 2026-07-28):
+//
+//   - An initialize is answered with an Mcp-Session-Id minted here. mcp-go's
+//     stateless mode issues none, and then treats whatever id a caller sends
+//     only as a key: each request gets an ephemeral session under that id,
+//     nothing is registered. The id is a correlation id, not state: any
+//     replica accepts any id. With it, mcp-go keys in-flight requests by
+//     "<session>:<request id>", so a caller's notifications/cancelled reaches
+//     its own request, and it routes the answer to an elicitation (a POST of
+//     a JSON-RPC response carrying the session id) to the request that asked.
+//     The id records whether the caller declared elicitation ("pgw-e-…"), the
+//     one thing about a session that is needed later and that a stateless
+//     server cannot otherwise know.
+//   - mcp-go keeps per-session maps keyed by that id which a caller could
+//     grow without bound by sending many ids: the log level of
+//     logging/setLevel (never deleted in stateless mode) is the only one a
+//     request writes, so a proxy agent answers logging/setLevel here
+//     (forwarding the level downstream) and mcp-go never sees it; other
+//     agents do not declare logging and mcp-go refuses it without storing
+//     anything. The remaining maps hold an entry only while a request runs
+//     (in-flight cancel functions; the elicitation routing entry).
+//   - mcp-go routes an elicitation answer by session id to one request at a
+//     time (the first running request of that session that elicited), so a
+//     second concurrent request of the same session cannot elicit; it is
+//     refused at once rather than left waiting for an answer mcp-go would
+//     misroute.
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+)
+
+// endpoint is an agent's http.Handler.
+type endpoint struct {
+	a   *Agent
+	mcp http.Handler
+
+	mu        sync.Mutex
+	eliciting map[string]*requestState // session id → its running request that elicited; guarded by mu
+}
+
+// requestState is what the endpoint knows of one POST, for the agent's
+// handlers (found in their context with requestStateFrom).
+type requestState struct {
+	legacy    bool   // session-based protocol revision (before 2026-07-28)
+	sessionID string // legacy only
+	acceptSSE bool
+	claimed   bool // holds endpoint.eliciting[sessionID]; guarded by endpoint.mu
+}
+
+type requestStateKey struct{}
+
+func requestStateFrom(ctx context.Context) *requestState {
+	rs, _ := ctx.Value(requestStateKey{}).(*requestState)
+	return rs
+}
+
+func newEndpoint(a *Agent, h http.Handler) *endpoint {
+	return &endpoint{a: a, mcp: h, eliciting: map[string]*requestState{}}
+}
+
+func (e *endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost {
+		e.mcp.ServeHTTP(w, r)
+		return
+	}
+	body, err := io.ReadAll(r.Body)
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	if err != nil {
+		e.mcp.ServeHTTP(w, r) // mcp-go answers the broken body
+		return
+	}
+	rs := &requestState{
+		legacy:    !mcp.IsModernProtocol(r.Header.Get(mcp.HeaderProtocolVersion)),
+		acceptSSE: strings.Contains(r.Header.Get("Accept"), "text/event-stream"),
+	}
+	var m peeked
+	if rs.legacy && (bytes.Contains(body, []byte(`"initialize"`)) || bytes.Contains(body, []byte(`"logging/setLevel"`))) {
+		m = peek(body)
+		rs.legacy = !mcp.IsModernProtocol(m.metaVersion())
+	}
+	switch {
+	case !rs.legacy:
+	case m.Method == string(mcp.MethodInitialize):
+		w.Header().Set(server.HeaderKeySessionID, newSessionID(m.declaresElicitation()))
+	case m.Method == string(mcp.MethodSetLogLevel) && e.a.proxy != nil && len(m.ID) > 0 && knownVersion(r.Header):
+		e.a.proxy.answerSetLevel(w, r, m.ID, mcp.LoggingLevel(m.Params.Level))
+		return
+	default:
+		rs.sessionID = r.Header.Get(server.HeaderKeySessionID)
+	}
+	defer e.release(rs)
+	e.mcp.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), requestStateKey{}, rs)))
+}
+
+// knownVersion reports a protocol version header mcp-go accepts on a
+// session-based request (absent, or a revision it knows); others are left
+// to mcp-go to refuse.
+func knownVersion(h http.Header) bool {
+	v := h.Get(mcp.HeaderProtocolVersion)
+	return v == "" || mcp.IsValidProtocolVersion(v)
+}
+
+// peeked is the part of a request the endpoint looks at.
+type peeked struct {
+	ID     json.RawMessage `json:"id"`
+	Method string          `json:"method"`
+	Params struct {
+		Meta         map[string]json.RawMessage `json:"_meta"`
+		Capabilities struct {
+			Elicitation json.RawMessage `json:"elicitation"`
+		} `json:"capabilities"`
+		Level string `json:"level"`
+	} `json:"params"`
+}
+
+func peek(body []byte) peeked {
+	var m peeked
+	if json.Unmarshal(body, &m) != nil {
+		return peeked{} // mcp-go answers what it cannot parse
+	}
+	return m
+}
+
+func (m peeked) metaVersion() string {
+	var v string
+	_ = json.Unmarshal(m.Params.Meta[mcp.MetaKeyProtocolVersion], &v)
+	return v
+}
+
+func (m peeked) declaresElicitation() bool {
+	e := m.Params.Capabilities.Elicitation
+	return len(e) > 0 && string(e) != "null"
+}
+
+// Session ids: "pgw-" (or "pgw-e-" when the caller declared elicitation)
+// and 128 random bits in hex.
+const (
+	sessionPrefix       = "pgw-"
+	sessionPrefixElicit = "pgw-e-"
+)
+
+func newSessionID(elicitation bool) string {
+	b := make([]byte, 16)
+	_, _ = rand.Read(b) // never fails (crypto/rand)
+	if elicitation {
+		return sessionPrefixElicit + hex.EncodeToString(b)
+	}
+	return sessionPrefix + hex.EncodeToString(b)
+}
+
+// Reasons an elicitation cannot be relayed to the caller of a request.
+var (
+	errElicitModern = errors.New("the caller speaks MCP 2026-07-28, where a server asks for input with multi " +
+		"round-trip requests; pallasgw does not relay those")
+	errElicitNoSession = errors.New("the caller has no session id from pallasgw (it did not initialize " +
+		"through it), so mcp-go could not route its answer")
+	errElicitUndeclared = errors.New("the caller did not declare the elicitation capability when it initialized")
+	errElicitBusy       = errors.New("another running request of the caller's session has elicited already; " +
+		"mcp-go (v1.2.1) routes elicitation answers by session id, to one request at a time")
+)
+
+// claimElicitation reports whether the request of ctx may send its caller
+// an elicitation/create, and reserves the session's answer routing for it
+// until the request ends.
+func (e *endpoint) claimElicitation(ctx context.Context) error {
+	rs := requestStateFrom(ctx)
+	switch {
+	case rs == nil || !rs.legacy:
+		return errElicitModern
+	case rs.sessionID == "":
+		return errElicitNoSession
+	case !strings.HasPrefix(rs.sessionID, sessionPrefixElicit):
+		return errElicitUndeclared
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if owner := e.eliciting[rs.sessionID]; owner != nil && owner != rs {
+		return errElicitBusy
+	}
+	e.eliciting[rs.sessionID], rs.claimed = rs, true
+	return nil
+}
+
+// release ends the request's claim, after mcp-go has dropped its routing
+// entry (when its handler returned).
+func (e *endpoint) release(rs *requestState) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if rs.claimed && e.eliciting[rs.sessionID] == rs {
+		delete(e.eliciting, rs.sessionID)
+	}
+}
+
+// writeRPCResult writes a JSON-RPC answer to id: result, or an error when
+// code is not zero.
+func writeRPCResult(w http.ResponseWriter, id json.RawMessage, result any, code int, msg string) {
+	out := map[string]any{"jsonrpc": mcp.JSONRPC_VERSION, "id": id}
+	if code != 0 {
+		out["error"] = map[string]any{"code": code, "message": msg}
+	} else {
+		out["result"] = result
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	_ = json.NewEncoder(w).Encode(out)
+}

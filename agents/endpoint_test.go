@@ -1,0 +1,417 @@
+package agents
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"reflect"
+	"regexp"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+	"unsafe"
+
+	mcpgo "github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/pallasgw/pallasgw/agents/mcpclient"
+)
+
+// levelDown is a fakeDown that also takes forwarded log levels.
+type levelDown struct {
+	*fakeDown
+	mu     sync.Mutex
+	levels []string // "server level X-Tenant"
+}
+
+func (d *levelDown) SetLogLevel(_ context.Context, server string, level mcpgo.LoggingLevel, hdr http.Header) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.levels = append(d.levels, fmt.Sprintf("%s %s %s", server, level, hdr.Get("X-Tenant")))
+	return nil
+}
+
+func (d *levelDown) got() []string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return append([]string(nil), d.levels...)
+}
+
+// post sends one raw JSON-RPC message to agent and returns the response
+// with its body read.
+func (ta *testAgents) post(t *testing.T, agent, body string, hdr map[string]string) (*http.Response, string) {
+	t.Helper()
+	req, _ := http.NewRequest("POST", ta.srv.URL+"/"+agent, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("X-Test-Caller", "bob")
+	for k, v := range hdr {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp, string(b)
+}
+
+const initBody = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":%s,"clientInfo":{"name":"raw","version":"1"}}}`
+
+func TestEndpointSessionIDs(t *testing.T) {
+	ta := newTestAgents(t, proxyOneServer+"  talk: {model: passthrough}\n", oneServerDown())
+	plain, elicit := regexp.MustCompile(`^pgw-[0-9a-f]{32}$`), regexp.MustCompile(`^pgw-e-[0-9a-f]{32}$`)
+	for _, c := range []struct {
+		name, agent, body string
+		hdr               map[string]string
+		want              *regexp.Regexp // nil: no session id
+	}{
+		{"initialize", "px", fmt.Sprintf(initBody, `{}`), nil, plain},
+		{"initialize declaring elicitation", "px", fmt.Sprintf(initBody, `{"elicitation":{}}`), nil, elicit},
+		{"initialize, llm agent", "talk", fmt.Sprintf(initBody, `{"elicitation":{"form":{}}}`), nil, elicit},
+		{"initialize with a version header", "px", fmt.Sprintf(initBody, `{}`), map[string]string{"Mcp-Protocol-Version": "2025-06-18"}, plain},
+		{"initialize claiming 2026-07-28", "px", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}`,
+			map[string]string{"Mcp-Protocol-Version": "2026-07-28"}, nil},
+		{"tools/list", "px", `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`, nil, nil},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			resp, body := ta.post(t, c.agent, c.body, c.hdr)
+			got := resp.Header.Get("Mcp-Session-Id")
+			switch {
+			case c.want == nil && got != "":
+				t.Errorf("session id %q on %s", got, body)
+			case c.want != nil && !c.want.MatchString(got):
+				t.Errorf("session id %q, want %v (HTTP %d %s)", got, c.want, resp.StatusCode, body)
+			}
+		})
+	}
+	_, a := ta.post(t, "px", fmt.Sprintf(initBody, `{}`), nil)
+	r1, _ := ta.post(t, "px", fmt.Sprintf(initBody, `{}`), nil)
+	r2, _ := ta.post(t, "px", fmt.Sprintf(initBody, `{}`), nil)
+	if r1.Header.Get("Mcp-Session-Id") == r2.Header.Get("Mcp-Session-Id") {
+		t.Errorf("two initializes got the same session id (%s)", a)
+	}
+}
+
+func TestProxySetLevel(t *testing.T) {
+	down := &levelDown{fakeDown: twoServersDown()}
+	ta := newTestAgents(t, proxyTwoServersWithTenant, down)
+	sid := map[string]string{"Mcp-Session-Id": "pgw-1", "X-Tenant": "acme"}
+	resp, body := ta.post(t, "px", `{"jsonrpc":"2.0","id":3,"method":"logging/setLevel","params":{"level":"debug"}}`, sid)
+	if resp.StatusCode != 200 || !strings.Contains(body, `"result":{}`) {
+		t.Fatalf("setLevel: HTTP %d %s", resp.StatusCode, body)
+	}
+	got := strings.Join(down.got(), ", ")
+	if !strings.Contains(got, "a debug acme") || !strings.Contains(got, "b debug acme") || len(down.got()) != 2 {
+		t.Errorf("forwarded %q, want debug to both servers with the caller's headers", got)
+	}
+	if _, body := ta.post(t, "px", `{"jsonrpc":"2.0","id":4,"method":"logging/setLevel","params":{"level":"loud"}}`, sid); !strings.Contains(body, `"code":-32602`) {
+		t.Errorf("invalid level answered %s", body)
+	}
+	// 2026-07-28 removed logging/setLevel: mcp-go refuses it.
+	_, body = ta.post(t, "px", `{"jsonrpc":"2.0","id":5,"method":"logging/setLevel","params":{"level":"info","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"r","version":"1"},"io.modelcontextprotocol/clientCapabilities":{}}}}`,
+		map[string]string{"Mcp-Protocol-Version": "2026-07-28", "Mcp-Method": "logging/setLevel"})
+	if !strings.Contains(body, `"error"`) || len(down.got()) != 2 {
+		t.Errorf("modern setLevel answered %s and forwarded %v", body, down.got())
+	}
+}
+
+const proxyTwoServersWithTenant = `
+name: unit
+mcp:
+  servers:
+    a: {url: "http://127.0.0.1:1/mcp", forward_headers: {X-Tenant: X-Tenant}}
+    b: {url: "http://127.0.0.1:1/mcp", forward_headers: {X-Tenant: X-Tenant}}
+agents:
+  px: {kind: proxy, servers: [a, b]}
+`
+
+// TestProxyLogRelay: downstream log messages reach the caller in order with
+// the call's progress; a 2026-07-28 caller gets those at its level or above,
+// and none when it states no level (the downstream is then not asked).
+func TestProxyLogRelay(t *testing.T) {
+	down := oneServerDown()
+	down.call = func(ctx context.Context, _, _ string, _ map[string]any, onProgress mcpclient.ProgressFunc) (*mcpgo.CallToolResult, error) {
+		rel := mcpclient.RelayFrom(ctx)
+		if rel == nil || rel.Log == nil {
+			return mcpgo.NewToolResultText("no logs asked"), nil
+		}
+		rel.Log(map[string]any{"level": "info", "logger": "l", "data": "first"})
+		if onProgress != nil {
+			onProgress(1, nil, "half")
+		}
+		rel.Log(map[string]any{"level": "debug", "data": map[string]any{"n": 2.0}})
+		return mcpgo.NewToolResultText("level " + string(rel.LogLevel)), nil
+	}
+	ta := newTestAgents(t, proxyOneServer, down)
+	summary := func(msgs []map[string]any) string {
+		var out []string
+		for _, m := range msgs {
+			p, _ := m["params"].(map[string]any)
+			switch {
+			case m["method"] == "notifications/message":
+				b, _ := json.Marshal(p["data"])
+				out = append(out, fmt.Sprintf("%v:%s", p["level"], b))
+			case m["method"] == "notifications/progress":
+				out = append(out, "progress")
+			default:
+				out = append(out, fmt.Sprint(m["result"].(map[string]any)["content"].([]any)[0].(map[string]any)["text"]))
+			}
+		}
+		return strings.Join(out, ", ")
+	}
+	for _, c := range []struct {
+		name   string
+		meta   map[string]any
+		modern bool
+		want   string
+	}{
+		{"session-based", map[string]any{"progressToken": "p"}, false, `info:"first", progress, debug:{"n":2}, level `},
+		{"session-based without a token", nil, false, `info:"first", debug:{"n":2}, level `},
+		{"2026-07-28 at info", map[string]any{"progressToken": "p", mcpgo.MetaKeyLogLevel: "info"}, true, `info:"first", progress, level info`},
+		{"2026-07-28 without a level", map[string]any{"progressToken": "p"}, true, `no logs asked`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if got := summary(ta.rawCall(t, "px", "read", c.meta, c.modern)); got != c.want {
+				t.Errorf("got %s\nwant %s", got, c.want)
+			}
+		})
+	}
+}
+
+// elicitingDown is a downstream whose tool "read" elicits through the call's
+// relay and returns the answer (or the error) as text; a call with argument
+// hold waits for release before returning.
+func elicitingDown(release <-chan struct{}) *fakeDown {
+	down := oneServerDown()
+	down.call = func(ctx context.Context, _, _ string, args map[string]any, _ mcpclient.ProgressFunc) (*mcpgo.CallToolResult, error) {
+		rel := mcpclient.RelayFrom(ctx)
+		if rel == nil || rel.Elicit == nil {
+			return mcpgo.NewToolResultText("no relay"), nil
+		}
+		res, err := rel.Elicit(ctx, json.RawMessage(`{"message":"name?","requestedSchema":{"type":"object","properties":{"name":{"type":"string","default":"ann"}}}}`))
+		if args["hold"] == true {
+			<-release
+		}
+		if err != nil {
+			return mcpgo.NewToolResultText("error: " + err.Error()), nil
+		}
+		return mcpgo.NewToolResultText(string(res)), nil
+	}
+	return down
+}
+
+func (ta *testAgents) sessionWith(t *testing.T, agent, version string, opts *sdk.ClientOptions) *sdk.ClientSession {
+	t.Helper()
+	c := sdk.NewClient(&sdk.Implementation{Name: "unit", Version: "1"}, opts)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	cs, err := c.Connect(ctx, &sdk.StreamableClientTransport{Endpoint: ta.srv.URL + "/" + agent, MaxRetries: -1,
+		HTTPClient: &http.Client{Transport: callerRT{"bob"}}}, &sdk.ClientSessionOptions{ProtocolVersion: version})
+	if err != nil {
+		t.Fatalf("connect: %v", err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	return cs
+}
+
+func callText(t *testing.T, cs *sdk.ClientSession, args map[string]any) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "read", Arguments: args})
+	if err != nil {
+		t.Fatalf("tools/call: %v", err)
+	}
+	return allText(res)
+}
+
+func TestProxyElicitation(t *testing.T) {
+	release := make(chan struct{})
+	ta := newTestAgents(t, proxyOneServer, elicitingDown(release))
+	var asked sync.Map // message → requested schema
+	answer := func(_ context.Context, r *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
+		b, _ := json.Marshal(r.Params.RequestedSchema)
+		asked.Store(r.Params.Message, string(b))
+		return &sdk.ElicitResult{Action: "accept", Content: map[string]any{"name": "bo"}}, nil
+	}
+	t.Run("answered", func(t *testing.T) {
+		cs := ta.sessionWith(t, "px", "2025-11-25", &sdk.ClientOptions{ElicitationHandler: answer})
+		if got := callText(t, cs, nil); got != `{"action":"accept","content":{"name":"bo"}}` {
+			t.Errorf("downstream got %s", got)
+		}
+		if s, _ := asked.Load("name?"); !strings.Contains(fmt.Sprint(s), `"default":"ann"`) {
+			t.Errorf("the caller was asked with schema %v", s)
+		}
+	})
+	for _, c := range []struct {
+		name, version string
+		opts          *sdk.ClientOptions
+		want          error
+	}{
+		{"not declared", "2025-11-25", &sdk.ClientOptions{}, errElicitUndeclared},
+		{"2026-07-28", "", &sdk.ClientOptions{ElicitationHandler: answer}, errElicitModern},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			cs := ta.sessionWith(t, "px", c.version, c.opts)
+			if got := callText(t, cs, nil); !strings.Contains(got, c.want.Error()) {
+				t.Errorf("downstream got %q, want %q", got, c.want)
+			}
+		})
+	}
+	t.Run("no session id", func(t *testing.T) {
+		msgs := ta.rawCall(t, "px", "read", nil, false)
+		if got := fmt.Sprint(msgs[len(msgs)-1]["result"]); !strings.Contains(got, errElicitNoSession.Error()) {
+			t.Errorf("downstream got %s", got)
+		}
+	})
+	t.Run("second request of a session", func(t *testing.T) {
+		cs := ta.sessionWith(t, "px", "2025-11-25", &sdk.ClientOptions{ElicitationHandler: answer})
+		first := make(chan string, 1)
+		go func() {
+			res, err := cs.CallTool(context.Background(), &sdk.CallToolParams{Name: "read", Arguments: map[string]any{"hold": true}})
+			if err != nil {
+				first <- err.Error()
+				return
+			}
+			first <- allText(res)
+		}()
+		waitFor(t, "the first call to elicit", func() bool { return len(ta.set.Get("px").handler.claims()) == 1 })
+		if got := callText(t, cs, nil); !strings.Contains(got, errElicitBusy.Error()) {
+			t.Errorf("second request got %q, want %q", got, errElicitBusy)
+		}
+		close(release)
+		if got := <-first; !strings.Contains(got, `"name":"bo"`) {
+			t.Errorf("first request got %q", got)
+		}
+		waitFor(t, "the claim to end", func() bool { return len(ta.set.Get("px").handler.claims()) == 0 })
+	})
+}
+
+// claims returns the session ids with a running request that elicited.
+func (e *endpoint) claims() []string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var out []string
+	for sid := range e.eliciting {
+		out = append(out, sid)
+	}
+	return out
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	tick := time.NewTicker(2 * time.Millisecond)
+	defer tick.Stop()
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		<-tick.C
+	}
+}
+
+// TestEndpointKeepsNoSessionState drives many distinct session ids through
+// everything that could make mcp-go keep per-session state (initialize,
+// logging/setLevel, calls, cancels, elicitation and its answer, answers to
+// nothing, DELETE) and then looks into mcp-go's maps keyed by session id:
+// none may hold anything once the requests are over.
+func TestEndpointKeepsNoSessionState(t *testing.T) {
+	base := runtime.NumGoroutine()
+	down := &levelDown{fakeDown: elicitingDown(nil)}
+	ta := newTestAgents(t, proxyOneServer+"  talk: {model: passthrough}\n", down)
+	answer := func(context.Context, *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
+		return &sdk.ElicitResult{Action: "decline"}, nil
+	}
+	for i := range 20 {
+		cs := ta.sessionWith(t, "px", "2025-11-25", &sdk.ClientOptions{ElicitationHandler: answer})
+		if got := callText(t, cs, nil); got != `{"action":"decline"}` {
+			t.Fatalf("session %d: %s", i, got)
+		}
+		if err := cs.SetLoggingLevel(context.Background(), &sdk.SetLoggingLevelParams{Level: "debug"}); err != nil {
+			t.Fatal(err)
+		}
+		cs.Close()
+	}
+	for i := range 200 {
+		for _, agent := range []string{"px", "talk"} {
+			sid := map[string]string{"Mcp-Session-Id": fmt.Sprintf("pgw-e-%032x", i), "Mcp-Protocol-Version": "2025-11-25"}
+			for _, body := range []string{
+				fmt.Sprintf(initBody, `{"elicitation":{}}`),
+				`{"jsonrpc":"2.0","id":2,"method":"logging/setLevel","params":{"level":"debug"}}`,
+				`{"jsonrpc":"2.0","id":3,"method":"tools/list"}`,
+				`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":3}}`,
+				`{"jsonrpc":"2.0","id":99,"result":{"action":"accept"}}`,
+				`{"jsonrpc":"2.0","id":4,"method":"resources/subscribe","params":{"uri":"res://x"}}`,
+			} {
+				ta.post(t, agent, body, sid)
+			}
+			if i%10 != 0 {
+				continue // most callers never DELETE (mcp-go would clean up then)
+			}
+			req, _ := http.NewRequest("DELETE", ta.srv.URL+"/"+agent, nil)
+			req.Header.Set("Mcp-Session-Id", sid["Mcp-Session-Id"])
+			if resp, err := http.DefaultClient.Do(req); err == nil {
+				resp.Body.Close()
+			}
+		}
+	}
+	for _, name := range []string{"px", "talk"} {
+		a := ta.set.Get(name)
+		for what, n := range mcpSessionState(t, a) {
+			if n != 0 {
+				t.Errorf("agent %s: mcp-go's %s holds %d entries", name, what, n)
+			}
+		}
+		if c := a.handler.claims(); len(c) != 0 {
+			t.Errorf("agent %s: elicitation claims left: %v", name, c)
+		}
+	}
+	if got := len(down.got()); got != 20+200 {
+		t.Errorf("%d levels forwarded, want 220", got)
+	}
+	ta.srv.CloseClientConnections()
+	waitFor(t, "the goroutines to end", func() bool { return runtime.NumGoroutine() <= base+5 })
+}
+
+// mcpSessionState counts the entries of every map mcp-go (v1.2.1) keys by
+// session id, on the agent's StreamableHTTPServer and MCPServer. The fields
+// are unexported: a library update that renames one fails here, which is
+// the point (re-check what it stores per session).
+func mcpSessionState(t *testing.T, a *Agent) map[string]int {
+	t.Helper()
+	field := func(v reflect.Value, name string) reflect.Value {
+		f := v.FieldByName(name)
+		if !f.IsValid() {
+			t.Fatalf("mcp-go has no field %s.%s any more: re-check its per-session state", v.Type(), name)
+		}
+		return reflect.NewAt(f.Type(), unsafe.Pointer(f.UnsafeAddr())).Elem()
+	}
+	syncMapLen := func(v reflect.Value) int {
+		n := 0
+		v.Addr().Interface().(*sync.Map).Range(func(any, any) bool { n++; return true })
+		return n
+	}
+	h := reflect.ValueOf(a.handler.mcp.(*server.StreamableHTTPServer)).Elem()
+	s := reflect.ValueOf(a.mcp).Elem()
+	out := map[string]int{
+		"sessionLogLevels":         field(field(h, "sessionLogLevels").Elem(), "logs").Len(),
+		"sessionTools":             field(field(h, "sessionTools").Elem(), "tools").Len(),
+		"sessionResources":         field(field(h, "sessionResources").Elem(), "resources").Len(),
+		"sessionResourceTemplates": field(field(h, "sessionResourceTemplates").Elem(), "templates").Len(),
+	}
+	for _, name := range []string{"activeSessions", "sessionLastActive", "resumableStreams", "listeningStreams", "listeningPumpStops"} {
+		out[name] = syncMapLen(field(h, name))
+	}
+	for _, name := range []string{"sessions", "listenSessions", "inflightCancels"} {
+		out["MCPServer."+name] = syncMapLen(field(s, name))
+	}
+	return out
+}

@@ -1,0 +1,252 @@
+package mcpclient
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strconv"
+	"sync"
+
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
+	"go.uber.org/zap"
+)
+
+// Relay is what the caller of one downstream call takes from the downstream
+// while the call runs: its log messages and its elicitation requests. The
+// agent runtime puts it in the call's context (WithRelay); a call without
+// one gets neither (log messages go to Options.OnLogMessage, elicitation is
+// refused).
+//
+// Tying a message to its call. mcp-go's client hands every notification to
+// one handler per client, without the request it came with; but a
+// Streamable HTTP server sends what a call causes on that call's response
+// stream (SSE). So the session's HTTP transport tags the notifications/message
+// events of a call's response stream with the call's id (logTap) before
+// mcp-go reads them, and onNotification routes them by that tag, as progress
+// is routed by token. A server-to-client request arrives with a context
+// derived from the call's (mcp-go passes the request's context to the
+// handler), so the relay is found there. Over stdio and legacy SSE every
+// message arrives on one shared stream and cannot be tied to a call: logs go
+// to OnLogMessage, elicitation is refused.
+type Relay struct {
+	// Log receives the params of each notifications/message the downstream
+	// sends on this call's stream (level, logger, data, _meta), as sent. It
+	// runs on the transport's reader goroutine and must not block.
+	Log func(params map[string]any)
+	// LogLevel, when set, is the least severe level the caller wants: the
+	// downstream session is asked for at least that verbosity before the
+	// call (for 2026-07-28 callers, who state a level per request).
+	LogLevel mcp.LoggingLevel
+	// Elicit answers an elicitation/create the downstream sends during this
+	// call: params and result as JSON, unchanged. nil: refused.
+	Elicit func(ctx context.Context, params json.RawMessage) (json.RawMessage, error)
+}
+
+type relayKey struct{}
+
+// WithRelay returns ctx carrying r for the downstream calls made with it.
+func WithRelay(ctx context.Context, r *Relay) context.Context {
+	return context.WithValue(ctx, relayKey{}, r)
+}
+
+// RelayFrom returns the Relay of ctx, or nil.
+func RelayFrom(ctx context.Context) *Relay {
+	r, _ := ctx.Value(relayKey{}).(*Relay)
+	return r
+}
+
+// callTag is the params member logTap adds to a call's log messages; it
+// never reaches a caller.
+const callTag = "io.pallasgw/call"
+
+type callTagKey struct{}
+
+// logRouter routes tagged downstream log messages to the call whose stream
+// carried them.
+type logRouter struct {
+	mu    sync.Mutex
+	seq   uint64
+	calls map[string]*logSink // guarded by mu; one entry per running call
+}
+
+// logSink guards one call's callback so that it never runs after the call
+// has returned.
+type logSink struct {
+	mu   sync.Mutex
+	fn   func(map[string]any)
+	done bool
+}
+
+// register returns ctx tagged with a new call id routed to fn, and the
+// function that unregisters it; after that returns, fn is not called again.
+func (r *logRouter) register(ctx context.Context, fn func(map[string]any)) (context.Context, func()) {
+	sink := &logSink{fn: fn}
+	r.mu.Lock()
+	if r.calls == nil {
+		r.calls = map[string]*logSink{}
+	}
+	r.seq++
+	id := strconv.FormatUint(r.seq, 36)
+	r.calls[id] = sink
+	r.mu.Unlock()
+	return context.WithValue(ctx, callTagKey{}, id), func() {
+		r.mu.Lock()
+		delete(r.calls, id)
+		r.mu.Unlock()
+		sink.mu.Lock()
+		sink.done = true
+		sink.mu.Unlock()
+	}
+}
+
+// deliver hands a log message's params to its call and reports whether the
+// message carried a call tag (it is then the call's, delivered or not: a
+// message that outlives its call is dropped with it). params is mcp-go's
+// parse and is not kept.
+func (r *logRouter) deliver(p mcp.NotificationParams) bool {
+	id, ok := p.AdditionalFields[callTag].(string)
+	if !ok {
+		return false
+	}
+	r.mu.Lock()
+	sink := r.calls[id]
+	r.mu.Unlock()
+	if sink == nil {
+		return true
+	}
+	params := make(map[string]any, len(p.AdditionalFields)+1)
+	for k, v := range p.AdditionalFields {
+		if k != callTag {
+			params[k] = v
+		}
+	}
+	if len(p.Meta) > 0 {
+		params["_meta"] = p.Meta
+	}
+	sink.mu.Lock()
+	defer sink.mu.Unlock()
+	if !sink.done {
+		sink.fn(params)
+	}
+	return true
+}
+
+// Errors a downstream gets for server-to-client requests the gateway cannot
+// take to a caller.
+const (
+	errNoSampling = "sampling is not available through pallasgw: its agent endpoints are stateless and mcp-go " +
+		"(v1.2.1) sends sampling/createMessage to a caller only on a standalone GET stream, which they do not offer"
+	errNoRoots = "roots are not available through pallasgw: its agent endpoints are stateless and mcp-go " +
+		"(v1.2.1) sends roots/list to a caller only on a standalone GET stream, which they do not offer"
+	errNoCall = "elicitation is relayed only when it comes on the response stream of the request it is " +
+		"for (Streamable HTTP); this one cannot be tied to a caller's request"
+	errNoElicit = "elicitation is not relayed for this request: only proxy agents relay it, to their caller"
+)
+
+// opKey marks the context of a downstream request made through do with its
+// op, so that a server-to-client request can tell it came on a request's
+// own stream.
+type opKey struct{}
+
+// serverRequest answers the server-to-client requests of one session's
+// client. It replaces mcp-go's own handler (client.Start installs that one)
+// so that the client declares only the capability it can serve
+// (elicitation, relayed to the call's caller) while a downstream asking for
+// sampling or roots anyway gets an error that says why, not mcp-go's "no
+// handler configured".
+func (s *session) serverRequest(ctx context.Context, req transport.JSONRPCRequest) (*transport.JSONRPCResponse, error) {
+	fail := func(code int, msg string) (*transport.JSONRPCResponse, error) {
+		return transport.NewJSONRPCErrorResponse(req.ID, code, msg, nil), nil
+	}
+	switch mcp.MCPMethod(req.Method) {
+	case mcp.MethodPing:
+		return transport.NewJSONRPCResultResponse(req.ID, json.RawMessage(`{}`)), nil
+	case mcp.MethodSamplingCreateMessage:
+		return fail(mcp.METHOD_NOT_FOUND, errNoSampling)
+	case mcp.MethodListRoots:
+		return fail(mcp.METHOD_NOT_FOUND, errNoRoots)
+	case mcp.MethodElicitationCreate:
+	default:
+		return fail(mcp.METHOD_NOT_FOUND, fmt.Sprintf("method %q is not supported by pallasgw's downstream client", req.Method))
+	}
+	relay := RelayFrom(ctx)
+	switch {
+	case ctx.Value(opKey{}) == nil:
+		return fail(mcp.INVALID_REQUEST, errNoCall)
+	case relay == nil || relay.Elicit == nil:
+		return fail(mcp.INVALID_REQUEST, errNoElicit)
+	}
+	params, err := json.Marshal(req.Params)
+	if err != nil {
+		return fail(mcp.INVALID_PARAMS, "elicitation/create params: "+err.Error())
+	}
+	res, err := relay.Elicit(ctx, params)
+	if err != nil {
+		return fail(mcp.INTERNAL_ERROR, err.Error())
+	}
+	return transport.NewJSONRPCResultResponse(req.ID, res), nil
+}
+
+// SetLogLevel asks the session of server for hdr to send log messages at
+// level and above (logging/setLevel), and remembers the level, which a
+// reconnected session is asked for again. A server that does not declare
+// logging is not asked. The level belongs to the session, that is to the
+// outbound header set: callers that send the same headers share it.
+func (m *Manager) SetLogLevel(ctx context.Context, server string, level mcp.LoggingLevel, hdr http.Header) error {
+	return m.do(ctx, server, string(mcp.MethodSetLogLevel), hdr, func(ctx context.Context, s *session, cli *client.Client) error {
+		return s.setLevel(ctx, cli, level, false)
+	})
+}
+
+// setLevel records level and sends it to the downstream; with lowerOnly,
+// only when it is more verbose than the level the session has.
+func (s *session) setLevel(ctx context.Context, cli *client.Client, level mcp.LoggingLevel, lowerOnly bool) error {
+	s.logMu.Lock()
+	defer s.logMu.Unlock()
+	if lowerOnly && s.logLevel != "" && level.ShouldSendTo(s.logLevel) {
+		return nil
+	}
+	s.logLevel = level
+	if cli.GetServerCapabilities().Logging == nil {
+		return nil
+	}
+	var req mcp.SetLevelRequest
+	req.Params.Level = level
+	return cli.SetLevel(ctx, req)
+}
+
+// resendLevel asks a freshly connected client for the session's level.
+func (s *session) resendLevel(ctx context.Context, cli *client.Client) {
+	s.logMu.Lock()
+	level := s.logLevel
+	s.logMu.Unlock()
+	if level == "" || cli.GetServerCapabilities().Logging == nil {
+		return
+	}
+	var req mcp.SetLevelRequest
+	req.Params.Level = level
+	if err := cli.SetLevel(ctx, req); err != nil {
+		s.srv.m.log.Debug("setting the log level of a new session", zap.String(fieldServer, s.srv.spec.Name), zap.Error(err))
+	}
+}
+
+// relayed prepares ctx for one call with relay r: it raises the session's
+// verbosity to r.LogLevel and tags the call's stream for log routing. The
+// returned function ends the routing.
+func (s *session) relayed(ctx context.Context, cli *client.Client, r *Relay) (context.Context, func()) {
+	if r == nil {
+		return ctx, func() {}
+	}
+	if r.LogLevel != "" {
+		if err := s.setLevel(ctx, cli, r.LogLevel, true); err != nil {
+			s.srv.m.log.Debug("raising the log level for a call", zap.String(fieldServer, s.srv.spec.Name), zap.Error(err))
+		}
+	}
+	if r.Log == nil {
+		return ctx, func() {}
+	}
+	return s.srv.m.logs.register(ctx, r.Log)
+}

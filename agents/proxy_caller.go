@@ -1,0 +1,115 @@
+package agents
+
+// What a proxy agent relays between a downstream and its caller besides
+// results and progress (see proxy.go): the caller's log level, the
+// downstream's log messages and its elicitation requests.
+//
+//   - logging/setLevel from a session-based caller is answered by the
+//     endpoint (endpoint.go) and forwarded to the downstream session of each
+//     server the caller may use. Downstream sessions are pooled per outbound
+//     header set (agents/mcpclient), so callers that send the same
+//     credentials share one level: the last one set wins. A 2026-07-28
+//     caller states its level per request; its calls raise the downstream
+//     session's verbosity to that level if needed and its relay filters.
+//   - Log messages a downstream sends on a call's response stream are
+//     relayed to that call's caller as notifications/message, in order with
+//     the call's progress (Streamable HTTP downstreams only: see
+//     mcpclient.Relay).
+//   - An elicitation/create a downstream sends during a call goes to the
+//     caller on the call's response stream (mcp-go's RequestElicitation) when
+//     the caller can answer it (endpoint.claimElicitation); otherwise the
+//     downstream gets an error that says why. Sampling and roots requests
+//     are refused by the downstream client: mcp-go (v1.2.1) would send them
+//     to a caller only on a standalone GET stream, which a stateless endpoint
+//     does not offer.
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+	"go.uber.org/zap"
+
+	"github.com/pallasgw/pallasgw/agents/mcpclient"
+)
+
+// LoggingDownstream is what the proxy needs to forward a caller's
+// logging/setLevel (*mcpclient.Manager implements it). Without it the level
+// is acknowledged and not forwarded.
+type LoggingDownstream interface {
+	SetLogLevel(ctx context.Context, server string, level mcp.LoggingLevel, hdr http.Header) error
+}
+
+// setLevelTimeout bounds forwarding one logging/setLevel.
+const setLevelTimeout = 5 * time.Second
+
+// answerSetLevel answers a session-based caller's logging/setLevel (id is
+// its JSON-RPC id) after forwarding level to the downstream servers the
+// caller may use, in parallel. A downstream that fails is logged; the
+// caller's request still succeeds, as it would against mcp-go.
+func (p *proxy) answerSetLevel(w http.ResponseWriter, r *http.Request, id json.RawMessage, level mcp.LoggingLevel) {
+	if !level.ShouldSendTo(mcp.LoggingLevelDebug) { // not one of the eight levels
+		writeRPCResult(w, id, nil, mcp.INVALID_PARAMS, fmt.Sprintf("invalid logging level %q", level))
+		return
+	}
+	if down, ok := p.a.set.deps.Downstream.(LoggingDownstream); ok {
+		ctx, cancel := context.WithTimeout(r.Context(), setLevelTimeout)
+		defer cancel()
+		var wg sync.WaitGroup
+		for _, srv := range p.servers(callerOf(ctx)) {
+			wg.Go(func() {
+				if err := down.SetLogLevel(ctx, srv, level, p.a.set.outbound(srv, r.Header)); err != nil {
+					p.a.log.Warn("forwarding logging/setLevel failed", zap.String("request_id", RequestID(ctx)),
+						zap.String("server", srv), zap.String("outcome", mcpclient.Outcome(err)), zap.Error(err))
+				}
+			})
+		}
+		wg.Wait()
+	}
+	writeRPCResult(w, id, struct{}{}, 0, "")
+}
+
+// relayFor returns the relay of one proxied tools/call: progress under the
+// caller's token, log messages when the caller wants them (a session-based
+// caller always: the downstream session's level decides; a 2026-07-28 caller
+// when its request states a level), and elicitation.
+func (p *proxy) relayFor(ctx context.Context, req mcp.CallToolRequest) (*progressRelay, *mcpclient.Relay) {
+	var level mcp.LoggingLevel
+	logs := true
+	if info := server.RequestProtocolInfoFromContext(ctx); info != nil && info.Modern {
+		level, logs = info.LogLevel, info.LogLevel != ""
+	}
+	relay := newRelay(ctx, progressToken(req.Params.Meta), logs, level, p.a.set.deps.Metrics)
+	return relay, &mcpclient.Relay{Log: relay.logFunc(), LogLevel: level, Elicit: p.elicitor(ctx, relay)}
+}
+
+// elicitor returns the function that takes a downstream's elicitation/create
+// to the caller of the request of ctx and returns the caller's answer.
+func (p *proxy) elicitor(ctx context.Context, relay *progressRelay) func(context.Context, json.RawMessage) (json.RawMessage, error) {
+	return func(dctx context.Context, raw json.RawMessage) (json.RawMessage, error) {
+		if err := p.a.handler.claimElicitation(ctx); err != nil {
+			return nil, fmt.Errorf("elicitation is not available through pallasgw for this call: %w", err)
+		}
+		var req mcp.ElicitationRequest
+		if err := json.Unmarshal(raw, &req.Params); err != nil {
+			return nil, fmt.Errorf("elicitation/create params: %w", err)
+		}
+		if err := req.Params.Validate(); err != nil {
+			return nil, err
+		}
+		// dctx derives from ctx (mcp-go's client hands the call's context
+		// to the handler), so mcp-go writes the request on this call's
+		// response stream.
+		res, err := p.a.mcp.RequestElicitation(dctx, req)
+		relay.wroteEvent()
+		if err != nil {
+			return nil, err
+		}
+		return json.Marshal(res)
+	}
+}

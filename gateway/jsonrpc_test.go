@@ -1,0 +1,126 @@
+package gateway
+
+import (
+	"bufio"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestCheckMessage(t *testing.T) {
+	for _, c := range []struct {
+		name, body string
+		code       int // 0: accepted
+		id         any
+		msg        string
+	}{
+		{name: "request", body: `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`},
+		{name: "string id", body: `{"jsonrpc":"2.0","id":"a","method":"tools/list"}`},
+		{name: "notification", body: `{"jsonrpc":"2.0","method":"notifications/initialized"}`},
+		{name: "response", body: `{"jsonrpc":"2.0","id":3,"result":{}}`},
+		{name: "error response", body: `{"jsonrpc":"2.0","id":3,"error":{"code":-1,"message":"no"}}`},
+		{name: "null result", body: ` {"jsonrpc":"2.0","id":3,"result":null}`},
+		{name: "invalid JSON", body: `{"jsonrpc":"2.0",`, code: rpcParseError, msg: "parse error: the request body is not valid json"},
+		{name: "empty", body: ``, code: rpcParseError, msg: "parse error"},
+		{name: "batch", body: `[{"jsonrpc":"2.0","id":1,"method":"ping"}]`, code: rpcInvalidRequest, msg: "must be a JSON object (batches are not supported)"},
+		{name: "string", body: `"x"`, code: rpcInvalidRequest, msg: "must be a JSON object"},
+		{name: "number", body: `5`, code: rpcInvalidRequest, msg: "must be a JSON object"},
+		{name: "null", body: `null`, code: rpcInvalidRequest, msg: "must be a JSON object"},
+		{name: "no method", body: `{"jsonrpc":"2.0","id":1}`, code: rpcInvalidRequest, id: 1.0, msg: "has no method"},
+		{name: "method not a string", body: `{"jsonrpc":"2.0","id":"x","method":5}`, code: rpcInvalidRequest, id: "x", msg: "method must be a string"},
+		{name: "wrong version", body: `{"jsonrpc":"1.0","id":7,"method":"ping"}`, code: rpcInvalidRequest, id: 7.0, msg: `jsonrpc must be "2.0"`},
+		{name: "no version", body: `{"id":7,"method":"ping"}`, code: rpcInvalidRequest, id: 7.0, msg: `jsonrpc must be "2.0"`},
+		{name: "object id", body: `{"jsonrpc":"2.0","id":{"a":1},"method":"ping"}`, code: rpcInvalidRequest, msg: "id must be a string or a number"},
+		{name: "null id", body: `{"jsonrpc":"2.0","id":null,"method":"tools/list"}`, code: rpcInvalidRequest, msg: "id must not be null"},
+		{name: "null id error response", body: `{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"?"}}`},
+		{name: "bool id", body: `{"jsonrpc":"2.0","id":true,"method":"ping"}`, code: rpcInvalidRequest, msg: "id must be a string or a number"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			e := checkMessage([]byte(c.body))
+			switch {
+			case c.code == 0 && e != nil:
+				t.Fatalf("rejected: %+v", e)
+			case c.code == 0:
+				return
+			case e == nil:
+				t.Fatal("accepted")
+			}
+			if e.code != c.code || e.id != c.id || !strings.Contains(e.msg, c.msg) {
+				t.Fatalf("got %+v, want code %d, id %v, message with %q", e, c.code, c.id, c.msg)
+			}
+		})
+	}
+}
+
+func TestQuoteClipped(t *testing.T) {
+	if got := quoteClipped("research"); got != `"research"` {
+		t.Errorf("short: %s", got)
+	}
+	long := strings.Repeat("a", 100000)
+	if got := quoteClipped(long); len(got) > maxEcho+40 || !strings.HasSuffix(got, "… (100000 bytes)") {
+		t.Errorf("long: %s", got)
+	}
+	if got := quoteClipped(strings.Repeat("é", 40)); !strings.HasPrefix(got, `"`+strings.Repeat("é", 32)+`"`) {
+		t.Errorf("multi-byte: %s", got)
+	}
+}
+
+func TestReadAllWithinEndsATricklingBody(t *testing.T) {
+	old := bodyReadTimeout
+	bodyReadTimeout = 100 * time.Millisecond
+	t.Cleanup(func() { bodyReadTimeout = old })
+	errc := make(chan error, 1)
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, err := readAllWithin(w, r, 1<<20)
+		errc <- err
+		w.WriteHeader(http.StatusBadRequest)
+	}))
+	defer ts.Close()
+	conn, err := net.Dial("tcp", ts.Listener.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	// Ten bytes promised, three sent, then silence.
+	io.WriteString(conn, "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\nabc")
+	select {
+	case err := <-errc:
+		if err == nil || !strings.Contains(err.Error(), "the body did not arrive within 100ms") {
+			t.Fatalf("err = %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the read never ended")
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil || resp.StatusCode != http.StatusBadRequest {
+		t.Fatalf("answer: %v %v", resp, err)
+	}
+}
+
+func TestReadAllWithinOverLimitClosesTheConnection(t *testing.T) {
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, err := readAllWithin(w, r, 5)
+		if err != nil || len(body) != 5 {
+			t.Errorf("read %q, %v", body, err)
+		}
+		w.WriteHeader(http.StatusRequestEntityTooLarge)
+	}))
+	defer ts.Close()
+	conn, err := net.Dial("tcp", ts.Listener.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	conn.SetDeadline(time.Now().Add(10 * time.Second))
+	// Twenty bytes promised, ten sent, then silence: the answer must not
+	// wait for the rest.
+	io.WriteString(conn, "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 20\r\n\r\n0123456789")
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil || resp.StatusCode != http.StatusRequestEntityTooLarge || !resp.Close {
+		t.Fatalf("answer: %v %v", resp, err)
+	}
+}
