@@ -53,6 +53,7 @@ package agents
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -241,6 +242,12 @@ func (p *proxy) toolView(ctx context.Context, inbound http.Header) []mcp.Tool {
 
 const healthToolName = "get_health"
 
+// placeholderSchema is the input schema of registry entries (lists never
+// show them). mcp-go reads the called tool's schema on every sessionless
+// tools/call (x-mcp-header bindings): a raw, minimal one costs a third of
+// NewTool's struct schema.
+var placeholderSchema = json.RawMessage(`{"type":"object"}`)
+
 // registerTools adds the names missing from the mcp-go registry, each with
 // the forwarding handler and a placeholder definition (lists never show
 // registry entries; the downstream validates arguments).
@@ -248,7 +255,7 @@ func (p *proxy) registerTools(names []string) {
 	var missing []server.ServerTool
 	for _, n := range names {
 		if _, ok := p.registered.Load(n); !ok {
-			missing = append(missing, server.ServerTool{Tool: mcp.NewTool(n), Handler: p.callTool})
+			missing = append(missing, server.ServerTool{Tool: mcp.NewToolWithRawSchema(n, "", placeholderSchema), Handler: p.callTool})
 		}
 	}
 	if len(missing) == 0 {
@@ -258,12 +265,19 @@ func (p *proxy) registerTools(names []string) {
 	defer p.regMu.Unlock()
 	fresh := missing[:0]
 	for _, st := range missing {
-		if _, loaded := p.registered.LoadOrStore(st.Tool.Name, true); !loaded {
+		if _, ok := p.registered.Load(st.Tool.Name); !ok {
 			fresh = append(fresh, st)
 		}
 	}
-	if len(fresh) > 0 {
-		p.a.mcp.AddTools(fresh...)
+	if len(fresh) == 0 {
+		return
+	}
+	// Mark the names registered only once mcp-go has them: ensureTool reads
+	// registered without the lock, and a name marked before AddTools
+	// returned was "tool not found" for a concurrent first call.
+	p.a.mcp.AddTools(fresh...)
+	for _, st := range fresh {
+		p.registered.Store(st.Tool.Name, true)
 	}
 }
 

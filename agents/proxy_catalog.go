@@ -47,12 +47,16 @@ func (p *proxy) promptView(ctx context.Context, inbound http.Header) []mcp.Promp
 		p.regMu.Lock()
 		fresh := missing[:0]
 		for _, sp := range missing {
-			if _, loaded := p.promptsReg.LoadOrStore(sp.Prompt.Name, true); !loaded {
+			if _, ok := p.promptsReg.Load(sp.Prompt.Name); !ok {
 				fresh = append(fresh, sp)
 			}
 		}
 		if len(fresh) > 0 {
+			// Marked only once mcp-go has them, as in registerTools.
 			p.a.mcp.AddPrompts(fresh...)
+			for _, sp := range fresh {
+				p.promptsReg.Store(sp.Prompt.Name, true)
+			}
 		}
 		p.regMu.Unlock()
 	}
@@ -140,8 +144,12 @@ func (p *proxy) ensureURI(ctx context.Context, uri string, inbound http.Header) 
 	if _, err := p.resourceServer(ctx, uri, inbound); err != nil {
 		return
 	}
-	if _, loaded := p.exactURIs.LoadOrStore(uri, true); !loaded {
+	p.regMu.Lock()
+	defer p.regMu.Unlock()
+	if _, ok := p.exactURIs.Load(uri); !ok {
+		// Marked only once mcp-go has it, as in registerTools.
 		p.a.mcp.AddResource(mcp.NewResource(uri, uri), p.readResource)
+		p.exactURIs.Store(uri, true)
 	}
 }
 

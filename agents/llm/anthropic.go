@@ -24,6 +24,7 @@ type anthropicProvider struct {
 	apiKey  string
 	timeout func(context.Context) (context.Context, context.CancelFunc)
 	tr      *transport
+	tools   *toolJSON
 }
 
 const anthropicVersion = "2023-06-01"
@@ -42,6 +43,7 @@ func NewAnthropic(cfg ProviderConfig) (Provider, error) {
 	return &anthropicProvider{
 		baseURL: strings.TrimSuffix(base, "/v1"),
 		apiKey:  cfg.APIKey,
+		tools:   newToolJSON(encodeAnthropicTool),
 		timeout: callTimeout(cfg.Timeout),
 		tr:      newTransport("anthropic", cfg),
 	}, nil
@@ -53,7 +55,7 @@ func (p *anthropicProvider) Name() string { return "anthropic" }
 func (p *anthropicProvider) Chat(ctx context.Context, req Request) (*Response, error) {
 	ctx, cancel := p.timeout(ctx)
 	defer cancel()
-	body, err := anthropicBody(req)
+	body, err := anthropicBody(req, p.tools)
 	if err != nil {
 		return nil, fmt.Errorf("anthropic: %w", err)
 	}

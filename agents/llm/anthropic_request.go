@@ -16,8 +16,10 @@ const defaultAnthropicMaxTokens = 4096
 // anthropicBody marshals req as a streaming Messages request. Params the
 // Messages API does not know (presence/frequency penalty, seed,
 // response_format) are dropped rather than sent, since it rejects unknown
-// fields; Extra is merged as-is, so operators can still send anything.
-func anthropicBody(req Request) ([]byte, error) {
+// fields; Extra is merged as-is, so operators can still send anything. The
+// tools come from tools, each encoded once (see toolJSON), unless
+// params.extra sets "tools" itself.
+func anthropicBody(req Request, tools *toolJSON) ([]byte, error) {
 	p := req.Params
 	params := anthropic.MessageNewParams{
 		Model:     anthropic.Model(req.Model),
@@ -27,12 +29,15 @@ func anthropicBody(req Request) ([]byte, error) {
 	if req.System != "" {
 		params.System = []anthropic.TextBlockParam{{Text: req.System}}
 	}
-	for _, t := range req.Tools {
-		tool, err := anthropicTool(t)
-		if err != nil {
-			return nil, err
+	_, extraTools := p.Extra["tools"]
+	if extraTools { // merged with extra.tools by the SDK, as before
+		for _, t := range req.Tools {
+			tool, err := anthropicTool(t)
+			if err != nil {
+				return nil, err
+			}
+			params.Tools = append(params.Tools, tool)
 		}
-		params.Tools = append(params.Tools, tool)
 	}
 	if p.MaxTokens != nil && *p.MaxTokens > 0 {
 		params.MaxTokens = int64(*p.MaxTokens)
@@ -58,7 +63,19 @@ func anthropicBody(req Request) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("encoding request: %w", err)
 	}
-	return body, nil
+	if extraTools || len(req.Tools) == 0 {
+		return body, nil
+	}
+	return tools.appendTools(body, req.Tools)
+}
+
+// encodeAnthropicTool is a tool definition as anthropic-sdk-go encodes it.
+func encodeAnthropicTool(t Tool) ([]byte, error) {
+	tool, err := anthropicTool(t)
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(tool)
 }
 
 // anthropicToolChoice maps the OpenAI-style strings; objects pass through.

@@ -18,6 +18,7 @@ type openAIProvider struct {
 	apiKey  string
 	timeout func(context.Context) (context.Context, context.CancelFunc)
 	tr      *transport
+	tools   *toolJSON
 }
 
 // NewOpenAI returns a provider for an OpenAI-compatible Chat Completions
@@ -30,6 +31,7 @@ func NewOpenAI(cfg ProviderConfig) (Provider, error) {
 	return &openAIProvider{
 		baseURL: base,
 		apiKey:  cfg.APIKey,
+		tools:   newToolJSON(encodeOpenAITool),
 		timeout: callTimeout(cfg.Timeout),
 		tr:      newTransport("openai", cfg),
 	}, nil
@@ -41,7 +43,7 @@ func (p *openAIProvider) Name() string { return "openai" }
 func (p *openAIProvider) Chat(ctx context.Context, req Request) (*Response, error) {
 	ctx, cancel := p.timeout(ctx)
 	defer cancel()
-	body, err := openAIBody(req)
+	body, err := openAIBody(req, p.tools)
 	if err != nil {
 		return nil, fmt.Errorf("openai: %w", err)
 	}

@@ -13,18 +13,22 @@ import (
 // openAIBody marshals req as a streaming Chat Completions request using
 // openai-go's param types (they know the wire format); fields the SDK types
 // cannot express as given (tool_choice and response_format as raw values,
-// top_k, extra) are merged as extra fields.
-func openAIBody(req Request) ([]byte, error) {
+// top_k, extra) are merged as extra fields. The tools come from tools, each
+// encoded once (see toolJSON), unless params.extra sets "tools" itself.
+func openAIBody(req Request, tools *toolJSON) ([]byte, error) {
 	params := openai.ChatCompletionNewParams{
 		Model:    shared.ChatModel(req.Model),
 		Messages: openAIMessages(req.System, req.Messages),
 	}
-	for _, t := range req.Tools {
-		tool, err := openAITool(t)
-		if err != nil {
-			return nil, err
+	_, extraTools := req.Params.Extra["tools"]
+	if extraTools { // merged with extra.tools by the SDK, as before
+		for _, t := range req.Tools {
+			tool, err := openAITool(t)
+			if err != nil {
+				return nil, err
+			}
+			params.Tools = append(params.Tools, tool)
 		}
-		params.Tools = append(params.Tools, tool)
 	}
 	openAIParams(&params, req.Params)
 
@@ -48,7 +52,19 @@ func openAIBody(req Request) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("encoding request: %w", err)
 	}
-	return body, nil
+	if extraTools || len(req.Tools) == 0 {
+		return body, nil
+	}
+	return tools.appendTools(body, req.Tools)
+}
+
+// encodeOpenAITool is a tool definition as openai-go encodes it.
+func encodeOpenAITool(t Tool) ([]byte, error) {
+	tool, err := openAITool(t)
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(tool)
 }
 
 // openAIParams sets the sampling parameters the SDK types carry.

@@ -30,7 +30,7 @@ type sseReader struct {
 }
 
 func newSSEReader(r io.Reader) *sseReader {
-	return &sseReader{r: bufio.NewReaderSize(r, 32<<10)}
+	return &sseReader{r: bufio.NewReaderSize(r, 4<<10)} // lines may be longer: readLine copies byte by byte
 }
 
 // Next returns the next event with data, or io.EOF at the end of the stream.

@@ -1,0 +1,347 @@
+package bench
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/pallasgw/pallasgw/test/load"
+)
+
+// gateway is one running pallasgw process.
+type gateway struct {
+	b       *testing.B
+	cmd     *exec.Cmd
+	base    string // http://127.0.0.1:port
+	port    int
+	cfgPath string
+	logPath string
+	exited  chan struct{}
+}
+
+// freePort returns a free TCP port on 127.0.0.1.
+func freePort(b *testing.B) int {
+	b.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// startGateway writes cfg ({{PORT}} replaced by the main port) and runs
+// `pallasgw serve` on it, logging at info to a file, until the benchmark
+// ends.
+func startGateway(b *testing.B, cfg string) *gateway {
+	b.Helper()
+	if binary == "" {
+		b.Fatal("no gateway binary (run with -bench)")
+	}
+	// The log is not beside the config: the gateway watches the config's
+	// directory, and every log line would be a file event to look at.
+	g := &gateway{b: b, port: freePort(b), cfgPath: filepath.Join(b.TempDir(), "pallasgw.yaml"),
+		logPath: filepath.Join(b.TempDir(), "pallasgw.log"), exited: make(chan struct{})}
+	g.base = fmt.Sprintf("http://127.0.0.1:%d", g.port)
+	g.writeConfig(cfg)
+	logf, err := os.Create(g.logPath)
+	if err != nil {
+		b.Fatal(err)
+	}
+	g.cmd = exec.Command(binary, "serve", "--config", g.cfgPath, "--log-level", "info")
+	g.cmd.Stdout, g.cmd.Stderr = logf, logf
+	if err := g.cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	go func() { g.cmd.Wait(); logf.Close(); close(g.exited) }()
+	b.Cleanup(g.stop)
+	g.waitReady()
+	return g
+}
+
+func (g *gateway) writeConfig(cfg string) {
+	g.b.Helper()
+	cfg = strings.ReplaceAll(cfg, "{{PORT}}", strconv.Itoa(g.port))
+	if err := os.WriteFile(g.cfgPath, []byte(cfg), 0o600); err != nil {
+		g.b.Fatal(err)
+	}
+}
+
+func (g *gateway) waitReady() {
+	g.b.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		select {
+		case <-g.exited:
+			g.b.Fatalf("gateway exited early:\n%s", g.logTail())
+		default:
+		}
+		if resp, err := http.Get(g.base + "/readyz"); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	g.b.Fatalf("gateway not ready in 30s:\n%s", g.logTail())
+}
+
+func (g *gateway) stop() {
+	select {
+	case <-g.exited:
+		return
+	default:
+	}
+	g.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-g.exited:
+	case <-time.After(20 * time.Second):
+		g.cmd.Process.Kill()
+		<-g.exited
+		g.b.Errorf("gateway did not stop on SIGTERM:\n%s", g.logTail())
+	}
+}
+
+// problems returns up to n of the gateway's warn and error log lines, for
+// reports of failed calls.
+func (g *gateway) problems(n int) []string {
+	data, _ := os.ReadFile(g.logPath)
+	var out []string
+	for _, line := range strings.Split(string(data), "\n") {
+		if len(out) < n && (strings.Contains(line, `"level":"warn"`) || strings.Contains(line, `"level":"error"`)) {
+			out = append(out, line)
+		}
+	}
+	return out
+}
+
+// logTail is the end of the gateway's log, for failure messages.
+func (g *gateway) logTail() string {
+	b, _ := os.ReadFile(g.logPath)
+	if len(b) > 4000 {
+		b = b[len(b)-4000:]
+	}
+	return string(b)
+}
+
+func (g *gateway) agentURL(name string) string { return g.base + "/agents/" + name + "/mcp" }
+
+// cpu is the gateway process's user+system CPU time so far.
+func (g *gateway) cpu() time.Duration {
+	g.b.Helper()
+	d, err := procCPU(strconv.Itoa(g.cmd.Process.Pid))
+	if err != nil {
+		g.b.Fatalf("reading the gateway's CPU time: %v", err)
+	}
+	return d
+}
+
+// selfCPU is the benchmark process's CPU time so far (the load generator,
+// the downstream and the fake LLM live here).
+func selfCPU(b *testing.B) time.Duration {
+	d, err := procCPU("self")
+	if err != nil {
+		b.Fatalf("reading our CPU time: %v", err)
+	}
+	return d
+}
+
+// procCPU reads user+system time from /proc/<pid>/stat (clock ticks, 10 ms
+// on most kernels).
+func procCPU(pid string) (time.Duration, error) {
+	b, err := os.ReadFile("/proc/" + pid + "/stat")
+	if err != nil {
+		return 0, err
+	}
+	// Fields after the parenthesised command name: state is field 3, utime 14, stime 15.
+	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+2:]))
+	ut, _ := strconv.ParseInt(f[11], 10, 64)
+	st, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(ut+st) * time.Second / clockTicks, nil
+}
+
+// clockTicks is USER_HZ; 100 on every Linux this runs on.
+const clockTicks = 100
+
+// metrics reads the named unlabelled series (or exact "name{labels}"
+// strings) from /metrics.
+func (g *gateway) metrics(names ...string) map[string]float64 {
+	g.b.Helper()
+	resp, err := http.Get(g.base + "/metrics")
+	if err != nil {
+		g.b.Fatalf("scraping /metrics: %v", err)
+	}
+	defer resp.Body.Close()
+	want := map[string]bool{}
+	for _, n := range names {
+		want[n] = true
+	}
+	out := map[string]float64{}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		i := strings.LastIndexByte(line, ' ')
+		if i < 0 || strings.HasPrefix(line, "#") || !want[line[:i]] {
+			continue
+		}
+		if v, err := strconv.ParseFloat(line[i+1:], 64); err == nil {
+			out[line[:i]] = v
+		}
+	}
+	return out
+}
+
+// gauge reads one series, failing the benchmark when it is missing.
+func (g *gateway) gauge(name string) float64 {
+	g.b.Helper()
+	v, ok := g.metrics(name)[name]
+	if !ok {
+		g.b.Fatalf("/metrics has no %s", name)
+	}
+	return v
+}
+
+// usage is the gateway's resource use over an interval.
+type usage struct {
+	cpu            time.Duration
+	mallocs, bytes float64
+}
+
+const (
+	mMallocs = "go_memstats_mallocs_total"
+	mBytes   = "go_memstats_alloc_bytes_total"
+)
+
+func (g *gateway) usage() usage {
+	m := g.metrics(mMallocs, mBytes)
+	return usage{cpu: g.cpu(), mallocs: m[mMallocs], bytes: m[mBytes]}
+}
+
+// perCall is CPU, allocations and allocated bytes per call between two
+// readings (the scrapes themselves are included: a few hundred allocations).
+func perCall(before, after usage, calls int) (cpu time.Duration, allocs, bytes float64) {
+	if calls == 0 {
+		return 0, 0, 0
+	}
+	n := float64(calls)
+	return (after.cpu - before.cpu) / time.Duration(calls), (after.mallocs - before.mallocs) / n, (after.bytes - before.bytes) / n
+}
+
+// forceGC makes the gateway collect garbage (the heap profile endpoint
+// does with gc=1), so heap figures are live memory.
+func (g *gateway) forceGC() {
+	g.b.Helper()
+	resp, err := http.Get(g.base + "/debug/pprof/heap?gc=1")
+	if err != nil {
+		g.b.Fatalf("forcing a GC: %v", err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+}
+
+// heapProfile saves the live heap (after a GC) when PALLASGW_BENCH_PROFILE
+// names a directory (compare with: go tool pprof -sample_index=inuse_space
+// -base footprint.heap.before.pb.gz footprint.heap.after.pb.gz).
+func (g *gateway) heapProfile(file string) { g.saveProfile("/debug/pprof/heap?gc=1", file) }
+
+// saveProfile fetches a pprof path into file when PALLASGW_BENCH_PROFILE
+// names a directory.
+func (g *gateway) saveProfile(path, file string) {
+	dir := profileDir()
+	if dir == "" {
+		return
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		g.b.Fatal(err)
+	}
+	p := &profiler{g: g, dir: dir}
+	p.fetch(path, file)
+}
+
+// profiler fetches pprof endpoints of the gateway into dir.
+type profiler struct {
+	g   *gateway
+	dir string
+}
+
+// profileDir is PALLASGW_BENCH_PROFILE ("" when profiling is off).
+func profileDir() string { return os.Getenv("PALLASGW_BENCH_PROFILE") }
+
+// profileSeconds is PALLASGW_BENCH_PROFILE_SECONDS (default 10).
+func profileSeconds() int {
+	if n, err := strconv.Atoi(os.Getenv("PALLASGW_BENCH_PROFILE_SECONDS")); err == nil && n > 0 {
+		return n
+	}
+	return 10
+}
+
+// profileLoad, when PALLASGW_BENCH_PROFILE names a directory, runs o for
+// PALLASGW_BENCH_PROFILE_SECONDS while taking the gateway's CPU profile,
+// with allocation profiles before and after:
+//
+//	go tool pprof -top NAME.cpu.pb.gz
+//	go tool pprof -sample_index=alloc_space -base NAME.allocs.base.pb.gz NAME.allocs.pb.gz
+func (g *gateway) profileLoad(name string, o load.Options) {
+	dir := profileDir()
+	if dir == "" {
+		return
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		g.b.Fatal(err)
+	}
+	p := &profiler{g: g, dir: dir}
+	secs := profileSeconds()
+	p.fetch("/debug/pprof/allocs", name+".allocs.base.pb.gz")
+	cpu := make(chan error, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(secs+30)*time.Second)
+	defer cancel()
+	go func() {
+		cpu <- p.fetchCtx(ctx, fmt.Sprintf("/debug/pprof/profile?seconds=%d", secs), name+".cpu.pb.gz")
+	}()
+	o.Requests, o.Duration = 0, time.Duration(secs)*time.Second+500*time.Millisecond
+	res := runLoad(g.b, o)
+	if err := <-cpu; err != nil {
+		g.b.Logf("CPU profile: %v", err)
+	}
+	p.fetch("/debug/pprof/allocs", name+".allocs.pb.gz")
+	g.b.Logf("profiled %s over %ds (%s): %s/%s.{cpu,allocs.base,allocs}.pb.gz", name, secs, res, dir, name)
+}
+
+func (p *profiler) fetch(path, file string) {
+	if err := p.fetchCtx(context.Background(), path, file); err != nil {
+		p.g.b.Logf("profile %s: %v", path, err)
+	}
+}
+
+func (p *profiler) fetchCtx(ctx context.Context, path, file string) error {
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, p.g.base+path, nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("HTTP %d", resp.StatusCode)
+	}
+	f, err := os.Create(filepath.Join(p.dir, file))
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	_, err = io.Copy(f, resp.Body)
+	return err
+}

@@ -1,0 +1,144 @@
+package bench
+
+import (
+	"fmt"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/pallasgw/pallasgw/test/load"
+)
+
+// SPEC §12 Routing: tools/call through a proxy agent against straight to the
+// downstream, at 64 concurrent callers; the same at 1 caller shows the
+// unloaded added latency. Direct and gateway runs alternate (ABBA) for
+// PALLASGW_BENCH_ROUNDS rounds; each figure is the median over rounds, and
+// the added latencies are medians of the per-round differences.
+func BenchmarkRoutingSessionless(b *testing.B) { benchRouting(b, load.Sessionless, 1) }
+
+func BenchmarkRoutingSession(b *testing.B) { benchRouting(b, load.Session, 2) }
+
+const routingConfig = `
+name: bench
+listen: "127.0.0.1:{{PORT}}"
+reload: {poll_interval: 0}
+mcp:
+  servers:
+    down: {url: %q, timeout: 30s}
+agents:
+  px: {kind: proxy, servers: [down]}
+`
+
+// routingRun is one round's figures for one path.
+type routingRun struct{ p50, p99, rate float64 } // ms, ms, calls/s
+
+// routingPaths are the rounds of both paths at one concurrency.
+type routingPaths struct{ direct, gw []routingRun }
+
+// routingCost is CPU and allocations over every measured run.
+type routingCost struct {
+	gw                        usage         // the gateway process, on the gateway path
+	benchDirect, benchGW      time.Duration // this process (load generator, downstream) on each path
+	directCalls, gatewayCalls int
+}
+
+func benchRouting(b *testing.B, style load.Style, order int) {
+	d := newDownstream(b)
+	g := startGateway(b, fmt.Sprintf(routingConfig, d.url()))
+	opts := func(url string, c, n int) load.Options {
+		return load.Options{URL: url, Style: style, Concurrency: c, Requests: n, Tool: "echo", Arguments: map[string]any{"text": "hi"},
+			Client: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 2 * c, MaxConnsPerHost: 2 * c}}}
+	}
+	// Warm up both paths (connections, the proxy's tool registration, the
+	// downstream session pool).
+	runLoad(b, opts(d.url(), 64, 256))
+	runLoad(b, opts(g.agentURL("px"), 64, 256))
+	if warmUpOnly(b) {
+		return
+	}
+	figures := map[int]*routingPaths{1: {}, 64: {}}
+	var cost routingCost
+	run := func(url string, c int) (routingRun, int, time.Duration) {
+		t0 := selfCPU(b)
+		res := runLoad(b, opts(url, c, calls(b)))
+		return routingRun{ms(res.Percentile(50)), ms(res.Percentile(99)), res.Rate()}, res.Calls, selfCPU(b) - t0
+	}
+	for r := 0; r < rounds(); r++ {
+		for _, c := range []int{1, 64} {
+			direct := func() {
+				fig, calls, cpu := run(d.url(), c)
+				figures[c].direct = append(figures[c].direct, fig)
+				cost.directCalls, cost.benchDirect = cost.directCalls+calls, cost.benchDirect+cpu
+			}
+			gw := func() {
+				before := g.usage()
+				fig, calls, cpu := run(g.agentURL("px"), c)
+				after := g.usage()
+				figures[c].gw = append(figures[c].gw, fig)
+				cost.gatewayCalls, cost.benchGW = cost.gatewayCalls+calls, cost.benchGW+cpu
+				cost.gw.cpu += after.cpu - before.cpu
+				cost.gw.mallocs += after.mallocs - before.mallocs
+				cost.gw.bytes += after.bytes - before.bytes
+			}
+			if r%2 == 0 { // ABBA: neither path always runs first
+				direct()
+				gw()
+			} else {
+				gw()
+				direct()
+			}
+		}
+	}
+	g.profileLoad("routing-"+string(style), opts(g.agentURL("px"), 64, 0))
+	reportRouting(b, string(style), order, summarize(figures[1]), summarize(figures[64]), cost)
+}
+
+// routingSummary is the medians over rounds of one concurrency.
+type routingSummary struct{ dP50, dP99, gP50, gP99, addP50, addP99, dRate, gRate, ratio float64 }
+
+func summarize(p *routingPaths) routingSummary {
+	var add50, add99, ratio, d50, d99, g50, g99, dr, gr []float64
+	for i := range p.direct {
+		d, w := p.direct[i], p.gw[i]
+		add50, add99, ratio = append(add50, w.p50-d.p50), append(add99, w.p99-d.p99), append(ratio, w.rate/d.rate)
+		d50, d99, g50, g99 = append(d50, d.p50), append(d99, d.p99), append(g50, w.p50), append(g99, w.p99)
+		dr, gr = append(dr, d.rate), append(gr, w.rate)
+	}
+	return routingSummary{dP50: median(d50), dP99: median(d99), gP50: median(g50), gP99: median(g99),
+		addP50: median(add50), addP99: median(add99), dRate: median(dr), gRate: median(gr), ratio: median(ratio)}
+}
+
+func reportRouting(b *testing.B, style string, order int, one, many routingSummary, cost routingCost) {
+	cpu, allocs, bytes := perCall(usage{}, cost.gw, cost.gatewayCalls)
+	perDirect, perGWBench := cost.benchDirect/time.Duration(cost.directCalls), cost.benchGW/time.Duration(cost.gatewayCalls)
+	cpuRatio := float64(perGWBench+cpu) / float64(perDirect)
+	reportGateway(b, cpu, allocs, bytes)
+	b.ReportMetric(one.addP50*1000, "c1-added-p50-µs")
+	b.ReportMetric(one.addP99*1000, "c1-added-p99-µs")
+	b.ReportMetric(many.addP50*1000, "c64-added-p50-µs")
+	b.ReportMetric(many.addP99*1000, "c64-added-p99-µs")
+	b.ReportMetric(many.ratio, "c64-throughput-ratio")
+
+	b.Logf("routing, %s style, %d calls per path and round, %d rounds (medians):\n%s", style, calls(b), rounds(),
+		table([]string{"callers", "figure", "direct", "via proxy", "added / ratio", "target"}, func(add func(...string)) {
+			add("1", "p50", fmtMS(one.dP50), fmtMS(one.gP50), fmtAdded(one.addP50), "+0.2 ms "+verdict(one.addP50 < 0.2))
+			add("1", "p99", fmtMS(one.dP99), fmtMS(one.gP99), fmtAdded(one.addP99), "+2 ms "+verdict(one.addP99 < 2))
+			add("1", "calls/s", fmtRate(one.dRate), fmtRate(one.gRate), fmt.Sprintf("%.2f", one.ratio), "")
+			add("64", "p50", fmtMS(many.dP50), fmtMS(many.gP50), fmtAdded(many.addP50), "+0.2 ms "+verdict(many.addP50 < 0.2))
+			add("64", "p99", fmtMS(many.dP99), fmtMS(many.gP99), fmtAdded(many.addP99), "+2 ms "+verdict(many.addP99 < 2))
+			add("64", "calls/s", fmtRate(many.dRate), fmtRate(many.gRate), fmt.Sprintf("%.2f", many.ratio), "≥ 0.80 "+verdict(many.ratio >= 0.8))
+			add("", "CPU/call, all processes", us(perDirect), us(perGWBench+cpu), fmt.Sprintf("%.2f", cpuRatio), "")
+			add("", "  of which the gateway", "", us(cpu), "", "")
+			add("", "gateway allocs/call", "", fmt.Sprintf("%.0f (%.1f kB)", allocs, bytes/1024), "", "")
+		}))
+
+	m, o := "routing "+style+": ", order*10
+	record(o+0, m+"added p50, 1 caller", "< 0.2 ms", fmtAdded(one.addP50), fmtMS(one.dP50), fmt.Sprintf("%.2f×", one.gP50/one.dP50))
+	record(o+1, m+"added p99, 1 caller", "< 2 ms", fmtAdded(one.addP99), fmtMS(one.dP99), fmt.Sprintf("%.2f×", one.gP99/one.dP99))
+	record(o+2, m+"added p50, 64 callers", "< 0.2 ms", fmtAdded(many.addP50), fmtMS(many.dP50), fmt.Sprintf("%.2f×", many.gP50/many.dP50))
+	record(o+3, m+"added p99, 64 callers", "< 2 ms", fmtAdded(many.addP99), fmtMS(many.dP99), fmt.Sprintf("%.2f×", many.gP99/many.dP99))
+	record(o+4, m+"throughput, 64 callers", "≥ 80% of direct", fmtRate(many.gRate), fmtRate(many.dRate), fmt.Sprintf("%.0f%%", 100*many.ratio))
+	record(o+5, m+"CPU per call: gateway (allocs); all processes vs direct", "",
+		fmt.Sprintf("%s (%.0f allocs, %.1f kB); %s", us(cpu), allocs, bytes/1024, us(perGWBench+cpu)),
+		us(perDirect)+" (client+server)", fmt.Sprintf("%.2f×", cpuRatio))
+}
