@@ -3,16 +3,16 @@ package soak
 import (
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/pallasgw/pallasgw/test/gwtest"
 )
 
 // gateway is the running binary.
@@ -27,10 +27,9 @@ type gateway struct {
 
 func buildGateway(t *testing.T) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "pallasgw")
-	out, err := exec.Command("go", "build", "-race", "-o", bin, "../../cmd/pallasgw").CombinedOutput()
+	bin, err := gwtest.Build("../..", t.TempDir(), true)
 	if err != nil {
-		t.Fatalf("building pallasgw: %v\n%s", err, out)
+		t.Fatal(err)
 	}
 	return bin
 }
@@ -146,41 +145,9 @@ func dumpGoroutines(t *testing.T, base string) {
 	t.Logf("gateway goroutines:\n%s", tail(get(base+"/debug/pprof/goroutine?debug=1"), 400))
 }
 
-func freePorts(t *testing.T, n int) []int {
-	t.Helper()
-	var ports []int
-	var ls []net.Listener
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		ls = append(ls, l)
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
-	}
-	for _, l := range ls {
-		l.Close()
-	}
-	return ports
-}
+var freePorts = gwtest.FreePorts
 
-// lockedBuffer collects the gateway's output.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
+type lockedBuffer = gwtest.SyncBuffer
 
 // tail is the last n lines of s.
 func tail(s string, n int) string {
