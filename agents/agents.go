@@ -51,6 +51,9 @@ type Deps struct {
 	// InboundAuthMayTravel is false in auth mode tokens: the gateway's own
 	// token never goes downstream.
 	InboundAuthMayTravel bool
+	// CallerRequests holds the sampling and roots requests waiting for
+	// callers' answers; shared by every snapshot (nil: one per Set).
+	CallerRequests *CallerRequests
 }
 
 // Set is the agents of one snapshot, by name.
@@ -63,6 +66,9 @@ type Set struct {
 // Build constructs every agent of the config. It starts nothing that
 // outlives Close.
 func Build(d Deps) (*Set, error) {
+	if d.CallerRequests == nil {
+		d.CallerRequests = NewCallerRequests()
+	}
 	s := &Set{deps: d, agents: map[string]*Agent{}, rules: map[string]policy.HeaderRules{}}
 	for name, srv := range d.Config.MCP.Servers {
 		s.rules[name] = HeaderRules(name, srv)

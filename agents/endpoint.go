@@ -12,9 +12,9 @@ package agents
 //     "<session>:<request id>", so a caller's notifications/cancelled reaches
 //     its own request, and it routes the answer to an elicitation (a POST of
 //     a JSON-RPC response carrying the session id) to the request that asked.
-//     The id records whether the caller declared elicitation ("pgw-e-…"), the
-//     one thing about a session that is needed later and that a stateless
-//     server cannot otherwise know.
+//     The id records the client capabilities the caller declared (below),
+//     the one thing about a session that is needed later and that a
+//     stateless server cannot otherwise know.
 //   - mcp-go keeps per-session maps keyed by that id which a caller could
 //     grow without bound by sending many ids: the log level of
 //     logging/setLevel (never deleted in stateless mode) is the only one a
@@ -28,6 +28,17 @@ package agents
 //     second concurrent request of the same session cannot elicit; it is
 //     refused at once rather than left waiting for an answer mcp-go would
 //     misroute.
+//   - mcp-go sends sampling/createMessage and roots/list only on a standalone
+//     GET stream, which a stateless endpoint cannot offer (every caller's GET
+//     would share one session key). The endpoint sends those itself, on the
+//     response stream of the request they are for (request), with ids of its
+//     own ("pgw-r-…"), and takes the caller's answer (a POST of a JSON-RPC
+//     response) before mcp-go sees it. Waiting requests are held in memory,
+//     so the answer must reach the replica that asked, as for elicitation.
+//
+// The session id records which of elicitation, sampling and roots the
+// caller declared when it initialized: "pgw-" + their letters + "-" + 128
+// random bits in hex ("pgw-es-…"), or "pgw-" and the hex when none.
 
 import (
 	"bytes"
@@ -90,14 +101,18 @@ func (e *endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		acceptSSE: strings.Contains(r.Header.Get("Accept"), "text/event-stream"),
 	}
 	var m peeked
-	if rs.legacy && (bytes.Contains(body, []byte(`"initialize"`)) || bytes.Contains(body, []byte(`"logging/setLevel"`))) {
+	if rs.legacy && (bytes.Contains(body, []byte(`"initialize"`)) || bytes.Contains(body, []byte(`"logging/setLevel"`)) ||
+		bytes.Contains(body, []byte(`"`+requestIDPrefix))) {
 		m = peek(body)
 		rs.legacy = !mcp.IsModernProtocol(m.metaVersion())
 	}
 	switch {
 	case !rs.legacy:
+	case m.Method == "" && m.answers():
+		e.a.set.deps.CallerRequests.take(w, r, m.answerID(), body)
+		return
 	case m.Method == string(mcp.MethodInitialize):
-		w.Header().Set(server.HeaderKeySessionID, newSessionID(m.declaresElicitation()))
+		w.Header().Set(server.HeaderKeySessionID, newSessionID(m.declared()))
 	case m.Method == string(mcp.MethodSetLogLevel) && e.a.proxy != nil && len(m.ID) > 0 && knownVersion(r.Header):
 		e.a.proxy.answerSetLevel(w, r, m.ID, mcp.LoggingLevel(m.Params.Level))
 		return
@@ -124,9 +139,13 @@ type peeked struct {
 		Meta         map[string]json.RawMessage `json:"_meta"`
 		Capabilities struct {
 			Elicitation json.RawMessage `json:"elicitation"`
+			Sampling    json.RawMessage `json:"sampling"`
+			Roots       json.RawMessage `json:"roots"`
 		} `json:"capabilities"`
 		Level string `json:"level"`
 	} `json:"params"`
+	Result json.RawMessage `json:"result"`
+	Error  json.RawMessage `json:"error"`
 }
 
 func peek(body []byte) peeked {
@@ -143,25 +162,61 @@ func (m peeked) metaVersion() string {
 	return v
 }
 
-func (m peeked) declaresElicitation() bool {
-	e := m.Params.Capabilities.Elicitation
-	return len(e) > 0 && string(e) != "null"
+// declared returns the letters of the client capabilities the caller
+// declared in its initialize: e (elicitation), s (sampling), r (roots).
+func (m peeked) declared() string {
+	var caps []byte
+	for _, c := range []struct {
+		letter byte
+		v      json.RawMessage
+	}{{capElicitation, m.Params.Capabilities.Elicitation}, {capSampling, m.Params.Capabilities.Sampling}, {capRoots, m.Params.Capabilities.Roots}} {
+		if len(c.v) > 0 && string(c.v) != "null" {
+			caps = append(caps, c.letter)
+		}
+	}
+	return string(caps)
 }
 
-// Session ids: "pgw-" (or "pgw-e-" when the caller declared elicitation)
-// and 128 random bits in hex.
+// answers reports a JSON-RPC response to one of the endpoint's own
+// requests.
+func (m peeked) answers() bool {
+	return strings.HasPrefix(m.answerID(), requestIDPrefix) && (len(m.Result) > 0 || len(m.Error) > 0)
+}
+
+func (m peeked) answerID() string {
+	var id string
+	_ = json.Unmarshal(m.ID, &id) // a number is not ours
+	return id
+}
+
+// The client capabilities a session id records, one letter each.
 const (
-	sessionPrefix       = "pgw-"
-	sessionPrefixElicit = "pgw-e-"
+	capElicitation = 'e'
+	capSampling    = 's'
+	capRoots       = 'r'
 )
 
-func newSessionID(elicitation bool) string {
+const sessionPrefix = "pgw-"
+
+// newSessionID returns a session id recording caps (letters).
+func newSessionID(caps string) string {
 	b := make([]byte, 16)
 	_, _ = rand.Read(b) // never fails (crypto/rand)
-	if elicitation {
-		return sessionPrefixElicit + hex.EncodeToString(b)
+	if caps == "" {
+		return sessionPrefix + hex.EncodeToString(b)
 	}
-	return sessionPrefix + hex.EncodeToString(b)
+	return sessionPrefix + caps + "-" + hex.EncodeToString(b)
+}
+
+// sessionDeclared reports whether the session id was minted for a caller
+// that declared capability c.
+func sessionDeclared(id string, c byte) bool {
+	rest, ok := strings.CutPrefix(id, sessionPrefix)
+	if !ok {
+		return false
+	}
+	caps, _, ok := strings.Cut(rest, "-")
+	return ok && strings.IndexByte(caps, c) >= 0
 }
 
 // Reasons an elicitation cannot be relayed to the caller of a request.
@@ -185,7 +240,7 @@ func (e *endpoint) claimElicitation(ctx context.Context) error {
 		return errElicitModern
 	case rs.sessionID == "":
 		return errElicitNoSession
-	case !strings.HasPrefix(rs.sessionID, sessionPrefixElicit):
+	case !sessionDeclared(rs.sessionID, capElicitation):
 		return errElicitUndeclared
 	}
 	e.mu.Lock()

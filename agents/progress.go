@@ -107,6 +107,8 @@ func (r *Reporter) flush(timeout time.Duration) {
 // StreamTracker counts the SSE events written to one HTTP response; the
 // gateway installs it per agent request with TrackStream.
 type StreamTracker struct {
+	w *trackingWriter // the response the events go to
+
 	mu     sync.Mutex
 	events int
 	wake   chan struct{}
@@ -124,7 +126,8 @@ func trackerFrom(ctx context.Context) *StreamTracker {
 // nginx streams them.
 func TrackStream(w http.ResponseWriter, r *http.Request) (http.ResponseWriter, *http.Request) {
 	t := &StreamTracker{wake: make(chan struct{})}
-	return &trackingWriter{ResponseWriter: w, t: t}, r.WithContext(context.WithValue(r.Context(), trackerKey{}, t))
+	t.w = &trackingWriter{ResponseWriter: w, t: t}
+	return t.w, r.WithContext(context.WithValue(r.Context(), trackerKey{}, t))
 }
 
 func (t *StreamTracker) wrote(events int) {

@@ -38,14 +38,11 @@ package agents
 // and the caller rule. A denied tool is hidden from tools/list and refused
 // at call time with an isError result; every call is audited.
 //
-// Log levels, log messages and elicitation are relayed as proxy_caller.go
-// describes. Not relayed, answered as an mcp-go stateless server does:
+// Log levels, log messages, elicitation, sampling and roots requests are
+// relayed as proxy_caller.go describes. Not relayed, answered as an mcp-go stateless server does:
 // resources/(un)subscribe are acknowledged but not forwarded
 // (notifications/resources/updated cannot reach a caller of a stateless
-// endpoint); completion/complete answers an empty completion; a downstream's
-// sampling and roots requests get an error (mcp-go sends those to a caller
-// only on a standalone GET stream, which a stateless endpoint does not
-// offer).
+// endpoint); completion/complete answers an empty completion.
 //
 // Responses to session-based callers that accept SSE are sent as SSE, as
 // the SDKs' servers send them (mcp-go would send JSON unless a notification

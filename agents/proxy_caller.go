@@ -18,10 +18,10 @@ package agents
 //   - An elicitation/create a downstream sends during a call goes to the
 //     caller on the call's response stream (mcp-go's RequestElicitation) when
 //     the caller can answer it (endpoint.claimElicitation); otherwise the
-//     downstream gets an error that says why. Sampling and roots requests
-//     are refused by the downstream client: mcp-go (v1.2.1) would send them
-//     to a caller only on a standalone GET stream, which a stateless endpoint
-//     does not offer.
+//     downstream gets an error that says why. A sampling/createMessage or
+//     roots/list goes the same way, sent by the endpoint itself
+//     (endpoint.request: mcp-go (v1.2.1) would send them to a caller only on
+//     a standalone GET stream, which a stateless endpoint does not offer).
 
 import (
 	"context"
@@ -77,7 +77,7 @@ func (p *proxy) answerSetLevel(w http.ResponseWriter, r *http.Request, id json.R
 // relayFor returns the relay of one proxied tools/call: progress under the
 // caller's token, log messages when the caller wants them (a session-based
 // caller always: the downstream session's level decides; a 2026-07-28 caller
-// when its request states a level), and elicitation.
+// when its request states a level), and server-to-client requests.
 func (p *proxy) relayFor(ctx context.Context, req mcp.CallToolRequest) (*progressRelay, *mcpclient.Relay) {
 	var level mcp.LoggingLevel
 	logs := true
@@ -85,7 +85,12 @@ func (p *proxy) relayFor(ctx context.Context, req mcp.CallToolRequest) (*progres
 		level, logs = info.LogLevel, info.LogLevel != ""
 	}
 	relay := newRelay(ctx, progressToken(req.Params.Meta), logs, level, p.a.set.deps.Metrics)
-	return relay, &mcpclient.Relay{Log: relay.logFunc(), LogLevel: level, Elicit: p.elicitor(ctx, relay)}
+	return relay, &mcpclient.Relay{Log: relay.logFunc(), LogLevel: level, Elicit: p.elicitor(ctx, relay),
+		Request: func(dctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
+			// dctx derives from ctx (see elicitor): the caller's request
+			// state and response stream are found in it.
+			return p.a.handler.request(dctx, relay, method, params)
+		}}
 }
 
 // elicitor returns the function that takes a downstream's elicitation/create

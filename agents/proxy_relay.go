@@ -234,6 +234,40 @@ func (r *progressRelay) count(n notice, outcome string) {
 	}
 }
 
+// exclusive runs write, which puts an event of the agent's own on the
+// caller's response (injected: trackingWriter.inject), once every
+// notification relayed so far has been written, and holds further ones
+// back while it runs: mcp-go's writer is then idle and not touching the
+// response's headers. A notification mcp-go never writes (the caller went
+// away) holds it up for retryBlocked at most. A nil relay sends nothing.
+func (r *progressRelay) exclusive(ctx context.Context, write func() error) error {
+	if r == nil {
+		return write()
+	}
+	deadline := time.Now().Add(retryBlocked)
+	for {
+		r.mu.Lock()
+		idle, sent := r.idle, r.sent
+		if (len(r.queue) == 0 && r.written() >= sent) || time.Now().After(deadline) {
+			defer r.mu.Unlock()
+			if err := write(); err != nil {
+				return err
+			}
+			r.sent++
+			return nil
+		}
+		r.mu.Unlock()
+		select {
+		case <-idle:
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		}
+		if r.stream != nil {
+			r.stream.waitEvents(ctx, sent, time.Until(deadline))
+		}
+	}
+}
+
 // flush waits until every notification queued so far has been sent and
 // written to the response, so that none is lost when the handler returns
 // (PITFALLS: mcp-go can drop one still in flight when the result is

@@ -2,21 +2,45 @@ package agents
 
 import (
 	"bytes"
+	"errors"
 	"net/http"
 	"strings"
+	"sync"
 )
 
 // trackingWriter counts SSE events (mcp-go writes each as one
-// "event: message\n..." write) and sets the streaming headers.
+// "event: message\n..." write) and sets the streaming headers. It also lets
+// the agent write a server-to-client request of its own onto the response
+// (inject), which mcp-go (v1.2.1) offers for elicitation only: writes are
+// serialized, and when the injected event is the response's first, the
+// writer upgrades it to SSE itself and re-frames the JSON answer mcp-go
+// writes at the end (it does not know the stream was upgraded) as the
+// stream's last event.
 type trackingWriter struct {
 	http.ResponseWriter
-	t           *StreamTracker
+	t *StreamTracker
+
+	mu          sync.Mutex // serializes writes: mcp-go's and inject's
 	wroteHeader bool
+	upgraded    bool // inject sent the SSE headers
+	reframe     bool // after upgraded: mcp-go then began a JSON answer
 }
 
 var sseEvent = []byte("event: ")
 
 func (w *trackingWriter) WriteHeader(code int) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.writeHeaderLocked(code)
+}
+
+func (w *trackingWriter) writeHeaderLocked(code int) {
+	if w.upgraded {
+		// mcp-go starting its own answer on a stream inject already
+		// opened: the status went out; a JSON answer becomes an event.
+		w.reframe = strings.HasPrefix(w.Header().Get("Content-Type"), "application/json")
+		return
+	}
 	if !w.wroteHeader {
 		w.wroteHeader = true
 		if strings.HasPrefix(w.Header().Get("Content-Type"), "text/event-stream") {
@@ -28,8 +52,17 @@ func (w *trackingWriter) WriteHeader(code int) {
 }
 
 func (w *trackingWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
 	if !w.wroteHeader {
-		w.WriteHeader(http.StatusOK)
+		w.writeHeaderLocked(http.StatusOK)
+	}
+	if w.reframe {
+		// json.Encoder writes the whole answer, newline-terminated, at once.
+		if _, err := w.writeEventLocked(bytes.TrimRight(p, "\n")); err != nil {
+			return 0, err
+		}
+		return len(p), nil
 	}
 	n, err := w.ResponseWriter.Write(p)
 	if bytes.HasPrefix(p, sseEvent) {
@@ -40,6 +73,12 @@ func (w *trackingWriter) Write(p []byte) (int, error) {
 
 // Flush makes the wrapper an http.Flusher, as mcp-go requires for SSE.
 func (w *trackingWriter) Flush() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.flushLocked()
+}
+
+func (w *trackingWriter) flushLocked() {
 	if f, ok := w.ResponseWriter.(http.Flusher); ok {
 		f.Flush()
 	}
@@ -47,3 +86,45 @@ func (w *trackingWriter) Flush() {
 
 // Unwrap lets http.ResponseController reach the underlying writer.
 func (w *trackingWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// errNotStreaming: the response went out as JSON already, so nothing more
+// can be sent on it.
+var errNotStreaming = errors.New("the response to the caller's request is not an SSE stream")
+
+// inject writes msg (one JSON-RPC message) as an SSE event and flushes it,
+// upgrading the response to SSE if nothing was written yet. The caller
+// makes sure mcp-go is not touching the response headers meanwhile (no
+// notification of the request is on its way: progressRelay.exclusive).
+func (w *trackingWriter) inject(msg []byte) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.wroteHeader {
+		h := w.Header()
+		h.Set("Content-Type", "text/event-stream")
+		h.Set("Cache-Control", "no-cache")
+		h.Set("X-Accel-Buffering", "no")
+		w.ResponseWriter.WriteHeader(http.StatusOK)
+		w.wroteHeader, w.upgraded = true, true
+	} else if !w.upgraded && !strings.HasPrefix(w.Header().Get("Content-Type"), "text/event-stream") {
+		return errNotStreaming
+	}
+	if _, err := w.writeEventLocked(msg); err != nil {
+		return err
+	}
+	w.flushLocked()
+	return nil
+}
+
+// writeEventLocked writes data as one SSE message event, in one write, and
+// counts it.
+func (w *trackingWriter) writeEventLocked(data []byte) (int, error) {
+	ev := make([]byte, 0, len(data)+24)
+	ev = append(ev, "event: message\ndata: "...)
+	ev = append(ev, data...)
+	ev = append(ev, "\n\n"...)
+	n, err := w.ResponseWriter.Write(ev)
+	if err == nil {
+		w.t.wrote(1)
+	}
+	return n, err
+}

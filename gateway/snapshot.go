@@ -78,6 +78,7 @@ func (g *Gateway) buildSnapshot(cfg *config.Config) (*Snapshot, error) {
 		Auditor:              s.auditor,
 		Callers:              s.callers,
 		InboundAuthMayTravel: cfg.Auth.Mode != "tokens",
+		CallerRequests:       g.callerReqs,
 	})
 	if err != nil {
 		s.downstream.close()

@@ -3,6 +3,7 @@ package mcpclient
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -15,7 +16,8 @@ import (
 )
 
 // Relay is what the caller of one downstream call takes from the downstream
-// while the call runs: its log messages and its elicitation requests. The
+// while the call runs: its log messages and its server-to-client requests
+// (elicitation, sampling, roots). The
 // agent runtime puts it in the call's context (WithRelay); a call without
 // one gets neither (log messages go to Options.OnLogMessage, elicitation is
 // refused).
@@ -30,7 +32,7 @@ import (
 // derived from the call's (mcp-go passes the request's context to the
 // handler), so the relay is found there. Over stdio and legacy SSE every
 // message arrives on one shared stream and cannot be tied to a call: logs go
-// to OnLogMessage, elicitation is refused.
+// to OnLogMessage, server-to-client requests are refused.
 type Relay struct {
 	// Log receives the params of each notifications/message the downstream
 	// sends on this call's stream (level, logger, data, _meta), as sent. It
@@ -43,7 +45,22 @@ type Relay struct {
 	// Elicit answers an elicitation/create the downstream sends during this
 	// call: params and result as JSON, unchanged. nil: refused.
 	Elicit func(ctx context.Context, params json.RawMessage) (json.RawMessage, error)
+	// Request answers a sampling/createMessage or roots/list the downstream
+	// sends during this call (method, params and result as JSON, unchanged).
+	// An *RPCError it returns reaches the downstream as it is. nil: refused.
+	Request func(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error)
 }
+
+// RPCError is a JSON-RPC error for the downstream, as a Relay function
+// returns it: the caller's own error answer, or why the request could not
+// reach a caller.
+type RPCError struct {
+	Code    int
+	Message string
+	Data    json.RawMessage
+}
+
+func (e *RPCError) Error() string { return fmt.Sprintf("JSON-RPC error %d: %s", e.Code, e.Message) }
 
 type relayKey struct{}
 
@@ -137,13 +154,9 @@ func (r *logRouter) deliver(p mcp.NotificationParams) bool {
 // Errors a downstream gets for server-to-client requests the gateway cannot
 // take to a caller.
 const (
-	errNoSampling = "sampling is not available through pallasgw: its agent endpoints are stateless and mcp-go " +
-		"(v1.2.1) sends sampling/createMessage to a caller only on a standalone GET stream, which they do not offer"
-	errNoRoots = "roots are not available through pallasgw: its agent endpoints are stateless and mcp-go " +
-		"(v1.2.1) sends roots/list to a caller only on a standalone GET stream, which they do not offer"
-	errNoCall = "elicitation is relayed only when it comes on the response stream of the request it is " +
+	errNoCall = "%s is relayed only when it comes on the response stream of the request it is " +
 		"for (Streamable HTTP); this one cannot be tied to a caller's request"
-	errNoElicit = "elicitation is not relayed for this request: only proxy agents relay it, to their caller"
+	errNoRelay = "%s is not relayed for this request: only proxy agents relay it, to their caller"
 )
 
 // opKey marks the context of a downstream request made through do with its
@@ -152,38 +165,46 @@ const (
 type opKey struct{}
 
 // serverRequest answers the server-to-client requests of one session's
-// client. It replaces mcp-go's own handler (client.Start installs that one)
-// so that the client declares only the capability it can serve
-// (elicitation, relayed to the call's caller) while a downstream asking for
-// sampling or roots anyway gets an error that says why, not mcp-go's "no
-// handler configured".
+// client. It replaces mcp-go's own handler (client.Start installs that one):
+// elicitation, sampling and roots requests that come on a call's stream go
+// to the call's Relay, which takes them to the caller; anything else gets an
+// error that says why, not mcp-go's "no handler configured".
 func (s *session) serverRequest(ctx context.Context, req transport.JSONRPCRequest) (*transport.JSONRPCResponse, error) {
 	fail := func(code int, msg string) (*transport.JSONRPCResponse, error) {
 		return transport.NewJSONRPCErrorResponse(req.ID, code, msg, nil), nil
 	}
-	switch mcp.MCPMethod(req.Method) {
+	method := mcp.MCPMethod(req.Method)
+	switch method {
 	case mcp.MethodPing:
 		return transport.NewJSONRPCResultResponse(req.ID, json.RawMessage(`{}`)), nil
-	case mcp.MethodSamplingCreateMessage:
-		return fail(mcp.METHOD_NOT_FOUND, errNoSampling)
-	case mcp.MethodListRoots:
-		return fail(mcp.METHOD_NOT_FOUND, errNoRoots)
-	case mcp.MethodElicitationCreate:
+	case mcp.MethodElicitationCreate, mcp.MethodSamplingCreateMessage, mcp.MethodListRoots:
 	default:
 		return fail(mcp.METHOD_NOT_FOUND, fmt.Sprintf("method %q is not supported by pallasgw's downstream client", req.Method))
 	}
 	relay := RelayFrom(ctx)
+	handle := func(ctx context.Context, params json.RawMessage) (json.RawMessage, error) {
+		return relay.Request(ctx, req.Method, params)
+	}
 	switch {
 	case ctx.Value(opKey{}) == nil:
-		return fail(mcp.INVALID_REQUEST, errNoCall)
-	case relay == nil || relay.Elicit == nil:
-		return fail(mcp.INVALID_REQUEST, errNoElicit)
+		return fail(mcp.INVALID_REQUEST, fmt.Sprintf(errNoCall, method))
+	case relay != nil && method == mcp.MethodElicitationCreate && relay.Elicit != nil:
+		handle = relay.Elicit
+	case relay == nil || method == mcp.MethodElicitationCreate || relay.Request == nil:
+		return fail(mcp.INVALID_REQUEST, fmt.Sprintf(errNoRelay, method))
 	}
 	params, err := json.Marshal(req.Params)
 	if err != nil {
-		return fail(mcp.INVALID_PARAMS, "elicitation/create params: "+err.Error())
+		return fail(mcp.INVALID_PARAMS, fmt.Sprintf("%s params: %v", method, err))
 	}
-	res, err := relay.Elicit(ctx, params)
+	res, err := handle(ctx, params)
+	if rpcErr := (*RPCError)(nil); errors.As(err, &rpcErr) {
+		var data any // absent, not null, without Data
+		if len(rpcErr.Data) > 0 {
+			data = rpcErr.Data
+		}
+		return transport.NewJSONRPCErrorResponse(req.ID, rpcErr.Code, rpcErr.Message, data), nil
+	}
 	if err != nil {
 		return fail(mcp.INTERNAL_ERROR, err.Error())
 	}

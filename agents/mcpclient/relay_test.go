@@ -62,7 +62,10 @@ func newRelayServer(t *testing.T) *relayServer {
 		return text(string(b)), nil
 	})
 	s.AddTool(&sdk.Tool{Name: "sample", InputSchema: empty}, func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
-		_, err := req.Session.CreateMessage(ctx, &sdk.CreateMessageParams{MaxTokens: 5, Messages: []*sdk.SamplingMessage{{Role: "user", Content: &sdk.TextContent{Text: "hi"}}}})
+		res, err := req.Session.CreateMessage(ctx, &sdk.CreateMessageParams{MaxTokens: 5, Messages: []*sdk.SamplingMessage{{Role: "user", Content: &sdk.TextContent{Text: "hi"}}}})
+		if err == nil {
+			return text("sampled by " + res.Model), nil
+		}
 		return text(fmt.Sprint("sample: ", err)), nil
 	})
 	s.AddTool(&sdk.Tool{Name: "roots", InputSchema: empty}, func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
@@ -231,10 +234,30 @@ func TestRelayServerRequests(t *testing.T) {
 		t.Errorf("elicitation params changed on the way: %s (%v)", params, err)
 	}
 
+	// Sampling and roots go to Relay.Request; the caller's error answer
+	// reaches the server with its code and message.
+	var methods []string
+	req := WithRelay(ctx, &Relay{Request: func(_ context.Context, method string, p json.RawMessage) (json.RawMessage, error) {
+		methods = append(methods, method)
+		if method == "roots/list" {
+			return nil, &RPCError{Code: -32042, Message: "no roots here"}
+		}
+		return json.RawMessage(`{"role":"assistant","model":"m","content":{"type":"text","text":"ok"}}`), nil
+	}})
+	if got := call(req, "sample"); got != "sampled by m" {
+		t.Errorf("sampling answer reached the server as %s", got)
+	}
+	if got := call(req, "roots"); !strings.HasSuffix(got, ": no roots here") {
+		t.Errorf("roots error reached the server as %s", got)
+	}
+	if strings.Join(methods, " ") != "sampling/createMessage roots/list" {
+		t.Errorf("Relay.Request got %v", methods)
+	}
+
 	for _, c := range []struct{ name, tool, want string }{
-		{"elicitation without a relay", "ask", "only proxy agents relay it"},
-		{"sampling", "sample", "sampling is not available through pallasgw"},
-		{"roots", "roots", "roots are not available through pallasgw"},
+		{"elicitation without a relay", "ask", "elicitation/create is not relayed for this request: only proxy agents relay it"},
+		{"sampling without a relay", "sample", "sampling/createMessage is not relayed for this request"},
+		{"roots without a relay", "roots", "roots/list is not relayed for this request"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			if got := call(ctx, c.tool); !strings.Contains(got, c.want) {
@@ -247,9 +270,9 @@ func TestRelayServerRequests(t *testing.T) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	caps := d.caps[0]
-	if caps == nil || caps.Elicitation == nil || caps.Sampling != nil || caps.RootsV2 != nil {
+	if caps == nil || caps.Elicitation == nil || caps.Sampling == nil || caps.RootsV2 != nil {
 		b, _ := json.Marshal(caps)
-		t.Errorf("declared client capabilities %s, want elicitation only", b)
+		t.Errorf("declared client capabilities %s, want elicitation and sampling, not roots", b)
 	}
 }
 

@@ -192,11 +192,17 @@ func (s *session) newClient() (*client.Client, *stdioProc, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	// Elicitation is the one client capability the gateway can serve (by
-	// relaying it to a proxy agent's caller, see Relay); sampling and roots
-	// are not declared.
+	// Elicitation and sampling are served by relaying them to a proxy
+	// agent's caller during a call (see Relay). Roots are not declared: they
+	// describe one client, while the session is shared by every caller with
+	// the same outbound headers, and servers ask for them outside any call
+	// (after initialize, on roots/list_changed), when there is no caller to
+	// ask. A server that asks during a call anyway gets the caller's roots.
 	cli := client.NewClient(tr, client.WithProtocolVersion(mcp.LATEST_LEGACY_PROTOCOL_VERSION),
-		client.WithClientCapabilities(mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapability{Form: &struct{}{}}}))
+		client.WithClientCapabilities(mcp.ClientCapabilities{
+			Elicitation: &mcp.ElicitationCapability{Form: &struct{}{}},
+			Sampling:    &mcp.SamplingCapability{},
+		}))
 	cli.OnNotification(s.onNotification)
 	// Only the SSE transport reports a lost stream; its pending and future
 	// requests would otherwise wait for their timeouts.

@@ -25,17 +25,7 @@ import (
 // The proxy kind must behave like the server it fronts (SPEC §6): the
 // official conformance suite (@modelcontextprotocol/conformance, Node 22)
 // is run against the Go SDK's conformance server directly and through a
-// proxy agent, and the proxy may not score lower on any scenario, except
-// those impossible behind mcp-go (v1.2.1) in stateless mode, each listed
-// with its reason. A listed scenario that scores as the server does fails
-// the test too, so that the list stays true (the same rule as the suite's
-// own --expected-failures baseline).
-var proxyConformanceGaps = map[string]string{
-	"tools-call-sampling": "mcp-go (v1.2.1) sends a server's sampling/createMessage to a caller only on the " +
-		"standalone GET stream (streamableHttpSession.RequestSampling queues it for handleGet; unlike " +
-		"RequestElicitation it has no path onto the request's own POST stream), and the stateless agent " +
-		"endpoint answers GET with 405. The downstream gets a JSON-RPC error saying so instead of a hang.",
-}
+// proxy agent, and the proxy may not score lower on any scenario.
 
 // score is one scenario's result: checks by status.
 type score struct{ passed, failed, warnings int }
@@ -160,15 +150,8 @@ agents:
 		tw.passed, tw.failed, tw.warnings = tw.passed+w.passed, tw.failed+w.failed, tw.warnings+w.warnings
 		tg.passed, tg.failed, tg.warnings = tg.passed+g.passed, tg.failed+g.failed, tg.warnings+g.warnings
 		fmt.Fprintf(&table, "%-32s direct: %-36s proxy: %s\n", n, w, g)
-		lower := g.passed < w.passed || g.failed > w.failed || g.warnings > w.warnings
-		reason, known := proxyConformanceGaps[n]
-		switch {
-		case lower && known:
-			t.Logf("known gap %s: %s", n, reason)
-		case lower:
+		if g.passed < w.passed || g.failed > w.failed || g.warnings > w.warnings {
 			t.Errorf("%s scores lower through the proxy: direct %v, proxy %v", n, w, g)
-		case known:
-			t.Errorf("%s now scores as the server does (%v): remove it from proxyConformanceGaps", n, g)
 		}
 	}
 	for n := range got {

@@ -52,9 +52,34 @@ func newRelayDown(t *testing.T) *relayDown {
 		return text(fmt.Sprintf("%s %v", res.Action, res.Content["name"])), nil
 	})
 	s.AddTool(&mcp.Tool{Name: "sample", InputSchema: schema}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		_, err := req.Session.CreateMessage(ctx, &mcp.CreateMessageParams{MaxTokens: 5,
-			Messages: []*mcp.SamplingMessage{{Role: "user", Content: &mcp.TextContent{Text: "hi"}}}})
-		return text(fmt.Sprint("sampling failed: ", err)), nil
+		var args struct{ Tag string }
+		_ = json.Unmarshal(req.Params.Arguments, &args)
+		// A log message first, so that the request follows a relayed
+		// notification on the caller's stream.
+		if err := req.Session.Log(ctx, &mcp.LoggingMessageParams{Level: "info", Logger: "relaydown", Data: "sampling " + args.Tag}); err != nil {
+			return nil, err
+		}
+		res, err := req.Session.CreateMessage(ctx, &mcp.CreateMessageParams{MaxTokens: 5,
+			Messages: []*mcp.SamplingMessage{{Role: "user", Content: &mcp.TextContent{Text: "hi " + args.Tag}}}})
+		if err != nil {
+			return text(fmt.Sprint("sampling failed: ", err)), nil
+		}
+		tc, _ := res.Content.(*mcp.TextContent)
+		if tc == nil {
+			return text(fmt.Sprintf("sampling answered %T", res.Content)), nil
+		}
+		return text(fmt.Sprintf("%s by %s", tc.Text, res.Model)), nil
+	})
+	s.AddTool(&mcp.Tool{Name: "roots", InputSchema: schema}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		res, err := req.Session.ListRoots(ctx, nil)
+		if err != nil {
+			return text(fmt.Sprint("roots failed: ", err)), nil
+		}
+		var uris []string
+		for _, r := range res.Roots {
+			uris = append(uris, r.URI)
+		}
+		return text(strings.Join(uris, " ")), nil
 	})
 	s.AddTool(&mcp.Tool{Name: "block", InputSchema: schema}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		var args struct{ Tag string }
@@ -127,8 +152,9 @@ func TestProxyRelaysLogsAndElicitation(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cs.Close()
-	if !strings.HasPrefix(cs.ID(), "pgw-e-") {
-		t.Errorf("session id %q: want one minted by the gateway, marked for elicitation", cs.ID())
+	// The Go SDK client declares roots by default, elicitation with a handler.
+	if !strings.HasPrefix(cs.ID(), "pgw-er-") {
+		t.Errorf("session id %q: want one minted by the gateway, marked for elicitation and roots", cs.ID())
 	}
 	if err := cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: "info"}); err != nil {
 		t.Fatal(err)
@@ -150,8 +176,94 @@ func TestProxyRelaysLogsAndElicitation(t *testing.T) {
 		t.Errorf("elicitation: the downstream got %q (%v)", got, err)
 	}
 	got, err := call(ctx, cs, "sample", nil)
-	if err != nil || !strings.Contains(got, "sampling is not available through pallasgw") {
+	if err != nil || !strings.Contains(got, "sampling/createMessage is not available through pallasgw for this call: "+
+		"the caller did not declare the sampling capability") {
+		t.Errorf("sampling without the capability: the downstream got %q (%v)", got, err)
+	}
+}
+
+// A downstream's sampling/createMessage and roots/list during a call reach
+// a session-based caller on that call's response stream, after the call's
+// relayed log message, and the caller's answers (or its error) reach the
+// downstream; concurrent calls of one session each get their own answer. A
+// 2026-07-28 caller cannot be asked: the downstream is told why.
+func TestProxyRelaysSamplingAndRoots(t *testing.T) {
+	g, _ := startRelay(t)
+	var mu sync.Mutex
+	var events []string // log messages and sampling requests, in arrival order
+	note := func(s string) {
+		mu.Lock()
+		events = append(events, s)
+		mu.Unlock()
+	}
+	c := mcp.NewClient(&mcp.Implementation{Name: "it", Version: "1"}, &mcp.ClientOptions{
+		LoggingMessageHandler: func(_ context.Context, r *mcp.LoggingMessageRequest) { note(fmt.Sprint("log ", r.Params.Data)) },
+		CreateMessageHandler: func(_ context.Context, r *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+			tc, _ := r.Params.Messages[0].Content.(*mcp.TextContent)
+			if tc == nil {
+				return nil, fmt.Errorf("content %T", r.Params.Messages[0].Content)
+			}
+			note("sample " + tc.Text)
+			if tc.Text == "hi refuse" {
+				return nil, fmt.Errorf("no model for you")
+			}
+			return &mcp.CreateMessageResult{Model: "m1", Role: "assistant", Content: &mcp.TextContent{Text: "sampled " + tc.Text}}, nil
+		},
+	})
+	c.AddRoots(&mcp.Root{URI: "file:///work", Name: "work"}, &mcp.Root{URI: "file:///tmp", Name: "tmp"})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: g.base + "/agents/px/mcp", MaxRetries: -1},
+		&mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	if !strings.HasPrefix(cs.ID(), "pgw-sr-") {
+		t.Errorf("session id %q: want one marked for sampling and roots", cs.ID())
+	}
+	if err := cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: "info"}); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := call(ctx, cs, "sample", map[string]any{"tag": "a"}); err != nil || got != "sampled hi a by m1" {
 		t.Errorf("sampling: the downstream got %q (%v)", got, err)
+	}
+	mu.Lock()
+	if strings.Join(events, ", ") != "log sampling a, sample hi a" {
+		t.Errorf("the caller saw %q; want the log message, then the sampling request", events)
+	}
+	mu.Unlock()
+	if got, err := call(ctx, cs, "roots", nil); err != nil || got != "file:///tmp file:///work" {
+		t.Errorf("roots: the downstream got %q (%v)", got, err)
+	}
+	got, err := call(ctx, cs, "sample", map[string]any{"tag": "refuse"})
+	if err != nil || !strings.Contains(got, "no model for you") {
+		t.Errorf("sampling refused by the caller: the downstream got %q (%v)", got, err)
+	}
+
+	var wg sync.WaitGroup
+	for i := range 6 {
+		wg.Go(func() {
+			tag := fmt.Sprint("p", i)
+			if got, err := call(ctx, cs, "sample", map[string]any{"tag": tag}); err != nil || got != "sampled hi "+tag+" by m1" {
+				t.Errorf("concurrent sampling %s: the downstream got %q (%v)", tag, got, err)
+			}
+		})
+	}
+	wg.Wait()
+
+	modern, err := mcp.NewClient(&mcp.Implementation{Name: "it", Version: "1"}, &mcp.ClientOptions{
+		CreateMessageHandler: func(context.Context, *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+			return nil, fmt.Errorf("not asked")
+		},
+	}).Connect(ctx, &mcp.StreamableClientTransport{Endpoint: g.base + "/agents/px/mcp", MaxRetries: -1}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer modern.Close()
+	got, err = call(ctx, modern, "sample", nil)
+	if err != nil || !strings.Contains(got, "the caller speaks MCP 2026-07-28") {
+		t.Errorf("sampling from a 2026-07-28 caller: the downstream got %q (%v)", got, err)
 	}
 }
 

@@ -1,0 +1,195 @@
+package agents
+
+// Server-to-client requests the endpoint sends a caller itself: a proxied
+// downstream's sampling/createMessage and roots/list (see endpoint.go for
+// why mcp-go cannot). Each goes on the response stream of the caller's
+// request it is for, with an id of the endpoint's own, and waits for the
+// caller's answer, which endpoint.ServeHTTP hands to CallerRequests.take
+// before mcp-go sees it.
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"sync"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/pallasgw/pallasgw/agents/mcpclient"
+)
+
+// requestIDPrefix starts the ids of the endpoint's own requests; mcp-go's
+// are numbers.
+const requestIDPrefix = "pgw-r-"
+
+// maxWaiting bounds the requests waiting for an answer, over all callers.
+// Each belongs to a running call, so the bound is only reached under a flood
+// of them; the next one is refused.
+const maxWaiting = 1024
+
+// pendingRequest is one request waiting for its caller's answer.
+type pendingRequest struct {
+	sessionID string               // the answer must come with it
+	answer    chan json.RawMessage // the caller's JSON-RPC response; buffered, one
+}
+
+// callerCapability is the capability letter a caller must have declared
+// for method.
+func callerCapability(method string) (byte, bool) {
+	switch mcp.MCPMethod(method) {
+	case mcp.MethodSamplingCreateMessage:
+		return capSampling, true
+	case mcp.MethodListRoots:
+		return capRoots, true
+	}
+	return 0, false
+}
+
+// request sends method with params to the caller of the request of ctx, on
+// that request's response stream, and returns the caller's result. relay is
+// the request's notification relay (may be nil); the request is written
+// between its notifications, never into one. Reasons it cannot be sent are
+// *mcpclient.RPCError (for the downstream that asked), as is the caller's
+// own error answer.
+func (e *endpoint) request(ctx context.Context, relay *progressRelay, method string, params json.RawMessage) (json.RawMessage, error) {
+	rs, t := requestStateFrom(ctx), trackerFrom(ctx)
+	if err := canRequest(rs, t, method); err != nil {
+		return nil, &mcpclient.RPCError{Code: mcp.INVALID_REQUEST,
+			Message: fmt.Sprintf("%s is not available through pallasgw for this call: %v", method, err)}
+	}
+	reqs := e.a.set.deps.CallerRequests
+	id, wait, err := reqs.expect(rs.sessionID)
+	if err != nil {
+		return nil, &mcpclient.RPCError{Code: mcp.INTERNAL_ERROR, Message: err.Error()}
+	}
+	defer reqs.forget(id)
+	msg, err := json.Marshal(map[string]any{"jsonrpc": mcp.JSONRPC_VERSION, "id": id, "method": method, "params": params})
+	if err != nil {
+		return nil, err
+	}
+	if err := relay.exclusive(ctx, func() error { return t.w.inject(msg) }); err != nil {
+		return nil, &mcpclient.RPCError{Code: mcp.INTERNAL_ERROR,
+			Message: fmt.Sprintf("%s could not be sent to the caller: %v", method, err)}
+	}
+	select {
+	case raw := <-wait:
+		return answerResult(raw)
+	case <-ctx.Done():
+		return nil, fmt.Errorf("waiting for the caller's answer to %s: %w", method, context.Cause(ctx))
+	}
+}
+
+// Reasons a request cannot be sent to a caller.
+var (
+	errRequestModern = errors.New("the caller speaks MCP 2026-07-28, which has no server-to-client requests " +
+		"(multi round-trip requests replace them); pallasgw does not relay those")
+	errRequestNoSession = errors.New("the caller has no session id from pallasgw (it did not initialize " +
+		"through it), so its answer could not be routed")
+	errRequestNoSSE = errors.New("the caller's request does not accept an SSE response, so nothing can be sent " +
+		"to it before the result")
+)
+
+func canRequest(rs *requestState, t *StreamTracker, method string) error {
+	c, ok := callerCapability(method)
+	switch {
+	case !ok:
+		return fmt.Errorf("%s is not relayed", method)
+	case rs == nil || !rs.legacy:
+		return errRequestModern
+	case rs.sessionID == "":
+		return errRequestNoSession
+	case !sessionDeclared(rs.sessionID, c):
+		return fmt.Errorf("the caller did not declare the %s capability when it initialized", capabilityName(c))
+	case !rs.acceptSSE || t == nil || t.w == nil:
+		return errRequestNoSSE
+	}
+	return nil
+}
+
+func capabilityName(c byte) string {
+	if c == capRoots {
+		return "roots"
+	}
+	return "sampling"
+}
+
+// CallerRequests holds the requests waiting for callers' answers. One
+// lives as long as the gateway (Deps.CallerRequests): an answer must find
+// its request after a reload has swapped the snapshot, and with it the
+// endpoint, that the call runs on.
+type CallerRequests struct {
+	mu      sync.Mutex
+	waiting map[string]*pendingRequest // request id → the request; guarded by mu
+}
+
+// NewCallerRequests returns an empty registry.
+func NewCallerRequests() *CallerRequests {
+	return &CallerRequests{waiting: map[string]*pendingRequest{}}
+}
+
+// expect registers a request id for an answer from sessionID.
+func (c *CallerRequests) expect(sessionID string) (string, <-chan json.RawMessage, error) {
+	b := make([]byte, 12)
+	_, _ = rand.Read(b) // never fails (crypto/rand)
+	id := requestIDPrefix + hex.EncodeToString(b)
+	p := &pendingRequest{sessionID: sessionID, answer: make(chan json.RawMessage, 1)}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.waiting) >= maxWaiting {
+		return "", nil, fmt.Errorf("too many requests waiting for callers' answers (%d)", maxWaiting)
+	}
+	c.waiting[id] = p
+	return id, p.answer, nil
+}
+
+func (c *CallerRequests) forget(id string) {
+	c.mu.Lock()
+	delete(c.waiting, id)
+	c.mu.Unlock()
+}
+
+// take delivers a caller's answer (body, a JSON-RPC response to id) to the
+// request waiting for it: 202, as for any response a client posts; 404
+// when none is waiting for it from this session (answered already, the call
+// ended, or another replica asked).
+func (c *CallerRequests) take(w http.ResponseWriter, r *http.Request, id string, body []byte) {
+	c.mu.Lock()
+	p := c.waiting[id]
+	if p != nil && p.sessionID == r.Header.Get(server.HeaderKeySessionID) {
+		delete(c.waiting, id)
+	} else {
+		p = nil
+	}
+	c.mu.Unlock()
+	if p == nil {
+		http.Error(w, fmt.Sprintf("no request %q is waiting for an answer from this session", id), http.StatusNotFound)
+		return
+	}
+	p.answer <- json.RawMessage(body)
+	w.WriteHeader(http.StatusAccepted)
+}
+
+// answerResult returns the result of a caller's JSON-RPC response, or its
+// error as an *mcpclient.RPCError.
+func answerResult(raw json.RawMessage) (json.RawMessage, error) {
+	var resp struct {
+		Result json.RawMessage `json:"result"`
+		Error  *struct {
+			Code    int             `json:"code"`
+			Message string          `json:"message"`
+			Data    json.RawMessage `json:"data"`
+		} `json:"error"`
+	}
+	if err := json.Unmarshal(raw, &resp); err != nil {
+		return nil, fmt.Errorf("the caller's answer: %w", err)
+	}
+	if resp.Error != nil {
+		return nil, &mcpclient.RPCError{Code: resp.Error.Code, Message: resp.Error.Message, Data: resp.Error.Data}
+	}
+	return resp.Result, nil
+}

@@ -1,0 +1,73 @@
+package agents
+
+import (
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/pallasgw/pallasgw/agents/mcpclient"
+)
+
+func postAnswer(c *CallerRequests, session, id, body string) int {
+	r := httptest.NewRequest(http.MethodPost, "/", strings.NewReader(body))
+	r.Header.Set("Mcp-Session-Id", session)
+	rec := httptest.NewRecorder()
+	c.take(rec, r, id, []byte(body))
+	return rec.Code
+}
+
+// An answer reaches its request only from the session that was asked, and
+// only once; the registry is bounded.
+func TestCallerRequestsRouteAnswers(t *testing.T) {
+	c := NewCallerRequests()
+	id, wait, err := c.expect("pgw-s-aa")
+	if err != nil || !strings.HasPrefix(id, requestIDPrefix) {
+		t.Fatalf("expect: %q %v", id, err)
+	}
+	body := `{"jsonrpc":"2.0","id":"` + id + `","result":{"model":"m"}}`
+	if code := postAnswer(c, "pgw-s-bb", id, body); code != http.StatusNotFound {
+		t.Errorf("answer from another session: %d, want 404", code)
+	}
+	if code := postAnswer(c, "pgw-s-aa", requestIDPrefix+"00", body); code != http.StatusNotFound {
+		t.Errorf("answer to an unknown id: %d, want 404", code)
+	}
+	if code := postAnswer(c, "pgw-s-aa", id, body); code != http.StatusAccepted {
+		t.Errorf("answer: %d, want 202", code)
+	}
+	if res, err := answerResult(<-wait); err != nil || string(res) != `{"model":"m"}` {
+		t.Errorf("result %s %v", res, err)
+	}
+	if code := postAnswer(c, "pgw-s-aa", id, body); code != http.StatusNotFound {
+		t.Errorf("second answer: %d, want 404", code)
+	}
+
+	_, err = answerResult([]byte(`{"jsonrpc":"2.0","id":"x","error":{"code":-1,"message":"no"}}`))
+	var rpcErr *mcpclient.RPCError
+	if !errors.As(err, &rpcErr) || rpcErr.Code != -1 || rpcErr.Message != "no" {
+		t.Errorf("error answer: %v", err)
+	}
+
+	for range maxWaiting {
+		if _, _, err := c.expect("s"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, _, err := c.expect("s"); err == nil {
+		t.Errorf("request %d: want refused", maxWaiting+1)
+	}
+}
+
+func TestSessionIDsRecordCapabilities(t *testing.T) {
+	id := newSessionID("es")
+	if !strings.HasPrefix(id, "pgw-es-") || !sessionDeclared(id, capSampling) || sessionDeclared(id, capRoots) {
+		t.Errorf("%q", id)
+	}
+	if id := newSessionID(""); sessionDeclared(id, capElicitation) || len(id) != len("pgw-")+32 {
+		t.Errorf("%q", id)
+	}
+	if sessionDeclared("other-e-1", capElicitation) {
+		t.Error("an id not minted here declares nothing")
+	}
+}
