@@ -30,18 +30,9 @@ type opFunc func(ctx context.Context, s *session, cli *client.Client) error
 func (m *Manager) Tools(ctx context.Context, server string, hdr http.Header) ([]mcp.Tool, error) {
 	var tools []mcp.Tool
 	err := m.do(ctx, server, string(mcp.MethodToolsList), hdr, func(ctx context.Context, s *session, cli *client.Client) error {
-		cached, gen, ok := s.tools.get()
-		if ok {
-			tools = cached
-			return nil
-		}
-		list, err := m.listTools(ctx, cli)
-		if err != nil {
-			return err
-		}
-		s.tools.put(gen, list)
-		tools = list
-		return nil
+		var err error
+		tools, err = m.sessionTools(ctx, s, cli)
+		return err
 	})
 	return slices.Clone(tools), err
 }

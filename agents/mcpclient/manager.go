@@ -130,6 +130,7 @@ type Manager struct {
 	servers  map[string]*remote
 	progress progressRouter
 	logs     logRouter
+	fetches  fetchGroup    // tools/list requests in flight, shared by callers
 	listSeq  atomic.Uint64 // ids of the tools/list requests sent past mcp-go's client
 
 	ctx    context.Context // parent of long-lived streams; canceled by Close

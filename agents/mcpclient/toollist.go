@@ -3,7 +3,10 @@ package mcpclient
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"sync"
+	"time"
 
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
@@ -12,6 +15,132 @@ import (
 
 // maxToolPages bounds a paginated tools/list.
 const maxToolPages = 100
+
+// Callers that find a session's tool cache cold share one tools/list: without
+// that, 128 concurrent first calls sent up to 117 of them downstream (README,
+// P4). A fetch belongs to one cache generation, so a caller that comes after
+// an invalidation never gets a list fetched before it, and toolCache.put
+// drops the list if the generation moved on meanwhile. The fetch runs on a
+// context of its own: a caller that gives up returns at once without failing
+// the others, and the last one to give up cancels the fetch.
+
+// fetchKey names one generation of one session's tool cache.
+type fetchKey struct {
+	cache *toolCache
+	gen   uint64
+}
+
+// toolFetch is one tools/list in flight and, once done is closed, its result.
+type toolFetch struct {
+	done    chan struct{}
+	tools   []mcp.Tool
+	err     error
+	waiters int // callers still waiting; guarded by fetchGroup.mu
+	cancel  context.CancelFunc
+}
+
+// fetchGroup holds a Manager's fetches in flight. An entry is removed when
+// its fetch ends or is abandoned, so there is one per fetch running: at most
+// one per session, and briefly two when an invalidation came during a fetch.
+type fetchGroup struct {
+	mu      sync.Mutex
+	flights map[fetchKey]*toolFetch // created on first use
+}
+
+// sessionTools returns s's cached tool list or, on a cold cache, the result
+// of the fetch of the cache's generation, which it starts if none is in
+// flight.
+func (m *Manager) sessionTools(ctx context.Context, s *session, cli *client.Client) ([]mcp.Tool, error) {
+	cached, gen, ok := s.tools.get()
+	if ok {
+		return cached, nil
+	}
+	key := fetchKey{cache: &s.tools, gen: gen}
+	f, fctx, lead := m.fetches.join(m.ctx, key)
+	if lead && !m.track(func() { m.fetchTools(fctx, cli, s.srv.spec.Timeout, key, f) }) {
+		m.fetches.finish(key, f, nil, errClosed)
+	}
+	return m.fetches.wait(ctx, key, f)
+}
+
+// fetchTools runs the fetch f under the server's timeout and caches its list
+// if the generation is still current. ctx ends with the Manager or when every
+// waiter has given up.
+func (m *Manager) fetchTools(ctx context.Context, cli *client.Client, timeout time.Duration, key fetchKey, f *toolFetch) {
+	ctx, cancel := context.WithTimeoutCause(ctx, timeout, &timeoutError{timeout: timeout})
+	defer cancel()
+	// Marked as a request of do, as each caller's own tools/list was (see
+	// serverRequest); no caller's Relay or other values are carried.
+	ctx = context.WithValue(ctx, opKey{}, string(mcp.MethodToolsList))
+	tools, err := m.listTools(ctx, cli)
+	var te *timeoutError
+	if err != nil && errors.As(context.Cause(ctx), &te) {
+		// A waiter that joined late outlives the fetch's timeout; its own
+		// wrap would not name the timeout.
+		err = fmt.Errorf("%w: %w", te, err)
+	}
+	if err == nil {
+		key.cache.put(key.gen, tools)
+	}
+	m.fetches.finish(key, f, tools, err)
+}
+
+// join adds a waiter to the fetch of key or, if there is none, creates it
+// with a context derived from parent, which the caller (lead) must run.
+func (g *fetchGroup) join(parent context.Context, key fetchKey) (f *toolFetch, ctx context.Context, lead bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if f := g.flights[key]; f != nil {
+		f.waiters++
+		return f, nil, false
+	}
+	if g.flights == nil {
+		g.flights = map[fetchKey]*toolFetch{}
+	}
+	ctx, cancel := context.WithCancel(parent)
+	f = &toolFetch{done: make(chan struct{}), waiters: 1, cancel: cancel}
+	g.flights[key] = f
+	return f, ctx, true
+}
+
+// wait returns f's result, or ctx's error if ctx ends first.
+func (g *fetchGroup) wait(ctx context.Context, key fetchKey, f *toolFetch) ([]mcp.Tool, error) {
+	select {
+	case <-f.done:
+		return f.tools, f.err
+	case <-ctx.Done():
+		g.leave(key, f)
+		return nil, ctx.Err()
+	}
+}
+
+// leave drops a waiter that gave up; the last one abandons the fetch, so
+// that the next caller starts a fresh one.
+func (g *fetchGroup) leave(key fetchKey, f *toolFetch) {
+	g.mu.Lock()
+	f.waiters--
+	last := f.waiters == 0
+	if last && g.flights[key] == f {
+		delete(g.flights, key)
+	}
+	g.mu.Unlock()
+	if last {
+		f.cancel()
+	}
+}
+
+// finish publishes f's result. A caller arriving after it finds the list
+// cached (put runs first) or, after an error, starts a new fetch.
+func (g *fetchGroup) finish(key fetchKey, f *toolFetch, tools []mcp.Tool, err error) {
+	g.mu.Lock()
+	if g.flights[key] == f {
+		delete(g.flights, key)
+	}
+	g.mu.Unlock()
+	f.tools, f.err = tools, err
+	close(f.done)
+	f.cancel()
+}
 
 // listTools lists the server's tools, all pages, keeping each tool's
 // inputSchema and outputSchema as the server sent them (RawInputSchema,
