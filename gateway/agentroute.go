@@ -63,8 +63,9 @@ func (g *Gateway) serveAgent(w http.ResponseWriter, r *http.Request, s *Snapshot
 	if r.Method == http.MethodPost && !g.readBody(w, r, s, rid) {
 		return
 	}
-	g.metrics.Inflight.WithLabelValues(name).Inc()
-	defer g.metrics.Inflight.WithLabelValues(name).Dec()
+	inflight := g.metrics.Inflight.WithLabelValues(name) // one lookup for both ends (P7)
+	inflight.Inc()
+	defer inflight.Dec()
 	tw, tr := agents.TrackStream(w, r)
 	a.Handler().ServeHTTP(tw, tr)
 }

@@ -87,6 +87,7 @@ func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 // histogram under a fixed handler label.
 func (g *Gateway) instrument(handler string, next http.Handler) http.Handler {
 	dur := g.metrics.HTTPDuration.WithLabelValues(handler)
+	requests := g.metrics.HTTPRequestsFor(handler)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		sw := &statusWriter{ResponseWriter: w}
@@ -95,7 +96,7 @@ func (g *Gateway) instrument(handler string, next http.Handler) http.Handler {
 			if code == 0 {
 				code = http.StatusOK
 			}
-			g.metrics.HTTPRequests.WithLabelValues(handler, strconv.Itoa(code)).Inc()
+			requests.Code(code).Inc()
 			dur.Observe(time.Since(start).Seconds())
 		}()
 		next.ServeHTTP(sw, r)
