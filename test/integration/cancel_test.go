@@ -81,7 +81,7 @@ agents:
 	if v, _ := g.metric(t, `pallasgw_policy_decisions_total{agent="internal",decision="deny",reason="agent_not_allowed"}`); v != 1 {
 		t.Errorf("deny not counted: %v", v)
 	}
-	if !strings.Contains(g.logs.String(), `"caller":"web"`) {
+	if !g.logged(`"caller":"web"`) {
 		t.Error("no audit line naming the caller")
 	}
 }

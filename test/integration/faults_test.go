@@ -273,7 +273,7 @@ func TestFaultStdioCrash(t *testing.T) {
 		}
 	}
 	unavailable.grew(t, 1)
-	if !strings.Contains(r.logs.String(), "crashserver: crashing on request") {
+	if !r.logged("crashserver: crashing on request") {
 		t.Error("the server's stderr was not logged")
 	}
 

@@ -184,7 +184,7 @@ func TestHistoryAndMalformedEntries(t *testing.T) {
 			t.Errorf("metrics lack %s", want)
 		}
 	}
-	if !strings.Contains(f.logs.String(), `"conversation_id":"conv-7"`) {
+	if !f.logged(`"conversation_id":"conv-7"`) {
 		t.Error("conversation_id not logged")
 	}
 }

@@ -30,6 +30,27 @@ func eventually(t testing.TB, timeout time.Duration, what string, cond func() bo
 	}
 }
 
+// logged waits up to 5 s for the gateway's log to contain s. The gateway
+// buffers its log and writes it out at least once a second (cmd/pallasgw,
+// logFlushInterval), so a line is not there as soon as its event is.
+func (g *gw) logged(s string) bool {
+	deadline := time.Now().Add(5 * time.Second)
+	for !strings.Contains(g.logs.String(), s) {
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return true
+}
+
+// allLogs stops the gateway, which writes out its buffered log, and returns
+// the whole log: for checks that something is absent from it.
+func (g *gw) allLogs() string {
+	g.stop()
+	return g.logs.String()
+}
+
 // metric reads one sample (name with labels exactly as exposed) from /metrics.
 func (g *gw) metric(t testing.TB, series string) (float64, bool) {
 	t.Helper()

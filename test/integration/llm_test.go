@@ -800,8 +800,9 @@ func TestLLMHealth(t *testing.T) {
 	if n := len(e.oai.ChatRequests()) + len(e.ant.ChatRequests()); n != 0 {
 		t.Errorf("get_health called the model %d times", n)
 	}
+	logs := e.allLogs()
 	for _, secret := range []string{"sk-wrong-key-123", "sk-ant-test"} {
-		if strings.Contains(e.logs.String(), secret) {
+		if strings.Contains(logs, secret) {
 			t.Errorf("the API key %q appears in the logs", secret)
 		}
 	}

@@ -194,7 +194,7 @@ func TestTokensModeNeverForwardsGatewayToken(t *testing.T) {
 	if got := r.mapped.values("Authorization"); strings.Join(got, "") != "user-token-secret" {
 		t.Errorf("mapped received Authorization %q", got)
 	}
-	if !strings.Contains(r.g.logs.String(), "forward_inbound_auth: ignored in auth mode tokens") {
+	if !r.g.logged("forward_inbound_auth: ignored in auth mode tokens") {
 		t.Error("no warning for forward_inbound_auth in tokens mode")
 	}
 }
@@ -281,7 +281,7 @@ func TestSecretsNeverLeak(t *testing.T) {
 	_, _, metrics := httpGet(t, r.g.base+"/metrics", nil)
 	_, _, status := httpGet(t, r.g.base+"/-/status", nil)
 	secrets := []string{"web-token-0123456789abcdef", "sk-provider-secret-1234", "static-secret-value", "user-token-secret", "tenant-secret", "wrong-token-guess-1234"}
-	for name, text := range map[string]string{"logs": r.g.logs.String(), "metrics": metrics, "status": status, "error result": string(b)} {
+	for name, text := range map[string]string{"logs": r.g.allLogs(), "metrics": metrics, "status": status, "error result": string(b)} {
 		for _, s := range secrets {
 			if strings.Contains(text, s) {
 				t.Errorf("secret %q appears in %s", s, name)

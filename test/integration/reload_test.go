@@ -113,7 +113,7 @@ func TestReloadValidInvalidValid(t *testing.T) {
 	if !strings.Contains(reg, `"description": "v3"`) || !strings.Contains(reg, "/agents/added/mcp") {
 		t.Fatalf("new config not serving:\n%s", reg)
 	}
-	if !strings.Contains(g.logs.String(), `"changes":["agent added added","agent echo changed"]`) {
+	if !g.logged(`"changes":["agent added added","agent echo changed"]`) {
 		t.Errorf("reload log line lacks the changes")
 	}
 	l.finish(t)
