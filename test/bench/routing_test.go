@@ -3,6 +3,9 @@ package bench
 import (
 	"fmt"
 	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"testing"
 	"time"
 
@@ -13,7 +16,10 @@ import (
 // downstream, at 64 concurrent callers; the same at 1 caller shows the
 // unloaded added latency. Direct and gateway runs alternate (ABBA) for
 // PALLASGW_BENCH_ROUNDS rounds; each figure is the median over rounds, and
-// the added latencies are medians of the per-round differences.
+// the added latencies are medians of the per-round differences. A third
+// path, a bare reverse proxy (net/http/httputil, no MCP, no policy) in front
+// of the same downstream, shows for scale what any HTTP hop costs on the
+// same machine: the floor under the gateway's figures.
 func BenchmarkRoutingSessionless(b *testing.B) { benchRouting(b, load.Sessionless, 1) }
 
 func BenchmarkRoutingSession(b *testing.B) { benchRouting(b, load.Session, 2) }
@@ -32,8 +38,8 @@ agents:
 // routingRun is one round's figures for one path.
 type routingRun struct{ p50, p99, rate float64 } // ms, ms, calls/s
 
-// routingPaths are the rounds of both paths at one concurrency.
-type routingPaths struct{ direct, gw []routingRun }
+// routingPaths are the rounds of each path at one concurrency.
+type routingPaths struct{ direct, gw, floor []routingRun }
 
 // routingCost is CPU and allocations over every measured run.
 type routingCost struct {
@@ -45,6 +51,7 @@ type routingCost struct {
 func benchRouting(b *testing.B, style load.Style, order int) {
 	d := newDownstream(b)
 	g := startGateway(b, fmt.Sprintf(routingConfig, d.url()))
+	floor := newForwarder(b, d.ts.URL)
 	opts := func(url string, c, n int) load.Options {
 		return load.Options{URL: url, Style: style, Concurrency: c, Requests: n, Tool: "echo", Arguments: map[string]any{"text": "hi"},
 			Client: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 2 * c, MaxConnsPerHost: 2 * c}}}
@@ -53,6 +60,7 @@ func benchRouting(b *testing.B, style load.Style, order int) {
 	// downstream session pool).
 	runLoad(b, opts(d.url(), 64, 256))
 	runLoad(b, opts(g.agentURL("px"), 64, 256))
+	runLoad(b, opts(floor+"/mcp", 64, 256))
 	if warmUpOnly(b) {
 		return
 	}
@@ -87,25 +95,50 @@ func benchRouting(b *testing.B, style load.Style, order int) {
 				gw()
 				direct()
 			}
+			fig, _, _ := run(floor+"/mcp", c)
+			figures[c].floor = append(figures[c].floor, fig)
 		}
 	}
 	g.profileLoad("routing-"+string(style), opts(g.agentURL("px"), 64, 0))
 	reportRouting(b, string(style), order, summarize(figures[1]), summarize(figures[64]), cost)
 }
 
-// routingSummary is the medians over rounds of one concurrency.
-type routingSummary struct{ dP50, dP99, gP50, gP99, addP50, addP99, dRate, gRate, ratio float64 }
+// routingSummary is the medians over rounds of one concurrency; the f
+// fields are the bare reverse proxy's (added p50 and throughput ratio
+// against the direct path).
+type routingSummary struct {
+	dP50, dP99, gP50, gP99, addP50, addP99, dRate, gRate, ratio float64
+	fAddP50, fRatio                                             float64
+}
 
 func summarize(p *routingPaths) routingSummary {
-	var add50, add99, ratio, d50, d99, g50, g99, dr, gr []float64
+	var add50, add99, ratio, d50, d99, g50, g99, dr, gr, fAdd50, fRatio []float64
 	for i := range p.direct {
-		d, w := p.direct[i], p.gw[i]
+		d, w, f := p.direct[i], p.gw[i], p.floor[i]
 		add50, add99, ratio = append(add50, w.p50-d.p50), append(add99, w.p99-d.p99), append(ratio, w.rate/d.rate)
 		d50, d99, g50, g99 = append(d50, d.p50), append(d99, d.p99), append(g50, w.p50), append(g99, w.p99)
 		dr, gr = append(dr, d.rate), append(gr, w.rate)
+		fAdd50, fRatio = append(fAdd50, f.p50-d.p50), append(fRatio, f.rate/d.rate)
 	}
 	return routingSummary{dP50: median(d50), dP99: median(d99), gP50: median(g50), gP99: median(g99),
-		addP50: median(add50), addP99: median(add99), dRate: median(dr), gRate: median(gr), ratio: median(ratio)}
+		addP50: median(add50), addP99: median(add99), dRate: median(dr), gRate: median(gr), ratio: median(ratio),
+		fAddP50: median(fAdd50), fRatio: median(fRatio)}
+}
+
+// newForwarder starts a bare reverse proxy to target on 127.0.0.1 and
+// returns its base URL.
+func newForwarder(b *testing.B, target string) string {
+	b.Helper()
+	u, err := url.Parse(target)
+	if err != nil {
+		b.Fatal(err)
+	}
+	rp := httputil.NewSingleHostReverseProxy(u)
+	rp.Transport = &http.Transport{MaxIdleConnsPerHost: 128, MaxConnsPerHost: 128}
+	rp.FlushInterval = -1 // stream SSE as the gateway does
+	ts := httptest.NewServer(rp)
+	b.Cleanup(ts.Close)
+	return ts.URL
 }
 
 func reportRouting(b *testing.B, style string, order int, one, many routingSummary, cost routingCost) {
@@ -130,6 +163,8 @@ func reportRouting(b *testing.B, style string, order int, one, many routingSumma
 			add("", "CPU/call, all processes", us(perDirect), us(perGWBench+cpu), fmt.Sprintf("%.2f", cpuRatio), "")
 			add("", "  of which the gateway", "", us(cpu), "", "")
 			add("", "gateway allocs/call", "", fmt.Sprintf("%.0f (%.1f kB)", allocs, bytes/1024), "", "")
+			add("1", "p50, bare reverse proxy", "", "", fmtAdded(one.fAddP50), "for scale")
+			add("64", "calls/s, bare reverse proxy", "", "", fmt.Sprintf("%.2f", many.fRatio), "for scale")
 		}))
 
 	m, o := "routing "+style+": ", order*10
@@ -141,4 +176,6 @@ func reportRouting(b *testing.B, style string, order int, one, many routingSumma
 	record(o+5, m+"CPU per call: gateway (allocs); all processes vs direct", "",
 		fmt.Sprintf("%s (%.0f allocs, %.1f kB); %s", us(cpu), allocs, bytes/1024, us(perGWBench+cpu)),
 		us(perDirect)+" (client+server)", fmt.Sprintf("%.2f×", cpuRatio))
+	record(o+6, m+"a bare reverse proxy instead, for scale: added p50, 1 caller; throughput, 64 callers", "",
+		fmt.Sprintf("%s; %.0f%%", fmtAdded(one.fAddP50), 100*many.fRatio), "", "")
 }
