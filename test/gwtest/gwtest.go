@@ -7,9 +7,13 @@ package gwtest
 import (
 	"bytes"
 	"fmt"
+	"math/rand/v2"
 	"net"
+	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 )
@@ -29,14 +33,26 @@ func Build(repoRoot, dir string, race bool) (string, error) {
 	return bin, nil
 }
 
-// FreePorts returns n distinct free TCP ports on 127.0.0.1.
+// FreePorts returns n distinct free TCP ports on 127.0.0.1. They are taken
+// below the kernel's ephemeral range: a port the kernel hands out (":0") can
+// be handed out again as the source port of any outgoing connection the
+// moment it is closed, and tests close and reopen these ports (legacy ports
+// across reloads), while other tests of the package open connections.
 func FreePorts(t testing.TB, n int) []int {
 	t.Helper()
+	low := ephemeralLow()
 	var ls []net.Listener
 	var ports []int
-	for i := 0; i < n; i++ {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
+	for tries := 0; len(ports) < n; tries++ {
+		addr := "127.0.0.1:0" // the fallback
+		if tries < 1000 && low > minPort {
+			addr = fmt.Sprintf("127.0.0.1:%d", minPort+rand.IntN(low-minPort))
+		}
+		l, err := net.Listen("tcp", addr)
 		if err != nil {
+			if tries < 1000 {
+				continue // taken: try another
+			}
 			t.Fatal(err)
 		}
 		ls = append(ls, l)
@@ -46,6 +62,25 @@ func FreePorts(t testing.TB, n int) []int {
 		l.Close()
 	}
 	return ports
+}
+
+// minPort is the lowest port FreePorts picks: above the well-known and most
+// registered services' ports.
+const minPort = 20000
+
+// ephemeralLow is the first port of the kernel's ephemeral range (Linux),
+// or 0 when it cannot be read.
+func ephemeralLow() int {
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		return 0
+	}
+	f := strings.Fields(string(b))
+	if len(f) == 0 {
+		return 0
+	}
+	low, _ := strconv.Atoi(f[0])
+	return low
 }
 
 // SyncBuffer collects a process's output; safe for concurrent use.
