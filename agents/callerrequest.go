@@ -72,7 +72,11 @@ func (e *endpoint) request(ctx context.Context, relay *progressRelay, method str
 	if err != nil {
 		return nil, err
 	}
-	if err := relay.exclusive(ctx, func() error { return t.w.inject(msg) }); err != nil {
+	write := func() error { return t.w.inject(msg) }
+	if fs := fastStreamFrom(ctx); fs != nil { // the fast path writes the response itself
+		write = func() error { return fs.inject(msg) }
+	}
+	if err := relay.exclusive(ctx, write); err != nil {
 		return nil, &mcpclient.RPCError{Code: mcp.INTERNAL_ERROR,
 			Message: fmt.Sprintf("%s could not be sent to the caller: %v", method, err)}
 	}

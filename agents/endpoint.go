@@ -35,6 +35,13 @@ package agents
 //     own ("pgw-r-…"), and takes the caller's answer (a POST of a JSON-RPC
 //     response) before mcp-go sees it. Waiting requests are held in memory,
 //     so the answer must reach the replica that asked, as for elicitation.
+//   - A proxy's tools/call is offered to its fast path first
+//     (proxy_fast.go), which answers plain calls without mcp-go's server. A
+//     fast call a session-based caller makes is tracked under the key
+//     mcp-go would use, "<session>:<id>", while it runs, so that the
+//     caller's notifications/cancelled still reaches it: the endpoint cancels
+//     the tracked call, then hands the notification to mcp-go as before
+//     (which cancels its own call of that key, if any, and answers 202).
 //
 // The session id records which of elicitation, sampling and roots the
 // caller declared when it initialized: "pgw-" + their letters + "-" + 128
@@ -47,6 +54,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -63,7 +71,12 @@ type endpoint struct {
 
 	mu        sync.Mutex
 	eliciting map[string]*requestState // session id → its running request that elicited; guarded by mu
+	inflight  map[string]*fastCancel   // "<session>:<id>" → a running fast call; guarded by mu
 }
+
+// maxTracked bounds endpoint.inflight: past it, calls go through mcp-go
+// (whose own table has no bound). Entries live only while their call runs.
+const maxTracked = 10000
 
 // requestState is what the endpoint knows of one POST, for the agent's
 // handlers (found in their context with requestStateFrom).
@@ -82,7 +95,7 @@ func requestStateFrom(ctx context.Context) *requestState {
 }
 
 func newEndpoint(a *Agent, h http.Handler) *endpoint {
-	return &endpoint{a: a, mcp: h, eliciting: map[string]*requestState{}}
+	return &endpoint{a: a, mcp: h, eliciting: map[string]*requestState{}, inflight: map[string]*fastCancel{}}
 }
 
 func (e *endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -119,8 +132,78 @@ func (e *endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	default:
 		rs.sessionID = r.Header.Get(server.HeaderKeySessionID)
 	}
+	if e.a.proxy != nil && e.proxyFirst(w, r, body, rs) {
+		return
+	}
 	defer e.release(rs)
 	e.mcp.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), requestStateKey{}, rs)))
+}
+
+// proxyFirst offers a proxy's tools/call to the fast path, and routes a
+// session-based caller's notifications/cancelled to its fast calls; it
+// reports whether the request is answered.
+func (e *endpoint) proxyFirst(w http.ResponseWriter, r *http.Request, body []byte, rs *requestState) bool {
+	if bytes.Contains(body, []byte(`"tools/call"`)) && e.a.proxy.fastCall(w, r, body, rs) {
+		return true
+	}
+	if rs.sessionID != "" && bytes.Contains(body, []byte(`notifications/cancelled`)) {
+		e.cancelTracked(body, r.Header, rs.sessionID)
+	}
+	return false
+}
+
+// fastCancel is one tracked fast call (a pointer, so that a call removes
+// only its own entry).
+type fastCancel struct{ cancel context.CancelFunc }
+
+// track records the cancel function of a running fast call under key and
+// returns the function that removes it; nil when it cannot (the key is
+// taken, or the table is full).
+func (e *endpoint) track(key string, cancel context.CancelFunc) (untrack func()) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if _, taken := e.inflight[key]; taken || len(e.inflight) >= maxTracked {
+		return nil
+	}
+	c := &fastCancel{cancel}
+	e.inflight[key] = c
+	return func() {
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		if e.inflight[key] == c {
+			delete(e.inflight, key)
+		}
+	}
+}
+
+// cancelTracked cancels the fast call a notifications/cancelled names, when
+// mcp-go would take the message for one (a notification of a session-based
+// request it accepts) and would key it so (server.go handleNotification).
+func (e *endpoint) cancelTracked(body []byte, h http.Header, session string) {
+	var m struct {
+		JSONRPC string         `json:"jsonrpc"`
+		ID      any            `json:"id"`
+		Method  string         `json:"method"`
+		Params  map[string]any `json:"params"`
+	}
+	if json.Unmarshal(body, &m) != nil || m.JSONRPC != mcp.JSONRPC_VERSION || m.ID != nil ||
+		m.Method != string(mcp.MethodNotificationCancelled) || !knownVersion(h) || !jsonContent(h.Get("Content-Type")) {
+		return
+	}
+	meta, _ := m.Params["_meta"].(map[string]any)
+	version, _ := meta[mcp.MetaKeyProtocolVersion].(string)
+	id, ok := m.Params["requestId"]
+	if !ok || mcp.IsModernProtocol(version) {
+		return
+	}
+	key := fmt.Sprintf("%s:%v", session, id)
+	e.mu.Lock()
+	c := e.inflight[key]
+	delete(e.inflight, key)
+	e.mu.Unlock()
+	if c != nil {
+		c.cancel()
+	}
 }
 
 // knownVersion reports a protocol version header mcp-go accepts on a

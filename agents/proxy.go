@@ -31,7 +31,8 @@ package agents
 //     are registered exactly, again only when a listing shows them.
 //   - tools/call, the hot path, costs two map lookups, the policy check and
 //     the outbound header composition on top of the downstream call: no
-//     listing, no allocation per downstream tool.
+//     listing, no allocation per downstream tool. A plain call does not go
+//     through mcp-go's server at all (proxy_fast.go).
 //
 // The handlers decide: the agent's tools.allow/deny (globs on
 // "<server>__<tool>", also for a single server whose names carry no prefix)
@@ -83,6 +84,7 @@ type proxy struct {
 	filter  policy.ToolFilter
 	catalog CatalogDownstream // nil: tools only
 	prefix  bool              // more than one server: names are "<server>__<name>"
+	fastOff bool              // tests: every tools/call through mcp-go (proxy_fast.go)
 
 	tools   sync.Map // exposed tool name → route
 	prompts sync.Map // exposed prompt name → route

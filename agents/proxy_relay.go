@@ -24,12 +24,14 @@ import (
 // order is kept.
 //
 // Delivery never blocks the downstream transport's reader: a notification
-// that finds mcp-go's per-request buffer full waits in a queue, drained as
-// the response writer makes room, in order. What cannot be sent within
-// retryBlocked, or before the caller goes away, is counted as dropped.
+// that finds the per-request buffer full (mcp-go's, or the fast path's,
+// both of 100) waits in a queue, drained as the response writer makes room,
+// in order. What cannot be sent within retryBlocked, or before the caller
+// goes away, is counted as dropped.
 type progressRelay struct {
 	ctx     context.Context
-	srv     *server.MCPServer
+	notify  notifyFunc
+	direct  bool              // notify is the fast path's stream, which writes all it took before the result
 	token   mcp.ProgressToken // nil: no progress
 	logs    bool              // relay log messages
 	level   mcp.LoggingLevel  // with logs: the least severe level relayed; "" = all
@@ -61,13 +63,37 @@ func newProgressRelay(ctx context.Context, token mcp.ProgressToken, m *metrics.M
 // newRelay is newProgressRelay that also relays log messages when logs is
 // set, those at level or more severe when level is set.
 func newRelay(ctx context.Context, token mcp.ProgressToken, logs bool, level mcp.LoggingLevel, m *metrics.Metrics) *progressRelay {
-	srv := server.ServerFromContext(ctx)
-	if (token == nil && !logs) || srv == nil {
+	if token == nil && !logs {
+		return nil
+	}
+	notify, direct := notifierFrom(ctx)
+	if notify == nil {
 		return nil
 	}
 	idle := make(chan struct{})
 	close(idle)
-	return &progressRelay{ctx: ctx, srv: srv, token: token, logs: logs, level: level, stream: trackerFrom(ctx), metrics: m, idle: idle}
+	return &progressRelay{ctx: ctx, notify: notify, direct: direct, token: token, logs: logs, level: level,
+		stream: trackerFrom(ctx), metrics: m, idle: idle}
+}
+
+// notifyFunc sends one notification to the caller of a request. It returns
+// server.ErrNotificationChannelBlocked when the request's buffer is full
+// (try again once the writer has written an event), another error when the
+// notification cannot be sent at all.
+type notifyFunc func(method string, params map[string]any) error
+
+// notifierFrom returns how the request of ctx sends notifications: the fast
+// path's stream (direct), or mcp-go's session; nil when it has neither.
+func notifierFrom(ctx context.Context) (notify notifyFunc, direct bool) {
+	if s := fastStreamFrom(ctx); s != nil {
+		return s.notify, true
+	}
+	if srv := server.ServerFromContext(ctx); srv != nil {
+		return func(method string, params map[string]any) error {
+			return srv.SendNotificationToClient(ctx, method, params)
+		}, false
+	}
+	return nil, false
 }
 
 // progressFunc is what the downstream call reports progress to; nil when
@@ -148,7 +174,7 @@ func (r *progressRelay) pumpLocked() bool {
 	for len(r.queue) > 0 {
 		mark := r.written()
 		n := r.queue[0]
-		err := r.srv.SendNotificationToClient(r.ctx, n.method, n.params)
+		err := r.notify(n.method, n.params)
 		switch {
 		case err == nil:
 			r.sent++
@@ -271,7 +297,8 @@ func (r *progressRelay) exclusive(ctx context.Context, write func() error) error
 // flush waits until every notification queued so far has been sent and
 // written to the response, so that none is lost when the handler returns
 // (PITFALLS: mcp-go can drop one still in flight when the result is
-// written).
+// written). The fast path's stream needs only the first half: it writes
+// what it took before it writes the result.
 func (r *progressRelay) flush(timeout time.Duration) {
 	if r == nil {
 		return
@@ -290,7 +317,7 @@ func (r *progressRelay) flush(timeout time.Duration) {
 	r.dropLocked()
 	sent := r.sent
 	r.mu.Unlock()
-	if r.stream != nil {
+	if r.stream != nil && !r.direct {
 		r.stream.waitEvents(r.ctx, sent, timeout)
 	}
 }

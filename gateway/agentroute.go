@@ -21,7 +21,7 @@ import (
 // (/agents/{name}/mcp) and on legacy ports (/mcp). The checks run in this
 // order: snapshot → agent exists → Origin → inbound auth → method → body
 // limit → cancellation guard → the agent's handler (agents/endpoint.go:
-// session ids, then mcp-go).
+// session ids, a proxy's fast tools/call, then mcp-go).
 func (g *Gateway) serveAgent(w http.ResponseWriter, r *http.Request, s *Snapshot, name string) {
 	rid := agents.RequestID(r.Context())
 	g.calls.add()

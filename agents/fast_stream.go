@@ -1,0 +1,203 @@
+package agents
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"sync"
+	"sync/atomic"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+)
+
+// fastStream is the response of one fast-path tools/call (proxy_fast.go):
+// the call's notifications as SSE events while it runs, then the answer. It
+// writes what mcp-go v1.2.1's handlePost writes for the same call, byte for
+// byte: the first notification switches the response to text/event-stream
+// (its three headers, status 200), each event is "event: message\ndata:
+// <json>\n\n" in one Write and flushed, and the answer is the last event
+// (see finish), or a JSON body when nothing switched the response.
+//
+// Delivery follows mcp-go's shape too, so that the relay's rules hold
+// unchanged (proxy_relay.go): notify never blocks the downstream transport's
+// reader that calls it; it puts the notification in a buffer of 100 that one
+// writer goroutine empties, and reports a full buffer as
+// server.ErrNotificationChannelBlocked. Unlike mcp-go, the buffer and the
+// goroutine exist only once a call sends a notification (most do not), and
+// the answer is written only after every notification taken into the buffer:
+// no flush barrier is needed.
+type fastStream struct {
+	w       http.ResponseWriter
+	flusher http.Flusher    // nil: the writer cannot stream; notifications are dropped, as mcp-go drops them
+	reqCtx  context.Context // the HTTP request's: when it ends, nothing more is written
+	sse     bool            // answer as SSE even without notifications (proxy.go, the end of its package comment)
+
+	open     sync.Once
+	events   chan mcp.JSONRPCNotification // set by open; nil until a notification is sent
+	kick     chan struct{}                // wakes the writer; set by open
+	done     chan struct{}                // closed by finish: the writer exits; set by open
+	closed   atomic.Bool                  // the answer is being written: notify refuses
+	notified atomic.Bool
+
+	mu       sync.Mutex // serialises writes to w
+	upgraded bool       // the text/event-stream headers are written; guarded by mu
+}
+
+// notificationBuffer is mcp-go's per-request notification buffer size.
+const notificationBuffer = 100
+
+// errStreamClosed is notify's answer once the call's answer is being
+// written: the relay counts the notification as dropped.
+var errStreamClosed = errors.New("the call has ended; its response stream is closed")
+
+type fastStreamKey struct{}
+
+func fastStreamFrom(ctx context.Context) *fastStream {
+	s, _ := ctx.Value(fastStreamKey{}).(*fastStream)
+	return s
+}
+
+func newFastStream(w http.ResponseWriter, r *http.Request, sse bool) *fastStream {
+	f, _ := w.(http.Flusher)
+	return &fastStream{w: w, flusher: f, reqCtx: r.Context(), sse: sse}
+}
+
+// notify queues one notification for the caller (a notifyFunc).
+func (s *fastStream) notify(method string, params map[string]any) error {
+	if s.closed.Load() {
+		return errStreamClosed
+	}
+	s.open.Do(s.start)
+	if s.events == nil { // finish won the race to open
+		return errStreamClosed
+	}
+	n := mcp.JSONRPCNotification{JSONRPC: mcp.JSONRPC_VERSION,
+		Notification: mcp.Notification{Method: method, Params: mcp.NotificationParams{AdditionalFields: params}}}
+	select {
+	case s.events <- n:
+	default:
+		return server.ErrNotificationChannelBlocked
+	}
+	s.notified.Store(true)
+	select {
+	case s.kick <- struct{}{}:
+	default: // the writer is awake already
+	}
+	return nil
+}
+
+// start makes the buffer and the writer goroutine, which ends with the
+// answer (done) or with the request.
+func (s *fastStream) start() {
+	s.events = make(chan mcp.JSONRPCNotification, notificationBuffer)
+	s.kick = make(chan struct{}, 1)
+	s.done = make(chan struct{})
+	go func() {
+		for {
+			select {
+			case <-s.kick:
+				s.mu.Lock()
+				if !s.closed.Load() { // else finish writes what is left, before the answer
+					s.writeBuffered()
+				}
+				s.mu.Unlock()
+			case <-s.done:
+				return
+			case <-s.reqCtx.Done():
+				return
+			}
+		}
+	}()
+}
+
+// writeBuffered writes the buffered notifications. Callers hold mu.
+func (s *fastStream) writeBuffered() {
+	for {
+		select {
+		case n := <-s.events:
+			if s.flusher != nil {
+				s.writeEvent(n, true)
+			}
+		default:
+			return
+		}
+	}
+}
+
+// writeEvent writes msg as one SSE event, switching the response to SSE
+// first, and flushes it when told. Callers hold mu.
+func (s *fastStream) writeEvent(msg any, flush bool) {
+	if !s.upgraded {
+		h := s.w.Header()
+		h.Set("Content-Type", "text/event-stream")
+		h.Set("Connection", "keep-alive")
+		h.Set("Cache-Control", "no-cache")
+		s.w.WriteHeader(http.StatusOK)
+		s.upgraded = true
+	}
+	data, err := json.Marshal(msg)
+	if err != nil {
+		return // mcp-go logs and skips such an event; the types here always marshal
+	}
+	_, _ = fmt.Fprintf(s.w, "event: message\ndata: %s\n\n", data)
+	if flush {
+		s.flusher.Flush()
+	}
+}
+
+// inject writes msg, a server-to-client request of the endpoint's own
+// (callerrequest.go), as the next event: after the notifications taken so
+// far, switching the response to SSE if it is the first.
+func (s *fastStream) inject(msg json.RawMessage) error {
+	if s.flusher == nil {
+		return errors.New("the response to the caller's request cannot stream")
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed.Load() {
+		return errStreamClosed
+	}
+	if s.events != nil {
+		s.writeBuffered()
+	}
+	s.writeEvent(msg, true)
+	return nil
+}
+
+// finish writes the notifications still buffered, then answer (a JSON-RPC
+// response or error), unless the caller has gone away. After it returns
+// nothing touches the response writer.
+func (s *fastStream) finish(answer any) {
+	s.closed.Store(true)
+	s.open.Do(func() {}) // after this, events is set for good or never will be
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.events != nil {
+		s.writeBuffered()
+		close(s.done)
+	}
+	if s.reqCtx.Err() != nil {
+		return
+	}
+	if s.flusher != nil && (s.upgraded || s.sse || s.notified.Load()) {
+		// mcp-go flushes the answer event, so that the response is chunked
+		// even when nothing came before it. Declaring the chunked framing
+		// up front gives the caller the same response with one write
+		// instead of two: the answer is the handler's last write, and
+		// net/http sends it together with the end of the response.
+		if !s.upgraded {
+			s.w.Header().Set("Transfer-Encoding", "chunked")
+		}
+		s.writeEvent(answer, false)
+		return
+	}
+	// mcp-go maps JSON-RPC error codes to HTTP statuses for 2026-07-28
+	// callers; a tools/call handler's errors are all internal errors (-32603),
+	// which map to 200.
+	s.w.Header().Set("Content-Type", "application/json")
+	s.w.WriteHeader(http.StatusOK)
+	_ = json.NewEncoder(s.w).Encode(answer)
+}

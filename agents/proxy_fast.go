@@ -1,0 +1,261 @@
+package agents
+
+// The fast path of a proxy agent's tools/call, the gateway's hot path.
+// Through mcp-go (v1.2.1), a call costs the gateway more in mcp-go's server
+// than in the proxy: it parses the body about six times, decodes the
+// 2026-07-28 _meta three times, checks the Mcp-* headers against the tool's
+// schema, and makes a per-request session with a 100-slot notification
+// channel and a forwarder goroutine. The endpoint (endpoint.go) hands a
+// proxy's tools/call here first; fastCall parses the body once, and when
+// mcp-go would certainly accept the request it runs the same handler
+// (callTool: policy decision, audit, relay, metrics) and writes what mcp-go
+// would write (fast_stream.go). Anything it is not sure of goes to mcp-go,
+// untouched: a request it does not take has nothing written and nothing
+// consumed.
+//
+// What it does not take, and why:
+//   - requests mcp-go would refuse or treat specially: a Content-Type other
+//     than application/json, an unknown or inconsistent protocol version, a
+//     2026-07-28 request without its capabilities, Mcp-Method or Mcp-Name
+//     headers, or with Last-Event-ID; members of a response (result, error);
+//     params mcp-go reads and the fast path does not (task, inputResponses,
+//     requestState);
+//   - a name not yet in mcp-go's registry (the Before hook registers it, or
+//     mcp-go answers "tool not found"), and get_health (not a downstream
+//     tool);
+//   - a caller that declared elicitation (an "e" in its session id):
+//     relaying a downstream's elicitation/create needs mcp-go's
+//     RequestElicitation (sampling and roots requests the endpoint sends
+//     itself, on either path: fastStream.inject);
+//   - a call whose notifications/cancelled key cannot be tracked (endpoint
+//     track: another running call with the same key, or the table full).
+//
+// mcp-go also checks Mcp-Param-* headers against x-mcp-header annotations of
+// the called tool's input schema. The proxy registers every tool with
+// placeholderSchema and get_health with healthSchema, neither of which has
+// one, so there is nothing to check; a change there must revisit this.
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"mime"
+	"net/http"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+)
+
+// fastRequest is a tools/call as the fast path reads it, in one parse. The
+// members are those mcp-go reads (same names, same decoding), so that both
+// see the same request.
+type fastRequest struct {
+	JSONRPC string          `json:"jsonrpc"`
+	ID      json.RawMessage `json:"id"`
+	Method  string          `json:"method"`
+	Result  json.RawMessage `json:"result"`
+	Error   json.RawMessage `json:"error"`
+	Params  struct {
+		Name           string          `json:"name"`
+		Arguments      json.RawMessage `json:"arguments"`
+		Meta           *mcp.Meta       `json:"_meta"`
+		Task           json.RawMessage `json:"task"`
+		InputResponses json.RawMessage `json:"inputResponses"`
+		RequestState   json.RawMessage `json:"requestState"`
+	} `json:"params"`
+}
+
+// fastCall answers a tools/call without mcp-go's server when the request is
+// plain (see above), and reports whether it did. When it reports false it
+// has written nothing.
+func (p *proxy) fastCall(w http.ResponseWriter, r *http.Request, body []byte, rs *requestState) bool {
+	var m fastRequest
+	if p.fastOff || json.Unmarshal(body, &m) != nil || m.Method != string(mcp.MethodToolsCall) || !plainEnvelope(&m) ||
+		!jsonContent(r.Header.Get("Content-Type")) {
+		return false
+	}
+	info, ok := protocolOf(r.Header, m.Params.Meta)
+	if !ok || (!info.Modern && sessionDeclared(rs.sessionID, capElicitation)) || !p.fastName(m.Params.Name) {
+		return false
+	}
+	req, id, ok := toCallRequest(&m, r.Header)
+	if !ok {
+		return false
+	}
+	ctx, cancel := context.WithCancel(context.WithValue(r.Context(), requestStateKey{}, rs))
+	defer cancel()
+	if rs.sessionID != "" && !info.Modern {
+		// mcp-go keys a call's notifications/cancelled "<session>:<id>"
+		// (server.go inflightKey); the endpoint routes those to this call.
+		untrack := p.a.handler.track(fmt.Sprintf("%s:%v", rs.sessionID, id), cancel)
+		if untrack == nil {
+			return false
+		}
+		defer untrack()
+	}
+	out := newFastStream(w, r, !info.Modern && rs.acceptSSE)
+	ctx = context.WithValue(server.WithRequestProtocolInfo(ctx, info), fastStreamKey{}, out)
+	out.finish(p.answer(ctx, req, id, info.Modern))
+	return true
+}
+
+// plainEnvelope reports a JSON-RPC request mcp-go dispatches as one: version
+// 2.0, an id, no member of a response, and no params mcp-go acts on that
+// the fast path does not read.
+func plainEnvelope(m *fastRequest) bool {
+	return m.JSONRPC == mcp.JSONRPC_VERSION && !isNull(m.ID) && len(m.Result) == 0 && len(m.Error) == 0 &&
+		isNull(m.Params.Task) && len(m.Params.InputResponses) == 0 && len(m.Params.RequestState) == 0
+}
+
+func isNull(raw json.RawMessage) bool { return len(raw) == 0 || string(raw) == "null" }
+
+// jsonContent is mcp-go's Content-Type check of a POST.
+func jsonContent(ct string) bool {
+	if ct == "application/json" {
+		return true
+	}
+	mt, _, err := mime.ParseMediaType(ct)
+	return err == nil && mt == "application/json"
+}
+
+// protocolOf reports the request's protocol era as mcp-go's
+// detectRequestEra and extractRequestProtocolInfo read it, and whether
+// mcp-go would accept a tools/call of that era with these headers
+// (rejectUnsupportedProtocolVersion; validateModernRequest and
+// ValidateStandardHeaders for 2026-07-28).
+func protocolOf(h http.Header, meta *mcp.Meta) (*server.RequestProtocolInfo, bool) {
+	header, version := h.Get(mcp.HeaderProtocolVersion), meta.ProtocolVersion()
+	if !mcp.IsModernProtocol(header) && !mcp.IsModernProtocol(version) {
+		return &server.RequestProtocolInfo{ProtocolVersion: version}, header == "" || mcp.IsValidProtocolVersion(header)
+	}
+	if header != version || !mcp.IsValidProtocolVersion(version) || h.Get(mcp.HeaderLastEventID) != "" ||
+		h.Get(mcp.HeaderMethod) != string(mcp.MethodToolsCall) {
+		return nil, false
+	}
+	caps := meta.ClientCapabilities()
+	if caps == nil {
+		return nil, false
+	}
+	return &server.RequestProtocolInfo{Modern: true, ProtocolVersion: version, ClientCapabilities: caps,
+		LogLevel: meta.LogLevel()}, true
+}
+
+// fastName reports a name mcp-go would dispatch to callTool now (it is in
+// the registry) that leads to a downstream tool.
+func (p *proxy) fastName(name string) bool {
+	if _, ok := p.registered.Load(name); !ok {
+		return false
+	}
+	_, ok := p.tools.Load(name)
+	return ok
+}
+
+// toCallRequest builds the request mcp-go would hand callTool, and the
+// JSON-RPC id as mcp-go decodes it (numbers as float64). For 2026-07-28 the
+// Mcp-Name header must name the tool (ValidateStandardHeaders).
+func toCallRequest(m *fastRequest, h http.Header) (mcp.CallToolRequest, any, bool) {
+	var req mcp.CallToolRequest
+	var id any
+	if json.Unmarshal(m.ID, &id) != nil {
+		return req, nil, false
+	}
+	if mcp.IsModernProtocol(h.Get(mcp.HeaderProtocolVersion)) {
+		if name, ok := mcp.DecodeHeaderValue(h.Get(mcp.HeaderName)); !ok || name == "" || name != m.Params.Name {
+			return req, nil, false
+		}
+	}
+	req.Method = string(mcp.MethodToolsCall)
+	req.Header = h
+	req.Params.Name, req.Params.Meta = m.Params.Name, m.Params.Meta
+	if len(m.Params.Arguments) > 0 {
+		req.Params.RawArguments = m.Params.Arguments
+		if json.Unmarshal(m.Params.Arguments, &req.Params.Arguments) != nil {
+			return req, nil, false
+		}
+	}
+	return req, id, true
+}
+
+// answer runs callTool as mcp-go's handleToolCall and HandleMessage would
+// (recovery middleware, multi round-trip check, 2026-07-28 decoration) and
+// returns the JSON-RPC message mcp-go would write.
+func (p *proxy) answer(ctx context.Context, req mcp.CallToolRequest, id any, modern bool) any {
+	res, err := p.callRecovered(ctx, req)
+	if err == nil && res == nil {
+		err = fmt.Errorf("tool '%s' handler returned no result", req.Params.Name) // mcp-go's noResultError
+	}
+	if err == nil && res.NeedsInput() && !modern {
+		err = errInputRequired(res)
+	}
+	if err != nil {
+		return rpcErrorFor(id, err, modern)
+	}
+	if modern {
+		p.decorate(res)
+	}
+	return mcp.NewJSONRPCResultResponse(mcp.NewRequestId(id), res)
+}
+
+// callRecovered is callTool under mcp-go's WithRecovery middleware (the
+// agent's server is built with it).
+func (p *proxy) callRecovered(ctx context.Context, req mcp.CallToolRequest) (res *mcp.CallToolResult, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			res, err = nil, fmt.Errorf("panic recovered in %s tool handler: %v", req.Params.Name, r)
+		}
+	}()
+	return p.callTool(ctx, req)
+}
+
+// errInputRequired is what the fast path answers a caller before 2026-07-28
+// when the downstream's result asks for input (multi round-trip). mcp-go
+// would ask the caller with server-to-client requests and call again; a
+// downstream session of pallasgw speaks 2025-11-25, so a conforming
+// downstream never returns such a result. An empty request list is mcp-go's
+// own error, word for word.
+func errInputRequired(res *mcp.CallToolResult) error {
+	if len(res.InputRequests) == 0 {
+		return fmt.Errorf("multi round-trip: %w", server.ErrLoadShedding)
+	}
+	return errors.New("multi round-trip: the downstream asked for input, which pallasgw does not relay to " +
+		"callers before protocol 2026-07-28 on this path")
+}
+
+// rpcErrorFor is mcp-go's handlerError: a tool handler's error is an
+// internal error, except a URL elicitation requirement for a caller before
+// 2026-07-28, which keeps its own code and data.
+func rpcErrorFor(id any, err error, modern bool) mcp.JSONRPCError {
+	code, data := mcp.INTERNAL_ERROR, any(nil)
+	if required, ok := urlElicitationRequired(err); ok && !modern {
+		details := required.JSONRPCError().Error
+		code, data = details.Code, details.Data
+	}
+	return mcp.JSONRPCError{JSONRPC: mcp.JSONRPC_VERSION, ID: mcp.NewRequestId(id),
+		Error: mcp.NewJSONRPCErrorDetails(code, err.Error(), data)}
+}
+
+func urlElicitationRequired(err error) (mcp.URLElicitationRequiredError, bool) {
+	var required mcp.URLElicitationRequiredError
+	if errors.As(err, &required) {
+		return required, true
+	}
+	var pointer *mcp.URLElicitationRequiredError
+	if errors.As(err, &pointer) && pointer != nil {
+		return *pointer, true
+	}
+	return required, false
+}
+
+// decorate stamps a result for a 2026-07-28 caller as mcp-go's
+// decorateResponse does: resultType "complete" unless set, and the server's
+// identity in _meta unless the result names one.
+func (p *proxy) decorate(res *mcp.CallToolResult) {
+	if res.GetResultType() == "" {
+		res.SetResultType(mcp.ResultTypeComplete)
+	}
+	if meta := res.EnsureResultMeta(); meta.ServerInfo() == nil {
+		meta.SetServerInfo(mcp.Implementation{Name: p.a.Name, Version: p.a.set.deps.Config.Version,
+			Title: p.a.Config.Title, Description: p.a.Config.Description})
+	}
+}
