@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"net/http"
 	"sync"
+	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
@@ -58,7 +59,13 @@ func callerCapability(method string) (byte, bool) {
 // own error answer.
 func (e *endpoint) request(ctx context.Context, relay *progressRelay, method string, params json.RawMessage) (json.RawMessage, error) {
 	rs, t := requestStateFrom(ctx), trackerFrom(ctx)
-	if err := canRequest(rs, t, method); err != nil {
+	err := canRequest(rs, t, method)
+	if err == nil && relay == nil {
+		// Without the call's relay the write cannot be ordered before the
+		// call's end (progressRelay.exclusive).
+		err = errors.New("the call has no notification stream")
+	}
+	if err != nil {
 		return nil, &mcpclient.RPCError{Code: mcp.INVALID_REQUEST,
 			Message: fmt.Sprintf("%s is not available through pallasgw for this call: %v", method, err)}
 	}
@@ -80,13 +87,30 @@ func (e *endpoint) request(ctx context.Context, relay *progressRelay, method str
 		return nil, &mcpclient.RPCError{Code: mcp.INTERNAL_ERROR,
 			Message: fmt.Sprintf("%s could not be sent to the caller: %v", method, err)}
 	}
+	// The downstream client gives a server's request a deadline (mcp-go's:
+	// 30 s) and posts the answer with that context: stop waiting a little
+	// before it, so that the downstream still gets an error, not silence.
+	wctx := ctx
+	if dl, ok := ctx.Deadline(); ok {
+		var cancel context.CancelFunc
+		wctx, cancel = context.WithDeadline(ctx, dl.Add(-answerMargin))
+		defer cancel()
+	}
 	select {
 	case raw := <-wait:
 		return answerResult(raw)
-	case <-ctx.Done():
+	case <-wctx.Done():
+		if ctx.Err() == nil {
+			return nil, &mcpclient.RPCError{Code: mcp.INTERNAL_ERROR,
+				Message: fmt.Sprintf("the caller did not answer %s in time", method)}
+		}
 		return nil, fmt.Errorf("waiting for the caller's answer to %s: %w", method, context.Cause(ctx))
 	}
 }
+
+// answerMargin is how long before the downstream client's deadline a
+// request stops waiting for the caller.
+const answerMargin = time.Second
 
 // Reasons a request cannot be sent to a caller.
 var (

@@ -314,6 +314,7 @@ func (p *proxy) callTool(ctx context.Context, req mcp.CallToolRequest) (*mcp.Cal
 		return mcp.NewToolResultError(fmt.Sprintf("tool %s is denied by policy (%s)", name, d.Reason)), nil
 	}
 	relay, rel := p.relayFor(ctx, req)
+	defer relay.end() // also on a panic: no request may be written after the call
 	res, err := p.a.set.deps.Downstream.CallTool(mcpclient.WithRelay(ctx, rel), r.server, r.name, req.GetArguments(),
 		p.a.set.outbound(r.server, req.Header), relay.progressFunc())
 	relay.flush(2 * time.Second)

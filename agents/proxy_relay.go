@@ -39,6 +39,7 @@ type progressRelay struct {
 	metrics *metrics.Metrics
 
 	mu       sync.Mutex
+	ended    bool // the call returned: nothing more may be written by exclusive
 	last     float64
 	started  bool
 	queue    []notice
@@ -260,19 +261,40 @@ func (r *progressRelay) count(n notice, outcome string) {
 	}
 }
 
+// errCallEnded: the call a server-to-client request was for has returned.
+var errCallEnded = errors.New("the call has ended; its response stream is closed")
+
+// end marks the call returned (see exclusive). A nil relay has nothing to
+// end.
+func (r *progressRelay) end() {
+	if r == nil {
+		return
+	}
+	r.mu.Lock()
+	r.ended = true
+	r.mu.Unlock()
+}
+
 // exclusive runs write, which puts an event of the agent's own on the
 // caller's response (injected: trackingWriter.inject), once every
 // notification relayed so far has been written, and holds further ones
 // back while it runs: mcp-go's writer is then idle and not touching the
 // response's headers. A notification mcp-go never writes (the caller went
-// away) holds it up for retryBlocked at most. A nil relay sends nothing.
+// away) holds it up for retryBlocked at most.
+//
+// A downstream's request can be handled after its call has returned (mcp-go's
+// client handles each in a goroutine of its own), when the response is being
+// finished or is gone: once end has run, or ctx has ended, exclusive refuses
+// (errCallEnded). Since it holds r.mu while write runs, and end takes r.mu,
+// every write it lets through is over before the call returns.
 func (r *progressRelay) exclusive(ctx context.Context, write func() error) error {
-	if r == nil {
-		return write()
-	}
 	deadline := time.Now().Add(retryBlocked)
 	for {
 		r.mu.Lock()
+		if r.ended || ctx.Err() != nil {
+			r.mu.Unlock()
+			return errCallEnded
+		}
 		idle, sent := r.idle, r.sent
 		if (len(r.queue) == 0 && r.written() >= sent) || time.Now().After(deadline) {
 			defer r.mu.Unlock()
