@@ -26,10 +26,13 @@ func (g *Gateway) serveAgent(w http.ResponseWriter, r *http.Request, s *Snapshot
 	rid := agents.RequestID(r.Context())
 	g.calls.add()
 	defer g.calls.done()
-	if g.draining.Load() {
-		w.Header().Set("Connection", "close")
-		w.Header().Set("Retry-After", "1")
-		writeError(w, http.StatusServiceUnavailable, rid, "gateway is shutting down; retry on another instance")
+	// While draining, new calls are refused, but a session-based caller's
+	// POSTs that serve a running call (its answer to a server-to-client
+	// request, its notifications/cancelled) are let through: they are
+	// told apart once the body is read.
+	mayServeRunning := r.Method == http.MethodPost && r.Header.Get("Mcp-Session-Id") != ""
+	if g.draining.Load() && !mayServeRunning {
+		g.refuseDraining(w, rid)
 		return
 	}
 	a := s.agents.Get(name)
@@ -60,7 +63,15 @@ func (g *Gateway) serveAgent(w http.ResponseWriter, r *http.Request, s *Snapshot
 		writeError(w, http.StatusMethodNotAllowed, rid, "method not allowed")
 		return
 	}
-	if r.Method == http.MethodPost && !g.readBody(w, r, s, rid) {
+	var body []byte
+	if r.Method == http.MethodPost {
+		var ok bool
+		if body, ok = g.readBody(w, r, s, rid); !ok {
+			return
+		}
+	}
+	if g.draining.Load() && !(mayServeRunning && servesRunningCall(body)) {
+		g.refuseDraining(w, rid)
 		return
 	}
 	inflight := g.metrics.Inflight.WithLabelValues(name) // one lookup for both ends (P7)
@@ -70,25 +81,31 @@ func (g *Gateway) serveAgent(w http.ResponseWriter, r *http.Request, s *Snapshot
 	a.Handler().ServeHTTP(tw, tr)
 }
 
+func (g *Gateway) refuseDraining(w http.ResponseWriter, rid string) {
+	w.Header().Set("Connection", "close")
+	w.Header().Set("Retry-After", "1")
+	writeError(w, http.StatusServiceUnavailable, rid, "gateway is shutting down; retry on another instance")
+}
+
 // readBody buffers the POST body within limits.max_body_bytes (413 past
 // it), answers a body that is not one JSON-RPC message with a JSON-RPC
 // error naming the problem, and drops notifications/cancelled that mcp-go
 // would misroute.
-func (g *Gateway) readBody(w http.ResponseWriter, r *http.Request, s *Snapshot, rid string) bool {
+func (g *Gateway) readBody(w http.ResponseWriter, r *http.Request, s *Snapshot, rid string) ([]byte, bool) {
 	limit := s.cfg.Limits.MaxBodyBytes
 	body, err := readAllWithin(w, r, limit+1)
 	if err != nil {
 		writeJSONRPCError(w, http.StatusBadRequest, nil, -32700, rid, "reading request body: "+err.Error())
-		return false
+		return nil, false
 	}
 	if int64(len(body)) > limit {
 		writeJSONRPCError(w, http.StatusRequestEntityTooLarge, nil, -32600, rid,
 			fmt.Sprintf("request body larger than limits.max_body_bytes (%d bytes)", limit))
-		return false
+		return nil, false
 	}
 	if e := checkMessage(body); e != nil {
 		writeJSONRPCError(w, http.StatusBadRequest, e.id, e.code, rid, e.msg)
-		return false
+		return nil, false
 	}
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	if isUnroutableCancel(body, r.Header) {
@@ -100,9 +117,9 @@ func (g *Gateway) readBody(w http.ResponseWriter, r *http.Request, s *Snapshot, 
 		// initialize, so their cancels reach their own requests. A caller's
 		// own request still ends when its connection closes.
 		w.WriteHeader(http.StatusAccepted)
-		return false
+		return nil, false
 	}
-	return true
+	return body, true
 }
 
 // bodyReadTimeout bounds reading one request body. The servers have no

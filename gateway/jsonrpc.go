@@ -71,3 +71,14 @@ func checkMessage(body []byte) *rpcError {
 func isNull(raw json.RawMessage) bool {
 	return len(raw) == 0 || string(raw) == "null"
 }
+
+// servesRunningCall reports whether a POST body is a JSON-RPC response (a
+// caller's answer to a server-to-client request) or a
+// notifications/cancelled: messages for a call that is already running.
+func servesRunningCall(body []byte) bool {
+	var env envelope
+	if json.Unmarshal(body, &env) != nil {
+		return false
+	}
+	return isNull(env.Method) || string(env.Method) == `"notifications/cancelled"`
+}

@@ -124,3 +124,18 @@ func TestReadAllWithinOverLimitClosesTheConnection(t *testing.T) {
 		t.Fatalf("answer: %v %v", resp, err)
 	}
 }
+
+func TestServesRunningCall(t *testing.T) {
+	for body, want := range map[string]bool{
+		`{"jsonrpc":"2.0","id":"pgw-r-1","result":{}}`:                                  true,
+		`{"jsonrpc":"2.0","id":3,"error":{"code":-1,"message":"no"}}`:                   true,
+		`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}`: true,
+		`{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"x"}}`:          false,
+		`{"jsonrpc":"2.0","method":"notifications/initialized"}`:                        false,
+		`not json`: false,
+	} {
+		if got := servesRunningCall([]byte(body)); got != want {
+			t.Errorf("%s: %v, want %v", body, got, want)
+		}
+	}
+}
