@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
@@ -26,9 +27,10 @@ type listenerSet struct {
 }
 
 type legacyListener struct {
-	port int
-	ln   net.Listener
-	srv  *http.Server
+	port    int
+	ln      net.Listener
+	srv     *http.Server
+	closing atomic.Bool // the port was removed: its listener is closed on purpose
 }
 
 func newListenerSet(g *Gateway) *listenerSet {
@@ -67,7 +69,7 @@ func (l *listenerSet) commit(added []*legacyListener, want map[int]portRole) {
 		l.g.wg.Add(1)
 		go func() {
 			defer l.g.wg.Done()
-			if err := a.srv.Serve(a.ln); err != nil && err != http.ErrServerClosed {
+			if err := a.srv.Serve(a.ln); err != nil && err != http.ErrServerClosed && !a.closing.Load() {
 				l.g.log.Error("legacy port stopped", zap.Int("port", a.port), zap.Error(err))
 			}
 		}()
@@ -77,6 +79,10 @@ func (l *listenerSet) commit(added []*legacyListener, want map[int]portRole) {
 			continue
 		}
 		delete(l.byPort, port)
+		// The port is free when the reload returns, so that the next one
+		// may bind it again; running requests finish in the background.
+		old.closing.Store(true)
+		old.ln.Close()
 		l.g.wg.Add(1)
 		go func() {
 			defer l.g.wg.Done()
