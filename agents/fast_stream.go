@@ -138,9 +138,14 @@ func (s *fastStream) writeEvent(msg any, flush bool) {
 		s.w.WriteHeader(http.StatusOK)
 		s.upgraded = true
 	}
-	data, err := json.Marshal(msg)
-	if err != nil {
-		return // mcp-go logs and skips such an event; the types here always marshal
+	var data []byte
+	if raw, ok := msg.(rawAnswer); ok {
+		data = oneLine(raw)
+	} else {
+		var err error
+		if data, err = json.Marshal(msg); err != nil {
+			return // mcp-go logs and skips such an event; the types here always marshal
+		}
 	}
 	_, _ = fmt.Fprintf(s.w, "event: message\ndata: %s\n\n", data)
 	if flush {
@@ -199,5 +204,9 @@ func (s *fastStream) finish(answer any) {
 	// which map to 200.
 	s.w.Header().Set("Content-Type", "application/json")
 	s.w.WriteHeader(http.StatusOK)
+	if raw, ok := answer.(rawAnswer); ok {
+		_, _ = s.w.Write(append(raw, '\n')) // as Encode ends a message
+		return
+	}
 	_ = json.NewEncoder(s.w).Encode(answer)
 }

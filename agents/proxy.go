@@ -86,6 +86,9 @@ type proxy struct {
 	prefix  bool              // more than one server: names are "<server>__<name>"
 	fastOff bool              // tests: every tools/call through mcp-go (proxy_fast.go)
 
+	infoOnce sync.Once       // guards info
+	info     json.RawMessage // the agent's identity for 2026-07-28 results (fast_raw.go)
+
 	tools   sync.Map // exposed tool name → route
 	prompts sync.Map // exposed prompt name → route
 
@@ -290,19 +293,28 @@ func (p *proxy) ensureTool(ctx context.Context, name string, inbound http.Header
 }
 
 // callTool forwards one tools/call and returns the downstream result
-// unchanged. A tool the policy denies is refused with an isError result; a
-// downstream that answers with a JSON-RPC error is answered with one; a
-// downstream that cannot be reached gives an isError result naming the
-// failure and the request id.
+// unchanged (mcp-go's handler of every exposed tool).
 func (p *proxy) callTool(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	res, _, err := p.forward(ctx, req, nil)
+	return res, err
+}
+
+// forward runs one tools/call. A tool the policy denies is refused with an
+// isError result; a downstream that answers with a JSON-RPC error is
+// answered with one; a downstream that cannot be reached gives an isError
+// result naming the failure and the request id. With raw set (the fast
+// path) a downstream result comes back as the downstream sent it (rr), any
+// other answer as res.
+func (p *proxy) forward(ctx context.Context, req mcp.CallToolRequest, raw RawDownstream) (res *mcp.CallToolResult, rr *mcpclient.RawResult, err error) {
 	start := time.Now()
 	name := req.Params.Name
 	v, ok := p.tools.Load(name)
 	if !ok {
 		if name == healthToolName {
-			return p.a.handleHealth(ctx, req)
+			res, err = p.a.handleHealth(ctx, req)
+			return res, nil, err
 		}
-		return nil, fmt.Errorf("tool %q not found", name)
+		return nil, nil, fmt.Errorf("tool %q not found", name)
 	}
 	r := v.(route)
 	rid, caller := RequestID(ctx), callerOf(ctx)
@@ -311,27 +323,35 @@ func (p *proxy) callTool(ctx context.Context, req mcp.CallToolRequest) (*mcp.Cal
 		Server: r.server, Tool: r.name, Decision: d, Latency: time.Since(start)})
 	if !d.Allowed {
 		p.a.observe(name, "denied", start)
-		return mcp.NewToolResultError(fmt.Sprintf("tool %s is denied by policy (%s)", name, d.Reason)), nil
+		return mcp.NewToolResultError(fmt.Sprintf("tool %s is denied by policy (%s)", name, d.Reason)), nil, nil
 	}
 	relay, rel := p.relayFor(ctx, req)
 	defer relay.end() // also on a panic: no request may be written after the call
-	res, err := p.a.set.deps.Downstream.CallTool(mcpclient.WithRelay(ctx, rel), r.server, r.name, req.GetArguments(),
-		p.a.set.outbound(r.server, req.Header), relay.progressFunc())
+	ctx = mcpclient.WithRelay(ctx, rel)
+	outbound := p.a.set.outbound(r.server, req.Header)
+	isError := false
+	if raw != nil {
+		rr, err = raw.CallToolRaw(ctx, r.server, r.name, rawArguments(req), outbound, relay.progressFunc())
+		isError = err == nil && rr != nil && rr.IsError
+	} else {
+		res, err = p.a.set.deps.Downstream.CallTool(ctx, r.server, r.name, req.GetArguments(), outbound, relay.progressFunc())
+		isError = err == nil && res != nil && res.IsError
+	}
 	relay.flush(2 * time.Second)
 	outcome := outcomeOf(ctx, err)
-	if err == nil && res != nil && res.IsError {
+	if isError {
 		outcome = "error"
 	}
 	p.a.observe(name, outcome, start)
 	switch {
 	case err == nil:
-		return res, nil
+		return res, rr, nil
 	case isRPCError(err):
-		return nil, err
+		return nil, nil, err
 	}
 	p.a.log.Warn("downstream tool failed", zap.String("request_id", rid), zap.String("server", r.server),
 		zap.String("tool", r.name), zap.String("outcome", mcpclient.Outcome(err)), zap.Error(err))
-	return mcp.NewToolResultError(fmt.Sprintf("%s: %v (request id %s)", p.a.Name, err, rid)), nil
+	return mcp.NewToolResultError(fmt.Sprintf("%s: %v (request id %s)", p.a.Name, err, rid)), nil, nil
 }
 
 // isRPCError reports whether err is the downstream's JSON-RPC error answer

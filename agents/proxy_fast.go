@@ -9,7 +9,9 @@ package agents
 // proxy's tools/call here first; fastCall parses the body once, and when
 // mcp-go would certainly accept the request it runs the same handler
 // (callTool: policy decision, audit, relay, metrics) and writes what mcp-go
-// would write (fast_stream.go). Anything it is not sure of goes to mcp-go,
+// would write (fast_stream.go), except that a downstream's result is written
+// as the downstream sent it, not re-encoded (fast_raw.go). Anything it is
+// not sure of goes to mcp-go,
 // untouched: a request it does not take has nothing written and nothing
 // consumed.
 //
@@ -45,6 +47,8 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/pallasgw/pallasgw/agents/mcpclient"
 )
 
 // fastRequest is a tools/call as the fast path reads it, in one parse. The
@@ -181,7 +185,13 @@ func toCallRequest(m *fastRequest, h http.Header) (mcp.CallToolRequest, any, boo
 // (recovery middleware, multi round-trip check, 2026-07-28 decoration) and
 // returns the JSON-RPC message mcp-go would write.
 func (p *proxy) answer(ctx context.Context, req mcp.CallToolRequest, id any, modern bool) any {
-	res, err := p.callRecovered(ctx, req)
+	res, rr, err := p.callRecovered(ctx, req)
+	if err == nil && rr != nil {
+		if msg, ok := p.rawResponse(id, rr, modern); ok {
+			return msg
+		}
+		res, err = typedResult(rr)
+	}
 	if err == nil && res == nil {
 		err = fmt.Errorf("tool '%s' handler returned no result", req.Params.Name) // mcp-go's noResultError
 	}
@@ -198,14 +208,25 @@ func (p *proxy) answer(ctx context.Context, req mcp.CallToolRequest, id any, mod
 }
 
 // callRecovered is callTool under mcp-go's WithRecovery middleware (the
-// agent's server is built with it).
-func (p *proxy) callRecovered(ctx context.Context, req mcp.CallToolRequest) (res *mcp.CallToolResult, err error) {
+// agent's server is built with it), asking for the result as raw JSON when
+// the Downstream can give it (fast_raw.go).
+func (p *proxy) callRecovered(ctx context.Context, req mcp.CallToolRequest) (res *mcp.CallToolResult, rr *mcpclient.RawResult, err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			res, err = nil, fmt.Errorf("panic recovered in %s tool handler: %v", req.Params.Name, r)
+			res, rr, err = nil, nil, fmt.Errorf("panic recovered in %s tool handler: %v", req.Params.Name, r)
 		}
 	}()
-	return p.callTool(ctx, req)
+	raw, _ := p.a.set.deps.Downstream.(RawDownstream)
+	return p.forward(ctx, req, raw)
+}
+
+// typedResult decodes a raw result for the typed path.
+func typedResult(rr *mcpclient.RawResult) (*mcp.CallToolResult, error) {
+	res, err := mcp.ParseCallToolResult(&rr.JSON)
+	if err != nil {
+		return nil, fmt.Errorf("the downstream's result: %w", err)
+	}
+	return res, nil
 }
 
 // errInputRequired is what the fast path answers a caller before 2026-07-28

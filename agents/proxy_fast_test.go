@@ -95,8 +95,9 @@ func fastResult(ctx context.Context, tool string, onProgress mcpclient.ProgressF
 }
 
 // fastPair is the proxy agent of proxyFastConfig served twice over
-// downstreams that answer alike: with the fast path, and with every call
-// through mcp-go (the reference).
+// downstreams that answer alike: with the fast path, whose downstream gives
+// raw results (rawFakeDown), and with every call through mcp-go and typed
+// results (the reference).
 type fastPair struct {
 	fast, slow *testAgents
 	via        map[*testAgents]*viaLog
@@ -149,7 +150,11 @@ func newFastPair(t *testing.T) *fastPair {
 			}
 			return fastResult(ctx, tool, onProgress)
 		}
-		ta := newTestAgents(t, proxyFastConfig, down)
+		var d Downstream = down
+		if !slow {
+			d = rawFakeDown{down} // the fast path passes results through as raw JSON
+		}
+		ta := newTestAgents(t, proxyFastConfig, d)
 		ta.set.Get("px").proxy.fastOff = slow
 		p.via[ta] = v
 		if slow {
@@ -236,13 +241,14 @@ func with(h map[string]string, kv ...string) map[string]string {
 }
 
 // compare sends the same request to both agents and fails unless the
-// caller sees the same bytes; it returns the path the fast agent's call
+// caller sees the same response (sameExchange: the same bytes, or for a
+// decorated 2026-07-28 result the same JSON); it returns the path the fast agent's call
 // took ("none" when the downstream was not called).
 func (p *fastPair) compare(t *testing.T, body string, hdr map[string]string) string {
 	t.Helper()
 	before := p.via[p.fast].count()
 	got, want := send(t, p.fast, body, hdr), send(t, p.slow, body, hdr)
-	if got.String() != want.String() {
+	if !sameExchange(got, want) {
 		t.Errorf("fast path differs from mcp-go:\nfast:   %s\nmcp-go: %s", got, want)
 	}
 	if p.via[p.fast].count() == before {
@@ -297,7 +303,7 @@ func TestProxyFastMatchesMCPGo(t *testing.T) {
 				meta = modernMeta
 			}
 			got, want := send(t, p.fast, callBody("8", "text", meta), hdr), send(t, p.slow, callBody("8", "text", meta), hdr)
-			if got.String() != want.String() || !strings.Contains(got.body, "denied by policy") {
+			if !sameExchange(got, want) || !strings.Contains(got.body, "denied by policy") {
 				t.Errorf("denied call:\nfast:   %s\nmcp-go: %s", got, want)
 			}
 			if after := counterValue(p.fast.metrics.PolicyDecisions.WithLabelValues("px", "deny", "tool_denied")); after != before+1 {

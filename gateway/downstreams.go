@@ -12,6 +12,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"go.uber.org/zap"
 
+	"github.com/pallasgw/pallasgw/agents"
 	"github.com/pallasgw/pallasgw/agents/mcpclient"
 )
 
@@ -122,6 +123,18 @@ func (d *downstreams) CallTool(ctx context.Context, server, tool string, args ma
 		return nil, err
 	}
 	return m.CallTool(ctx, server, tool, args, hdr, onProgress)
+}
+
+var _ agents.RawDownstream = (*downstreams)(nil)
+
+// CallToolRaw is CallTool with the result as the downstream sent it (a
+// proxy's fast path, agents.RawDownstream).
+func (d *downstreams) CallToolRaw(ctx context.Context, server, tool string, args json.RawMessage, hdr http.Header, onProgress mcpclient.ProgressFunc) (*mcpclient.RawResult, error) {
+	m, err := d.get(server)
+	if err != nil {
+		return nil, err
+	}
+	return m.CallToolRaw(ctx, server, tool, args, hdr, onProgress)
 }
 
 func (d *downstreams) SetLogLevel(ctx context.Context, server string, level mcp.LoggingLevel, hdr http.Header) error {

@@ -56,24 +56,30 @@ func (m *Manager) CallTool(ctx context.Context, server, tool string, args map[st
 	op := fmt.Sprintf("%s %q", mcp.MethodToolsCall, tool)
 	relay := RelayFrom(ctx)
 	err := m.do(ctx, server, op, hdr, func(ctx context.Context, s *session, cli *client.Client) error {
-		ctx, done := s.relayed(ctx, cli, relay)
-		defer done()
-		ctx, ended := s.cancelOnEnd(ctx, cli)
-		defer ended()
 		var err error
-		res, err = cli.CallTool(ctx, req)
+		res, err = s.callTyped(ctx, cli, req, relay)
 		return err
 	})
-	m.observe(server, start, res, err)
+	m.observe(server, start, err == nil && res != nil && res.IsError, err)
 	if err != nil {
 		return nil, err
 	}
 	return res, nil
 }
 
+// callTyped is one tools/call through mcp-go's client, with the call's relay
+// and its cancellation downstream.
+func (s *session) callTyped(ctx context.Context, cli *client.Client, req mcp.CallToolRequest, relay *Relay) (*mcp.CallToolResult, error) {
+	ctx, done := s.relayed(ctx, cli, relay)
+	defer done()
+	ctx, ended := s.cancelOnEnd(ctx, cli)
+	defer ended()
+	return cli.CallTool(ctx, req)
+}
+
 // observe records one CallTool in the metrics. A tool result with isError
 // counts as outcome "error".
-func (m *Manager) observe(server string, start time.Time, res *mcp.CallToolResult, err error) {
+func (m *Manager) observe(server string, start time.Time, isError bool, err error) {
 	mt := m.opts.Metrics
 	if mt == nil {
 		return
@@ -82,7 +88,7 @@ func (m *Manager) observe(server string, start time.Time, res *mcp.CallToolResul
 		return // unknown names must not become label values
 	}
 	outcome := Outcome(err)
-	if err == nil && res != nil && res.IsError {
+	if err == nil && isError {
 		outcome = "error"
 	}
 	mt.DownstreamCalls.WithLabelValues(server, outcome).Inc()
@@ -179,6 +185,9 @@ func (e *timeoutError) Is(target error) bool { return target == context.Deadline
 // isLost reports whether err means the session or its connection is gone,
 // as opposed to an error answer from a working session.
 func isLost(err error) bool {
+	if answered(err) {
+		return false
+	}
 	for _, target := range []error{
 		transport.ErrSessionTerminated, transport.ErrTransportClosed,
 		io.EOF, io.ErrUnexpectedEOF, net.ErrClosed,
@@ -207,16 +216,61 @@ func isLost(err error) bool {
 // servers built on the TypeScript SDK's example (server-everything among
 // them) answer HTTP 400 with a JSON-RPC error "Bad Request: No valid session
 // ID provided", which mcp-go returns as that error, status dropped.
+//
+// It goes by the text, so it is kept narrow: an error answer with one of the
+// JSON-RPC standard codes is a tool's or a method's own (a tool may well say
+// "session not found" of its own sessions), and never a rejection; the TS
+// SDK's comes with -32000, which mcp-go returns as a plain error.
 func sessionRejected(err error) bool {
-	msg := strings.ToLower(err.Error())
-	return strings.Contains(msg, "no valid session id") || strings.Contains(msg, "session not found")
+	if answered(err) || isStandardRPCError(err) {
+		return false
+	}
+	return strings.Contains(strings.ToLower(err.Error()), "no valid session id")
 }
+
+// isStandardRPCError reports an error answer that mcp-go maps to one of the
+// JSON-RPC standard error codes.
+func isStandardRPCError(err error) bool {
+	for _, target := range []error{mcp.ErrParseError, mcp.ErrInvalidRequest, mcp.ErrMethodNotFound,
+		mcp.ErrInvalidParams, mcp.ErrInternalError, mcp.ErrRequestInterrupted, mcp.ErrResourceNotFound} {
+		if errors.Is(err, target) {
+			return true
+		}
+	}
+	return false
+}
+
+// answeredError marks an error of a raw call (rawstream.go) that proves
+// the downstream received the call: it answered it (with a JSON-RPC error,
+// or a result that could not be read), or its response stream had begun.
+// Such a call is never sent again, and does not count as a lost session.
+type answeredError struct{ err error }
+
+func (e answeredError) Error() string { return e.err.Error() }
+func (e answeredError) Unwrap() error { return e.err }
+
+func answered(err error) bool {
+	var a answeredError
+	return errors.As(err, &a)
+}
+
+// deliveredError marks an error of a raw call after the downstream had
+// begun to answer it (its response stream broke off and could not be
+// reopened): the session may be gone, but the call is never sent again.
+type deliveredError struct{ err error }
+
+func (e deliveredError) Error() string { return e.err.Error() }
+func (e deliveredError) Unwrap() error { return e.err }
 
 // notDelivered reports whether err proves the request never ran: the
 // downstream rejected the session or the connection was refused. A request
 // that failed after it was written (EOF, reset) may have run: net/http does
 // not repeat such a POST either.
 func notDelivered(err error) bool {
+	var d deliveredError
+	if answered(err) || errors.As(err, &d) {
+		return false
+	}
 	if errors.Is(err, transport.ErrSessionTerminated) || errors.Is(err, syscall.ECONNREFUSED) || sessionRejected(err) {
 		return true
 	}

@@ -100,22 +100,25 @@ func (s *session) cancelOnEnd(ctx context.Context, cli *client.Client) (context.
 		return ctx, func() {} // mcp-go's client sends it there
 	}
 	rec := &sentCall{}
-	return context.WithValue(ctx, sentCallKey{}, rec), func() {
-		id := rec.get()
-		if ctx.Err() == nil || id == nil {
-			return
-		}
-		reason := context.Cause(ctx).Error()
-		s.srv.m.spawn(func() {
-			cctx, cancel := context.WithTimeout(s.srv.m.ctx, cancelTimeout)
-			defer cancel()
-			n := mcp.JSONRPCNotification{JSONRPC: mcp.JSONRPC_VERSION, Notification: mcp.Notification{
-				Method: string(mcp.MethodNotificationCancelled),
-				Params: mcp.NotificationParams{AdditionalFields: map[string]any{"requestId": id, "reason": reason}},
-			}}
-			if err := cli.GetTransport().SendNotification(cctx, n); err != nil {
-				s.srv.m.log.Debug("sending notifications/cancelled", zap.String(fieldServer, s.srv.spec.Name), zap.Error(err))
-			}
-		})
+	return context.WithValue(ctx, sentCallKey{}, rec), func() { s.cancelIfEnded(ctx, cli, rec.get()) }
+}
+
+// cancelIfEnded tells the downstream, in the background and best effort,
+// that the request id was cancelled, if ctx (the call's) has ended.
+func (s *session) cancelIfEnded(ctx context.Context, cli *client.Client, id json.RawMessage) {
+	if ctx.Err() == nil || id == nil {
+		return
 	}
+	reason := context.Cause(ctx).Error()
+	s.srv.m.spawn(func() {
+		cctx, cancel := context.WithTimeout(s.srv.m.ctx, cancelTimeout)
+		defer cancel()
+		n := mcp.JSONRPCNotification{JSONRPC: mcp.JSONRPC_VERSION, Notification: mcp.Notification{
+			Method: string(mcp.MethodNotificationCancelled),
+			Params: mcp.NotificationParams{AdditionalFields: map[string]any{"requestId": id, "reason": reason}},
+		}}
+		if err := cli.GetTransport().SendNotification(cctx, n); err != nil {
+			s.srv.m.log.Debug("sending notifications/cancelled", zap.String(fieldServer, s.srv.spec.Name), zap.Error(err))
+		}
+	})
 }

@@ -5,7 +5,9 @@
 // outbound headers), stdio processes, per-call timeouts, reconnection, progress
 // and log demultiplexing, the relay of a call's server-to-client requests to
 // its caller (relay.go), the cancellation of calls downstream (cancel.go),
-// tool-list caching and the downstream metrics of SPEC §9.
+// tool-list caching, the raw tools/call that returns a result as the
+// downstream sent it (raw.go, rawstream.go) and the downstream metrics of
+// SPEC §9.
 //
 // It must not decide which headers leave the gateway: the caller (the agent
 // runtime, which consults policy) computes the outbound header set per request
@@ -132,6 +134,7 @@ type Manager struct {
 	logs     logRouter
 	fetches  fetchGroup    // tools/list requests in flight, shared by callers
 	listSeq  atomic.Uint64 // ids of the tools/list requests sent past mcp-go's client
+	callSeq  atomic.Uint64 // ids of the raw tools/call requests (raw.go)
 
 	ctx    context.Context // parent of long-lived streams; canceled by Close
 	cancel context.CancelFunc

@@ -18,19 +18,28 @@ type remote struct {
 	m         *Manager
 	spec      ServerSpec
 	transport *http.Transport // shared by every session of this server
+	http      *http.Client    // over transport, for raw calls (raw.go), which set every header themselves
 
 	mu   sync.Mutex
 	pool map[string]*session // guarded by mu
 }
 
 func newRemote(m *Manager, spec ServerSpec) *remote {
+	tr := newHTTPTransport()
 	return &remote{
 		m:         m,
 		spec:      spec,
-		transport: newHTTPTransport(),
+		transport: tr,
+		http:      &http.Client{Transport: tr, CheckRedirect: noRedirects},
 		pool:      make(map[string]*session),
 	}
 }
+
+// noRedirects makes a client return a redirect as it came: following one
+// would take the session's headers, credentials among them, to wherever the
+// downstream points (SPEC §7: a credential goes only to the server
+// configured to receive it). The caller gets the status as an error.
+func noRedirects(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 
 // newHTTPTransport is tuned for many concurrent calls to one host: keep-alive
 // and enough idle connections per host for a full session pool. It has no

@@ -216,5 +216,6 @@ func (srv *remote) probeSSE(ctx context.Context, hdr http.Header) error {
 	if err := s.start(ctx, cli); err != nil {
 		return err
 	}
-	return s.initialize(ctx, cli)
+	_, err = s.initialize(ctx, cli)
+	return err
 }

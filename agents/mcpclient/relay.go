@@ -258,16 +258,19 @@ func (s *session) resendLevel(ctx context.Context, cli *client.Client) {
 // verbosity to r.LogLevel and tags the call's stream for log routing. The
 // returned function ends the routing.
 func (s *session) relayed(ctx context.Context, cli *client.Client, r *Relay) (context.Context, func()) {
-	if r == nil {
-		return ctx, func() {}
-	}
-	if r.LogLevel != "" {
-		if err := s.setLevel(ctx, cli, r.LogLevel, true); err != nil {
-			s.srv.m.log.Debug("raising the log level for a call", zap.String(fieldServer, s.srv.spec.Name), zap.Error(err))
-		}
-	}
-	if r.Log == nil {
+	s.raiseLevel(ctx, cli, r)
+	if r == nil || r.Log == nil {
 		return ctx, func() {}
 	}
 	return s.srv.m.logs.register(ctx, r.Log)
+}
+
+// raiseLevel asks the session for at least r.LogLevel, if r states one.
+func (s *session) raiseLevel(ctx context.Context, cli *client.Client, r *Relay) {
+	if r == nil || r.LogLevel == "" {
+		return
+	}
+	if err := s.setLevel(ctx, cli, r.LogLevel, true); err != nil {
+		s.srv.m.log.Debug("raising the log level for a call", zap.String(fieldServer, s.srv.spec.Name), zap.Error(err))
+	}
 }

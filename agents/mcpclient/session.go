@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/mark3labs/mcp-go/client"
@@ -31,6 +32,7 @@ type session struct {
 	closed bool
 
 	tools toolCache
+	wire  atomic.Pointer[wireInfo] // Streamable HTTP: what a raw call sends (raw.go); set by connect
 
 	logMu    sync.Mutex       // serialises logging/setLevel on this session
 	logLevel mcp.LoggingLevel // guarded by logMu; the last level asked for, sent again on reconnect
@@ -147,8 +149,9 @@ func (s *session) connectLocked(ctx context.Context) (*client.Client, error) {
 			proc.started()
 		}
 	}
+	var version string
 	if err == nil {
-		err = s.initialize(ctx, cli)
+		version, err = s.initialize(ctx, cli)
 	}
 	if err == nil {
 		s.resendLevel(ctx, cli)
@@ -161,6 +164,7 @@ func (s *session) connectLocked(ctx context.Context) (*client.Client, error) {
 		return nil, fmt.Errorf("connecting: %w: %w", ErrUnavailable, err)
 	}
 	s.cli, s.proc = cli, proc
+	s.noteWire(cli, version)
 	return cli, nil
 }
 
@@ -217,7 +221,7 @@ func (s *session) newClient() (*client.Client, *stdioProc, error) {
 // adds the session's headers to requests that lack them, which covers the
 // DELETE mcp-go sends on Close without its header options.
 func (s *session) httpClient() *http.Client {
-	return &http.Client{Transport: &headerRoundTripper{base: s.srv.transport, hdr: s.hdr}}
+	return &http.Client{Transport: &headerRoundTripper{base: s.srv.transport, hdr: s.hdr}, CheckRedirect: noRedirects}
 }
 
 func (s *session) newStreamable() (transport.Interface, error) {
@@ -261,12 +265,17 @@ func (s *session) start(ctx context.Context, cli *client.Client) error {
 	}
 }
 
-func (s *session) initialize(ctx context.Context, cli *client.Client) error {
+// initialize runs the handshake and returns the protocol version the server
+// chose.
+func (s *session) initialize(ctx context.Context, cli *client.Client) (string, error) {
 	var req mcp.InitializeRequest
 	req.Params.ProtocolVersion = mcp.LATEST_LEGACY_PROTOCOL_VERSION
 	req.Params.ClientInfo = mcp.Implementation{Name: s.srv.m.opts.ClientName, Version: s.srv.m.opts.ClientVersion}
-	_, err := cli.Initialize(ctx, req)
-	return err
+	res, err := cli.Initialize(ctx, req)
+	if err != nil {
+		return "", err
+	}
+	return res.ProtocolVersion, nil
 }
 
 // onNotification demultiplexes the notifications of one client: progress by

@@ -1,0 +1,162 @@
+package agents
+
+// The fast path's downstream results as raw JSON (README, P9). When the
+// Downstream can return a tools/call result as the downstream sent it
+// (*mcpclient.Manager's CallToolRaw: a raw POST on Streamable HTTP sessions,
+// mcp-go's client otherwise), the fast path writes those bytes inside its
+// JSON-RPC response instead of decoding them into mcp-go's types and
+// encoding them again. That is also more faithful (SPEC §6: results come
+// back unchanged): mcp-go's round trip sorts members, drops members it does
+// not know, turns large integers into floats and escapes HTML characters.
+// The only changes made to a result are the ones mcp-go's server makes for
+// a 2026-07-28 caller (decorate: resultType and the server's identity in
+// _meta), and line breaks taken out of a pretty-printed result written as
+// an SSE event, which cannot span lines. A result that asks for input
+// (resultType input_required) is decoded and takes the typed path, whose
+// answer to it is an error.
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/pallasgw/pallasgw/agents/mcpclient"
+)
+
+// RawDownstream is what the fast path needs for raw results
+// (*mcpclient.Manager implements it). args is the arguments object as JSON,
+// or nil.
+type RawDownstream interface {
+	CallToolRaw(ctx context.Context, server, tool string, args json.RawMessage, hdr http.Header, onProgress mcpclient.ProgressFunc) (*mcpclient.RawResult, error)
+}
+
+var _ RawDownstream = (*mcpclient.Manager)(nil)
+
+// rawAnswer is a complete JSON-RPC message, written as it is.
+type rawAnswer []byte
+
+// rawArguments are the caller's arguments as it sent them when they are an
+// object (the fast path parsed them: they are valid JSON), else what the
+// typed path would send.
+func rawArguments(req mcp.CallToolRequest) json.RawMessage {
+	if raw := bytes.TrimSpace(req.Params.RawArguments); len(raw) > 0 && raw[0] == '{' {
+		return raw
+	}
+	if args := req.GetArguments(); args != nil {
+		b, _ := json.Marshal(args)
+		return b
+	}
+	return nil
+}
+
+// rawResponse is the JSON-RPC response with result rr for request id, or
+// false when rr must take the typed path.
+func (p *proxy) rawResponse(id any, rr *mcpclient.RawResult, modern bool) (rawAnswer, bool) {
+	if rr.ResultType == string(mcp.ResultTypeInputRequired) {
+		return nil, false
+	}
+	result := rr.JSON
+	if modern {
+		var ok bool
+		if result, ok = p.decorateRaw(rr); !ok {
+			return nil, false
+		}
+	}
+	idJSON, err := json.Marshal(mcp.NewRequestId(id))
+	if err != nil {
+		return nil, false
+	}
+	b := make([]byte, 0, len(result)+len(idJSON)+40)
+	b = append(b, `{"jsonrpc":"2.0","id":`...)
+	b = append(b, idJSON...)
+	b = append(b, `,"result":`...)
+	b = append(b, result...)
+	return append(b, '}'), true
+}
+
+// decorateRaw is decorate for a raw result: resultType "complete" unless
+// set, and the server's identity in _meta unless the result names one. The
+// common case (no _meta) inserts both members at the front; a result with
+// a _meta of its own is rebuilt member by member, values kept as sent.
+func (p *proxy) decorateRaw(rr *mcpclient.RawResult) (json.RawMessage, bool) {
+	var meta map[string]json.RawMessage
+	if rr.Meta != nil && json.Unmarshal(rr.Meta, &meta) != nil {
+		return nil, false
+	}
+	_, hasInfo := meta[mcp.MetaKeyServerInfo]
+	needType := rr.ResultType == ""
+	if hasInfo && !needType {
+		return rr.JSON, true
+	}
+	info := p.serverInfoJSON()
+	// A null _meta or resultType reads as absent, but its member is there
+	// and must be replaced, not repeated: the result is rebuilt then (the
+	// check may also hit the words inside content, which costs only time).
+	nullMember := (rr.Meta == nil && bytes.Contains(rr.JSON, []byte(`"_meta"`))) ||
+		(needType && bytes.Contains(rr.JSON, []byte(`"resultType"`)))
+	if rr.Meta == nil && !nullMember {
+		rest := bytes.TrimSpace(rr.JSON[1:])
+		b := make([]byte, 0, len(rr.JSON)+len(info)+80)
+		b = append(b, `{"_meta":{"`+mcp.MetaKeyServerInfo+`":`...)
+		b = append(b, info...)
+		b = append(b, '}')
+		if needType {
+			b = append(b, `,"resultType":"complete"`...)
+		}
+		if len(rest) > 0 && rest[0] != '}' {
+			b = append(b, ',')
+		}
+		return append(b, rest...), true
+	}
+	var top map[string]json.RawMessage
+	if json.Unmarshal(rr.JSON, &top) != nil {
+		return nil, false
+	}
+	if !hasInfo {
+		if meta == nil {
+			meta = map[string]json.RawMessage{}
+		}
+		meta[mcp.MetaKeyServerInfo] = info
+		top["_meta"] = mustRaw(meta)
+	}
+	if needType {
+		top["resultType"] = json.RawMessage(`"complete"`)
+	}
+	return mustRaw(top), true
+}
+
+// mustRaw encodes members of raw JSON values without escaping HTML, so that
+// the values stay as they came (bar insignificant space).
+func mustRaw(v map[string]json.RawMessage) json.RawMessage {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(v) // raw values that were decoded from valid JSON always encode
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
+}
+
+// serverInfoJSON is the agent's identity as decorate puts it in _meta,
+// encoded once per agent.
+func (p *proxy) serverInfoJSON() json.RawMessage {
+	p.infoOnce.Do(func() {
+		p.info, _ = json.Marshal(mcp.Implementation{Name: p.a.Name, Version: p.a.set.deps.Config.Version,
+			Title: p.a.Config.Title, Description: p.a.Config.Description})
+	})
+	return p.info
+}
+
+// oneLine returns msg without line breaks (compacted), as an SSE data line
+// needs it.
+func oneLine(msg []byte) []byte {
+	if bytes.IndexAny(msg, "\r\n") < 0 {
+		return msg
+	}
+	var buf bytes.Buffer
+	if json.Compact(&buf, msg) != nil {
+		return msg // not reached: msg is valid JSON
+	}
+	return buf.Bytes()
+}

@@ -1,0 +1,188 @@
+package agents
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"reflect"
+	"strings"
+	"testing"
+
+	mcpgo "github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/pallasgw/pallasgw/agents/mcpclient"
+)
+
+// rawFakeDown is fakeDown with CallToolRaw: the result is the bytes a
+// downstream built on mcp-go sends for it (json.Marshal), unless sent
+// overrides them for a tool.
+type rawFakeDown struct{ *fakeDown }
+
+// rawSent are results sent as they are, in ways mcp-go's client would
+// normalize or refuse: member order, an unknown member, HTML characters
+// unescaped, a content type mcp-go does not know, no content, line breaks.
+var rawSent = map[string]string{
+	"verbatim": `{"zeta":1,"content":[{"type":"text","text":"<b>&</b>"},{"type":"future","x":[1,2]}],` +
+		`"structuredContent":{"n":12345678901234567890}}`,
+	"normalized": `{"zeta":1,"content":[{"type":"text","text":"<b>&</b>"}],"structuredContent":{"n":12345678901234567890}}`,
+	"pretty":     "{\n  \"content\": [\n    {\"type\": \"text\", \"text\": \"p\"}\n  ]\n}",
+	"own_meta":   `{"_meta":{"trace":"t1"},"content":[]}`,
+	"empty":      `{}`,
+	"typed_done": `{"resultType":"complete","content":[]}`,
+	"null_meta":  `{"_meta":null,"resultType":null,"content":[]}`,
+}
+
+func (f rawFakeDown) CallToolRaw(ctx context.Context, server, tool string, args json.RawMessage, hdr http.Header, onProgress mcpclient.ProgressFunc) (*mcpclient.RawResult, error) {
+	var m map[string]any
+	if len(args) > 0 {
+		if err := json.Unmarshal(args, &m); err != nil {
+			return nil, err
+		}
+	}
+	var b []byte
+	if sent, ok := rawSent[tool]; ok {
+		if _, err := f.CallTool(ctx, server, "text", m, hdr, onProgress); err != nil { // records the path taken
+			return nil, err
+		}
+		b = []byte(sent)
+	} else {
+		res, err := f.CallTool(ctx, server, tool, m, hdr, onProgress)
+		if err != nil || res == nil {
+			return nil, err
+		}
+		if b, err = json.Marshal(res); err != nil {
+			return nil, err
+		}
+	}
+	var peek struct {
+		IsError    bool            `json:"isError"`
+		ResultType string          `json:"resultType"`
+		Meta       json.RawMessage `json:"_meta"`
+	}
+	if err := json.Unmarshal(b, &peek); err != nil {
+		return nil, err
+	}
+	return &mcpclient.RawResult{JSON: b, IsError: peek.IsError, ResultType: peek.ResultType, Meta: peek.Meta}, nil
+}
+
+// sameExchange reports whether two responses are the same to a caller:
+// same status and headers, and the same JSON-RPC messages in the same
+// order. The messages are compared as JSON values, not bytes: the fast
+// path writes a downstream's result as the downstream sent it, and a
+// 2026-07-28 result's decoration in front of it, where mcp-go re-encodes
+// the result with sorted members. For a result that mcp-go leaves as it is
+// (every case of fastResult but the decorated ones) the bytes are the same
+// too, which TestProxyFastRawBytes checks.
+func sameExchange(a, b exchange) bool {
+	if a.String() == b.String() {
+		return true
+	}
+	if a.status != b.status || a.headers != b.headers {
+		return false
+	}
+	ma, mb := messages(a.body), messages(b.body)
+	return ma != nil && reflect.DeepEqual(ma, mb)
+}
+
+// messages decodes the JSON-RPC messages of a body (SSE data lines or one
+// JSON document); nil if one is not JSON.
+func messages(body string) []any {
+	var payloads []string
+	if strings.HasPrefix(body, "event:") || strings.HasPrefix(body, "data:") {
+		for _, line := range strings.Split(body, "\n") {
+			if data, ok := strings.CutPrefix(line, "data: "); ok {
+				payloads = append(payloads, data)
+			}
+		}
+	} else {
+		payloads = []string{body}
+	}
+	var out []any
+	for _, p := range payloads {
+		var v any
+		dec := json.NewDecoder(strings.NewReader(p))
+		dec.UseNumber()
+		if dec.Decode(&v) != nil {
+			return nil
+		}
+		out = append(out, v)
+	}
+	return out
+}
+
+// The fast path writes the downstream's bytes, where mcp-go's path writes
+// its own encoding of them.
+func TestProxyFastRawBytes(t *testing.T) {
+	p := newFastPair(t)
+	for _, ta := range []*testAgents{p.fast, p.slow} {
+		down := ta.set.deps.Downstream
+		if r, ok := down.(rawFakeDown); ok {
+			down = r.fakeDown
+		}
+		f := down.(*fakeDown)
+		f.mu.Lock()
+		for name := range rawSent {
+			f.tools["files"] = append(f.tools["files"], mcpgo.NewTool(name))
+		}
+		prev := f.call
+		f.call = func(ctx context.Context, server, tool string, args map[string]any, onProgress mcpclient.ProgressFunc) (*mcpgo.CallToolResult, error) {
+			sent, ok := rawSent[tool]
+			if !ok {
+				return prev(ctx, server, tool, args, onProgress)
+			}
+			_, _ = prev(ctx, server, "text", args, onProgress) // records the path taken
+			raw := json.RawMessage(sent)
+			res, err := mcpgo.ParseCallToolResult(&raw) // what mcp-go's client makes of it
+			if err != nil {
+				return nil, fmt.Errorf("downstream %q: %w", server, err)
+			}
+			return res, nil
+		}
+		f.mu.Unlock()
+	}
+	p.listTools(t)
+	id, _ := json.Marshal(mcpgo.Implementation{Name: "px", Version: p.fast.set.deps.Config.Version, Title: "Files", Description: "files, proxied"})
+	info := `{"_meta":{"io.modelcontextprotocol/serverInfo":` + string(id) + `}`
+	for _, c := range []struct {
+		tool, style, want string
+	}{
+		{"verbatim", "legacy", rawSent["verbatim"]},
+		{"normalized", "legacy", rawSent["normalized"]},
+		{"verbatim", "modern", info + `,"resultType":"complete",` + rawSent["verbatim"][1:]},
+		{"pretty", "legacy", `{"content":[{"type":"text","text":"p"}]}`}, // an SSE data line: compacted
+		{"empty", "modern", info + `,"resultType":"complete"}`},
+		{"typed_done", "modern", info + `,` + rawSent["typed_done"][1:]},
+		{"null_meta", "modern", `{"_meta":{"io.modelcontextprotocol/serverInfo":` + string(id) + `},"content":[],"resultType":"complete"}`},
+		{"own_meta", "modern", `{"_meta":{"io.modelcontextprotocol/serverInfo":` + string(id) + `,"trace":"t1"},"content":[],"resultType":"complete"}`},
+	} {
+		t.Run(c.tool+"/"+c.style, func(t *testing.T) {
+			hdr, meta := legacySSE, ""
+			if c.style == "modern" {
+				hdr, meta = with(modern, "Mcp-Name", c.tool), modernMeta
+			}
+			got := send(t, p.fast, callBody("7", c.tool, meta), hdr)
+			want := fmt.Sprintf(`{"jsonrpc":"2.0","id":7,"result":%s}`, c.want)
+			if !strings.Contains(got.body, "data: "+want+"\n") && got.body != want+"\n" {
+				t.Errorf("fast path wrote\n%s\nwant the result\n%s", got.body, want)
+			}
+			if c.tool == "normalized" {
+				// mcp-go's path: "zeta" dropped, members sorted, HTML
+				// escaped (structuredContent it keeps raw).
+				slow := send(t, p.slow, callBody("7", c.tool, meta), hdr)
+				const norm = `"result":{"content":[{"type":"text","text":"\u003cb\u003e\u0026\u003c/b\u003e"}],"structuredContent":{"n":12345678901234567890}}`
+				if !strings.Contains(slow.body, norm) {
+					t.Errorf("mcp-go's path no longer normalizes this way (update the README's P9 note): %s", slow.body)
+				}
+			}
+			if c.tool == "verbatim" && c.style == "legacy" {
+				// mcp-go's client refuses a content type it does not know:
+				// through its types this result is an error.
+				slow := send(t, p.slow, callBody("7", c.tool, meta), hdr)
+				if !strings.Contains(slow.body, "unknown content type: future") {
+					t.Errorf("mcp-go's path no longer normalizes (update the README's P9 note): %s", slow.body)
+				}
+			}
+		})
+	}
+}

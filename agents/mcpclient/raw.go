@@ -1,0 +1,191 @@
+package mcpclient
+
+// A tools/call that returns the downstream's result as raw JSON (README,
+// P9: the downstream half of the proxy's fast path). Through mcp-go's
+// client a result is decoded into mcp.CallToolResult (every content block
+// parsed) and a proxy then encodes it again for its caller; that was most
+// of the gateway's JSON work on a proxied call, and mcp-go's encoding also
+// normalizes what it passes on (key order, unknown members dropped, large
+// integers turned into floats). On a Streamable HTTP session the raw call
+// POSTs the request itself with the session's HTTP transport and headers
+// and reads the answer (JSON or SSE) itself (rawstream.go), doing for the
+// call what mcpclient does through mcp-go: the per-call timeout and the
+// reconnect once on a lost session (do, run), progress by token, the
+// call's log messages to its Relay (a raw reader knows which stream a
+// message came on, so no call tag is needed), server-to-client requests
+// answered through serverRequest, notifications/cancelled when the call's
+// context ends, metrics, and mcp-go's error wording where the error is
+// mcp-go's. Anything else (SSE or stdio servers, a session whose wire facts
+// are unknown) takes mcp-go's path and its result is encoded once.
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
+)
+
+// RawResult is a tools/call result as the downstream sent it, with the
+// members a caller acts on read out of it.
+type RawResult struct {
+	JSON       json.RawMessage // the JSON-RPC result member, byte for byte
+	IsError    bool
+	ResultType string          // "" when absent
+	Meta       json.RawMessage // the _meta member; nil when absent
+}
+
+// wireInfo is what a raw call sends besides the session's headers: the
+// session id and protocol version that client's initialize left.
+type wireInfo struct {
+	cli     *client.Client
+	session string
+	version string
+}
+
+// noteWire records the wire facts of a freshly connected cli, for Streamable
+// HTTP sessions only. Callers hold the connection lock.
+func (s *session) noteWire(cli *client.Client, version string) {
+	tr, ok := cli.GetTransport().(*transport.StreamableHTTP)
+	if s.srv.spec.Transport != TransportHTTP || !ok || version == "" {
+		s.wire.Store(nil)
+		return
+	}
+	s.wire.Store(&wireInfo{cli: cli, session: tr.GetSessionId(), version: version})
+}
+
+// CallToolRaw is CallTool with the result as the downstream sent it. args
+// is the arguments object as JSON (it is sent as it is) or nil. Errors,
+// outcomes and metrics are CallTool's; a result with isError is not an
+// error here.
+func (m *Manager) CallToolRaw(ctx context.Context, server, tool string, args json.RawMessage, hdr http.Header, onProgress ProgressFunc) (*RawResult, error) {
+	start := time.Now()
+	token := ""
+	if onProgress != nil {
+		var unregister func()
+		token, unregister = m.progress.register(onProgress)
+		defer unregister()
+	}
+	op := fmt.Sprintf("%s %q", mcp.MethodToolsCall, tool)
+	relay := RelayFrom(ctx)
+	var res *RawResult
+	err := m.do(ctx, server, op, hdr, func(ctx context.Context, s *session, cli *client.Client) error {
+		var err error
+		if w := s.wire.Load(); w != nil && w.cli == cli {
+			res, err = s.callRaw(ctx, cli, w, rawRequest{tool: tool, args: args, token: token, relay: relay})
+		} else {
+			res, err = s.callTypedRaw(ctx, cli, rawRequest{tool: tool, args: args, token: token, relay: relay})
+		}
+		return err
+	})
+	m.observe(server, start, err == nil && res.IsError, err)
+	if err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// rawRequest is one raw tools/call as the caller asked for it.
+type rawRequest struct {
+	tool  string
+	args  json.RawMessage
+	token string // progress token; "" for none
+	relay *Relay
+}
+
+// callTypedRaw is the fallback: mcp-go's call, its result encoded once.
+func (s *session) callTypedRaw(ctx context.Context, cli *client.Client, r rawRequest) (*RawResult, error) {
+	var req mcp.CallToolRequest
+	req.Params.Name = r.tool
+	if len(r.args) > 0 {
+		var args map[string]any
+		if err := json.Unmarshal(r.args, &args); err != nil {
+			return nil, fmt.Errorf("arguments: %w", err)
+		}
+		req.Params.Arguments = args
+	}
+	if r.token != "" {
+		req.Params.Meta = &mcp.Meta{ProgressToken: r.token}
+	}
+	res, err := s.callTyped(ctx, cli, req, r.relay)
+	if err != nil {
+		return nil, err
+	}
+	b, err := json.Marshal(res)
+	if err != nil {
+		return nil, fmt.Errorf("encoding the result: %w", err)
+	}
+	return peekResult(b)
+}
+
+// callRaw is one raw tools/call on the session of cli.
+func (s *session) callRaw(ctx context.Context, cli *client.Client, w *wireInfo, r rawRequest) (*RawResult, error) {
+	if tr, ok := cli.GetTransport().(*transport.StreamableHTTP); !ok || tr.GetSessionId() != w.session {
+		// mcp-go's transport saw the session end (a 404 on another request
+		// of this session): it would not send, and run reconnects.
+		return nil, transport.NewError(fmt.Errorf("failed to send request: %w", transport.ErrSessionTerminated))
+	}
+	s.raiseLevel(ctx, cli, r.relay)
+	id := "pgw-call-" + strconv.FormatUint(s.srv.m.callSeq.Add(1), 36)
+	// The cancellation goes out on the call's own context: the reader's
+	// ends with the call either way.
+	defer s.cancelIfEnded(ctx, cli, json.RawMessage(strconv.Quote(id)))
+	c := &rawCall{s: s, w: w, id: id, relay: r.relay}
+	rctx, cancel := context.WithCancel(ctx)
+	defer c.handlers.Wait() // after cancel: a pending server-to-client request gives up
+	defer cancel()
+	return c.do(rctx, callBody(id, r))
+}
+
+// callBody is the JSON-RPC request of r with id. The id is a string that
+// cannot clash with mcp-go's numeric ones on the same session.
+func callBody(id string, r rawRequest) []byte {
+	name, _ := json.Marshal(r.tool)
+	b := make([]byte, 0, 96+len(id)+len(name)+len(r.args)+len(r.token))
+	b = append(b, `{"jsonrpc":"2.0","id":`...)
+	b = strconv.AppendQuote(b, id)
+	b = append(b, `,"method":"tools/call","params":{"name":`...)
+	b = append(b, name...)
+	if len(r.args) > 0 {
+		b = append(b, `,"arguments":`...)
+		b = append(b, r.args...)
+	}
+	if r.token != "" {
+		b = append(b, `,"_meta":{"progressToken":`...)
+		b = strconv.AppendQuote(b, r.token)
+		b = append(b, '}')
+	}
+	return append(b, "}}"...)
+}
+
+// errNoResult is a response with neither a result nor an error.
+var errNoResult = errors.New("malformed response: neither a result nor an error")
+
+// peekResult reads the members a caller acts on out of a result. A result
+// that is not a JSON object is a malformed response.
+func peekResult(raw json.RawMessage) (*RawResult, error) {
+	var peek struct {
+		IsError    bool            `json:"isError"`
+		ResultType string          `json:"resultType"`
+		Meta       json.RawMessage `json:"_meta"`
+	}
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil, errNoResult
+	}
+	if raw[0] != '{' {
+		return nil, fmt.Errorf("malformed response: the result is not an object: %.40s", raw)
+	}
+	if err := json.Unmarshal(raw, &peek); err != nil {
+		return nil, fmt.Errorf("malformed response: the result: %w", err)
+	}
+	if string(peek.Meta) == "null" {
+		peek.Meta = nil
+	}
+	return &RawResult{JSON: raw, IsError: peek.IsError, ResultType: peek.ResultType, Meta: peek.Meta}, nil
+}
