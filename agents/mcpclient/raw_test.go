@@ -334,25 +334,6 @@ func TestRawCallTimeout(t *testing.T) {
 	}
 }
 
-// The Go SDK's stateful server does not take a closed stream for a
-// cancellation: notifications/cancelled must reach it.
-func TestRawCallCanceledDownstream(t *testing.T) {
-	d := newRelayServer(t)
-	m := newManager(t, Options{}, d.spec())
-	ctx, cancel := context.WithCancel(testCtx(t))
-	errc := make(chan error, 1)
-	go func() {
-		_, err := m.CallToolRaw(ctx, "relay", "block", nil, nil, nil)
-		errc <- err
-	}()
-	receive(t, "the call to start", d.blocked)
-	cancel()
-	if err := receive(t, "the call to return", errc); Outcome(err) != "canceled" {
-		t.Errorf("call ended with %v", err)
-	}
-	receive(t, "the downstream tool to be canceled", d.canceled)
-}
-
 // SSE and stdio servers take mcp-go's path; the result is still raw JSON.
 func TestRawCallFallsBack(t *testing.T) {
 	_, url := sseDownstream(t)

@@ -276,24 +276,34 @@ func TestRelayServerRequests(t *testing.T) {
 	}
 }
 
-// A call whose context ends is canceled downstream too: mcp-go's client
-// only closes the stream, which a Go SDK server in stateful mode does not
-// take for a cancellation.
+// A call whose context ends is canceled downstream too, on both paths:
+// mcp-go's client only closes the stream, which a Go SDK server in stateful
+// mode does not take for a cancellation.
 func TestCallCanceledDownstream(t *testing.T) {
-	d := newRelayServer(t)
-	m := newManager(t, Options{}, d.spec())
-	ctx, cancel := context.WithCancel(testCtx(t))
-	errc := make(chan error, 1)
-	go func() {
-		_, err := m.CallTool(ctx, "relay", "block", nil, nil, nil)
-		errc <- err
-	}()
-	receive(t, "the call to start", d.blocked)
-	cancel()
-	if err := receive(t, "the call to return", errc); Outcome(err) != "canceled" {
-		t.Errorf("call ended with %v", err)
+	for name, call := range map[string]func(m *Manager, ctx context.Context) error{
+		"typed": func(m *Manager, ctx context.Context) error {
+			_, err := m.CallTool(ctx, "relay", "block", nil, nil, nil)
+			return err
+		},
+		"raw": func(m *Manager, ctx context.Context) error {
+			_, err := m.CallToolRaw(ctx, "relay", "block", nil, nil, nil)
+			return err
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			d := newRelayServer(t)
+			m := newManager(t, Options{}, d.spec())
+			ctx, cancel := context.WithCancel(testCtx(t))
+			errc := make(chan error, 1)
+			go func() { errc <- call(m, ctx) }()
+			receive(t, "the call to start", d.blocked)
+			cancel()
+			if err := receive(t, "the call to return", errc); Outcome(err) != "canceled" {
+				t.Errorf("call ended with %v", err)
+			}
+			receive(t, "the downstream tool to be canceled", d.canceled)
+		})
 	}
-	receive(t, "the downstream tool to be canceled", d.canceled)
 }
 
 func TestToolSchemasUnchanged(t *testing.T) {

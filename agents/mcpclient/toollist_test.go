@@ -117,17 +117,25 @@ func goTools(ctx context.Context, m *Manager, server string) <-chan toolsResult 
 	return out
 }
 
+// waitingCallers starts n Tools calls of argos and returns their results
+// once all of them wait on the one fetch.
+func waitingCallers(t *testing.T, ctx context.Context, m *Manager, n int) []<-chan toolsResult {
+	t.Helper()
+	results := make([]<-chan toolsResult, n)
+	for i := range results {
+		results[i] = goTools(ctx, m, "argos")
+	}
+	eventually(t, "every caller waiting on the fetch", func() bool { return fetchWaiters(m) == n })
+	return results
+}
+
 func TestToolsColdCacheSharesOneList(t *testing.T) {
 	const callers = 64
 	g := newListGate(t)
 	m := newManager(t, Options{}, g.spec("argos"))
 	ctx := testCtx(t)
 
-	results := make([]<-chan toolsResult, callers)
-	for i := range results {
-		results[i] = goTools(ctx, m, "argos")
-	}
-	eventually(t, "every caller waiting on the fetch", func() bool { return fetchWaiters(m) == callers })
+	results := waitingCallers(t, ctx, m, callers)
 	g.next(t).pass <- true
 	for i, ch := range results {
 		res := receive(t, "a Tools result", ch)
@@ -232,11 +240,7 @@ func TestToolsFetchErrorReachesEveryWaiter(t *testing.T) {
 	m := newManager(t, Options{}, g.spec("argos"))
 	ctx := testCtx(t)
 
-	results := make([]<-chan toolsResult, callers)
-	for i := range results {
-		results[i] = goTools(ctx, m, "argos")
-	}
-	eventually(t, "every caller waiting on the fetch", func() bool { return fetchWaiters(m) == callers })
+	results := waitingCallers(t, ctx, m, callers)
 	g.next(t).pass <- false
 	for i, ch := range results {
 		if res := receive(t, "a Tools result", ch); res.err == nil || !strings.Contains(res.err.Error(), "listing failed") {
