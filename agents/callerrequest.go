@@ -1,8 +1,8 @@
 package agents
 
 // Server-to-client requests the endpoint sends a caller itself: a proxied
-// downstream's sampling/createMessage and roots/list (see endpoint.go for
-// why mcp-go cannot). Each goes on the response stream of the caller's
+// downstream's elicitation/create, sampling/createMessage and roots/list
+// (see endpoint.go for why not through mcp-go). Each goes on the response stream of the caller's
 // request it is for, with an id of the endpoint's own, and waits for the
 // caller's answer, which endpoint.ServeHTTP hands to CallerRequests.take
 // before mcp-go sees it.
@@ -43,6 +43,8 @@ type pendingRequest struct {
 // for method.
 func callerCapability(method string) (byte, bool) {
 	switch mcp.MCPMethod(method) {
+	case mcp.MethodElicitationCreate:
+		return capElicitation, true
 	case mcp.MethodSamplingCreateMessage:
 		return capSampling, true
 	case mcp.MethodListRoots:
@@ -140,7 +142,10 @@ func canRequest(rs *requestState, t *StreamTracker, method string) error {
 }
 
 func capabilityName(c byte) string {
-	if c == capRoots {
+	switch c {
+	case capElicitation:
+		return "elicitation"
+	case capRoots:
 		return "roots"
 	}
 	return "sampling"

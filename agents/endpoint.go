@@ -10,8 +10,8 @@ package agents
 //     nothing is registered. The id is a correlation id, not state: any
 //     replica accepts any id. With it, mcp-go keys in-flight requests by
 //     "<session>:<request id>", so a caller's notifications/cancelled reaches
-//     its own request, and it routes the answer to an elicitation (a POST of
-//     a JSON-RPC response carrying the session id) to the request that asked.
+//     its own request, and the endpoint routes an answer to one of its
+//     server-to-client requests only within the session it was sent to.
 //     The id records the client capabilities the caller declared (below),
 //     the one thing about a session that is needed later and that a
 //     stateless server cannot otherwise know.
@@ -21,20 +21,18 @@ package agents
 //     request writes, so a proxy agent answers logging/setLevel here
 //     (forwarding the level downstream) and mcp-go never sees it; other
 //     agents do not declare logging and mcp-go refuses it without storing
-//     anything. The remaining maps hold an entry only while a request runs
-//     (in-flight cancel functions; the elicitation routing entry).
-//   - mcp-go routes an elicitation answer by session id to one request at a
-//     time (the first running request of that session that elicited), so a
-//     second concurrent request of the same session cannot elicit; it is
-//     refused at once rather than left waiting for an answer mcp-go would
-//     misroute.
-//   - mcp-go sends sampling/createMessage and roots/list only on a standalone
-//     GET stream, which a stateless endpoint cannot offer (every caller's GET
-//     would share one session key). The endpoint sends those itself, on the
-//     response stream of the request they are for (request), with ids of its
-//     own ("pgw-r-…"), and takes the caller's answer (a POST of a JSON-RPC
-//     response) before mcp-go sees it. Waiting requests are held in memory,
-//     so the answer must reach the replica that asked, as for elicitation.
+//     anything. The remaining map holds an entry only while a request runs
+//     (in-flight cancel functions).
+//   - A proxied downstream's elicitation/create, sampling/createMessage and
+//     roots/list are sent to the caller by the endpoint itself (request), on
+//     the response stream of the request they are for, with ids of its own
+//     ("pgw-r-…"), and the caller's answer (a POST of a JSON-RPC response) is
+//     taken before mcp-go sees it. mcp-go would send sampling and roots only
+//     on a standalone GET stream, which a stateless endpoint cannot offer
+//     (every caller's GET would share one session key), and routes an
+//     elicitation answer by session id alone, to one request of a session at
+//     a time. Waiting requests are held in memory, so the answer must reach
+//     the replica that asked.
 //   - A proxy's tools/call is offered to its fast path first
 //     (proxy_fast.go), which answers plain calls without mcp-go's server. A
 //     fast call a session-based caller makes is tracked under the key
@@ -53,7 +51,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -69,9 +66,8 @@ type endpoint struct {
 	a   *Agent
 	mcp http.Handler
 
-	mu        sync.Mutex
-	eliciting map[string]*requestState // session id → its running request that elicited; guarded by mu
-	inflight  map[string]*fastCancel   // "<session>:<id>" → a running fast call; guarded by mu
+	mu       sync.Mutex
+	inflight map[string]*fastCancel // "<session>:<id>" → a running fast call; guarded by mu
 }
 
 // maxTracked bounds endpoint.inflight: past it, calls go through mcp-go
@@ -84,7 +80,6 @@ type requestState struct {
 	legacy    bool   // session-based protocol revision (before 2026-07-28)
 	sessionID string // legacy only
 	acceptSSE bool
-	claimed   bool // holds endpoint.eliciting[sessionID]; guarded by endpoint.mu
 }
 
 type requestStateKey struct{}
@@ -95,7 +90,7 @@ func requestStateFrom(ctx context.Context) *requestState {
 }
 
 func newEndpoint(a *Agent, h http.Handler) *endpoint {
-	return &endpoint{a: a, mcp: h, eliciting: map[string]*requestState{}, inflight: map[string]*fastCancel{}}
+	return &endpoint{a: a, mcp: h, inflight: map[string]*fastCancel{}}
 }
 
 func (e *endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -135,7 +130,6 @@ func (e *endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if e.a.proxy != nil && e.proxyFirst(w, r, body, rs) {
 		return
 	}
-	defer e.release(rs)
 	e.mcp.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), requestStateKey{}, rs)))
 }
 
@@ -300,49 +294,6 @@ func sessionDeclared(id string, c byte) bool {
 	}
 	caps, _, ok := strings.Cut(rest, "-")
 	return ok && strings.IndexByte(caps, c) >= 0
-}
-
-// Reasons an elicitation cannot be relayed to the caller of a request.
-var (
-	errElicitModern = errors.New("the caller speaks MCP 2026-07-28, where a server asks for input with multi " +
-		"round-trip requests; pallasgw does not relay those")
-	errElicitNoSession = errors.New("the caller has no session id from pallasgw (it did not initialize " +
-		"through it), so mcp-go could not route its answer")
-	errElicitUndeclared = errors.New("the caller did not declare the elicitation capability when it initialized")
-	errElicitBusy       = errors.New("another running request of the caller's session has elicited already; " +
-		"mcp-go (v1.2.1) routes elicitation answers by session id, to one request at a time")
-)
-
-// claimElicitation reports whether the request of ctx may send its caller
-// an elicitation/create, and reserves the session's answer routing for it
-// until the request ends.
-func (e *endpoint) claimElicitation(ctx context.Context) error {
-	rs := requestStateFrom(ctx)
-	switch {
-	case rs == nil || !rs.legacy:
-		return errElicitModern
-	case rs.sessionID == "":
-		return errElicitNoSession
-	case !sessionDeclared(rs.sessionID, capElicitation):
-		return errElicitUndeclared
-	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if owner := e.eliciting[rs.sessionID]; owner != nil && owner != rs {
-		return errElicitBusy
-	}
-	e.eliciting[rs.sessionID], rs.claimed = rs, true
-	return nil
-}
-
-// release ends the request's claim, after mcp-go has dropped its routing
-// entry (when its handler returned).
-func (e *endpoint) release(rs *requestState) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if rs.claimed && e.eliciting[rs.sessionID] == rs {
-		delete(e.eliciting, rs.sessionID)
-	}
 }
 
 // writeRPCResult writes a JSON-RPC answer to id: result, or an error when

@@ -11,6 +11,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 	"unsafe"
@@ -192,10 +193,11 @@ func elicitingDown(release <-chan struct{}) *fakeDown {
 	down := oneServerDown()
 	down.call = func(ctx context.Context, _, _ string, args map[string]any, _ mcpclient.ProgressFunc) (*mcpgo.CallToolResult, error) {
 		rel := mcpclient.RelayFrom(ctx)
-		if rel == nil || rel.Elicit == nil {
+		if rel == nil || rel.Request == nil {
 			return mcpgo.NewToolResultText("no relay"), nil
 		}
-		res, err := rel.Elicit(ctx, json.RawMessage(`{"message":"name?","requestedSchema":{"type":"object","properties":{"name":{"type":"string","default":"ann"}}}}`))
+		res, err := rel.Request(ctx, "elicitation/create",
+			json.RawMessage(`{"message":"name?","requestedSchema":{"type":"object","properties":{"name":{"type":"string","default":"ann"}}}}`))
 		if args["hold"] == true {
 			<-release
 		}
@@ -253,26 +255,34 @@ func TestProxyElicitation(t *testing.T) {
 	for _, c := range []struct {
 		name, version string
 		opts          *sdk.ClientOptions
-		want          error
+		want          string
 	}{
-		{"not declared", "2025-11-25", &sdk.ClientOptions{}, errElicitUndeclared},
-		{"2026-07-28", "", &sdk.ClientOptions{ElicitationHandler: answer}, errElicitModern},
+		{"not declared", "2025-11-25", &sdk.ClientOptions{}, "the caller did not declare the elicitation capability"},
+		{"2026-07-28", "", &sdk.ClientOptions{ElicitationHandler: answer}, errRequestModern.Error()},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			cs := ta.sessionWith(t, "px", c.version, c.opts)
-			if got := callText(t, cs, nil); !strings.Contains(got, c.want.Error()) {
+			if got := callText(t, cs, nil); !strings.Contains(got, c.want) {
 				t.Errorf("downstream got %q, want %q", got, c.want)
 			}
 		})
 	}
 	t.Run("no session id", func(t *testing.T) {
 		msgs := ta.rawCall(t, "px", "read", nil, false)
-		if got := fmt.Sprint(msgs[len(msgs)-1]["result"]); !strings.Contains(got, errElicitNoSession.Error()) {
+		if got := fmt.Sprint(msgs[len(msgs)-1]["result"]); !strings.Contains(got, errRequestNoSession.Error()) {
 			t.Errorf("downstream got %s", got)
 		}
 	})
-	t.Run("second request of a session", func(t *testing.T) {
-		cs := ta.sessionWith(t, "px", "2025-11-25", &sdk.ClientOptions{ElicitationHandler: answer})
+	// mcp-go routes an elicitation answer by session id alone, to one request
+	// of a session at a time; the endpoint's own ids route each answer to its
+	// request.
+	t.Run("two requests of a session at once", func(t *testing.T) {
+		var answered atomic.Int32
+		count := func(ctx context.Context, r *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
+			answered.Add(1)
+			return answer(ctx, r)
+		}
+		cs := ta.sessionWith(t, "px", "2025-11-25", &sdk.ClientOptions{ElicitationHandler: count})
 		first := make(chan string, 1)
 		go func() {
 			res, err := cs.CallTool(context.Background(), &sdk.CallToolParams{Name: "read", Arguments: map[string]any{"hold": true}})
@@ -282,27 +292,26 @@ func TestProxyElicitation(t *testing.T) {
 			}
 			first <- allText(res)
 		}()
-		waitFor(t, "the first call to elicit", func() bool { return len(ta.set.Get("px").handler.claims()) == 1 })
-		if got := callText(t, cs, nil); !strings.Contains(got, errElicitBusy.Error()) {
-			t.Errorf("second request got %q, want %q", got, errElicitBusy)
+		// The first call has its answer and holds; the second elicits while
+		// it runs.
+		waitFor(t, "the first call to be answered", func() bool { return answered.Load() == 1 && waiting(ta) == 0 })
+		if got := callText(t, cs, nil); !strings.Contains(got, `"name":"bo"`) {
+			t.Errorf("second request got %q", got)
 		}
 		close(release)
 		if got := <-first; !strings.Contains(got, `"name":"bo"`) {
 			t.Errorf("first request got %q", got)
 		}
-		waitFor(t, "the claim to end", func() bool { return len(ta.set.Get("px").handler.claims()) == 0 })
 	})
 }
 
-// claims returns the session ids with a running request that elicited.
-func (e *endpoint) claims() []string {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	var out []string
-	for sid := range e.eliciting {
-		out = append(out, sid)
-	}
-	return out
+// waiting is the number of the agents' requests waiting for a caller's
+// answer.
+func waiting(ta *testAgents) int {
+	reqs := ta.set.deps.CallerRequests
+	reqs.mu.Lock()
+	defer reqs.mu.Unlock()
+	return len(reqs.waiting)
 }
 
 func waitFor(t *testing.T, what string, cond func() bool) {
@@ -370,9 +379,9 @@ func TestEndpointKeepsNoSessionState(t *testing.T) {
 				t.Errorf("agent %s: mcp-go's %s holds %d entries", name, what, n)
 			}
 		}
-		if c := a.handler.claims(); len(c) != 0 {
-			t.Errorf("agent %s: elicitation claims left: %v", name, c)
-		}
+	}
+	if n := waiting(ta); n != 0 {
+		t.Errorf("%d requests still wait for callers' answers", n)
 	}
 	if got := len(down.got()); got != 20+200 {
 		t.Errorf("%d levels forwarded, want 220", got)

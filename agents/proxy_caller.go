@@ -2,7 +2,7 @@ package agents
 
 // What a proxy agent relays between a downstream and its caller besides
 // results and progress (see proxy.go): the caller's log level, the
-// downstream's log messages and its elicitation requests.
+// downstream's log messages and its server-to-client requests.
 //
 //   - logging/setLevel from a session-based caller is answered by the
 //     endpoint (endpoint.go) and forwarded to the downstream session of each
@@ -15,13 +15,13 @@ package agents
 //     relayed to that call's caller as notifications/message, in order with
 //     the call's progress (Streamable HTTP downstreams only: see
 //     mcpclient.Relay).
-//   - An elicitation/create a downstream sends during a call goes to the
-//     caller on the call's response stream (mcp-go's RequestElicitation) when
-//     the caller can answer it (endpoint.claimElicitation); otherwise the
-//     downstream gets an error that says why. A sampling/createMessage or
-//     roots/list goes the same way, sent by the endpoint itself
-//     (endpoint.request: mcp-go (v1.2.1) would send them to a caller only on
-//     a standalone GET stream, which a stateless endpoint does not offer).
+//   - An elicitation/create, sampling/createMessage or roots/list a
+//     downstream sends during a call goes to the caller on the call's
+//     response stream, sent by the endpoint itself (endpoint.request:
+//     mcp-go (v1.2.1) would send sampling and roots only on a standalone GET
+//     stream, which a stateless endpoint does not offer, and routes
+//     elicitation answers by session id alone), when the caller can answer
+//     it; otherwise the downstream gets an error that says why.
 
 import (
 	"context"
@@ -85,36 +85,11 @@ func (p *proxy) relayFor(ctx context.Context, req mcp.CallToolRequest) (*progres
 		level, logs = info.LogLevel, info.LogLevel != ""
 	}
 	relay := newRelay(ctx, progressToken(req.Params.Meta), logs, level, p.a.set.deps.Metrics)
-	return relay, &mcpclient.Relay{Log: relay.logFunc(), LogLevel: level, Elicit: p.elicitor(ctx, relay),
+	return relay, &mcpclient.Relay{Log: relay.logFunc(), LogLevel: level,
 		Request: func(dctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
-			// dctx derives from ctx (see elicitor): the caller's request
-			// state and response stream are found in it.
+			// dctx derives from ctx (the downstream client hands the call's
+			// context to the handler): the caller's request state and
+			// response stream are found in it.
 			return p.a.handler.request(dctx, relay, method, params)
 		}}
-}
-
-// elicitor returns the function that takes a downstream's elicitation/create
-// to the caller of the request of ctx and returns the caller's answer.
-func (p *proxy) elicitor(ctx context.Context, relay *progressRelay) func(context.Context, json.RawMessage) (json.RawMessage, error) {
-	return func(dctx context.Context, raw json.RawMessage) (json.RawMessage, error) {
-		if err := p.a.handler.claimElicitation(ctx); err != nil {
-			return nil, fmt.Errorf("elicitation is not available through pallasgw for this call: %w", err)
-		}
-		var req mcp.ElicitationRequest
-		if err := json.Unmarshal(raw, &req.Params); err != nil {
-			return nil, fmt.Errorf("elicitation/create params: %w", err)
-		}
-		if err := req.Params.Validate(); err != nil {
-			return nil, err
-		}
-		// dctx derives from ctx (mcp-go's client hands the call's context
-		// to the handler), so mcp-go writes the request on this call's
-		// response stream.
-		res, err := p.a.mcp.RequestElicitation(dctx, req)
-		relay.wroteEvent()
-		if err != nil {
-			return nil, err
-		}
-		return json.Marshal(res)
-	}
 }

@@ -25,10 +25,6 @@ package agents
 //   - a name not yet in mcp-go's registry (the Before hook registers it, or
 //     mcp-go answers "tool not found"), and get_health (not a downstream
 //     tool);
-//   - a caller that declared elicitation (an "e" in its session id):
-//     relaying a downstream's elicitation/create needs mcp-go's
-//     RequestElicitation (sampling and roots requests the endpoint sends
-//     itself, on either path: fastStream.inject);
 //   - a call whose notifications/cancelled key cannot be tracked (endpoint
 //     track: another running call with the same key, or the table full).
 //
@@ -80,7 +76,7 @@ func (p *proxy) fastCall(w http.ResponseWriter, r *http.Request, body []byte, rs
 		return false
 	}
 	info, ok := protocolOf(r.Header, m.Params.Meta)
-	if !ok || (!info.Modern && sessionDeclared(rs.sessionID, capElicitation)) || !p.fastName(m.Params.Name) {
+	if !ok || !p.fastName(m.Params.Name) {
 		return false
 	}
 	req, id, ok := toCallRequest(&m, r.Header)

@@ -334,9 +334,8 @@ func TestProxyFastFallsBack(t *testing.T) {
 	}{
 		{"unknown tool", callBody("1", "nope", ""), legacySSE, "none"},
 		{"get_health", callBody("1", "get_health", ""), legacySSE, "none"},
-		{"caller declared elicitation", callBody("1", "text", ""), with(legacySSE, "Mcp-Session-Id", "pgw-esr-0123"), "mcp-go"},
-		// Sampling and roots requests go on the fast path's own stream.
-		{"caller declared sampling and roots", callBody("1", "text", ""), with(legacySSE, "Mcp-Session-Id", "pgw-sr-0123"), "fast"},
+		// Server-to-client requests go on the fast path's own stream.
+		{"caller declared elicitation, sampling and roots", callBody("1", "text", ""), with(legacySSE, "Mcp-Session-Id", "pgw-esr-0123"), "fast"},
 		{"content type", callBody("1", "text", ""), with(legacySSE, "Content-Type", "text/plain"), "none"},
 		{"unknown version", callBody("1", "text", ""), with(legacySSE, "MCP-Protocol-Version", "1999-01-01"), "none"},
 		{"a result member", strings.Replace(callBody("1", "text", ""), `"method"`, `"result":{},"method"`, 1), legacySSE, "none"},

@@ -40,8 +40,9 @@ func (m *Manager) Tools(ctx context.Context, server string, hdr http.Header) ([]
 // CallTool calls tool on server with the server's per-call timeout, sending
 // the headers hdr. onProgress (may be nil) receives the downstream progress
 // of this call only, never after CallTool has returned; so does the Relay in
-// ctx (WithRelay), if any, for log messages and elicitation. The result is
-// the downstream's, unchanged; a result with isError is not an error here.
+// ctx (WithRelay), if any, for log messages and server-to-client requests.
+// The result is the downstream's, unchanged; a result with isError is not an
+// error here.
 func (m *Manager) CallTool(ctx context.Context, server, tool string, args map[string]any, hdr http.Header, onProgress ProgressFunc) (*mcp.CallToolResult, error) {
 	start := time.Now()
 	var req mcp.CallToolRequest

@@ -161,8 +161,8 @@ func TestRawCallSSEStream(t *testing.T) {
 	note := func(s string) { mu.Lock(); seen = append(seen, s); mu.Unlock() }
 	relay := &Relay{
 		Log: func(p map[string]any) { note(fmt.Sprintf("log %v %v %v", p["level"], p["data"], p["_meta"])) },
-		Elicit: func(_ context.Context, params json.RawMessage) (json.RawMessage, error) {
-			note("elicit " + string(params))
+		Request: func(_ context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
+			note(method + " " + string(params))
 			return json.RawMessage(`{"action":"accept","content":{"c":"x"}}`), nil
 		},
 	}
@@ -177,7 +177,7 @@ func TestRawCallSSEStream(t *testing.T) {
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	if got := strings.Join(seen, "\n"); got != "progress 1/2 half\nlog info hello map[k:v]\nelicit {\"message\":\"pick\",\"requestedSchema\":{\"type\":\"object\"}}" {
+	if got := strings.Join(seen, "\n"); got != "progress 1/2 half\nlog info hello map[k:v]\nelicitation/create {\"message\":\"pick\",\"requestedSchema\":{\"type\":\"object\"}}" {
 		t.Errorf("the caller saw:\n%s", got)
 	}
 }

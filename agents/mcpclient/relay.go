@@ -17,10 +17,9 @@ import (
 
 // Relay is what the caller of one downstream call takes from the downstream
 // while the call runs: its log messages and its server-to-client requests
-// (elicitation, sampling, roots). The
-// agent runtime puts it in the call's context (WithRelay); a call without
-// one gets neither (log messages go to Options.OnLogMessage, elicitation is
-// refused).
+// (elicitation, sampling, roots). The agent runtime puts it in the call's
+// context (WithRelay); a call without one gets neither (log messages go to
+// Options.OnLogMessage, server-to-client requests are refused).
 //
 // Tying a message to its call. mcp-go's client hands every notification to
 // one handler per client, without the request it came with; but a
@@ -42,12 +41,10 @@ type Relay struct {
 	// downstream session is asked for at least that verbosity before the
 	// call (for 2026-07-28 callers, who state a level per request).
 	LogLevel mcp.LoggingLevel
-	// Elicit answers an elicitation/create the downstream sends during this
-	// call: params and result as JSON, unchanged. nil: refused.
-	Elicit func(ctx context.Context, params json.RawMessage) (json.RawMessage, error)
-	// Request answers a sampling/createMessage or roots/list the downstream
-	// sends during this call (method, params and result as JSON, unchanged).
-	// An *RPCError it returns reaches the downstream as it is. nil: refused.
+	// Request answers an elicitation/create, sampling/createMessage or
+	// roots/list the downstream sends during this call (method, params and
+	// result as JSON, unchanged). An *RPCError it returns reaches the
+	// downstream as it is. nil: refused.
 	Request func(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error)
 }
 
@@ -182,22 +179,17 @@ func (s *session) serverRequest(ctx context.Context, req transport.JSONRPCReques
 		return fail(mcp.METHOD_NOT_FOUND, fmt.Sprintf("method %q is not supported by pallasgw's downstream client", req.Method))
 	}
 	relay := RelayFrom(ctx)
-	handle := func(ctx context.Context, params json.RawMessage) (json.RawMessage, error) {
-		return relay.Request(ctx, req.Method, params)
-	}
 	switch {
 	case ctx.Value(opKey{}) == nil:
 		return fail(mcp.INVALID_REQUEST, fmt.Sprintf(errNoCall, method))
-	case relay != nil && method == mcp.MethodElicitationCreate && relay.Elicit != nil:
-		handle = relay.Elicit
-	case relay == nil || method == mcp.MethodElicitationCreate || relay.Request == nil:
+	case relay == nil || relay.Request == nil:
 		return fail(mcp.INVALID_REQUEST, fmt.Sprintf(errNoRelay, method))
 	}
 	params, err := json.Marshal(req.Params)
 	if err != nil {
 		return fail(mcp.INVALID_PARAMS, fmt.Sprintf("%s params: %v", method, err))
 	}
-	res, err := handle(ctx, params)
+	res, err := relay.Request(ctx, req.Method, params)
 	if rpcErr := (*RPCError)(nil); errors.As(err, &rpcErr) {
 		var data any // absent, not null, without Data
 		if len(rpcErr.Data) > 0 {

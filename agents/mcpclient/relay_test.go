@@ -218,7 +218,10 @@ func TestRelayServerRequests(t *testing.T) {
 	}
 
 	var params json.RawMessage
-	ask := WithRelay(ctx, &Relay{Elicit: func(_ context.Context, p json.RawMessage) (json.RawMessage, error) {
+	ask := WithRelay(ctx, &Relay{Request: func(_ context.Context, method string, p json.RawMessage) (json.RawMessage, error) {
+		if method != "elicitation/create" {
+			return nil, fmt.Errorf("asked %s", method)
+		}
 		params = p
 		return json.RawMessage(`{"action":"accept","content":{"choice":"x"}}`), nil
 	}})
