@@ -151,18 +151,60 @@ func capabilityName(c byte) string {
 	return "sampling"
 }
 
-// CallerRequests holds the requests waiting for callers' answers. One
-// lives as long as the gateway (Deps.CallerRequests): an answer must find
-// its request after a reload has swapped the snapshot, and with it the
-// endpoint, that the call runs on.
+// CallerRequests holds what a caller's later POST must find of a running
+// call: the requests waiting for the caller's answers, and the running fast
+// calls (proxy_fast.go) a notifications/cancelled may name. One lives as long
+// as the gateway (Deps.CallerRequests): the POST must find them after a
+// reload has swapped the snapshot, and with it the endpoint, that the call
+// runs on.
 type CallerRequests struct {
 	mu      sync.Mutex
 	waiting map[string]*pendingRequest // request id → the request; guarded by mu
+	running map[string]*runningCall    // "<agent>\x00<session>:<id>" → a fast call; guarded by mu
 }
+
+// runningCall is one tracked call of a session-based caller.
+type runningCall struct {
+	cancel context.CancelFunc // a fast call's; nil for a call mcp-go serves
+	owner  *endpoint          // the endpoint (so the snapshot) serving it
+}
+
+// maxRunning bounds the tracked calls: past it, calls are not tracked (a
+// cancel then reaches only what mcp-go knows of). Entries live only while
+// their call runs.
+const maxRunning = 10000
 
 // NewCallerRequests returns an empty registry.
 func NewCallerRequests() *CallerRequests {
-	return &CallerRequests{waiting: map[string]*pendingRequest{}}
+	return &CallerRequests{waiting: map[string]*pendingRequest{}, running: map[string]*runningCall{}}
+}
+
+// track records a running call under key and returns the function that
+// removes it; nil when the key is taken or the table full.
+func (c *CallerRequests) track(key string, call *runningCall) (untrack func()) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, taken := c.running[key]; taken || len(c.running) >= maxRunning {
+		return nil
+	}
+	c.running[key] = call
+	return func() {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if c.running[key] == call {
+			delete(c.running, key)
+		}
+	}
+}
+
+// remove takes the call tracked under key out of the table and returns it
+// (nil if none).
+func (c *CallerRequests) remove(key string) *runningCall {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	call := c.running[key]
+	delete(c.running, key)
+	return call
 }
 
 // expect registers a request id for an answer from sessionID.

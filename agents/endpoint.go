@@ -22,7 +22,7 @@ package agents
 //     (forwarding the level downstream) and mcp-go never sees it; other
 //     agents do not declare logging and mcp-go refuses it without storing
 //     anything. The remaining map holds an entry only while a request runs
-//     (in-flight cancel functions).
+//     (mcp-go's in-flight cancel functions).
 //   - A proxied downstream's elicitation/create, sampling/createMessage and
 //     roots/list are sent to the caller by the endpoint itself (request), on
 //     the response stream of the request they are for, with ids of its own
@@ -34,12 +34,15 @@ package agents
 //     a time. Waiting requests are held in memory, so the answer must reach
 //     the replica that asked.
 //   - A proxy's tools/call is offered to its fast path first
-//     (proxy_fast.go), which answers plain calls without mcp-go's server. A
-//     fast call a session-based caller makes is tracked under the key
-//     mcp-go would use, "<session>:<id>", while it runs, so that the
-//     caller's notifications/cancelled still reaches it: the endpoint cancels
-//     the tracked call, then hands the notification to mcp-go as before
-//     (which cancels its own call of that key, if any, and answers 202).
+//     (proxy_fast.go), which answers plain calls without mcp-go's server.
+//   - Every request of a session-based caller is tracked under the key
+//     mcp-go uses, "<session>:<id>", while it runs, in a table of the
+//     gateway's (CallerRequests): the caller's notifications/cancelled
+//     reaches a fast call, which mcp-go does not know of, and a call that
+//     started before a reload, which the next snapshot's mcp-go does not
+//     know of. The endpoint cancels the tracked call, then hands the
+//     notification to mcp-go as before (which cancels its own call of that
+//     key, if any, and answers 202).
 //
 // The session id records which of elicitation, sampling and roots the
 // caller declared when it initialized: "pgw-" + their letters + "-" + 128
@@ -55,7 +58,6 @@ import (
 	"io"
 	"net/http"
 	"strings"
-	"sync"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
@@ -65,14 +67,7 @@ import (
 type endpoint struct {
 	a   *Agent
 	mcp http.Handler
-
-	mu       sync.Mutex
-	inflight map[string]*fastCancel // "<session>:<id>" → a running fast call; guarded by mu
 }
-
-// maxTracked bounds endpoint.inflight: past it, calls go through mcp-go
-// (whose own table has no bound). Entries live only while their call runs.
-const maxTracked = 10000
 
 // requestState is what the endpoint knows of one POST, for the agent's
 // handlers (found in their context with requestStateFrom).
@@ -90,7 +85,7 @@ func requestStateFrom(ctx context.Context) *requestState {
 }
 
 func newEndpoint(a *Agent, h http.Handler) *endpoint {
-	return &endpoint{a: a, mcp: h, inflight: map[string]*fastCancel{}}
+	return &endpoint{a: a, mcp: h}
 }
 
 func (e *endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -127,53 +122,51 @@ func (e *endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	default:
 		rs.sessionID = r.Header.Get(server.HeaderKeySessionID)
 	}
-	if e.a.proxy != nil && e.proxyFirst(w, r, body, rs) {
+	if rs.sessionID != "" && bytes.Contains(body, []byte(`notifications/cancelled`)) {
+		e.cancelTracked(r, body, rs.sessionID) // then mcp-go cancels its own, if any, and answers 202
+	}
+	if e.a.proxy != nil && bytes.Contains(body, []byte(`"tools/call"`)) && e.a.proxy.fastCall(w, r, body, rs) {
 		return
+	}
+	if rs.sessionID != "" {
+		defer e.trackRequest(m, body, rs.sessionID)()
 	}
 	e.mcp.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), requestStateKey{}, rs)))
 }
 
-// proxyFirst offers a proxy's tools/call to the fast path, and routes a
-// session-based caller's notifications/cancelled to its fast calls; it
-// reports whether the request is answered.
-func (e *endpoint) proxyFirst(w http.ResponseWriter, r *http.Request, body []byte, rs *requestState) bool {
-	if bytes.Contains(body, []byte(`"tools/call"`)) && e.a.proxy.fastCall(w, r, body, rs) {
-		return true
+// trackRequest records a session-based request that mcp-go serves in the
+// gateway's table while it runs, so that a notifications/cancelled that
+// reaches the next snapshot after a reload can be handed to this one's
+// mcp-go, which knows the request. m is the request as peeked so far, if
+// it was. It returns the function that removes the entry.
+func (e *endpoint) trackRequest(m peeked, body []byte, session string) (untrack func()) {
+	if m.Method == "" {
+		m = peek(body)
 	}
-	if rs.sessionID != "" && bytes.Contains(body, []byte(`notifications/cancelled`)) {
-		e.cancelTracked(body, r.Header, rs.sessionID)
+	var id any
+	if m.Method == "" || json.Unmarshal(m.ID, &id) != nil || id == nil {
+		return func() {} // not a request
 	}
-	return false
+	if untrack = e.track(fmt.Sprintf("%s:%v", session, id), &runningCall{owner: e}); untrack == nil {
+		return func() {}
+	}
+	return untrack
 }
 
-// fastCancel is one tracked fast call (a pointer, so that a call removes
-// only its own entry).
-type fastCancel struct{ cancel context.CancelFunc }
-
-// track records the cancel function of a running fast call under key and
-// returns the function that removes it; nil when it cannot (the key is
-// taken, or the table is full).
-func (e *endpoint) track(key string, cancel context.CancelFunc) (untrack func()) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if _, taken := e.inflight[key]; taken || len(e.inflight) >= maxTracked {
-		return nil
-	}
-	c := &fastCancel{cancel}
-	e.inflight[key] = c
-	return func() {
-		e.mu.Lock()
-		defer e.mu.Unlock()
-		if e.inflight[key] == c {
-			delete(e.inflight, key)
-		}
-	}
+// track records a running call under key ("<session>:<id>") and returns
+// the function that removes it; nil when it cannot (the key is taken, or
+// the table is full). The table is the gateway's (CallerRequests), so a
+// cancel that reaches the next snapshot's endpoint after a reload still
+// finds the call.
+func (e *endpoint) track(key string, call *runningCall) (untrack func()) {
+	return e.a.set.deps.CallerRequests.track(e.a.Name+"\x00"+key, call)
 }
 
 // cancelTracked cancels the fast call a notifications/cancelled names, when
 // mcp-go would take the message for one (a notification of a session-based
 // request it accepts) and would key it so (server.go handleNotification).
-func (e *endpoint) cancelTracked(body []byte, h http.Header, session string) {
+func (e *endpoint) cancelTracked(r *http.Request, body []byte, session string) {
+	h := r.Header
 	var m struct {
 		JSONRPC string         `json:"jsonrpc"`
 		ID      any            `json:"id"`
@@ -190,15 +183,26 @@ func (e *endpoint) cancelTracked(body []byte, h http.Header, session string) {
 	if !ok || mcp.IsModernProtocol(version) {
 		return
 	}
-	key := fmt.Sprintf("%s:%v", session, id)
-	e.mu.Lock()
-	c := e.inflight[key]
-	delete(e.inflight, key)
-	e.mu.Unlock()
-	if c != nil {
-		c.cancel()
+	call := e.a.set.deps.CallerRequests.remove(e.a.Name + "\x00" + fmt.Sprintf("%s:%v", session, id))
+	switch {
+	case call == nil:
+	case call.cancel != nil: // a fast call
+		call.cancel()
+	case call.owner != e:
+		// mcp-go of the snapshot the call runs on cancels it, as it would
+		// have without the reload; this request's mcp-go answers.
+		r2 := r.Clone(r.Context())
+		r2.Body = io.NopCloser(bytes.NewReader(body))
+		call.owner.mcp.ServeHTTP(discardWriter{h: http.Header{}}, r2)
 	}
 }
+
+// discardWriter takes an answer nobody reads.
+type discardWriter struct{ h http.Header }
+
+func (d discardWriter) Header() http.Header         { return d.h }
+func (d discardWriter) Write(p []byte) (int, error) { return len(p), nil }
+func (d discardWriter) WriteHeader(int)             {}
 
 // knownVersion reports a protocol version header mcp-go accepts on a
 // session-based request (absent, or a revision it knows); others are left

@@ -88,7 +88,7 @@ func (p *proxy) fastCall(w http.ResponseWriter, r *http.Request, body []byte, rs
 	if rs.sessionID != "" && !info.Modern {
 		// mcp-go keys a call's notifications/cancelled "<session>:<id>"
 		// (server.go inflightKey); the endpoint routes those to this call.
-		untrack := p.a.handler.track(fmt.Sprintf("%s:%v", rs.sessionID, id), cancel)
+		untrack := p.a.handler.track(fmt.Sprintf("%s:%v", rs.sessionID, id), &runningCall{cancel: cancel, owner: p.a.handler})
 		if untrack == nil {
 			return false
 		}

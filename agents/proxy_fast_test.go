@@ -392,11 +392,11 @@ func TestProxyFastCancel(t *testing.T) {
 			t.Errorf("the call went through %s", v.last())
 		}
 	}
-	e := p.fast.set.Get("px").handler
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if len(e.inflight) != 0 {
-		t.Errorf("tracked calls left over: %v", e.inflight)
+	reqs := p.fast.set.deps.CallerRequests
+	reqs.mu.Lock()
+	defer reqs.mu.Unlock()
+	if len(reqs.running) != 0 {
+		t.Errorf("tracked calls left over: %v", reqs.running)
 	}
 }
 

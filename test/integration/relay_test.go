@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -268,8 +269,9 @@ func TestProxyRelaysSamplingAndRoots(t *testing.T) {
 }
 
 // A notifications/cancelled carrying the caller's session id cancels that
-// caller's request and no other, even when both used the same JSON-RPC id:
-// mcp-go keys requests by session id and request id.
+// caller's request and no other, even when both used the same JSON-RPC id
+// (requests are keyed by session id and request id), and even after a
+// reload swapped the agent the calls run on.
 func TestCancelReachesOnlyTheCallersRequest(t *testing.T) {
 	g, d := startRelay(t)
 	url := g.base + "/agents/px/mcp"
@@ -312,6 +314,16 @@ func TestCancelReachesOnlyTheCallersRequest(t *testing.T) {
 		}()
 	}
 	eventually(t, 10*time.Second, "both calls to reach the downstream", func() bool { n, _ := d.state(); return n == 2 })
+	// A reload while the calls run: the cancel reaches the next snapshot's
+	// agent, and must still find a's call, which runs on the old one.
+	cfg, err := os.ReadFile(g.cfgPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.writeConfig(t, strings.Replace(string(cfg), "servers: [down]}", "servers: [down], description: reloaded}", 1))
+	if code, ans := g.reload(t); code != http.StatusOK {
+		t.Fatalf("reload: %d %v", code, ans)
+	}
 	resp, err := post(url, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":7,"reason":"user"}}`,
 		map[string]string{"Mcp-Session-Id": sessions["a"], "Mcp-Protocol-Version": "2025-11-25"})
 	if err != nil {
