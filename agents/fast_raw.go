@@ -151,7 +151,7 @@ func (p *proxy) serverInfoJSON() json.RawMessage {
 // oneLine returns msg without line breaks (compacted), as an SSE data line
 // needs it.
 func oneLine(msg []byte) []byte {
-	if bytes.IndexAny(msg, "\r\n") < 0 {
+	if !bytes.ContainsAny(msg, "\r\n") {
 		return msg
 	}
 	var buf bytes.Buffer

@@ -49,9 +49,6 @@ type fastStream struct {
 // notificationBuffer is mcp-go's per-request notification buffer size.
 const notificationBuffer = 100
 
-// errStreamClosed is notify's answer once the call's answer is being
-// written: the relay counts the notification as dropped.
-var errStreamClosed = errors.New("the call has ended; its response stream is closed")
 
 type fastStreamKey struct{}
 
@@ -68,11 +65,11 @@ func newFastStream(w http.ResponseWriter, r *http.Request, sse bool) *fastStream
 // notify queues one notification for the caller (a notifyFunc).
 func (s *fastStream) notify(method string, params map[string]any) error {
 	if s.closed.Load() {
-		return errStreamClosed
+		return errCallEnded
 	}
 	s.open.Do(s.start)
 	if s.events == nil { // finish won the race to open
-		return errStreamClosed
+		return errCallEnded
 	}
 	n := mcp.JSONRPCNotification{JSONRPC: mcp.JSONRPC_VERSION,
 		Notification: mcp.Notification{Method: method, Params: mcp.NotificationParams{AdditionalFields: params}}}
@@ -163,7 +160,7 @@ func (s *fastStream) inject(msg json.RawMessage) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed.Load() {
-		return errStreamClosed
+		return errCallEnded
 	}
 	if s.events != nil {
 		s.writeBuffered()

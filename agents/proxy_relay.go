@@ -126,18 +126,6 @@ func (r *progressRelay) log(params map[string]any) {
 	r.enqueueLocked(notice{string(mcp.MethodNotificationMessage), params})
 }
 
-// wroteEvent counts an event written to the caller's response stream by
-// other means (an elicitation request), so that flush waits for the right
-// number.
-func (r *progressRelay) wroteEvent() {
-	if r == nil {
-		return
-	}
-	r.mu.Lock()
-	r.sent++
-	r.mu.Unlock()
-}
-
 func (r *progressRelay) add(progress float64, total *float64, message string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()

@@ -95,13 +95,6 @@ func (l *listenerSet) commit(added []*legacyListener, want map[int]portRole) {
 	}
 }
 
-// abort closes ports bound for a reload that failed.
-func abort(added []*legacyListener) {
-	for _, a := range added {
-		a.ln.Close()
-	}
-}
-
 func (l *listenerSet) servers() []*http.Server {
 	l.mu.Lock()
 	defer l.mu.Unlock()
