@@ -49,7 +49,6 @@ type fastStream struct {
 // notificationBuffer is mcp-go's per-request notification buffer size.
 const notificationBuffer = 100
 
-
 type fastStreamKey struct{}
 
 func fastStreamFrom(ctx context.Context) *fastStream {

@@ -110,6 +110,22 @@ func (d *relayDown) state() (blocked int, canceled []string) {
 	return len(d.blocked), append([]string(nil), d.canceled...)
 }
 
+// connectInfo connects c session-based (2025-11-25) to url and asks for
+// log messages at info; the session closes with the test.
+func connectInfo(t *testing.T, ctx context.Context, c *mcp.Client, url string) *mcp.ClientSession {
+	t.Helper()
+	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url, MaxRetries: -1},
+		&mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	if err := cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: "info"}); err != nil {
+		t.Fatal(err)
+	}
+	return cs
+}
+
 func startRelay(t *testing.T) (*gw, *relayDown) {
 	t.Helper()
 	d := newRelayDown(t)
@@ -147,18 +163,10 @@ func TestProxyRelaysLogsAndElicitation(t *testing.T) {
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: g.base + "/agents/px/mcp", MaxRetries: -1},
-		&mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cs.Close()
+	cs := connectInfo(t, ctx, c, g.base+"/agents/px/mcp")
 	// The Go SDK client declares roots by default, elicitation with a handler.
 	if !strings.HasPrefix(cs.ID(), "pgw-er-") {
 		t.Errorf("session id %q: want one minted by the gateway, marked for elicitation and roots", cs.ID())
-	}
-	if err := cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: "info"}); err != nil {
-		t.Fatal(err)
 	}
 	if got, err := call(ctx, cs, "logs", nil); err != nil || got != "logged" {
 		t.Fatalf("logs: %q %v", got, err)
@@ -214,17 +222,9 @@ func TestProxyRelaysSamplingAndRoots(t *testing.T) {
 	c.AddRoots(&mcp.Root{URI: "file:///work", Name: "work"}, &mcp.Root{URI: "file:///tmp", Name: "tmp"})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: g.base + "/agents/px/mcp", MaxRetries: -1},
-		&mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cs.Close()
+	cs := connectInfo(t, ctx, c, g.base+"/agents/px/mcp")
 	if !strings.HasPrefix(cs.ID(), "pgw-sr-") {
 		t.Errorf("session id %q: want one marked for sampling and roots", cs.ID())
-	}
-	if err := cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: "info"}); err != nil {
-		t.Fatal(err)
 	}
 	if got, err := call(ctx, cs, "sample", map[string]any{"tag": "a"}); err != nil || got != "sampled hi a by m1" {
 		t.Errorf("sampling: the downstream got %q (%v)", got, err)
