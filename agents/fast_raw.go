@@ -19,7 +19,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"math"
 	"net/http"
+	"strconv"
 
 	"github.com/mark3labs/mcp-go/mcp"
 
@@ -65,16 +67,49 @@ func (p *proxy) rawResponse(id any, rr *mcpclient.RawResult, modern bool) (rawAn
 			return nil, false
 		}
 	}
-	idJSON, err := json.Marshal(mcp.NewRequestId(id))
-	if err != nil {
+	b := make([]byte, 0, len(result)+80)
+	b = append(b, `{"jsonrpc":"2.0","id":`...)
+	b, ok := appendID(b, id)
+	if !ok {
 		return nil, false
 	}
-	b := make([]byte, 0, len(result)+len(idJSON)+40)
-	b = append(b, `{"jsonrpc":"2.0","id":`...)
-	b = append(b, idJSON...)
 	b = append(b, `,"result":`...)
 	b = append(b, result...)
 	return append(b, '}'), true
+}
+
+// appendID appends a JSON-RPC id as mcp-go writes it (encoding/json of the
+// decoded value): whole numbers and plain ASCII strings directly, anything
+// else through encoding/json.
+func appendID(b []byte, id any) ([]byte, bool) {
+	switch v := id.(type) {
+	case float64:
+		if v == math.Trunc(v) && math.Abs(v) < 1e15 && !(v == 0 && math.Signbit(v)) {
+			return strconv.AppendInt(b, int64(v), 10), true
+		}
+	case string:
+		if plainASCII(v) {
+			b = append(b, '"')
+			b = append(b, v...)
+			return append(b, '"'), true
+		}
+	}
+	idJSON, err := json.Marshal(id)
+	if err != nil {
+		return b, false
+	}
+	return append(b, idJSON...), true
+}
+
+// plainASCII reports a string that encoding/json writes as it is, quoted:
+// printable ASCII without the characters it escapes.
+func plainASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			return false
+		}
+	}
+	return true
 }
 
 // decorateRaw is decorate for a raw result: resultType "complete" unless

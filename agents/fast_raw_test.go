@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"net/http"
 	"reflect"
 	"strings"
@@ -184,5 +185,20 @@ func TestProxyFastRawBytes(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+func TestAppendIDMatchesEncodingJSON(t *testing.T) {
+	ids := []any{0.0, math.Copysign(0, -1), 1.0, -3.0, 7.5, 1e14, -999999999999999.0, 1e15, 1e21, 12345678901234567890.0,
+		"x-1", "", "a b", `q"uote`, `back\slash`, "<tag>", "a&b", "tab\t", "é", "\u2028", "~"}
+	for _, id := range ids {
+		want, err := json.Marshal(id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, ok := appendID([]byte("x"), id)
+		if !ok || string(got) != "x"+string(want) {
+			t.Errorf("appendID(%#v) = %s, %v; want x%s", id, got, ok, want)
+		}
 	}
 }
