@@ -64,7 +64,9 @@ func (g *Gateway) buildSnapshot(cfg *config.Config) (*Snapshot, error) {
 	if s.callers, err = policy.NewCallerPolicy(callerRules(cfg), ruleOf(cfg.Policy.Default), cfg.Policy.DenyOnMissingIdentity); err != nil {
 		return nil, fmt.Errorf("policy: %w", err)
 	}
-	s.auditor = &policy.Auditor{Logger: g.log.Named("audit"), Metrics: g.metrics}
+	// One audit line per call, always from the same line of code: without
+	// the caller, which zap finds by walking the stack.
+	s.auditor = &policy.Auditor{Logger: g.log.Named("audit").WithOptions(zap.WithCaller(false)), Metrics: g.metrics}
 	providers, err := buildProviders(cfg)
 	if err != nil {
 		return nil, err
