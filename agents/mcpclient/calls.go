@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -54,7 +55,7 @@ func (m *Manager) CallTool(ctx context.Context, server, tool string, args map[st
 		req.Params.Meta = &mcp.Meta{ProgressToken: token}
 	}
 	var res *mcp.CallToolResult
-	op := fmt.Sprintf("%s %q", mcp.MethodToolsCall, tool)
+	op := callOp(tool)
 	relay := RelayFrom(ctx)
 	err := m.do(ctx, server, op, hdr, func(ctx context.Context, s *session, cli *client.Client) error {
 		var err error
@@ -102,13 +103,11 @@ func (m *Manager) do(ctx context.Context, server, op string, hdr http.Header, fn
 	if err != nil {
 		return err
 	}
-	ctx, end, ok := m.begin(ctx)
+	ctx, end, ok := m.begin(ctx, srv.spec.Timeout)
 	defer end()
 	if !ok {
 		return srv.wrap(ctx, op, errClosed)
 	}
-	ctx, cancel := context.WithTimeoutCause(ctx, srv.spec.Timeout, &timeoutError{timeout: srv.spec.Timeout})
-	defer cancel()
 	ctx = context.WithValue(ctx, opKey{}, op)
 	s, err := srv.acquire(hdr)
 	if err != nil {
@@ -343,3 +342,6 @@ func request[T any](ctx context.Context, m *Manager, server string, method mcp.M
 	}
 	return out, nil
 }
+
+// callOp names a tools/call of tool in errors and logs: tools/call "name".
+func callOp(tool string) string { return string(mcp.MethodToolsCall) + " " + strconv.Quote(tool) }

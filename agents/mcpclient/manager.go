@@ -276,8 +276,9 @@ func (m *Manager) track(f func()) bool {
 }
 
 // begin registers a call, which Close cancels and waits for; end must be
-// called when it returns. After Close it reports false.
-func (m *Manager) begin(ctx context.Context) (_ context.Context, end func(), ok bool) {
+// called when it returns. The call's context also ends after timeout (none
+// when 0). After Close it reports false.
+func (m *Manager) begin(ctx context.Context, timeout time.Duration) (_ context.Context, end func(), ok bool) {
 	m.mu.Lock()
 	if m.closed {
 		m.mu.Unlock()
@@ -285,7 +286,12 @@ func (m *Manager) begin(ctx context.Context) (_ context.Context, end func(), ok 
 	}
 	m.wg.Add(1)
 	m.mu.Unlock()
-	ctx, cancel := context.WithCancel(ctx)
+	var cancel context.CancelFunc
+	if timeout > 0 {
+		ctx, cancel = context.WithTimeoutCause(ctx, timeout, &timeoutError{timeout: timeout})
+	} else {
+		ctx, cancel = context.WithCancel(ctx)
+	}
 	stop := context.AfterFunc(m.ctx, cancel)
 	return ctx, func() {
 		stop()

@@ -37,7 +37,7 @@ func (m *Manager) Probe(ctx context.Context, server string, hdr http.Header) err
 			return cli.Ping(ctx)
 		})
 	}
-	ctx, end, ok := m.begin(ctx)
+	ctx, end, ok := m.begin(ctx, 0)
 	defer end()
 	if !ok {
 		return srv.wrap(ctx, "probe", errClosed)

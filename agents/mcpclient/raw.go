@@ -72,7 +72,7 @@ func (m *Manager) CallToolRaw(ctx context.Context, server, tool string, args jso
 		token, unregister = m.progress.register(onProgress)
 		defer unregister()
 	}
-	op := fmt.Sprintf("%s %q", mcp.MethodToolsCall, tool)
+	op := callOp(tool)
 	relay := RelayFrom(ctx)
 	var res *RawResult
 	err := m.do(ctx, server, op, hdr, func(ctx context.Context, s *session, cli *client.Client) error {
@@ -136,8 +136,8 @@ func (s *session) callRaw(ctx context.Context, cli *client.Client, w *wireInfo, 
 	// The cancellation goes out on the call's own context: the reader's
 	// ends with the call either way.
 	defer s.cancelIfEnded(ctx, cli, json.RawMessage(strconv.Quote(id)))
-	c := &rawCall{s: s, w: w, id: id, relay: r.relay}
 	rctx, cancel := context.WithCancel(ctx)
+	c := &rawCall{s: s, w: w, id: id, relay: r.relay, cancel: cancel}
 	defer c.handlers.Wait() // after cancel: a pending server-to-client request gives up
 	defer cancel()
 	return c.do(rctx, callBody(id, r))

@@ -57,7 +57,8 @@ type rawCall struct {
 	w        *wireInfo
 	id       string
 	relay    *Relay
-	handlers sync.WaitGroup // server-to-client requests being answered
+	cancel   context.CancelFunc // ends the call's context (callRaw's)
+	handlers sync.WaitGroup     // server-to-client requests being answered
 }
 
 // rawMessage is a JSON-RPC message from the downstream, read once to
@@ -95,12 +96,12 @@ func (c *rawCall) newRequest(ctx context.Context, method string, body []byte, ac
 	return req, nil
 }
 
-// do posts body and returns the call's answer.
+// do posts body on ctx, the call's context, and returns the call's answer.
 func (c *rawCall) do(ctx context.Context, body []byte) (*RawResult, error) {
-	// The request's own context is canceled before its body is closed:
-	// on HTTP/2, Close can block on a stream that is still being written,
-	// and canceling is what ends it (as mcp-go does).
-	ctx, cancel := context.WithCancel(ctx)
+	// The request's context is canceled before its body is closed: on
+	// HTTP/2, Close can block on a stream that is still being written, and
+	// canceling is what ends it (as mcp-go does).
+	cancel := c.cancel
 	req, err := c.newRequest(ctx, http.MethodPost, body, "application/json, text/event-stream")
 	if err != nil {
 		cancel()
