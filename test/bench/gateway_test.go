@@ -319,6 +319,17 @@ func (g *gateway) profileLoad(name string, o load.Options) {
 	}
 	p.fetch("/debug/pprof/allocs", name+".allocs.pb.gz")
 	g.b.Logf("profiled %s over %ds (%s): %s/%s.{cpu,allocs.base,allocs}.pb.gz", name, secs, res, dir, name)
+
+	// One caller for 2 s under the execution tracer: where the unloaded
+	// latency goes (go tool trace NAME.c1.trace).
+	trace := make(chan error, 1)
+	go func() { trace <- p.fetchCtx(ctx, "/debug/pprof/trace?seconds=2", name+".c1.trace") }()
+	o.Concurrency, o.Duration = 1, 2500*time.Millisecond
+	res = runLoad(g.b, o)
+	if err := <-trace; err != nil {
+		g.b.Logf("trace: %v", err)
+	}
+	g.b.Logf("traced %s with 1 caller (%s): %s/%s.c1.trace", name, res, dir, name)
 }
 
 func (p *profiler) fetch(path, file string) {
