@@ -84,6 +84,34 @@ func requestStateFrom(ctx context.Context) *requestState {
 	return rs
 }
 
+// Body is a request body already read whole (the gateway reads it to
+// check it): the endpoint takes its bytes as they are, and mcp-go reads it
+// as any body.
+type Body struct {
+	*bytes.Reader
+	b   []byte
+	msg *Message // b parsed, or nil
+}
+
+// NewBody is b as a request body, with msg its parsed message (nil when
+// not parsed).
+func NewBody(b []byte, msg *Message) *Body { return &Body{Reader: bytes.NewReader(b), b: b, msg: msg} }
+
+// Close does nothing: the bytes stay readable.
+func (*Body) Close() error { return nil }
+
+// bufferedBody returns r's body and its message if parsed, reading the body
+// when it is not a Body yet, and leaves r.Body readable from the start. It
+// reports false when reading failed; r.Body then holds what was read.
+func bufferedBody(r *http.Request) ([]byte, *Message, bool) {
+	if b, ok := r.Body.(*Body); ok && b.Len() == len(b.b) {
+		return b.b, b.msg, true
+	}
+	body, err := io.ReadAll(r.Body)
+	r.Body = NewBody(body, nil)
+	return body, nil, err == nil
+}
+
 func newEndpoint(a *Agent, h http.Handler) *endpoint {
 	return &endpoint{a: a, mcp: h}
 }
@@ -93,9 +121,8 @@ func (e *endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		e.mcp.ServeHTTP(w, r)
 		return
 	}
-	body, err := io.ReadAll(r.Body)
-	r.Body = io.NopCloser(bytes.NewReader(body))
-	if err != nil {
+	body, msg, ok := bufferedBody(r)
+	if !ok {
 		e.mcp.ServeHTTP(w, r) // mcp-go answers the broken body
 		return
 	}
@@ -125,7 +152,7 @@ func (e *endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if rs.sessionID != "" && bytes.Contains(body, []byte(`notifications/cancelled`)) {
 		e.cancelTracked(r, body, rs.sessionID) // then mcp-go cancels its own, if any, and answers 202
 	}
-	if e.a.proxy != nil && bytes.Contains(body, []byte(`"tools/call"`)) && e.a.proxy.fastCall(w, r, body, rs) {
+	if e.a.proxy != nil && bytes.Contains(body, []byte(`"tools/call"`)) && e.a.proxy.fastCall(w, r, body, msg, rs) {
 		return
 	}
 	if rs.sessionID != "" {

@@ -47,39 +47,35 @@ import (
 	"github.com/pallasgw/pallasgw/agents/mcpclient"
 )
 
-// fastRequest is a tools/call as the fast path reads it, in one parse. The
-// members are those mcp-go reads (same names, same decoding), so that both
-// see the same request.
-type fastRequest struct {
-	JSONRPC string          `json:"jsonrpc"`
-	ID      json.RawMessage `json:"id"`
-	Method  string          `json:"method"`
-	Result  json.RawMessage `json:"result"`
-	Error   json.RawMessage `json:"error"`
-	Params  struct {
-		Name           string          `json:"name"`
-		Arguments      json.RawMessage `json:"arguments"`
-		Meta           *mcp.Meta       `json:"_meta"`
-		Task           json.RawMessage `json:"task"`
-		InputResponses json.RawMessage `json:"inputResponses"`
-		RequestState   json.RawMessage `json:"requestState"`
-	} `json:"params"`
-}
-
 // fastCall answers a tools/call without mcp-go's server when the request is
 // plain (see above), and reports whether it did. When it reports false it
-// has written nothing.
-func (p *proxy) fastCall(w http.ResponseWriter, r *http.Request, body []byte, rs *requestState) bool {
-	var m fastRequest
-	if p.fastOff || json.Unmarshal(body, &m) != nil || m.Method != string(mcp.MethodToolsCall) || !plainEnvelope(&m) ||
-		!jsonContent(r.Header.Get("Content-Type")) {
+// has written nothing. msg is body as the gateway parsed it, or nil.
+func (p *proxy) fastCall(w http.ResponseWriter, r *http.Request, body []byte, msg *Message, rs *requestState) bool {
+	if p.fastOff {
 		return false
 	}
-	info, ok := protocolOf(r.Header, m.Params.Meta)
-	if !ok || !p.fastName(m.Params.Name) {
+	if msg == nil {
+		var err error
+		if msg, err = ParseMessage(body); err != nil {
+			return false
+		}
+	}
+	if !msg.isMethod(string(mcp.MethodToolsCall)) || !plainEnvelope(msg) || !jsonContent(r.Header.Get("Content-Type")) {
 		return false
 	}
-	req, id, ok := toCallRequest(&m, r.Header)
+	name, ok := msg.Params.name()
+	if !ok {
+		return false
+	}
+	meta, ok := decodeFastMeta(msg.Params.Meta)
+	if !ok {
+		return false
+	}
+	info, ok := protocolOf(r.Header, meta)
+	if !ok || !p.fastName(name) {
+		return false
+	}
+	req, id, ok := toCallRequest(msg, name, meta, r.Header)
 	if !ok {
 		return false
 	}
@@ -101,10 +97,12 @@ func (p *proxy) fastCall(w http.ResponseWriter, r *http.Request, body []byte, rs
 }
 
 // plainEnvelope reports a JSON-RPC request mcp-go dispatches as one: version
-// 2.0, an id, no member of a response, and no params mcp-go acts on that
-// the fast path does not read.
-func plainEnvelope(m *fastRequest) bool {
-	return m.JSONRPC == mcp.JSONRPC_VERSION && !isNull(m.ID) && len(m.Result) == 0 && len(m.Error) == 0 &&
+// 2.0, an id (a string or a number), no member of a response, params an
+// object (or absent) without the members mcp-go acts on that the fast path
+// does not read.
+func plainEnvelope(m *Message) bool {
+	return string(m.JSONRPC) == `"2.0"` && !isNull(m.ID) && (m.ID[0] == '"' || m.ID[0] == '-' || (m.ID[0] >= '0' && m.ID[0] <= '9')) &&
+		len(m.Result) == 0 && len(m.Error) == 0 && m.paramsRead &&
 		isNull(m.Params.Task) && len(m.Params.InputResponses) == 0 && len(m.Params.RequestState) == 0
 }
 
@@ -119,13 +117,61 @@ func jsonContent(ct string) bool {
 	return err == nil && mt == "application/json"
 }
 
+// fastMeta is a request's _meta as far as the fast path reads it: the
+// members mcp-go's Meta accessors decode, each decoded as they decode it
+// (exact key match; a value of the wrong type reads as absent). mcp-go's own
+// Meta.UnmarshalJSON decodes every member into a map of any and its
+// accessors re-encode and decode again; this costs a fraction of that.
+type fastMeta struct {
+	present       bool // a _meta object was sent (not absent, not null)
+	progressToken any
+	version       string
+	caps          *mcp.ClientCapabilities
+	logLevel      mcp.LoggingLevel
+}
+
+// decodeFastMeta decodes raw, and reports false when mcp-go would not
+// accept it (a _meta that is not an object or null).
+func decodeFastMeta(raw json.RawMessage) (fastMeta, bool) {
+	var fm fastMeta
+	if isNull(raw) {
+		return fm, true
+	}
+	var members map[string]json.RawMessage
+	if json.Unmarshal(raw, &members) != nil {
+		return fm, false
+	}
+	fm.present = true
+	if v, ok := members["progressToken"]; ok && json.Unmarshal(v, &fm.progressToken) != nil {
+		return fm, false
+	}
+	_ = json.Unmarshal(members[mcp.MetaKeyProtocolVersion], &fm.version)
+	_ = json.Unmarshal(members[mcp.MetaKeyLogLevel], &fm.logLevel)
+	if v := members[mcp.MetaKeyClientCapabilities]; !isNull(v) {
+		var caps mcp.ClientCapabilities
+		if json.Unmarshal(v, &caps) == nil {
+			fm.caps = &caps
+		}
+	}
+	return fm, true
+}
+
+// meta is the *mcp.Meta the handler gets: the progress token is all that
+// callTool reads of it (progressToken), so the other members are not kept.
+func (fm fastMeta) meta() *mcp.Meta {
+	if !fm.present {
+		return nil
+	}
+	return &mcp.Meta{ProgressToken: fm.progressToken}
+}
+
 // protocolOf reports the request's protocol era as mcp-go's
 // detectRequestEra and extractRequestProtocolInfo read it, and whether
 // mcp-go would accept a tools/call of that era with these headers
 // (rejectUnsupportedProtocolVersion; validateModernRequest and
 // ValidateStandardHeaders for 2026-07-28).
-func protocolOf(h http.Header, meta *mcp.Meta) (*server.RequestProtocolInfo, bool) {
-	header, version := h.Get(mcp.HeaderProtocolVersion), meta.ProtocolVersion()
+func protocolOf(h http.Header, meta fastMeta) (*server.RequestProtocolInfo, bool) {
+	header, version := h.Get(mcp.HeaderProtocolVersion), meta.version
 	if !mcp.IsModernProtocol(header) && !mcp.IsModernProtocol(version) {
 		return &server.RequestProtocolInfo{ProtocolVersion: version}, header == "" || mcp.IsValidProtocolVersion(header)
 	}
@@ -133,12 +179,11 @@ func protocolOf(h http.Header, meta *mcp.Meta) (*server.RequestProtocolInfo, boo
 		h.Get(mcp.HeaderMethod) != string(mcp.MethodToolsCall) {
 		return nil, false
 	}
-	caps := meta.ClientCapabilities()
-	if caps == nil {
+	if meta.caps == nil {
 		return nil, false
 	}
-	return &server.RequestProtocolInfo{Modern: true, ProtocolVersion: version, ClientCapabilities: caps,
-		LogLevel: meta.LogLevel()}, true
+	return &server.RequestProtocolInfo{Modern: true, ProtocolVersion: version, ClientCapabilities: meta.caps,
+		LogLevel: meta.logLevel}, true
 }
 
 // fastName reports a name mcp-go would dispatch to callTool now (it is in
@@ -154,20 +199,20 @@ func (p *proxy) fastName(name string) bool {
 // toCallRequest builds the request mcp-go would hand callTool, and the
 // JSON-RPC id as mcp-go decodes it (numbers as float64). For 2026-07-28 the
 // Mcp-Name header must name the tool (ValidateStandardHeaders).
-func toCallRequest(m *fastRequest, h http.Header) (mcp.CallToolRequest, any, bool) {
+func toCallRequest(m *Message, name string, meta fastMeta, h http.Header) (mcp.CallToolRequest, any, bool) {
 	var req mcp.CallToolRequest
 	var id any
 	if json.Unmarshal(m.ID, &id) != nil {
 		return req, nil, false
 	}
 	if mcp.IsModernProtocol(h.Get(mcp.HeaderProtocolVersion)) {
-		if name, ok := mcp.DecodeHeaderValue(h.Get(mcp.HeaderName)); !ok || name == "" || name != m.Params.Name {
+		if hname, ok := mcp.DecodeHeaderValue(h.Get(mcp.HeaderName)); !ok || hname == "" || hname != name {
 			return req, nil, false
 		}
 	}
 	req.Method = string(mcp.MethodToolsCall)
 	req.Header = h
-	req.Params.Name, req.Params.Meta = m.Params.Name, m.Params.Meta
+	req.Params.Name, req.Params.Meta = name, meta.meta()
 	if len(m.Params.Arguments) > 0 {
 		req.Params.RawArguments = m.Params.Arguments
 		if json.Unmarshal(m.Params.Arguments, &req.Params.Arguments) != nil {

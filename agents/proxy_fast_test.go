@@ -350,6 +350,13 @@ func TestProxyFastFallsBack(t *testing.T) {
 		{"2026-07-28 without the header", callBody("1", "text", modernMeta), with(modernText, "MCP-Protocol-Version", ""), "none"},
 		{"2026-07-28 header, older _meta", callBody("1", "text", `"io.modelcontextprotocol/protocolVersion":"2025-11-25"`), modernText, "none"},
 		{"2026-07-28 without capabilities", callBody("1", "text", `"io.modelcontextprotocol/protocolVersion":"2026-07-28"`), modernText, "none"},
+		// _meta members decode as mcp-go's Meta accessors decode them.
+		{"_meta null", strings.Replace(callBody("1", "text", ""), `"_meta":{}`, `"_meta":null`, 1), legacySSE, "fast"},
+		{"numeric progress token", callBody("1", "progress", `"progressToken":12`), legacySSE, "fast"},
+		{"2026-07-28, version not a string", callBody("1", "text", `"io.modelcontextprotocol/protocolVersion":20260728,"io.modelcontextprotocol/clientCapabilities":{}`), modernText, "none"},
+		{"2026-07-28, capabilities null", callBody("1", "text", `"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":null`), modernText, "none"},
+		{"2026-07-28, log level not a string", callBody("1", "text", modernMeta+`,"io.modelcontextprotocol/logLevel":7`), modernText, "fast"},
+		{"2026-07-28, keys in another case", callBody("1", "text", `"io.modelcontextprotocol/protocolVersion":"2026-07-28","IO.modelcontextprotocol/clientCapabilities":{}`), modernText, "none"},
 		{"2026-07-28, capabilities not an object", callBody("1", "text", `"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":"all"`), modernText, "none"},
 	} {
 		t.Run(c.name, func(t *testing.T) {

@@ -63,14 +63,14 @@ func (g *Gateway) serveAgent(w http.ResponseWriter, r *http.Request, s *Snapshot
 		writeError(w, http.StatusMethodNotAllowed, rid, "method not allowed")
 		return
 	}
-	var body []byte
+	var msg *agents.Message
 	if r.Method == http.MethodPost {
 		var ok bool
-		if body, ok = g.readBody(w, r, s, rid); !ok {
+		if msg, ok = g.readBody(w, r, s, rid); !ok {
 			return
 		}
 	}
-	if g.draining.Load() && !(mayServeRunning && servesRunningCall(body)) {
+	if g.draining.Load() && !(mayServeRunning && servesRunningCall(msg)) {
 		g.refuseDraining(w, rid)
 		return
 	}
@@ -91,7 +91,7 @@ func (g *Gateway) refuseDraining(w http.ResponseWriter, rid string) {
 // it), answers a body that is not one JSON-RPC message with a JSON-RPC
 // error naming the problem, and drops notifications/cancelled that mcp-go
 // would misroute.
-func (g *Gateway) readBody(w http.ResponseWriter, r *http.Request, s *Snapshot, rid string) ([]byte, bool) {
+func (g *Gateway) readBody(w http.ResponseWriter, r *http.Request, s *Snapshot, rid string) (*agents.Message, bool) {
 	limit := s.cfg.Limits.MaxBodyBytes
 	body, err := readAllWithin(w, r, limit+1)
 	if err != nil {
@@ -103,11 +103,12 @@ func (g *Gateway) readBody(w http.ResponseWriter, r *http.Request, s *Snapshot, 
 			fmt.Sprintf("request body larger than limits.max_body_bytes (%d bytes)", limit))
 		return nil, false
 	}
-	if e := checkMessage(body); e != nil {
+	msg, e := checkMessage(body)
+	if e != nil {
 		writeJSONRPCError(w, http.StatusBadRequest, e.id, e.code, rid, e.msg)
 		return nil, false
 	}
-	r.Body = io.NopCloser(bytes.NewReader(body))
+	r.Body = agents.NewBody(body, msg)
 	if isUnroutableCancel(body, r.Header) {
 		// In stateless mode mcp-go keys in-flight requests by
 		// "<Mcp-Session-Id>:"+id, so a cancel without a session id (or of
@@ -119,7 +120,7 @@ func (g *Gateway) readBody(w http.ResponseWriter, r *http.Request, s *Snapshot, 
 		w.WriteHeader(http.StatusAccepted)
 		return nil, false
 	}
-	return body, true
+	return msg, true
 }
 
 // bodyReadTimeout bounds reading one request body. The servers have no
@@ -136,7 +137,7 @@ var bodyReadTimeout = 60 * time.Second
 func readAllWithin(w http.ResponseWriter, r *http.Request, n int64) ([]byte, error) {
 	rc := http.NewResponseController(w)
 	deadline := rc.SetReadDeadline(time.Now().Add(bodyReadTimeout)) == nil
-	body, err := io.ReadAll(io.LimitReader(r.Body, n))
+	body, err := readAll(io.LimitReader(r.Body, n), r.ContentLength, n)
 	if err != nil || int64(len(body)) >= n {
 		w.Header().Set("Connection", "close")
 		if errors.Is(err, os.ErrDeadlineExceeded) {
@@ -148,6 +149,27 @@ func readAllWithin(w http.ResponseWriter, r *http.Request, n int64) ([]byte, err
 		rc.SetReadDeadline(time.Time{})
 	}
 	return body, nil
+}
+
+// readAll is io.ReadAll starting with room for a body of the declared
+// length and the read that sees its end, so that a body as long as
+// declared is read without growing the buffer. The room is at most n and
+// 64 KiB: a declared length costs no memory before its bytes arrive.
+func readAll(r io.Reader, declared, n int64) ([]byte, error) {
+	buf := make([]byte, 0, min(max(declared, 0), n, 64<<10)+1)
+	for {
+		if len(buf) == cap(buf) {
+			buf = append(buf, 0)[:len(buf)]
+		}
+		m, err := r.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+m]
+		if err == io.EOF {
+			return buf, nil
+		}
+		if err != nil {
+			return buf, err
+		}
+	}
 }
 
 func isUnroutableCancel(body []byte, h http.Header) bool {

@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"testing/iotest"
 	"time"
 )
 
@@ -24,6 +25,10 @@ func TestCheckMessage(t *testing.T) {
 		{name: "response", body: `{"jsonrpc":"2.0","id":3,"result":{}}`},
 		{name: "error response", body: `{"jsonrpc":"2.0","id":3,"error":{"code":-1,"message":"no"}}`},
 		{name: "null result", body: ` {"jsonrpc":"2.0","id":3,"result":null}`},
+		// params of the wrong type is mcp-go's to answer ("invalid params").
+		{name: "params not an object", body: `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":5}`},
+		{name: "params an array", body: `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":[1]}`},
+		{name: "params not an object, no method", body: `{"jsonrpc":"2.0","id":1,"params":"x"}`, code: rpcInvalidRequest, id: 1.0, msg: "has no method"},
 		{name: "invalid JSON", body: `{"jsonrpc":"2.0",`, code: rpcParseError, msg: "parse error: the request body is not valid json"},
 		{name: "empty", body: ``, code: rpcParseError, msg: "parse error"},
 		{name: "batch", body: `[{"jsonrpc":"2.0","id":1,"method":"ping"}]`, code: rpcInvalidRequest, msg: "must be a JSON object (batches are not supported)"},
@@ -40,7 +45,10 @@ func TestCheckMessage(t *testing.T) {
 		{name: "bool id", body: `{"jsonrpc":"2.0","id":true,"method":"ping"}`, code: rpcInvalidRequest, msg: "id must be a string or a number"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			e := checkMessage([]byte(c.body))
+			msg, e := checkMessage([]byte(c.body))
+			if (msg == nil) == (e == nil) {
+				t.Fatalf("checkMessage = %v, %v: want a message or an error", msg, e)
+			}
 			switch {
 			case c.code == 0 && e != nil:
 				t.Fatalf("rejected: %+v", e)
@@ -134,8 +142,39 @@ func TestServesRunningCall(t *testing.T) {
 		`{"jsonrpc":"2.0","method":"notifications/initialized"}`:                        false,
 		`not json`: false,
 	} {
-		if got := servesRunningCall([]byte(body)); got != want {
+		msg, _ := checkMessage([]byte(body))
+		if got := servesRunningCall(msg); got != want {
 			t.Errorf("%s: %v, want %v", body, got, want)
 		}
+	}
+}
+
+func TestReadAllSizesItsBuffer(t *testing.T) {
+	body := strings.Repeat("x", 3000)
+	for _, c := range []struct {
+		name           string
+		declared, n    int64
+		want           string
+		wantCapAtLeast int
+		wantCapAtMost  int
+	}{
+		{"as declared", 3000, 1 << 20, body, 3001, 3001},
+		{"undeclared", -1, 1 << 20, body, 3000, 1 << 20},
+		{"declared short", 10, 1 << 20, body, 3000, 1 << 20},
+		{"declared long", 1 << 30, 1 << 30, body, 64<<10 + 1, 64<<10 + 1},
+		{"over the limit", 3000, 100, body[:100], 100, 1 << 20},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			got, err := readAll(io.LimitReader(iotest.OneByteReader(strings.NewReader(body)), c.n), c.declared, c.n)
+			if err != nil || string(got) != c.want {
+				t.Fatalf("got %d bytes, %v; want %d", len(got), err, len(c.want))
+			}
+			if cap(got) < c.wantCapAtLeast || cap(got) > c.wantCapAtMost {
+				t.Errorf("cap %d, want %d…%d", cap(got), c.wantCapAtLeast, c.wantCapAtMost)
+			}
+		})
+	}
+	if _, err := readAll(iotest.ErrReader(io.ErrUnexpectedEOF), 5, 10); err != io.ErrUnexpectedEOF {
+		t.Errorf("a read error: %v", err)
 	}
 }
