@@ -9,10 +9,11 @@ import (
 )
 
 // openAIProvider speaks the Chat Completions API of any OpenAI-compatible
-// server (OpenAI, vLLM, llama.cpp, Ollama, LiteLLM). The request body is built
-// from openai-go's param types (openai_request.go); transport, retries and the
-// stream accumulator are ours. Nothing is read from OPENAI_* variables: the
-// base URL and key come from the config only.
+// server (OpenAI, vLLM, llama.cpp, Ollama, LiteLLM). The request body is the
+// one openai-go's param types encode (openai_request.go), written directly
+// (openai_body.go); transport, retries and the stream accumulator are ours.
+// Nothing is read from OPENAI_* variables: the base URL and key come from
+// the config only.
 type openAIProvider struct {
 	baseURL string // without trailing slash, e.g. https://api.openai.com/v1
 	apiKey  string

@@ -10,12 +10,15 @@ import (
 	"github.com/openai/openai-go/v3/shared"
 )
 
-// openAIBody marshals req as a streaming Chat Completions request using
+// openAIBodySDK marshals req as a streaming Chat Completions request using
 // openai-go's param types (they know the wire format); fields the SDK types
 // cannot express as given (tool_choice and response_format as raw values,
 // top_k, extra) are merged as extra fields. The tools come from tools, each
 // encoded once (see toolJSON), unless params.extra sets "tools" itself.
-func openAIBody(req Request, tools *toolJSON) ([]byte, error) {
+//
+// It defines the body openAIBody writes directly, and still encodes the
+// requests openAIBody leaves to it (see openAIDirect).
+func openAIBodySDK(req Request, tools *toolJSON) ([]byte, error) {
 	params := openai.ChatCompletionNewParams{
 		Model:    shared.ChatModel(req.Model),
 		Messages: openAIMessages(req.System, req.Messages),
@@ -159,11 +162,15 @@ func openAIImages(imgs []Image) []openai.ChatCompletionContentPartUnionParam {
 
 // dataURL encodes an image as data:<mime>;base64,<data>.
 func dataURL(img Image) string {
-	mime := img.MIMEType
-	if mime == "" {
-		mime = "application/octet-stream"
+	return "data:" + imageMIME(img) + ";base64," + base64.StdEncoding.EncodeToString(img.Data)
+}
+
+// imageMIME is the MIME type of img, application/octet-stream if unknown.
+func imageMIME(img Image) string {
+	if img.MIMEType == "" {
+		return "application/octet-stream"
 	}
-	return "data:" + mime + ";base64," + base64.StdEncoding.EncodeToString(img.Data)
+	return img.MIMEType
 }
 
 func openAIAssistant(m Message) openai.ChatCompletionMessageParamUnion {

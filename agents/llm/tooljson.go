@@ -26,10 +26,17 @@ func newToolJSON(encode func(Tool) ([]byte, error)) *toolJSON {
 	return &toolJSON{encode: encode, maxEntries: 4096, m: map[string][]byte{}}
 }
 
+// get returns t's encoded definition. The key is built in a stack buffer
+// and looked up as string(key), which does not copy it: a hit allocates
+// nothing, where building the key as a string cost more than writing the
+// rest of an OpenAI request body.
 func (c *toolJSON) get(t Tool) ([]byte, error) {
-	key := t.Name + "\x00" + t.Description + "\x00" + string(t.InputSchema)
+	var buf [1024]byte
+	key := append(buf[:0], t.Name...)
+	key = append(append(key, 0), t.Description...)
+	key = append(append(key, 0), t.InputSchema...)
 	c.mu.Lock()
-	b, ok := c.m[key]
+	b, ok := c.m[string(key)]
 	c.mu.Unlock()
 	if ok {
 		return b, nil
@@ -42,7 +49,7 @@ func (c *toolJSON) get(t Tool) ([]byte, error) {
 	if len(c.m) >= c.maxEntries {
 		clear(c.m)
 	}
-	c.m[key] = b
+	c.m[string(key)] = b
 	c.mu.Unlock()
 	return b, nil
 }
@@ -55,22 +62,31 @@ func (c *toolJSON) appendTools(body []byte, tools []Tool) ([]byte, error) {
 		return nil, fmt.Errorf("encoding request: not a JSON object")
 	}
 	obj := bytes.TrimRight(body[:end], " \t\r\n")
-	out := bytes.NewBuffer(make([]byte, 0, len(body)+len(tools)*512))
-	out.Write(obj)
+	out := make([]byte, 0, len(body)+len(tools)*512)
+	out = append(out, obj...)
 	if obj[len(obj)-1] != '{' {
-		out.WriteByte(',')
+		out = append(out, ',')
 	}
-	out.WriteString(`"tools":[`)
+	out = append(out, `"tools":`...)
+	out, err := c.appendArray(out, tools)
+	if err != nil {
+		return nil, err
+	}
+	return append(out, '}'), nil
+}
+
+// appendArray appends tools' cached definitions to b as a JSON array.
+func (c *toolJSON) appendArray(b []byte, tools []Tool) ([]byte, error) {
+	b = append(b, '[')
 	for i, t := range tools {
-		b, err := c.get(t)
+		def, err := c.get(t)
 		if err != nil {
 			return nil, err
 		}
 		if i > 0 {
-			out.WriteByte(',')
+			b = append(b, ',')
 		}
-		out.Write(b)
+		b = append(b, def...)
 	}
-	out.WriteString("]}")
-	return out.Bytes(), nil
+	return append(b, ']'), nil
 }
