@@ -62,6 +62,7 @@ var errNoStopReason = errors.New("stream ended without stop_reason")
 func readAnthropicStream(body io.Reader) (*Response, error) {
 	acc := &anAccumulator{byIndex: map[int]*anBlock{}}
 	sse := newSSEReader(body)
+	defer sse.release()
 	for !acc.done {
 		ev, err := sse.Next()
 		if errors.Is(err, io.EOF) {

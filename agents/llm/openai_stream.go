@@ -102,6 +102,7 @@ func readOpenAIBody(resp *http.Response) (*Response, error) {
 func readOpenAIStream(body io.Reader) (*Response, error) {
 	acc := &oaAccumulator{byIndex: map[int]int{}}
 	sse := newSSEReader(body)
+	defer sse.release()
 	for !acc.done {
 		ev, err := sse.Next()
 		if errors.Is(err, io.EOF) {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync"
 )
 
 // maxEventBytes bounds one SSE event (a whole tool call's arguments can sit
@@ -29,8 +30,25 @@ type sseReader struct {
 	afterCR bool   // the last line ended in CR: skip a following LF
 }
 
+// sseBufs recycles the 4 KiB read buffers of sseReaders: one per model
+// response, the biggest allocation of an agent-loop call otherwise.
+var sseBufs = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 4<<10) }}
+
+// newSSEReader reads r; release returns its buffer.
 func newSSEReader(r io.Reader) *sseReader {
-	return &sseReader{r: bufio.NewReaderSize(r, 4<<10)} // lines may be longer: readLine copies byte by byte
+	br := sseBufs.Get().(*bufio.Reader)
+	br.Reset(r)
+	return &sseReader{r: br} // lines may be longer than the buffer: readLine appends them
+}
+
+// release returns the reader's buffer to the pool; s must not be used
+// after. Events already returned stay valid (they never share its bytes).
+func (s *sseReader) release() {
+	if s.r != nil {
+		s.r.Reset(nil)
+		sseBufs.Put(s.r)
+		s.r = nil
+	}
 }
 
 // Next returns the next event with data, or io.EOF at the end of the stream.
@@ -78,33 +96,43 @@ func (s *sseReader) Next() (sseEvent, error) {
 
 // readLine returns one line without its terminator. A line longer than
 // maxEventBytes is an error. At EOF a final unterminated line is returned
-// first, then io.EOF.
+// first, then io.EOF. It only looks at bytes already buffered, reading more
+// only when none are: peeking past them would block on a live stream.
 func (s *sseReader) readLine() ([]byte, error) {
 	s.buf = s.buf[:0]
 	for {
-		b, err := s.r.ReadByte()
-		if err != nil {
-			if errors.Is(err, io.EOF) && len(s.buf) > 0 {
-				return s.buf, nil
+		if s.r.Buffered() == 0 {
+			if _, err := s.r.Peek(1); err != nil {
+				if errors.Is(err, io.EOF) && len(s.buf) > 0 {
+					s.afterCR = false
+					return s.buf, nil
+				}
+				return nil, err
 			}
-			return nil, err
 		}
-		afterCR := s.afterCR
-		s.afterCR = false
-		switch b {
-		case '\n':
-			if afterCR && len(s.buf) == 0 {
-				continue // second half of CRLF
+		chunk, _ := s.r.Peek(s.r.Buffered())
+		if s.afterCR {
+			s.afterCR = false
+			if chunk[0] == '\n' && len(s.buf) == 0 { // second half of CRLF
+				s.r.Discard(1)
+				continue
 			}
-			return s.buf, nil
-		case '\r':
-			// Not peeking: that would block on a live stream.
-			s.afterCR = true
-			return s.buf, nil
 		}
-		if len(s.buf) >= maxEventBytes {
+		i := bytes.IndexAny(chunk, "\r\n")
+		line := chunk
+		if i >= 0 {
+			line = chunk[:i]
+		}
+		if len(s.buf)+len(line) > maxEventBytes {
 			return nil, fmt.Errorf("sse line longer than %d bytes", maxEventBytes)
 		}
-		s.buf = append(s.buf, b)
+		s.buf = append(s.buf, line...)
+		if i < 0 {
+			s.r.Discard(len(chunk))
+			continue
+		}
+		s.afterCR = chunk[i] == '\r'
+		s.r.Discard(i + 1)
+		return s.buf, nil
 	}
 }

@@ -1,12 +1,14 @@
 package llm
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
 	"strings"
 	"testing"
+	"testing/iotest"
 )
 
 // sse builds an SSE body from data payloads.
@@ -216,5 +218,60 @@ func TestOpenAIBodyContentTypes(t *testing.T) {
 				t.Fatalf("resp = %+v, err = %v", got, err)
 			}
 		})
+	}
+}
+
+// readAllEvents reads every event of r, and the error that ended it.
+func readAllEvents(r io.Reader) ([]sseEvent, error) {
+	s := newSSEReader(r)
+	defer s.release()
+	var evs []sseEvent
+	for {
+		ev, err := s.Next()
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				err = nil
+			}
+			return evs, err
+		}
+		evs = append(evs, ev)
+	}
+}
+
+// FuzzSSEReader checks that events do not depend on how the stream is cut
+// into reads: a line end split across reads (CR, then LF), lines longer
+// than the read buffer.
+func FuzzSSEReader(f *testing.F) {
+	f.Add("event: a\ndata: line1\ndata: line2\n\n:comment\r\rdata: cr\r\n\r\ndata: tail")
+	f.Add("data: " + strings.Repeat("x", 5000) + "\r\n\r\ndata: after\n\n")
+	f.Add("\r\n\r\r\n\n")
+	f.Fuzz(func(t *testing.T, body string) {
+		want, wantErr := readAllEvents(strings.NewReader(body))
+		for name, r := range map[string]io.Reader{
+			"one byte": iotest.OneByteReader(strings.NewReader(body)),
+			"halves":   iotest.HalfReader(strings.NewReader(body)),
+		} {
+			got, err := readAllEvents(r)
+			if (err == nil) != (wantErr == nil) || len(got) != len(want) {
+				t.Fatalf("%s: %d events, %v; read whole: %d events, %v", name, len(got), err, len(want), wantErr)
+			}
+			for i := range want {
+				if got[i].Event != want[i].Event || !bytes.Equal(got[i].Data, want[i].Data) {
+					t.Fatalf("%s: event %d = %+v, want %+v", name, i, got[i], want[i])
+				}
+			}
+		}
+	})
+}
+
+func TestSSEReaderLongLinesAndSplitLineEnds(t *testing.T) {
+	long := strings.Repeat("y", 9000)
+	body := "data: " + long + "\r\n\r\ndata: b\r\n\r\ndata: c\r\rdata: d\n\n"
+	for _, r := range []io.Reader{strings.NewReader(body), iotest.OneByteReader(strings.NewReader(body))} {
+		evs, err := readAllEvents(r)
+		if err != nil || len(evs) != 4 || string(evs[0].Data) != long || string(evs[1].Data) != "b" ||
+			string(evs[2].Data) != "c" || string(evs[3].Data) != "d" {
+			t.Fatalf("events %d, %v", len(evs), err)
+		}
 	}
 }
