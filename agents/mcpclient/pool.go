@@ -18,7 +18,9 @@ type remote struct {
 	m         *Manager
 	spec      ServerSpec
 	transport *http.Transport // shared by every session of this server
-	http      *http.Client    // over transport, for raw calls (raw.go), which set every header themselves
+	// http is for raw calls (raw.go), which set every header themselves:
+	// plain HTTP/1.1 over h1Transport (h1.go), the rest over transport.
+	http *http.Client
 
 	mu   sync.Mutex
 	pool map[string]*session // guarded by mu
@@ -30,7 +32,7 @@ func newRemote(m *Manager, spec ServerSpec) *remote {
 		m:         m,
 		spec:      spec,
 		transport: tr,
-		http:      &http.Client{Transport: tr, CheckRedirect: noRedirects},
+		http:      &http.Client{Transport: newH1Transport(tr), CheckRedirect: noRedirects},
 		pool:      make(map[string]*session),
 	}
 }
