@@ -43,6 +43,7 @@ fuzz: ## each native fuzz target for 30s
 	$(GO) test -run XXX -fuzz FuzzSSEReader -fuzztime 30s ./agents/llm/
 	$(GO) test -run XXX -fuzz FuzzLoad -fuzztime 30s ./gateway/config/
 	$(GO) test -run XXX -fuzz FuzzParseTurn -fuzztime 30s ./agents/
+	$(GO) test -run XXX -fuzz FuzzEachMember -fuzztime 30s ./agents/
 
 clean:
 	rm -rf bin
