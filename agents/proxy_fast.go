@@ -40,6 +40,7 @@ import (
 	"fmt"
 	"mime"
 	"net/http"
+	"strconv"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
@@ -75,7 +76,8 @@ func (p *proxy) fastCall(w http.ResponseWriter, r *http.Request, body []byte, ms
 	if !ok || !p.fastName(name) {
 		return false
 	}
-	req, id, ok := toCallRequest(msg, name, meta, r.Header)
+	_, rawArgs := p.a.set.deps.Downstream.(RawDownstream)
+	req, id, ok := toCallRequest(msg, name, meta, r.Header, rawArgs)
 	if !ok {
 		return false
 	}
@@ -220,10 +222,13 @@ func (p *proxy) fastName(name string) bool {
 // toCallRequest builds the request mcp-go would hand callTool, and the
 // JSON-RPC id as mcp-go decodes it (numbers as float64). For 2026-07-28 the
 // Mcp-Name header must name the tool (ValidateStandardHeaders).
-func toCallRequest(m *Message, name string, meta fastMeta, h http.Header) (mcp.CallToolRequest, any, bool) {
+//
+// The arguments are decoded only when the handler will read them: a raw
+// downstream call (fast_raw.go) sends an object as the caller sent it.
+func toCallRequest(m *Message, name string, meta fastMeta, h http.Header, rawArgs bool) (mcp.CallToolRequest, any, bool) {
 	var req mcp.CallToolRequest
-	var id any
-	if json.Unmarshal(m.ID, &id) != nil {
+	id, ok := decodeID(m.ID)
+	if !ok {
 		return req, nil, false
 	}
 	if mcp.IsModernProtocol(h.Get(mcp.HeaderProtocolVersion)) {
@@ -236,11 +241,24 @@ func toCallRequest(m *Message, name string, meta fastMeta, h http.Header) (mcp.C
 	req.Params.Name, req.Params.Meta = name, meta.meta()
 	if len(m.Params.Arguments) > 0 {
 		req.Params.RawArguments = m.Params.Arguments
+		if rawArgs && m.Params.Arguments[0] == '{' {
+			return req, id, true
+		}
 		if json.Unmarshal(m.Params.Arguments, &req.Params.Arguments) != nil {
 			return req, nil, false
 		}
 	}
 	return req, id, true
+}
+
+// decodeID is a JSON-RPC id as encoding/json decodes it into an any: a
+// string, or a number as float64.
+func decodeID(raw json.RawMessage) (any, bool) {
+	if len(raw) > 0 && raw[0] == '"' {
+		return unquote(raw), true // raw is valid JSON (see Message)
+	}
+	f, err := strconv.ParseFloat(string(raw), 64)
+	return f, err == nil
 }
 
 // answer runs callTool as mcp-go's handleToolCall and HandleMessage would
