@@ -28,8 +28,9 @@ import (
 // deadline in the past.
 //
 // It does not do TLS, HTTP/2, proxies, protocol upgrades, Expect:
-// 100-continue, transparent gzip, redirects or retries: a request that
-// needs any of these goes to the fallback *http.Transport unchanged, and
+// 100-continue, transparent gzip, redirects or retries, nor bodies over
+// h1MaxBody or of unknown length: a request that needs any of these goes
+// to the fallback *http.Transport unchanged, and
 // mcp-go's sessions use that transport directly. It never sends a request
 // twice: a POST that failed may have been delivered, and the callers decide
 // about retries. A pooled connection is checked with a non-blocking peek
@@ -45,6 +46,14 @@ const (
 	h1MaxHeaderBytes = 10 << 20 // net/http's default for a response head
 	h1DialTimeout    = 10 * time.Second
 	h1DialKeepAlive  = 30 * time.Second
+
+	// h1MaxBody bounds the bodies h1Transport sends. It reads the response
+	// only once the request is written, so a server that answers early (a
+	// 404 or 413 before reading the body) and closes would make a long
+	// write fail and its answer be lost; net/http reads while it writes. A
+	// body this small fits the socket buffers, so its write completes and
+	// the answer is read. A tools/call is far smaller as a rule.
+	h1MaxBody = 64 << 10
 )
 
 // interrupted is the deadline that makes a connection's I/O fail at once.
@@ -61,10 +70,11 @@ type h1Transport struct {
 	idleTimeout    time.Duration
 	maxHeaderBytes int64
 
-	mu    sync.Mutex
-	idle  map[string][]*h1Conn // by host:port, least recently used first; guarded by mu
-	nidle int                  // pooled connections in all; guarded by mu
-	gen   uint64               // bumped by CloseIdleConnections; guarded by mu
+	mu     sync.Mutex
+	idle   map[string][]*h1Conn // by host:port, least recently used first; guarded by mu
+	nidle  int                  // pooled connections in all; guarded by mu
+	gen    uint64               // bumped by CloseIdleConnections; guarded by mu
+	reaper *time.Timer          // closes expired idle connections; nil when none are pooled; guarded by mu
 }
 
 // newH1Transport returns a transport that sends what it cannot handle to tr
@@ -117,6 +127,10 @@ func (t *h1Transport) CloseIdleConnections() {
 	t.idle = make(map[string][]*h1Conn)
 	t.nidle = 0
 	t.gen++
+	if t.reaper != nil {
+		t.reaper.Stop()
+		t.reaper = nil
+	}
 	t.mu.Unlock()
 	for _, conns := range idle {
 		for _, pc := range conns {
@@ -133,7 +147,8 @@ func (t *h1Transport) CloseIdleConnections() {
 // implements. Invalid requests go to the fallback too, which rejects them.
 func (t *h1Transport) direct(req *http.Request) (string, bool) {
 	u := req.URL
-	if u == nil || u.Scheme != "http" || u.Host == "" || req.Cancel != nil || !plainRequest(req) {
+	if u == nil || u.Scheme != "http" || u.Host == "" || req.Cancel != nil || !plainRequest(req) ||
+		req.ContentLength < 0 || req.ContentLength > h1MaxBody || (req.ContentLength == 0 && req.Body != nil && req.Body != http.NoBody) {
 		return "", false
 	}
 	if t.proxy != nil {
@@ -227,11 +242,18 @@ func (t *h1Transport) conn(ctx context.Context, addr string) (*h1Conn, error) {
 		}
 		return nil, err
 	}
+	return newH1Conn(t, addr, gen, c), nil
+}
+
+// newH1Conn is the h1Conn of c, a connection to addr dialed in generation
+// gen of t.
+func newH1Conn(t *h1Transport, addr string, gen uint64, c net.Conn) *h1Conn {
 	pc := &h1Conn{t: t, key: addr, gen: gen, conn: c, limit: math.MaxInt64, alive: aliveCheck(c)}
 	pc.br = bufio.NewReader(pc)
-	pc.bw = bufio.NewWriter(c)
+	pc.w = connWriter{conn: c}
+	pc.bw = bufio.NewWriter(&pc.w)
 	pc.interrupt = func() { c.SetDeadline(interrupted) }
-	return pc, nil
+	return pc
 }
 
 // getIdle takes the most recently used connection to addr out of the pool,
@@ -295,6 +317,9 @@ func (t *h1Transport) put(pc *h1Conn) {
 		}
 		t.idle[pc.key] = append(conns, pc)
 		t.nidle++
+		if t.reaper == nil {
+			t.reaper = time.AfterFunc(t.idleTimeout, t.reap)
+		}
 	} else if known {
 		t.idle[pc.key] = conns
 	}
@@ -304,6 +329,45 @@ func (t *h1Transport) put(pc *h1Conn) {
 	}
 	for _, c := range stale {
 		c.conn.Close()
+	}
+}
+
+// reap closes the idle connections that have expired, as net/http's idle
+// timer does (a server seldom closes them first, and each holds a file
+// descriptor), and sets its timer for the next expiry while any remain.
+// It runs on the timer's goroutine.
+func (t *h1Transport) reap() {
+	now := time.Now()
+	var expired []*h1Conn
+	next := time.Duration(0)
+	t.mu.Lock()
+	for key, conns := range t.idle {
+		n := 0 // least recently used first
+		for n < len(conns) && now.Sub(conns[n].idleAt) >= t.idleTimeout {
+			n++
+		}
+		expired = append(expired, conns[:n]...)
+		conns = slices.Delete(conns, 0, n)
+		t.nidle -= n
+		if len(conns) == 0 {
+			delete(t.idle, key)
+			continue
+		}
+		t.idle[key] = conns
+		if d := t.idleTimeout - now.Sub(conns[0].idleAt); next == 0 || d < next {
+			next = d
+		}
+	}
+	if t.reaper != nil { // else CloseIdleConnections stopped it
+		if next > 0 {
+			t.reaper.Reset(next)
+		} else {
+			t.reaper = nil
+		}
+	}
+	t.mu.Unlock()
+	for _, pc := range expired {
+		pc.conn.Close()
 	}
 }
 

@@ -28,13 +28,31 @@ type h1Conn struct {
 	gen    uint64 // the transport's generation when dialed
 	conn   net.Conn
 	br     *bufio.Reader // reads through the h1Conn, for the head limit
-	bw     *bufio.Writer
-	limit  int64     // bytes br may still read; bounds a response head
-	idleAt time.Time // when it was pooled; guarded by t.mu while pooled
+	w      connWriter
+	bw     *bufio.Writer // writes through w
+	limit  int64         // bytes br may still read; bounds a response head
+	idleAt time.Time     // when it was pooled; guarded by t.mu while pooled
 
 	// Built once per connection, so that a call allocates neither.
 	alive     func() bool // reports whether the idle connection is usable
 	interrupt func()      // makes blocked and future I/O fail at once
+}
+
+// connWriter writes to a connection and keeps its first error:
+// http.Request.Write reports a failed write of the body as net/http's own
+// error type, which hides the connection's error from the callers' checks
+// (isLost: a reset or broken pipe is a lost session).
+type connWriter struct {
+	conn net.Conn
+	err  error
+}
+
+func (w *connWriter) Write(p []byte) (int, error) {
+	n, err := w.conn.Write(p)
+	if err != nil && w.err == nil {
+		w.err = err
+	}
+	return n, err
 }
 
 // assumeAlive is the check of a connection that cannot be peeked at.
@@ -89,6 +107,9 @@ func (pc *h1Conn) exchange(req *http.Request) (*http.Response, error) {
 	err := req.Write(pc.bw) // closes req.Body
 	if err == nil {
 		err = pc.bw.Flush()
+	}
+	if pc.w.err != nil {
+		return nil, pc.w.err // the connection's, not req.Write's wrapping of it
 	}
 	if err != nil {
 		return nil, err

@@ -5,6 +5,10 @@ import (
 	"syscall"
 )
 
+// h1Usable reports whether the raw calls use h1Transport: on Linux, where
+// an idle connection can be checked (see h1_peek_other.go).
+const h1Usable = true
+
 // aliveCheck returns the check that an idle connection c is still usable:
 // a non-blocking peek finds nothing to read. An end of stream means the
 // server closed it; data means the server sent something unasked (an error

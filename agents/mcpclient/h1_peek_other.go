@@ -4,7 +4,11 @@ package mcpclient
 
 import "net"
 
-// aliveCheck takes an idle connection for usable: the check by peeking
-// (h1_peek_linux.go) is Linux only. A connection the server closed while
-// idle then fails the request written to it.
+// h1Usable reports whether the raw calls use h1Transport. The check of an
+// idle connection by peeking (h1_peek_linux.go) is Linux only; without it a
+// connection the server closed while idle would fail the request written to
+// it, where net/http's reader goroutine notices the close. Elsewhere the raw
+// calls use net/http's Transport.
+const h1Usable = false
+
 func aliveCheck(net.Conn) func() bool { return assumeAlive }

@@ -1,3 +1,5 @@
+//go:build linux
+
 package mcpclient
 
 import (
@@ -94,9 +96,6 @@ func echo(chunked bool) http.HandlerFunc {
 	}
 }
 
-// unsized hides the length of a request body, which is then sent chunked.
-type unsized struct{ io.Reader }
-
 func TestH1Bodies(t *testing.T) {
 	payload := strings.Repeat(`{"jsonrpc":"2.0"}`, 300)
 	for _, tc := range []struct {
@@ -106,8 +105,8 @@ func TestH1Bodies(t *testing.T) {
 	}{
 		{"content-length both ways", false, func() io.Reader { return strings.NewReader(payload) }},
 		{"chunked response", true, func() io.Reader { return strings.NewReader(payload) }},
-		{"chunked request", false, func() io.Reader { return unsized{strings.NewReader(payload)} }},
-		{"chunked both ways", true, func() io.Reader { return unsized{strings.NewReader(payload)} }},
+		// A request body of unknown length goes to the fallback (see
+		// TestH1Fallback), whose connections are its own.
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := newH1Server(t, echo(tc.chunkedResp))
@@ -400,6 +399,7 @@ func TestH1Fallback(t *testing.T) {
 		url      string
 		proxy    func(*http.Request) (*url.URL, error)
 		header   http.Header
+		body     io.Reader // "{}" when nil
 		fallback bool
 	}{
 		{name: "plain http", url: srv.URL, fallback: false},
@@ -408,12 +408,21 @@ func TestH1Fallback(t *testing.T) {
 		{name: "upgrade", url: srv.URL, header: http.Header{"Upgrade": {"websocket"}, "Connection": {"Upgrade"}}, fallback: true},
 		{name: "expect continue", url: srv.URL, header: http.Header{"Expect": {"100-continue"}}, fallback: true},
 		{name: "invalid header value", url: srv.URL, header: http.Header{"X-Bad": {"a\r\nInjected: 1"}}, fallback: true},
+		{name: "body at the limit", url: srv.URL, body: strings.NewReader(strings.Repeat("x", h1MaxBody)), fallback: false},
+		// A server may answer a long body early and close; only net/http
+		// reads that answer while it writes.
+		{name: "body over the limit", url: srv.URL, body: strings.NewReader(strings.Repeat("x", h1MaxBody+1)), fallback: true},
+		{name: "body of unknown length", url: srv.URL, body: io.MultiReader(strings.NewReader("{}")), fallback: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tr := newTestH1(t)
 			rec := &recorder{}
 			tr.fallback, tr.proxy = rec, tc.proxy
-			req := newTestRequest(t, testCtx(t), http.MethodPost, tc.url, strings.NewReader("{}"))
+			reqBody := tc.body
+			if reqBody == nil {
+				reqBody = strings.NewReader("{}")
+			}
+			req := newTestRequest(t, testCtx(t), http.MethodPost, tc.url, reqBody)
 			for name, vals := range tc.header {
 				req.Header[name] = vals
 			}
@@ -628,4 +637,40 @@ func processCPU() int64 {
 		return 0
 	}
 	return ru.Utime.Nano() + ru.Stime.Nano()
+}
+
+// A write that fails while the body is copied is reported as the
+// connection's error, which isLost recognises, not as net/http's wrapping
+// of it.
+func TestH1WriteErrorIsTheConnections(t *testing.T) {
+	tr := newTestH1(t)
+	local, remote := net.Pipe()
+	remote.Close()
+	pc := newH1Conn(tr, "pipe:80", 0, local)
+	req := newTestRequest(t, testCtx(t), http.MethodPost, "http://pipe/mcp", strings.NewReader(strings.Repeat("x", 10<<10)))
+	_, err := pc.exchange(req)
+	if !errors.Is(err, io.ErrClosedPipe) {
+		t.Fatalf("err = %v (%T), want the pipe's io.ErrClosedPipe", err, err)
+	}
+}
+
+// Idle connections are closed once they expire, with no request to notice.
+func TestH1ReapsExpiredIdleConnections(t *testing.T) {
+	srv := newH1Server(t, func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") })
+	tr := newTestH1(t)
+	tr.idleTimeout = 50 * time.Millisecond
+	roundTrip(t, tr, newTestRequest(t, testCtx(t), http.MethodGet, srv.URL, nil))
+	if n := tr.idleCount(); n != 1 {
+		t.Fatalf("%d idle connections, want 1", n)
+	}
+	eventually(t, "the expired connection to be closed", func() bool { return srv.closed.Load() == 1 && tr.idleCount() == 0 })
+	tr.mu.Lock()
+	reaper, hosts := tr.reaper, len(tr.idle)
+	tr.mu.Unlock()
+	if reaper != nil || hosts != 0 {
+		t.Errorf("after reaping: timer %v, %d hosts; want none", reaper, hosts)
+	}
+	// Pooling again arms the timer again.
+	roundTrip(t, tr, newTestRequest(t, testCtx(t), http.MethodGet, srv.URL, nil))
+	eventually(t, "the second connection to be closed", func() bool { return srv.closed.Load() == 2 && tr.idleCount() == 0 })
 }

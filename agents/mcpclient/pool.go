@@ -28,11 +28,15 @@ type remote struct {
 
 func newRemote(m *Manager, spec ServerSpec) *remote {
 	tr := newHTTPTransport()
+	var raw http.RoundTripper = tr
+	if h1Usable {
+		raw = newH1Transport(tr)
+	}
 	return &remote{
 		m:         m,
 		spec:      spec,
 		transport: tr,
-		http:      &http.Client{Transport: newH1Transport(tr), CheckRedirect: noRedirects},
+		http:      &http.Client{Transport: raw, CheckRedirect: noRedirects},
 		pool:      make(map[string]*session),
 	}
 }
