@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -20,7 +21,7 @@ type Message struct {
 	Error   json.RawMessage `json:"error"`
 	Params  MessageParams   `json:"params"`
 
-	// paramsRead reports params absent or an object, read into Params.
+	// paramsRead reports params absent or one object, read into Params.
 	paramsRead bool
 }
 
@@ -45,7 +46,7 @@ func ParseMessage(body []byte) (*Message, error) {
 	var typeErr *json.UnmarshalTypeError
 	switch {
 	case err == nil && objectBody(body):
-		m.paramsRead = true
+		m.paramsRead = !paramsRepeated(body)
 	case err == nil: // null
 		return nil, errNotObject
 	case errors.As(err, &typeErr) && typeErr.Field == "params" && objectBody(body):
@@ -57,6 +58,19 @@ func ParseMessage(body []byte) (*Message, error) {
 }
 
 var errNotObject = errors.New("not a JSON object")
+
+// paramsRepeated reports a body with more than one member named params, in
+// any case (encoding/json matches names so): mcp-go reads the last one
+// whole, where decoding into MessageParams merges them.
+func paramsRepeated(body []byte) bool {
+	n := 0
+	eachMember(body, func(name string, _ []byte) {
+		if strings.EqualFold(name, "params") {
+			n++
+		}
+	})
+	return n > 1
+}
 
 // objectBody reports a body whose first token opens an object.
 func objectBody(body []byte) bool {

@@ -20,6 +20,12 @@ func TestParseMessage(t *testing.T) {
 		{body: `{"method":"tools/call","params":{"name":null}}`, paramsRead: true, toolCall: true},
 		{body: `{"method":"tools/call","params":{}}`, paramsRead: true, toolCall: true},
 		{body: `{"method":"tools/call","params":5}`, toolCall: true},
+		// Repeated params: mcp-go reads the last whole, so the fast path
+		// leaves such a message alone.
+		{body: `{"method":"tools/call","params":{"name":"a"},"params":{"arguments":{}}}`, toolCall: true, name: "a", nameOK: true},
+		{body: `{"method":"tools/call","params":{"name":"a"},"PARAMS":{}}`, toolCall: true, name: "a", nameOK: true},
+		{body: `{"method":"tools/call","params":{"name":"a"},"paramſ":{}}`, toolCall: true, name: "a", nameOK: true},
+		{body: `{"method":"tools/call","params":{"name":"a","x":{"params":1,"params":2}}}`, paramsRead: true, toolCall: true, name: "a", nameOK: true},
 		{body: `{"method":"tools/call","params":["echo"]}`, toolCall: true},
 		{body: `{"method":"tools/call"`, err: "syntax"},
 		{body: `null`, err: "other"},

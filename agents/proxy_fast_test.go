@@ -342,6 +342,9 @@ func TestProxyFastFallsBack(t *testing.T) {
 		{"task", strings.Replace(callBody("1", "text", ""), `"name"`, `"task":{"ttl":5},"name"`, 1), legacySSE, "mcp-go"},
 		{"requestState", strings.Replace(callBody("1", "text", ""), `"name"`, `"requestState":"s","name"`, 1), legacySSE, "mcp-go"},
 		{"_meta not an object", strings.Replace(callBody("1", "text", ""), `"_meta":{}`, `"_meta":3`, 1), legacySSE, "none"},
+		// mcp-go reads the last params whole: here a call without a name.
+		{"params twice", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"text"},"params":{"arguments":{}}}`, legacySSE, "none"},
+		{"params twice, progress only in the first", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"progress","_meta":{"progressToken":"t"}},"Params":{"name":"progress"}}`, legacySSE, "mcp-go"},
 		{"2026-07-28 without Mcp-Name", callBody("1", "text", modernMeta), modern, "none"},
 		{"2026-07-28, Mcp-Name of another tool", callBody("1", "text", modernMeta), with(modern, "Mcp-Name", "image"), "none"},
 		{"2026-07-28, Mcp-Name in base64", callBody("1", "text", modernMeta), with(modern, "Mcp-Name", "=?base64?dGV4dA==?="), "fast"},
