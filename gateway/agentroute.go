@@ -130,6 +130,14 @@ func (g *Gateway) readBody(w http.ResponseWriter, r *http.Request, s *Snapshot, 
 // connection for as long as it likes.
 var bodyReadTimeout = 60 * time.Second
 
+// overLimitDrain and overLimitDrainTime bound what is read of a too long
+// body after the limit (net/http waits as long before closing a
+// connection whose request body it stopped reading).
+const (
+	overLimitDrain     = 1 << 20
+	overLimitDrainTime = 500 * time.Millisecond
+)
+
 // readAllWithin reads up to n bytes of r's body within bodyReadTimeout.
 // When it stops before the end of the body (an error, or n bytes read) the
 // connection is closed after the answer: net/http would otherwise try to
@@ -138,6 +146,17 @@ func readAllWithin(w http.ResponseWriter, r *http.Request, n int64) ([]byte, err
 	rc := http.NewResponseController(w)
 	deadline := rc.SetReadDeadline(time.Now().Add(bodyReadTimeout)) == nil
 	body, err := readAll(io.LimitReader(r.Body, n), r.ContentLength, n)
+	if err == nil && int64(len(body)) >= n {
+		// Too long: read (and drop) what more of the body arrives within
+		// overLimitDrainTime, up to overLimitDrain bytes, before answering.
+		// Closing a connection with unread bytes resets it, and a client
+		// still sending its body would get the reset instead of the 413;
+		// one that stalls gets its 413 after the wait.
+		if deadline {
+			rc.SetReadDeadline(time.Now().Add(overLimitDrainTime))
+		}
+		_, _ = io.CopyN(io.Discard, r.Body, overLimitDrain)
+	}
 	if err != nil || int64(len(body)) >= n {
 		w.Header().Set("Connection", "close")
 		if errors.Is(err, os.ErrDeadlineExceeded) {
