@@ -14,8 +14,9 @@ import (
 // anthropicProvider speaks the Messages API, always streaming (the SDK
 // refuses long non-streaming calls, and streaming lets ctx cancel promptly).
 //
-// Choice: anthropic-sdk-go's param types build the request body (they track
-// the wire format), but transport, retries and SSE decoding are ours, shared
+// Choice: anthropic-sdk-go's param types define the request body (they track
+// the wire format; anthropicBody writes the same bytes directly and keeps
+// them as its fallback), but transport, retries and SSE decoding are ours, shared
 // with the OpenAI provider: one retry policy (Retry-After capped at 30 s,
 // never after the first stream byte), one error format, and a decoder that
 // tolerates unknown events instead of the SDK's iterator semantics.

@@ -13,13 +13,35 @@ import (
 // Messages API requires it.
 const defaultAnthropicMaxTokens = 4096
 
-// anthropicBody marshals req as a streaming Messages request. Params the
-// Messages API does not know (presence/frequency penalty, seed,
-// response_format) are dropped rather than sent, since it rejects unknown
-// fields; Extra is merged as-is, so operators can still send anything. The
-// tools come from tools, each encoded once (see toolJSON), unless
-// params.extra sets "tools" itself.
-func anthropicBody(req Request, tools *toolJSON) ([]byte, error) {
+// anthropicBodySDK marshals req as a streaming Messages request with
+// anthropic-sdk-go's param types. Params the Messages API does not know
+// (presence/frequency penalty, seed, response_format) are dropped rather
+// than sent, since it rejects unknown fields; Extra is merged as-is, so
+// operators can still send anything. The tools come from tools, each
+// encoded once (see toolJSON), unless params.extra sets "tools" itself.
+//
+// It defines the body anthropicBody writes directly, and still encodes the
+// requests anthropicBody leaves to it (see anthropicDirect).
+func anthropicBodySDK(req Request, tools *toolJSON) ([]byte, error) {
+	params, extra, err := anthropicParams(req)
+	if err != nil {
+		return nil, err
+	}
+	params.SetExtraFields(extra)
+	body, err := json.Marshal(params)
+	if err != nil {
+		return nil, fmt.Errorf("encoding request: %w", err)
+	}
+	if _, extraTools := req.Params.Extra["tools"]; extraTools || len(req.Tools) == 0 {
+		return body, nil
+	}
+	return tools.appendTools(body, req.Tools)
+}
+
+// anthropicParams converts req to the SDK's params and the extra fields
+// merged into them: stream, tool_choice (the SDK's union cannot hold an
+// operator's raw value) and params.extra.
+func anthropicParams(req Request) (anthropic.MessageNewParams, map[string]any, error) {
 	p := req.Params
 	params := anthropic.MessageNewParams{
 		Model:     anthropic.Model(req.Model),
@@ -29,12 +51,11 @@ func anthropicBody(req Request, tools *toolJSON) ([]byte, error) {
 	if req.System != "" {
 		params.System = []anthropic.TextBlockParam{{Text: req.System}}
 	}
-	_, extraTools := p.Extra["tools"]
-	if extraTools { // merged with extra.tools by the SDK, as before
+	if _, extraTools := p.Extra["tools"]; extraTools { // merged with extra.tools by the SDK, as before
 		for _, t := range req.Tools {
 			tool, err := anthropicTool(t)
 			if err != nil {
-				return nil, err
+				return params, nil, err
 			}
 			params.Tools = append(params.Tools, tool)
 		}
@@ -58,15 +79,7 @@ func anthropicBody(req Request, tools *toolJSON) ([]byte, error) {
 		extra["tool_choice"] = tc
 	}
 	maps.Copy(extra, p.Extra)
-	params.SetExtraFields(extra)
-	body, err := json.Marshal(params)
-	if err != nil {
-		return nil, fmt.Errorf("encoding request: %w", err)
-	}
-	if extraTools || len(req.Tools) == 0 {
-		return body, nil
-	}
-	return tools.appendTools(body, req.Tools)
+	return params, extra, nil
 }
 
 // encodeAnthropicTool is a tool definition as anthropic-sdk-go encodes it.
@@ -80,17 +93,24 @@ func encodeAnthropicTool(t Tool) ([]byte, error) {
 
 // anthropicToolChoice maps the OpenAI-style strings; objects pass through.
 func anthropicToolChoice(tc any) any {
-	switch tc {
-	case nil:
-		return nil
-	case "auto":
-		return map[string]any{"type": "auto"}
-	case "required", "any":
-		return map[string]any{"type": "any"}
-	case "none":
-		return map[string]any{"type": "none"}
+	if t, ok := anthropicChoiceType(tc); ok {
+		return map[string]any{"type": t}
 	}
 	return tc
+}
+
+// anthropicChoiceType is the Messages API's tool_choice type for an
+// OpenAI-style tool_choice string.
+func anthropicChoiceType(tc any) (string, bool) {
+	switch tc {
+	case "auto":
+		return "auto", true
+	case "required", "any":
+		return "any", true
+	case "none":
+		return "none", true
+	}
+	return "", false
 }
 
 // anthropicMessages converts the conversation. Tool results become

@@ -104,3 +104,40 @@ func appendJSONFloat(b []byte, f float64) []byte {
 	}
 	return b
 }
+
+// appendCompactJSON appends raw, which must be valid JSON, as encoding/json
+// writes a json.RawMessage: without insignificant white space, with <, >,
+// &, U+2028 and U+2029 escaped, and with invalid UTF-8 left as it is.
+func appendCompactJSON(b, raw []byte) []byte {
+	const hex = "0123456789abcdef"
+	start, inString := 0, false
+	for i := 0; i < len(raw); i++ {
+		c := raw[i]
+		if !inString {
+			switch c {
+			case '"':
+				inString = true
+			case ' ', '\t', '\n', '\r':
+				b = append(b, raw[start:i]...)
+				start = i + 1
+			}
+			continue
+		}
+		switch {
+		case c == '\\':
+			i++ // the escaped byte is never one of the others
+		case c == '"':
+			inString = false
+		case c == '<', c == '>', c == '&':
+			b = append(b, raw[start:i]...)
+			b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
+			start = i + 1
+		case c == 0xe2 && i+2 < len(raw) && raw[i+1] == 0x80 && raw[i+2]&^1 == 0xa8:
+			b = append(b, raw[start:i]...)
+			b = append(b, '\\', 'u', '2', '0', '2', hex[raw[i+2]&0xf])
+			i += 2
+			start = i + 1
+		}
+	}
+	return append(b, raw[start:]...)
+}

@@ -31,7 +31,7 @@ func openAIBodyDirect(req Request, tools *toolJSON) (body []byte, ok bool, err e
 	if !openAIDirect(req) {
 		return nil, false, nil
 	}
-	w := openAIWriter{req: req, b: make([]byte, 0, openAISizeHint(req))}
+	w := openAIWriter{req: req, b: make([]byte, 0, bodySizeHint(req))}
 	w.object()
 	if w.bad {
 		return nil, false, nil
@@ -69,9 +69,10 @@ func openAIDirect(req Request) bool {
 	return true
 }
 
-// openAISizeHint estimates the encoded size of req without its tools'
-// definitions, so that the body is seldom copied while it grows.
-func openAISizeHint(req Request) int {
+// bodySizeHint estimates the encoded size of req in either provider's body,
+// without its tools' definitions, so that the body is seldom copied while
+// it grows.
+func bodySizeHint(req Request) int {
 	n := 256 + len(req.Model) + len(req.System) + len(req.Tools)*512
 	for _, m := range req.Messages {
 		n += 64 + len(m.Text) + len(m.ToolCallID)
