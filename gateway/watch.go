@@ -15,20 +15,43 @@ import (
 // their directories (editors' rename-over and Kubernetes' ..data symlink
 // swap both show up as events there), debounced and coalesced, plus the
 // poll_interval content-hash backstop. Reload itself skips unchanged hashes.
+//
+// The directories are watched when Watch returns. A change made between
+// loading the config and then has no event, and the content hash the poll
+// compares with is taken now: so Watch reloads once (a no-op when nothing
+// changed) after arming the watch and before taking the hash.
 func (g *Gateway) Watch(ctx context.Context) error {
 	w, err := fsnotify.NewWatcher()
 	if err != nil {
 		return err
 	}
+	armed := map[string]bool{}
+	g.arm(w, armed)
+	g.Reload("file")
+	lastHash := g.fileHash()
 	ctx, cancel := context.WithCancel(ctx)
 	g.stopWatch = cancel
 	g.wg.Add(1)
 	go func() {
 		defer g.wg.Done()
 		defer w.Close()
-		g.watchLoop(ctx, w)
+		g.watchLoop(ctx, w, armed, lastHash)
 	}()
 	return nil
+}
+
+// arm watches the directories of the watched files that armed lacks.
+func (g *Gateway) arm(w *fsnotify.Watcher, armed map[string]bool) {
+	_, dirs := g.watched()
+	for d := range dirs {
+		if !armed[d] {
+			if err := w.Add(d); err == nil {
+				armed[d] = true
+			} else {
+				g.log.Warn("cannot watch config directory", zap.String("dir", d), zap.Error(err))
+			}
+		}
+	}
 }
 
 func (g *Gateway) stopWatcher() {
@@ -62,21 +85,10 @@ func (g *Gateway) watched() (files map[string]bool, dirs map[string]bool) {
 	return files, dirs
 }
 
-func (g *Gateway) watchLoop(ctx context.Context, w *fsnotify.Watcher) {
-	armed := map[string]bool{}
-	rearm := func() {
-		_, dirs := g.watched()
-		for d := range dirs {
-			if !armed[d] {
-				if err := w.Add(d); err == nil {
-					armed[d] = true
-				} else {
-					g.log.Warn("cannot watch config directory", zap.String("dir", d), zap.Error(err))
-				}
-			}
-		}
-	}
-	rearm()
+// watchLoop runs the watch until ctx ends. lastHash is the content hash
+// of the files as the current config was loaded from them.
+func (g *Gateway) watchLoop(ctx context.Context, w *fsnotify.Watcher, armed map[string]bool, lastHash [32]byte) {
+	rearm := func() { g.arm(w, armed) }
 	var debounce <-chan time.Time
 	var poll <-chan time.Time
 	if iv := g.current.Load().cfg.Reload.PollInterval; iv > 0 {
@@ -84,7 +96,6 @@ func (g *Gateway) watchLoop(ctx context.Context, w *fsnotify.Watcher) {
 		defer t.Stop()
 		poll = t.C
 	}
-	lastHash := g.fileHash()
 	for {
 		select {
 		case <-ctx.Done():
