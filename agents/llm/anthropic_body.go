@@ -34,8 +34,8 @@ func anthropicBodyDirect(req Request, tools *toolJSON) (body []byte, ok bool, er
 	if !anthropicDirect(req) {
 		return nil, false, nil
 	}
-	w := anthropicWriter{req: req, b: make([]byte, 0, bodySizeHint(req))}
-	w.object()
+	w := anthropicWriter{objectWriter: objectWriter{b: make([]byte, 0, bodySizeHint(req))}, req: req}
+	w.object(&w, anthropicFields[:])
 	if w.bad {
 		return nil, false, nil
 	}
@@ -101,36 +101,8 @@ var anthropicExtraFields = [...]string{"stream", "tool_choice"}
 
 // anthropicWriter writes the body of one request, up to its tools.
 type anthropicWriter struct {
-	req     Request
-	b       []byte
-	members int
-	bad     bool // a value the SDK path must encode (or refuse)
-}
-
-// object writes the members as param.MarshalWithExtras merges them: the
-// SDK's fields in struct order, each replaced in place by an extra field of
-// the same name, then the other extra fields, sorted here by key.
-func (w *anthropicWriter) object() {
-	w.b = append(w.b, '{')
-	for _, k := range anthropicFields {
-		if !w.hasField(k) {
-			continue
-		}
-		w.key(k)
-		if v, ok := w.extra(k); ok {
-			w.value(v)
-		} else {
-			w.field(k)
-		}
-	}
-	var buf [len(anthropicExtraFields) + 4]string
-	for _, k := range w.extraKeys(buf[:0]) {
-		if !w.hasField(k) {
-			v, _ := w.extra(k)
-			w.key(k)
-			w.value(v)
-		}
-	}
+	objectWriter
+	req Request
 }
 
 // hasField reports whether the SDK types encode the member k.
@@ -231,15 +203,6 @@ func (w *anthropicWriter) extraKeys(keys []string) []string {
 	}
 	slices.Sort(keys)
 	return slices.Compact(keys)
-}
-
-func (w *anthropicWriter) key(k string) {
-	if w.members > 0 {
-		w.b = append(w.b, ',')
-	}
-	w.members++
-	w.b = appendJSONString(w.b, k)
-	w.b = append(w.b, ':')
 }
 
 // value writes an extra field's value as the SDK's merge encodes it: with

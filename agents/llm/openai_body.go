@@ -31,8 +31,8 @@ func openAIBodyDirect(req Request, tools *toolJSON) (body []byte, ok bool, err e
 	if !openAIDirect(req) {
 		return nil, false, nil
 	}
-	w := openAIWriter{req: req, b: make([]byte, 0, bodySizeHint(req))}
-	w.object()
+	w := openAIWriter{objectWriter: objectWriter{b: make([]byte, 0, bodySizeHint(req))}, req: req}
+	w.object(&w, openAIFields[:])
 	if w.bad {
 		return nil, false, nil
 	}
@@ -97,36 +97,8 @@ var openAIExtraFields = [...]string{"response_format", "stream", "stream_options
 
 // openAIWriter writes the body of one request, up to its tools.
 type openAIWriter struct {
-	req     Request
-	b       []byte
-	members int
-	bad     bool // a value the SDK path must encode (or refuse)
-}
-
-// object writes the members as param.MarshalWithExtras merges them: the
-// SDK's fields in struct order, each replaced in place by an extra field of
-// the same name, then the other extra fields sorted by key.
-func (w *openAIWriter) object() {
-	w.b = append(w.b, '{')
-	for _, k := range openAIFields {
-		if !w.hasField(k) {
-			continue
-		}
-		w.key(k)
-		if v, ok := w.extra(k); ok {
-			w.value(v)
-		} else {
-			w.field(k)
-		}
-	}
-	var buf [len(openAIExtraFields) + 3]string
-	for _, k := range w.extraKeys(buf[:0]) {
-		if !w.hasField(k) {
-			v, _ := w.extra(k)
-			w.key(k)
-			w.value(v)
-		}
-	}
+	objectWriter
+	req Request
 }
 
 // hasField reports whether the SDK types encode the member k.
@@ -226,15 +198,6 @@ func (w *openAIWriter) extraKeys(keys []string) []string {
 	}
 	slices.Sort(keys)
 	return slices.Compact(keys)
-}
-
-func (w *openAIWriter) key(k string) {
-	if w.members > 0 {
-		w.b = append(w.b, ',')
-	}
-	w.members++
-	w.b = appendJSONString(w.b, k)
-	w.b = append(w.b, ':')
 }
 
 // value writes an extra field's value as the SDK's merge encodes it (with
