@@ -3,7 +3,6 @@ package llm
 import (
 	"encoding/json"
 	"math"
-	"slices"
 	"strconv"
 
 	"github.com/anthropics/anthropic-sdk-go/packages/param"
@@ -35,17 +34,16 @@ func anthropicBodyDirect(req Request, tools *toolJSON) (body []byte, ok bool, er
 		return nil, false, nil
 	}
 	w := anthropicWriter{objectWriter: objectWriter{b: make([]byte, 0, bodySizeHint(req))}, req: req}
-	w.object(&w, anthropicFields[:])
+	w.object(&w, anthropicFields[:], anthropicExtraFields[:], req.Params.Extra)
 	if w.bad {
 		return nil, false, nil
 	}
-	if _, extraTools := req.Params.Extra["tools"]; !extraTools && len(req.Tools) > 0 {
-		w.b = append(w.b, `,"tools":`...)
-		if w.b, err = tools.appendArray(w.b, req.Tools); err != nil {
-			return nil, true, err
-		}
+	defs := req.Tools
+	if _, extraTools := req.Params.Extra["tools"]; extraTools {
+		defs = nil // params.extra's tools are written already
 	}
-	return append(w.b, '}'), true, nil
+	body, err = w.end(tools, defs)
+	return body, true, err
 }
 
 // anthropicDirect reports whether anthropicBody may write req itself. It
@@ -189,20 +187,6 @@ func (w *anthropicWriter) extra(k string) (any, bool) {
 		return p.ToolChoice, true
 	}
 	return nil, false
-}
-
-// extraKeys appends the keys of the request's extra fields to keys, sorted.
-func (w *anthropicWriter) extraKeys(keys []string) []string {
-	for _, k := range anthropicExtraFields {
-		if _, ok := w.extra(k); ok {
-			keys = append(keys, k)
-		}
-	}
-	for k := range w.req.Params.Extra {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return slices.Compact(keys)
 }
 
 // value writes an extra field's value as the SDK's merge encodes it: with

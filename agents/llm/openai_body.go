@@ -4,7 +4,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"math"
-	"slices"
 	"strconv"
 
 	"github.com/openai/openai-go/v3/packages/param"
@@ -32,17 +31,12 @@ func openAIBodyDirect(req Request, tools *toolJSON) (body []byte, ok bool, err e
 		return nil, false, nil
 	}
 	w := openAIWriter{objectWriter: objectWriter{b: make([]byte, 0, bodySizeHint(req))}, req: req}
-	w.object(&w, openAIFields[:])
+	w.object(&w, openAIFields[:], openAIExtraFields[:], req.Params.Extra)
 	if w.bad {
 		return nil, false, nil
 	}
-	if len(req.Tools) > 0 {
-		w.b = append(w.b, `,"tools":`...)
-		if w.b, err = tools.appendArray(w.b, req.Tools); err != nil {
-			return nil, true, err
-		}
-	}
-	return append(w.b, '}'), true, nil
+	body, err = w.end(tools, req.Tools)
+	return body, true, err
 }
 
 // openAIDirect reports whether openAIBody may write req itself. It leaves
@@ -184,20 +178,6 @@ func (w *openAIWriter) extra(k string) (any, bool) {
 		return p.ToolChoice, p.ToolChoice != nil && len(w.req.Tools) > 0
 	}
 	return nil, false
-}
-
-// extraKeys appends the keys of the request's extra fields to keys, sorted.
-func (w *openAIWriter) extraKeys(keys []string) []string {
-	for _, k := range openAIExtraFields {
-		if _, ok := w.extra(k); ok {
-			keys = append(keys, k)
-		}
-	}
-	for k := range w.req.Params.Extra {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return slices.Compact(keys)
 }
 
 // value writes an extra field's value as the SDK's merge encodes it (with

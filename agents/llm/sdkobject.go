@@ -1,5 +1,7 @@
 package llm
 
+import "slices"
+
 // The direct request encoders (openai_body.go, anthropic_body.go) write a
 // body as the SDKs' param.MarshalWithExtras merges one: the SDK's own
 // members in its struct order, each replaced in place by an extra field of
@@ -15,8 +17,6 @@ type sdkObject interface {
 	field(k string)
 	// extra returns the extra field k, if the request has one.
 	extra(k string) (any, bool)
-	// extraKeys appends the keys of the extra fields to keys, sorted.
-	extraKeys(keys []string) []string
 	// value writes an extra field's value as the SDK's merge encodes it.
 	value(v any)
 }
@@ -28,8 +28,10 @@ type objectWriter struct {
 	bad     bool // a value the SDK path must encode (or refuse)
 }
 
-// object writes o's members, fields being the SDK's own in struct order.
-func (w *objectWriter) object(o sdkObject, fields []string) {
+// object writes o's members: fields are the SDK's own in struct order,
+// added the extra fields the encoder may add itself (when o.extra has
+// them), and params the extra fields of the request's config.
+func (w *objectWriter) object(o sdkObject, fields, added []string, params map[string]any) {
 	w.b = append(w.b, '{')
 	for _, k := range fields {
 		if !o.hasField(k) {
@@ -43,7 +45,7 @@ func (w *objectWriter) object(o sdkObject, fields []string) {
 		}
 	}
 	var buf [16]string
-	for _, k := range o.extraKeys(buf[:0]) {
+	for _, k := range extraKeys(o, buf[:0], added, params) {
 		if !o.hasField(k) {
 			v, _ := o.extra(k)
 			w.key(k)
@@ -60,4 +62,31 @@ func (w *objectWriter) key(k string) {
 	w.members++
 	w.b = appendJSONString(w.b, k)
 	w.b = append(w.b, ':')
+}
+
+// extraKeys appends to keys, sorted and once each, the names of the extra
+// fields: those of added that o has, and those of params.
+func extraKeys(o sdkObject, keys, added []string, params map[string]any) []string {
+	for _, k := range added {
+		if _, ok := o.extra(k); ok {
+			keys = append(keys, k)
+		}
+	}
+	for k := range params {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return slices.Compact(keys)
+}
+
+// end appends the definitions of tools, if any, and closes the object.
+func (w *objectWriter) end(cache *toolJSON, tools []Tool) ([]byte, error) {
+	if len(tools) > 0 {
+		w.b = append(w.b, `,"tools":`...)
+		var err error
+		if w.b, err = cache.appendArray(w.b, tools); err != nil {
+			return nil, err
+		}
+	}
+	return append(w.b, '}'), nil
 }
