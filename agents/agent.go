@@ -91,6 +91,12 @@ func newAgent(s *Set, c *config.Agent) (*Agent, error) {
 		server.WithDisableLocalhostProtection(true),
 		server.WithStreamableHTTPLogger(mcpclient.SlogLogger(a.log)),
 	))
+	switch {
+	case a.proxy != nil:
+		a.handler.fast = a.proxy
+	case a.run != nil:
+		a.handler.fast = sendMessage{a}
+	}
 	return a, nil
 }
 

@@ -33,8 +33,8 @@ package agents
 //     elicitation answer by session id alone, to one request of a session at
 //     a time. Waiting requests are held in memory, so the answer must reach
 //     the replica that asked.
-//   - A proxy's tools/call is offered to its fast path first
-//     (proxy_fast.go), which answers plain calls without mcp-go's server.
+//   - A tools/call is offered to the fast path first (fast_call.go), which
+//     answers a proxy's and an agent's plain calls without mcp-go's server.
 //   - Every request of a session-based caller is tracked under the key
 //     mcp-go uses, "<session>:<id>", while it runs, in a table of the
 //     gateway's (CallerRequests): the caller's notifications/cancelled
@@ -65,8 +65,10 @@ import (
 
 // endpoint is an agent's http.Handler.
 type endpoint struct {
-	a   *Agent
-	mcp http.Handler
+	a       *Agent
+	mcp     http.Handler
+	fast    fastTarget // the agent kind's fast tools/call (fast_call.go), or nil
+	fastOff bool       // tests: every tools/call through mcp-go
 }
 
 // requestState is what the endpoint knows of one POST, for the agent's
@@ -152,7 +154,7 @@ func (e *endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if rs.sessionID != "" && bytes.Contains(body, []byte(`notifications/cancelled`)) {
 		e.cancelTracked(r, body, rs.sessionID) // then mcp-go cancels its own, if any, and answers 202
 	}
-	if e.a.proxy != nil && bytes.Contains(body, []byte(`"tools/call"`)) && e.a.proxy.fastCall(w, r, body, msg, rs) {
+	if e.fast != nil && bytes.Contains(body, []byte(`"tools/call"`)) && e.fastCall(w, r, body, msg, rs) {
 		return
 	}
 	if rs.sessionID != "" {

@@ -34,7 +34,7 @@ func lateSamplingAgents(t *testing.T, delay time.Duration, fastOff bool, done ch
 		return mcpgo.NewToolResultText("done without waiting"), nil
 	}
 	ta := newTestAgents(t, proxyFastConfig, down)
-	ta.set.Get("px").proxy.fastOff = fastOff
+	ta.set.Get("px").handler.fastOff = fastOff
 	if resp, body := ta.post(t, "px", `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`, nil); resp.StatusCode != 200 {
 		t.Fatalf("tools/list: %d %s", resp.StatusCode, body)
 	}

@@ -53,8 +53,8 @@ func (r *Reporter) Send(message string) { r.send(message, false) }
 // Done emits the call's last notification, which carries total.
 func (r *Reporter) Done(message string) { r.send(message, true) }
 
-// retryBlocked is how long a notification waits for room in mcp-go's
-// per-request notification buffer before it is counted as dropped.
+// retryBlocked is how long a notification waits for room in the
+// per-request notification buffer (mcp-go's, or the fast path's) before it is counted as dropped.
 const retryBlocked = 2 * time.Second
 
 func (r *Reporter) send(message string, last bool) {
@@ -69,13 +69,13 @@ func (r *Reporter) send(message string, last bool) {
 	if last {
 		params["total"] = s.counter
 	}
-	srv := server.ServerFromContext(s.ctx)
-	if srv == nil {
+	notify := s.notifier()
+	if notify == nil {
 		return
 	}
 	deadline := time.Now().Add(retryBlocked)
 	for {
-		err := srv.SendNotificationToClient(s.ctx, "notifications/progress", params)
+		err := notify("notifications/progress", params)
 		if err == nil {
 			s.sent++
 			s.metrics.Progress.WithLabelValues("sent").Inc()
@@ -88,6 +88,20 @@ func (r *Reporter) send(message string, last bool) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+}
+
+// notifier is where the call's notifications go: the fast path's stream
+// (fast_call.go), or mcp-go's session; nil when there is neither.
+func (s *progressState) notifier() func(method string, params map[string]any) error {
+	if fs := fastStreamFrom(s.ctx); fs != nil {
+		return fs.notify
+	}
+	if srv := server.ServerFromContext(s.ctx); srv != nil {
+		return func(method string, params map[string]any) error {
+			return srv.SendNotificationToClient(s.ctx, method, params)
+		}
+	}
+	return nil
 }
 
 // flush waits until every notification sent so far has been written to the

@@ -84,7 +84,6 @@ type proxy struct {
 	filter  policy.ToolFilter
 	catalog CatalogDownstream // nil: tools only
 	prefix  bool              // more than one server: names are "<server>__<name>"
-	fastOff bool              // tests: every tools/call through mcp-go (proxy_fast.go)
 
 	infoOnce sync.Once       // guards info
 	info     json.RawMessage // the agent's identity for 2026-07-28 results (fast_raw.go)

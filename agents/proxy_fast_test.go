@@ -155,7 +155,7 @@ func newFastPair(t *testing.T) *fastPair {
 			d = rawFakeDown{down} // the fast path passes results through as raw JSON
 		}
 		ta := newTestAgents(t, proxyFastConfig, d)
-		ta.set.Get("px").proxy.fastOff = slow
+		ta.set.Get("px").handler.fastOff = slow
 		p.via[ta] = v
 		if slow {
 			p.slow = ta
@@ -189,7 +189,13 @@ func (x exchange) String() string { return fmt.Sprintf("HTTP %d %s\n%s", x.statu
 // came back.
 func send(t *testing.T, ta *testAgents, body string, hdr map[string]string) exchange {
 	t.Helper()
-	req, _ := http.NewRequest("POST", ta.srv.URL+"/px", strings.NewReader(body))
+	return sendTo(t, ta, "px", body, hdr)
+}
+
+// sendTo is send to agent.
+func sendTo(t *testing.T, ta *testAgents, agent, body string, hdr map[string]string) exchange {
+	t.Helper()
+	req, _ := http.NewRequest("POST", ta.srv.URL+"/"+agent, strings.NewReader(body))
 	req.Header.Set("X-Test-Caller", "bob")
 	for k, v := range hdr {
 		req.Header.Set(k, v)

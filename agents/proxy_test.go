@@ -20,6 +20,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"go.uber.org/zap"
 
+	"github.com/pallasgw/pallasgw/agents/llm"
 	"github.com/pallasgw/pallasgw/agents/mcpclient"
 	"github.com/pallasgw/pallasgw/gateway/config"
 	"github.com/pallasgw/pallasgw/metrics"
@@ -114,6 +115,12 @@ type testAgents struct {
 
 func newTestAgents(t *testing.T, yaml string, down Downstream) *testAgents {
 	t.Helper()
+	return newTestAgentsWith(t, yaml, down, nil)
+}
+
+// newTestAgentsWith is newTestAgents with LLM providers by key.
+func newTestAgentsWith(t *testing.T, yaml string, down Downstream, providers map[string]llm.Provider) *testAgents {
+	t.Helper()
 	cfg, err := config.Parse("test.yaml", []byte(yaml))
 	if err != nil {
 		t.Fatalf("config: %v", err)
@@ -127,7 +134,7 @@ func newTestAgents(t *testing.T, yaml string, down Downstream) *testAgents {
 	if err != nil {
 		t.Fatal(err)
 	}
-	set, err := Build(Deps{Config: cfg, Logger: zap.NewNop(), Metrics: m, Downstream: down,
+	set, err := Build(Deps{Config: cfg, Logger: zap.NewNop(), Metrics: m, Downstream: down, Providers: providers,
 		Composer: &policy.Composer{Blocklist: policy.NewBlocklist(nil), Metrics: m},
 		Auditor:  &policy.Auditor{Metrics: m}, Callers: callers, InboundAuthMayTravel: cfg.Auth.Mode != "tokens"})
 	if err != nil {
