@@ -25,20 +25,26 @@ import (
 //   - a stream without finish_reason is an error.
 
 // oaChunk is the subset of a chat.completion.chunk we read.
+// Its hand-written decoder in chunk_decode.go must follow any change to
+// these types.
 type oaChunk struct {
-	Choices []struct {
-		Index int     `json:"index"`
-		Delta oaDelta `json:"delta"`
-		// Message is set instead of Delta by a server that ignored
-		// "stream": true and answered with one chat.completion object.
-		Message      *oaDelta `json:"message"`
-		FinishReason *string  `json:"finish_reason"`
-	} `json:"choices"`
-	Usage *struct {
-		PromptTokens     int64 `json:"prompt_tokens"`
-		CompletionTokens int64 `json:"completion_tokens"`
-	} `json:"usage"`
-	Error json.RawMessage `json:"error"`
+	Choices []oaChoice      `json:"choices"`
+	Usage   *oaUsage        `json:"usage"`
+	Error   json.RawMessage `json:"error"`
+}
+
+type oaChoice struct {
+	Index int     `json:"index"`
+	Delta oaDelta `json:"delta"`
+	// Message is set instead of Delta by a server that ignored
+	// "stream": true and answered with one chat.completion object.
+	Message      *oaDelta `json:"message"`
+	FinishReason *string  `json:"finish_reason"`
+}
+
+type oaUsage struct {
+	PromptTokens     int64 `json:"prompt_tokens"`
+	CompletionTokens int64 `json:"completion_tokens"`
 }
 
 type oaDelta struct {
@@ -128,8 +134,8 @@ func (a *oaAccumulator) feed(data []byte) error {
 		a.done = true
 		return nil
 	}
-	var c oaChunk
-	if err := json.Unmarshal(data, &c); err != nil {
+	c, err := decodeOAChunk(data)
+	if err != nil {
 		return fmt.Errorf("malformed stream chunk %q: %w", clip(data, 80), err)
 	}
 	if msg := errorText(c.Error); msg != "" {
@@ -218,9 +224,14 @@ func argsFragment(raw json.RawMessage) string {
 	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
 		return ""
 	}
-	var s string
-	if raw[0] == '"' && json.Unmarshal(raw, &s) == nil {
-		return s
+	if raw[0] == '"' {
+		if s, ok := unquoteString(raw); ok {
+			return s
+		}
+		var s string
+		if json.Unmarshal(raw, &s) == nil {
+			return s
+		}
 	}
 	return string(raw)
 }
