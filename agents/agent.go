@@ -182,6 +182,9 @@ func (a *Agent) handleSendMessage(ctx context.Context, req mcp.CallToolRequest) 
 // Run executes the agent for one call, bounded by the agent's timeout. It is
 // also how other agents call this one in-process.
 func (a *Agent) Run(ctx context.Context, c *Call) (string, error) {
+	if a.run == nil { // config validation refuses such a sub-agent
+		return "", fmt.Errorf("agent %s is kind %s, which has no %s", a.Name, a.Config.Kind, config.DefaultToolName)
+	}
 	ctx, cancel := context.WithTimeout(ctx, a.Config.Timeout)
 	defer cancel()
 	answer, err := a.run.run(ctx, c)
@@ -192,6 +195,17 @@ func (a *Agent) Run(ctx context.Context, c *Call) (string, error) {
 		err = fmt.Errorf("agent timeout %s exceeded: %w", a.Config.Timeout, err)
 	}
 	return answer, err
+}
+
+// recoverCall, deferred on a goroutine that a call starts, turns a panic
+// there into an error for the call (fail), logged with its stack: net/http
+// recovers the handler's own goroutine only, and a panic on any other ends
+// the process.
+func (a *Agent) recoverCall(rid, what string, fail func(error)) {
+	if p := recover(); p != nil {
+		a.log.Error("panic in "+what, zap.String("request_id", rid), zap.Any("panic", p), zap.Stack("stack"))
+		fail(fmt.Errorf("internal error in %s", what)) // the caller's answer names the request id
+	}
 }
 
 func (a *Agent) observe(tool, outcome string, start time.Time) {

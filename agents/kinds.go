@@ -140,6 +140,10 @@ func (r *parallelRunner) run(ctx context.Context, c *Call) (string, error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			defer r.a.recoverCall(c.RequestID, "agent "+name, func(err error) {
+				errs[i] = err
+				c.Progress.Send(label + ": failed")
+			})
 			next := c.sub(c.Message, c.Progress.Prefixed(label+": "))
 			next.Turn = c.Turn
 			answers[i], errs[i] = sub.Run(ctx, next)

@@ -76,6 +76,9 @@ func (r *llmRunner) runTools(ctx context.Context, c *Call, ts *toolset, calls []
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			defer r.a.recoverCall(c.RequestID, "tool call "+tc.Name, func(err error) {
+				out[i] = llm.Message{Role: llm.RoleTool, ToolCallID: tc.ID, IsError: true, Text: err.Error()}
+			})
 			out[i] = r.runTool(ctx, c, ts, tc)
 		}()
 	}

@@ -22,11 +22,13 @@ func (p *parser) validateAgent(c *Config, a *Agent) {
 			if len(names) > 1 || field != "fan_in" {
 				k = append(k, fmt.Sprint(i))
 			}
-			switch {
-			case c.Agents[n] == nil:
+			switch sub := c.Agents[n]; {
+			case sub == nil:
 				p.addPath(k, fmt.Sprintf("unknown agent %q", n))
 			case n == a.Name:
 				p.addPath(k, "an agent cannot use itself")
+			case sub.Kind == KindProxy || sub.Kind == KindToolbox:
+				p.addPath(k, fmt.Sprintf("agent %q is kind %s, which has no %s to call; use its servers instead", n, sub.Kind, DefaultToolName))
 			}
 		}
 	}
