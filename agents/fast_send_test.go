@@ -323,12 +323,13 @@ func TestSendMessageFastCancel(t *testing.T) {
 	waitFor(t, "the disconnected call to end as canceled", func() bool {
 		return counterValue(p.fast.metrics.ToolCalls.WithLabelValues("talk", "send_message", "canceled")) == 2
 	})
+	// The call is untracked once its answer is written, after the metric.
 	reqs := p.fast.set.deps.CallerRequests
-	reqs.mu.Lock()
-	defer reqs.mu.Unlock()
-	if len(reqs.running) != 0 {
-		t.Errorf("tracked calls left over: %v", reqs.running)
-	}
+	waitFor(t, "no tracked calls left over", func() bool {
+		reqs.mu.Lock()
+		defer reqs.mu.Unlock()
+		return len(reqs.running) == 0
+	})
 }
 
 // The fast path does not check Mcp-Param-* headers: it relies on the
@@ -339,5 +340,35 @@ func TestSendMessageSchemaHasNoHeaderBindings(t *testing.T) {
 		if b := mcpgo.ExtractParamHeaderBindings(&st.Tool); len(b) != 0 {
 			t.Errorf("%s binds headers %v", name, b)
 		}
+	}
+}
+
+// A panic on a goroutine a call starts (a parallel agent's fan-out, an llm
+// agent's tool call) fails that part of the call instead of the process.
+func TestPanicOnACallsGoroutineIsAnError(t *testing.T) {
+	p := newSendPair(t)
+	x := sendTo(t, p.fast, "fan", sendBody("1", "send_message", `{"message":"panic"}`, ""), legacySSE)
+	if !strings.Contains(x.body, "every fan_out agent failed: internal error in agent talk (request id rid-1)") {
+		t.Errorf("fan-out of panicking agents answered %s", x)
+	}
+
+	down := &fakeDown{tools: map[string][]mcpgo.Tool{"files": {mcpgo.NewTool("text")}},
+		call: func(context.Context, string, string, map[string]any, mcpclient.ProgressFunc) (*mcpgo.CallToolResult, error) {
+			panic("downstream client bug")
+		}}
+	ta := newTestAgentsWith(t, sendFastConfig, down, map[string]llm.Provider{"openai": &scriptLLM{entered: make(chan string, 16)}})
+	x = sendTo(t, ta, "talk", sendBody("2", "send_message", `{"message":"tool please"}`, ""), legacySSE)
+	if !strings.Contains(x.body, "the tool said: internal error in tool call files__text") {
+		t.Errorf("a panicking tool call answered %s", x)
+	}
+}
+
+// An agent without a send_message (config validation refuses one as a
+// sub-agent) fails a call instead of panicking.
+func TestRunWithoutSendMessage(t *testing.T) {
+	ta := newTestAgents(t, proxyOneServer, oneServerDown())
+	_, err := ta.set.Get("px").Run(context.Background(), &Call{Turn: Turn{Message: "hi"}})
+	if err == nil || !strings.Contains(err.Error(), "agent px is kind proxy, which has no send_message") {
+		t.Errorf("Run of a proxy agent: %v", err)
 	}
 }

@@ -88,9 +88,11 @@ func (s *fastStream) notify(method string, params map[string]any) error {
 // start makes the buffer and the writer goroutine, which ends with the
 // answer (done) or with the request.
 func (s *fastStream) start() {
+	s.mu.Lock() // inject reads events under mu, outside open
 	s.events = make(chan mcp.JSONRPCNotification, notificationBuffer)
 	s.kick = make(chan struct{}, 1)
 	s.done = make(chan struct{})
+	s.mu.Unlock()
 	go func() {
 		for {
 			select {
