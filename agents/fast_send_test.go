@@ -372,3 +372,19 @@ func TestRunWithoutSendMessage(t *testing.T) {
 		t.Errorf("Run of a proxy agent: %v", err)
 	}
 }
+
+// panickyProbe is a Downstream whose health probe panics.
+type panickyProbe struct{ *fakeDown }
+
+func (panickyProbe) Probe(context.Context, string, http.Header) error { panic("probe bug") }
+
+// A panic in a health probe degrades the agent's health instead of ending
+// the process.
+func TestPanicInAHealthProbe(t *testing.T) {
+	down := panickyProbe{&fakeDown{tools: map[string][]mcpgo.Tool{"files": {mcpgo.NewTool("text")}}}}
+	ta := newTestAgentsWith(t, sendFastConfig, down, map[string]llm.Provider{"openai": &scriptLLM{entered: make(chan string, 16)}})
+	x := sendTo(t, ta, "talk", sendBody("1", "get_health", `{}`, ""), legacySSE)
+	if !strings.Contains(x.body, "internal error in the probe of server files") || !strings.Contains(x.body, "degraded") {
+		t.Errorf("get_health answered %s", x)
+	}
+}

@@ -76,6 +76,7 @@ func (a *Agent) probe(ctx context.Context, inbound http.Header) Health {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			defer a.recoverCall(RequestID(ctx), "the probe of server "+srv, func(err error) { add(finding{statusDegraded, err.Error()}) })
 			pctx, cancel := context.WithTimeout(ctx, probeTimeout)
 			defer cancel()
 			if err := a.set.deps.Downstream.Probe(pctx, srv, a.set.outbound(srv, inbound)); err != nil {
@@ -87,6 +88,7 @@ func (a *Agent) probe(ctx context.Context, inbound http.Header) Health {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			defer a.recoverCall(RequestID(ctx), "the health of agent "+sub, func(err error) { add(finding{statusDegraded, err.Error()}) })
 			if h := a.set.Get(sub).Health(ctx, inbound); h.Status != statusOK {
 				add(finding{statusDegraded, fmt.Sprintf("agent %s is %s: %s", sub, h.Status, h.Message)})
 			}
