@@ -323,13 +323,7 @@ func TestSendMessageFastCancel(t *testing.T) {
 	waitFor(t, "the disconnected call to end as canceled", func() bool {
 		return counterValue(p.fast.metrics.ToolCalls.WithLabelValues("talk", "send_message", "canceled")) == 2
 	})
-	// The call is untracked once its answer is written, after the metric.
-	reqs := p.fast.set.deps.CallerRequests
-	waitFor(t, "no tracked calls left over", func() bool {
-		reqs.mu.Lock()
-		defer reqs.mu.Unlock()
-		return len(reqs.running) == 0
-	})
+	noTrackedCalls(t, p.fast)
 }
 
 // The fast path does not check Mcp-Param-* headers: it relies on the

@@ -408,8 +408,14 @@ func TestProxyFastCancel(t *testing.T) {
 			t.Errorf("the call went through %s", v.last())
 		}
 	}
-	// A call is untracked once its answer is written.
-	reqs := p.fast.set.deps.CallerRequests
+	noTrackedCalls(t, p.fast)
+}
+
+// noTrackedCalls waits until no call of ta is tracked for cancellation: a
+// call is untracked once its answer is written, after its metrics.
+func noTrackedCalls(t *testing.T, ta *testAgents) {
+	t.Helper()
+	reqs := ta.set.deps.CallerRequests
 	waitFor(t, "no tracked calls left over", func() bool {
 		reqs.mu.Lock()
 		defer reqs.mu.Unlock()
