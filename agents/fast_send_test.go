@@ -188,15 +188,6 @@ func sendBody(id, tool, args, meta string) string {
 
 func TestSendMessageFastMatchesMCPGo(t *testing.T) {
 	p := newSendPair(t)
-	styles := []struct {
-		name string
-		hdr  func(tool string) map[string]string
-		meta string
-	}{
-		{"session-based, SSE", func(string) map[string]string { return legacySSE }, ""},
-		{"session-based, JSON only, no version", func(string) map[string]string { return legacyJSON }, ""},
-		{"2026-07-28", func(tool string) map[string]string { return with(modern, "Mcp-Name", tool) }, modernMeta},
-	}
 	args := map[string]string{
 		"plain":         `{"message":"hello <b>"}`,
 		"tool call":     `{"message":"tool please","conversation_id":"c-9"}`,
@@ -210,7 +201,7 @@ func TestSendMessageFastMatchesMCPGo(t *testing.T) {
 		"args null":     `null`,
 		"unknown field": `{"message":"x","extra":[1,2]}`,
 	}
-	for _, s := range styles {
+	for _, s := range callerStyles {
 		for _, agent := range []string{"talk", "named", "pipe", "pick", "fan"} {
 			tool := "send_message"
 			if agent == "named" {

@@ -223,6 +223,20 @@ var (
 		"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call"}
 )
 
+// callerStyles are the protocol styles of a tools/call: the headers for a
+// call of tool, and the inside of its _meta.
+var callerStyles = []struct {
+	name string
+	hdr  func(tool string) map[string]string
+	meta string
+}{
+	{"session-based, SSE", func(string) map[string]string { return legacySSE }, ""},
+	{"session-based, JSON only, no version", func(string) map[string]string { return legacyJSON }, ""},
+	{"2026-07-28", func(tool string) map[string]string { return with(modern, "Mcp-Name", tool) }, modernMeta},
+	{"2026-07-28 at level debug", func(tool string) map[string]string { return with(modern, "Mcp-Name", tool) },
+		modernMeta + `,"io.modelcontextprotocol/logLevel":"debug"`},
+}
+
 const modernMeta = `"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"raw","version":"1"},"io.modelcontextprotocol/clientCapabilities":{}`
 
 // callBody is a tools/call of tool with id; meta is the inside of _meta.
@@ -266,18 +280,7 @@ func (p *fastPair) compare(t *testing.T, body string, hdr map[string]string) str
 func TestProxyFastMatchesMCPGo(t *testing.T) {
 	p := newFastPair(t)
 	p.listTools(t)
-	styles := []struct {
-		name string
-		hdr  func(tool string) map[string]string
-		meta string
-	}{
-		{"session-based, SSE", func(string) map[string]string { return legacySSE }, ""},
-		{"session-based, JSON only, no version", func(string) map[string]string { return legacyJSON }, ""},
-		{"2026-07-28", func(tool string) map[string]string { return with(modern, "Mcp-Name", tool) }, modernMeta},
-		{"2026-07-28 at level debug", func(tool string) map[string]string { return with(modern, "Mcp-Name", tool) },
-			modernMeta + `,"io.modelcontextprotocol/logLevel":"debug"`},
-	}
-	for _, s := range styles {
+	for _, s := range callerStyles {
 		for _, tool := range fastTools {
 			if tool == "block" {
 				continue
