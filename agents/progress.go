@@ -30,13 +30,14 @@ type progressState struct {
 	sent    int
 	stream  *StreamTracker
 	metrics *metrics.Metrics
+	notify  func(method string, params map[string]any) error // nil: nowhere to send
 }
 
 func newReporter(ctx context.Context, token mcp.ProgressToken, m *metrics.Metrics) *Reporter {
 	if token == nil {
 		return nil
 	}
-	return &Reporter{shared: &progressState{ctx: ctx, token: token, stream: trackerFrom(ctx), metrics: m}}
+	return &Reporter{shared: &progressState{ctx: ctx, token: token, stream: trackerFrom(ctx), metrics: m, notify: notifier(ctx)}}
 }
 
 // Prefixed returns a reporter whose messages start with prefix.
@@ -54,7 +55,8 @@ func (r *Reporter) Send(message string) { r.send(message, false) }
 func (r *Reporter) Done(message string) { r.send(message, true) }
 
 // retryBlocked is how long a notification waits for room in the
-// per-request notification buffer (mcp-go's, or the fast path's) before it is counted as dropped.
+// per-request notification buffer (mcp-go's, or the fast path's) before it
+// is counted as dropped.
 const retryBlocked = 2 * time.Second
 
 func (r *Reporter) send(message string, last bool) {
@@ -69,13 +71,12 @@ func (r *Reporter) send(message string, last bool) {
 	if last {
 		params["total"] = s.counter
 	}
-	notify := s.notifier()
-	if notify == nil {
+	if s.notify == nil {
 		return
 	}
 	deadline := time.Now().Add(retryBlocked)
 	for {
-		err := notify("notifications/progress", params)
+		err := s.notify("notifications/progress", params)
 		if err == nil {
 			s.sent++
 			s.metrics.Progress.WithLabelValues("sent").Inc()
@@ -90,15 +91,16 @@ func (r *Reporter) send(message string, last bool) {
 	}
 }
 
-// notifier is where the call's notifications go: the fast path's stream
-// (fast_call.go), or mcp-go's session; nil when there is neither.
-func (s *progressState) notifier() func(method string, params map[string]any) error {
-	if fs := fastStreamFrom(s.ctx); fs != nil {
+// notifier is where the notifications of the call of ctx go: the fast
+// path's stream (fast_call.go), or mcp-go's session; nil when there is
+// neither.
+func notifier(ctx context.Context) func(method string, params map[string]any) error {
+	if fs := fastStreamFrom(ctx); fs != nil {
 		return fs.notify
 	}
-	if srv := server.ServerFromContext(s.ctx); srv != nil {
+	if srv := server.ServerFromContext(ctx); srv != nil {
 		return func(method string, params map[string]any) error {
-			return srv.SendNotificationToClient(s.ctx, method, params)
+			return srv.SendNotificationToClient(ctx, method, params)
 		}
 	}
 	return nil
