@@ -151,7 +151,9 @@ func (a *Agent) handleSendMessage(ctx context.Context, req mcp.CallToolRequest) 
 	}
 	rid := RequestID(ctx)
 	progress := newReporter(ctx, token, m)
-	log := a.log.With(zap.String("request_id", rid), zap.String("tool", a.Config.ToolName))
+	// The call's fields are passed to each line rather than bound with
+	// Logger.With, which copies the encoder and a 1 KB buffer per call.
+	ridField, toolField := zap.String("request_id", rid), zap.String("tool", a.Config.ToolName)
 	skipped := map[string]int{} // reason → count; one log line per call, not per entry
 	turn, err := parseTurn(req.GetArguments(), a.set.deps.Config.Limits.MaxHistoryEntries, a.set.deps.Config.Limits.MaxImageBytes,
 		func(_ int, reason string) { skipped[reason]++ })
@@ -159,19 +161,19 @@ func (a *Agent) handleSendMessage(ctx context.Context, req mcp.CallToolRequest) 
 		m.HistorySkipped.WithLabelValues(a.Name, reason).Add(float64(n))
 	}
 	if len(skipped) > 0 {
-		log.Warn("skipped history entries", zap.Any("skipped", skipped))
+		a.log.Warn("skipped history entries", ridField, toolField, zap.Any("skipped", skipped))
 	}
 	if err != nil {
 		a.observe(a.Config.ToolName, "error", start)
 		return mcp.NewToolResultError(fmt.Sprintf("%v (request id %s)", err, rid)), nil
 	}
-	log = log.With(zap.String("conversation_id", turn.ConversationID))
 	call := &Call{Turn: turn, Inbound: req.Header, Progress: progress, RequestID: rid, Caller: callerOf(ctx)}
 	answer, err := a.Run(ctx, call)
 	progress.flush(2 * time.Second)
 	outcome := outcomeOf(ctx, err)
 	a.observe(a.Config.ToolName, outcome, start)
-	log.Info("send_message", zap.String("outcome", outcome), zap.Int64("duration_ms", time.Since(start).Milliseconds()),
+	a.log.Info("send_message", ridField, toolField, zap.String("conversation_id", turn.ConversationID),
+		zap.String("outcome", outcome), zap.Int64("duration_ms", time.Since(start).Milliseconds()),
 		zap.Int("history", len(turn.History)), zap.Error(err))
 	if err != nil {
 		return mcp.NewToolResultError(fmt.Sprintf("%s: %v (request id %s)", a.Name, err, rid)), nil

@@ -70,6 +70,11 @@ func (s *scriptLLM) Chat(ctx context.Context, req llm.Request) (*llm.Response, e
 	case strings.HasPrefix(user, "tool"):
 		return &llm.Response{ToolCalls: []llm.ToolCall{{ID: "c1", Name: "files__text", Arguments: json.RawMessage(`{"q":1}`)}},
 			FinishReason: "tool_calls"}, nil
+	case user == "two tools": // run on goroutines of their own (loop.go runTools)
+		return &llm.Response{ToolCalls: []llm.ToolCall{
+			{ID: "c1", Name: "files__text", Arguments: json.RawMessage(`{"q":1}`)},
+			{ID: "c2", Name: "files__text", Arguments: json.RawMessage(`{"q":2}`)}},
+			FinishReason: "tool_calls"}, nil
 	case user == "fail":
 		return nil, errors.New("scripted failure")
 	case user == "panic":
@@ -345,6 +350,10 @@ func TestPanicOnACallsGoroutineIsAnError(t *testing.T) {
 	x = sendTo(t, ta, "talk", sendBody("2", "send_message", `{"message":"tool please"}`, ""), legacySSE)
 	if !strings.Contains(x.body, "the tool said: internal error in tool call files__text") {
 		t.Errorf("a panicking tool call answered %s", x)
+	}
+	x = sendTo(t, ta, "talk", sendBody("3", "send_message", `{"message":"two tools"}`, ""), legacySSE)
+	if !strings.Contains(x.body, "the tool said: internal error in tool call files__text") {
+		t.Errorf("two panicking tool calls in one turn answered %s", x)
 	}
 }
 

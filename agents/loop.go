@@ -71,15 +71,25 @@ func (r *llmRunner) run(ctx context.Context, c *Call) (string, error) {
 // unknown and denied tools, becomes a tool result for the model.
 func (r *llmRunner) runTools(ctx context.Context, c *Call, ts *toolset, calls []llm.ToolCall) []llm.Message {
 	out := make([]llm.Message, len(calls))
+	run := func(i int, tc llm.ToolCall) {
+		defer r.a.recoverCall(c.RequestID, "tool call "+tc.Name, func(err error) {
+			out[i] = llm.Message{Role: llm.RoleTool, ToolCallID: tc.ID, IsError: true, Text: err.Error()}
+		})
+		out[i] = r.runTool(ctx, c, ts, tc)
+	}
+	if len(calls) == 1 {
+		// The common turn: one tool call, run on this goroutine. A new
+		// goroutine would start on a small stack and grow it by copying
+		// (about 3% of the agent loop's CPU, P16).
+		run(0, calls[0])
+		return out
+	}
 	var wg sync.WaitGroup
 	for i, tc := range calls {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			defer r.a.recoverCall(c.RequestID, "tool call "+tc.Name, func(err error) {
-				out[i] = llm.Message{Role: llm.RoleTool, ToolCallID: tc.ID, IsError: true, Text: err.Error()}
-			})
-			out[i] = r.runTool(ctx, c, ts, tc)
+			run(i, tc)
 		}()
 	}
 	wg.Wait()
