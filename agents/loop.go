@@ -1,14 +1,18 @@
 package agents
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
+	"github.com/mark3labs/mcp-go/mcp"
 	"go.uber.org/zap"
 
 	"github.com/pallasgw/pallasgw/agents/llm"
@@ -109,11 +113,9 @@ func (r *llmRunner) runTool(ctx context.Context, c *Call, ts *toolset, tc llm.To
 		}
 		return fail("unknown tool %q: use one of the tools offered", tc.Name)
 	}
-	var args map[string]any
-	if len(tc.Arguments) > 0 {
-		if err := json.Unmarshal(tc.Arguments, &args); err != nil {
-			return fail("tool %s: arguments are not a JSON object: %v", tc.Name, err)
-		}
+	args, err := objectArguments(tc.Arguments)
+	if err != nil {
+		return fail("tool %s: arguments are not a JSON object: %v", tc.Name, err)
 	}
 	if ref.agent != "" {
 		return r.callAgent(ctx, c, ref.agent, tc, args)
@@ -121,7 +123,26 @@ func (r *llmRunner) runTool(ctx context.Context, c *Call, ts *toolset, tc llm.To
 	return r.callServer(ctx, c, ref, tc, args)
 }
 
-func (r *llmRunner) callServer(ctx context.Context, c *Call, ref toolRef, tc llm.ToolCall, args map[string]any) llm.Message {
+// objectArguments checks that a tool call's arguments are a JSON object (or
+// absent, or null: no arguments) and returns them as they are, or nil. An
+// object with invalid UTF-8 comes back as encoding/json reads it (invalid
+// bytes replaced), as the downstream would have got it through mcp-go.
+func objectArguments(raw json.RawMessage) (json.RawMessage, error) {
+	raw = bytes.TrimSpace(raw)
+	switch {
+	case len(raw) == 0 || string(raw) == "null":
+		return nil, nil
+	case raw[0] == '{' && utf8.Valid(raw) && json.Valid(raw):
+		return raw, nil
+	}
+	var args map[string]any
+	if err := json.Unmarshal(raw, &args); err != nil {
+		return nil, err
+	}
+	return json.Marshal(args)
+}
+
+func (r *llmRunner) callServer(ctx context.Context, c *Call, ref toolRef, tc llm.ToolCall, args json.RawMessage) llm.Message {
 	a := r.a
 	label := ref.server + "/" + ref.tool
 	start := time.Now()
@@ -134,7 +155,7 @@ func (r *llmRunner) callServer(ctx context.Context, c *Call, ref toolRef, tc llm
 	onProgress := func(progress float64, total *float64, msg string) {
 		relay.Send(downstreamProgress(progress, total, msg))
 	}
-	res, err := a.set.deps.Downstream.CallTool(ctx, ref.server, ref.tool, args, a.set.outbound(ref.server, c.Inbound), mcpclient.ProgressFunc(onProgress))
+	res, err := a.callTool(ctx, ref.server, ref.tool, args, a.set.outbound(ref.server, c.Inbound), onProgress)
 	if err != nil {
 		c.Progress.Send(label + ": failed")
 		a.log.Warn("downstream tool failed", zap.String("request_id", c.RequestID), zap.String("server", ref.server),
@@ -147,6 +168,34 @@ func (r *llmRunner) callServer(ctx context.Context, c *Call, ref toolRef, tc llm
 		c.Progress.Send(label + ": completed")
 	}
 	return resultToMessage(tc.ID, res, r.maxBytes)
+}
+
+// callTool is one tools/call of a downstream tool for the tool loop. When
+// the Downstream can return the result as the downstream sent it (README,
+// P17: mcpclient's raw call, a POST on its lean transport, on Streamable
+// HTTP sessions), the call takes that path and decodes the result as
+// mcp-go's client would, skipping the client's own encoding of the request
+// and its net/http round trip. A result that asks for input (resultType
+// input_required, which mcp-go's client answers by asking again with the
+// input) is asked for again through mcp-go's client: by the protocol a
+// first round that asks for input has not done the work.
+func (a *Agent) callTool(ctx context.Context, server, tool string, args json.RawMessage, hdr http.Header, onProgress mcpclient.ProgressFunc) (*mcp.CallToolResult, error) {
+	if raw, ok := a.set.deps.Downstream.(RawDownstream); ok {
+		rr, err := raw.CallToolRaw(ctx, server, tool, args, hdr, onProgress)
+		if err != nil {
+			return nil, err
+		}
+		if rr.ResultType != string(mcp.ResultTypeInputRequired) {
+			return typedResult(rr)
+		}
+	}
+	var m map[string]any
+	if len(args) > 0 {
+		if err := json.Unmarshal(args, &m); err != nil {
+			return nil, err
+		}
+	}
+	return a.set.deps.Downstream.CallTool(ctx, server, tool, m, hdr, onProgress)
 }
 
 // downstreamProgress is the text relayed for one downstream progress
@@ -204,10 +253,12 @@ func deniedResult(tc llm.ToolCall, d policy.Decision) llm.Message {
 	return llm.Message{Role: llm.RoleTool, ToolCallID: tc.ID, IsError: true, Text: fmt.Sprintf("tool %s is denied by policy (%s)", tc.Name, d.Reason)}
 }
 
-func (r *llmRunner) callAgent(ctx context.Context, c *Call, name string, tc llm.ToolCall, args map[string]any) llm.Message {
+func (r *llmRunner) callAgent(ctx context.Context, c *Call, name string, tc llm.ToolCall, args json.RawMessage) llm.Message {
 	sub := r.a.set.Get(name)
 	label := name + "/" + sub.Config.ToolName
-	msg, _ := args["message"].(string)
+	var in map[string]any
+	_ = json.Unmarshal(args, &in) // an object or nil (objectArguments)
+	msg, _ := in["message"].(string)
 	if msg == "" {
 		return llm.Message{Role: llm.RoleTool, ToolCallID: tc.ID, IsError: true, Text: "agent " + name + " needs a non-empty message argument"}
 	}
