@@ -48,6 +48,9 @@ import (
 var binary string
 
 func TestMain(m *testing.M) {
+	if target := os.Getenv(forwardEnv); target != "" {
+		os.Exit(serveForwarder(target))
+	}
 	code := func() int {
 		if b := os.Getenv("PALLASGW_BENCH_BINARY"); b != "" {
 			binary = b

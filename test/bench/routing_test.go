@@ -1,11 +1,15 @@
 package bench
 
 import (
+	"bufio"
 	"fmt"
+	"net"
 	"net/http"
-	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
+	"os"
+	"os/exec"
+	"strings"
 	"testing"
 	"time"
 
@@ -17,9 +21,10 @@ import (
 // unloaded added latency. Direct and gateway runs alternate (ABBA) for
 // PALLASGW_BENCH_ROUNDS rounds; each figure is the median over rounds, and
 // the added latencies are medians of the per-round differences. A third
-// path, a bare reverse proxy (net/http/httputil, no MCP, no policy) in front
-// of the same downstream, shows for scale what any HTTP hop costs on the
-// same machine: the floor under the gateway's figures.
+// path, a bare reverse proxy (net/http/httputil, no MCP, no policy, in a
+// process of its own) in front of the same downstream, shows for scale what
+// any HTTP hop costs on the same machine: the floor under the gateway's
+// figures.
 func BenchmarkRoutingSessionless(b *testing.B) { benchRouting(b, load.Sessionless, 1) }
 
 func BenchmarkRoutingSession(b *testing.B) { benchRouting(b, load.Session, 2) }
@@ -44,6 +49,8 @@ type routingPaths struct{ direct, gw, floor []routingRun }
 // routingCost is CPU and allocations over every measured run.
 type routingCost struct {
 	gw                        usage         // the gateway process, on the gateway path
+	gw1                       time.Duration // of which at 1 caller: what the added p50 is made of
+	gw1Calls                  int
 	benchDirect, benchGW      time.Duration // this process (load generator, downstream) on each path
 	directCalls, gatewayCalls int
 }
@@ -87,6 +94,9 @@ func benchRouting(b *testing.B, style load.Style, order int) {
 				cost.gw.cpu += after.cpu - before.cpu
 				cost.gw.mallocs += after.mallocs - before.mallocs
 				cost.gw.bytes += after.bytes - before.bytes
+				if c == 1 {
+					cost.gw1, cost.gw1Calls = cost.gw1+after.cpu-before.cpu, cost.gw1Calls+calls
+				}
 			}
 			if r%2 == 0 { // ABBA: neither path always runs first
 				direct()
@@ -125,20 +135,54 @@ func summarize(p *routingPaths) routingSummary {
 		fAddP50: median(fAdd50), fRatio: median(fRatio)}
 }
 
-// newForwarder starts a bare reverse proxy to target on 127.0.0.1 and
-// returns its base URL.
+// newForwarder starts a bare reverse proxy to target in a process of its
+// own, as the gateway is (this test binary again, serveForwarder), and
+// returns its base URL. In this process it would share the load
+// generator's and the downstream's scheduler and threads, which are already
+// awake when a request arrives: each hop to another process instead wakes
+// that process's threads, on the same two cores.
 func newForwarder(b *testing.B, target string) string {
 	b.Helper()
-	u, err := url.Parse(target)
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), forwardEnv+"="+target)
+	cmd.Stderr = os.Stderr
+	out, err := cmd.StdoutPipe()
 	if err != nil {
 		b.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil {
+		b.Fatalf("starting the bare reverse proxy: %v", err)
+	}
+	return strings.TrimSpace(line)
+}
+
+// forwardEnv names the target of serveForwarder.
+const forwardEnv = "PALLASGW_BENCH_FORWARD_TO"
+
+// serveForwarder is the bare reverse proxy's process: it serves on
+// 127.0.0.1, prints its base URL, and runs until it is killed.
+func serveForwarder(target string) int {
+	u, err := url.Parse(target)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
 	}
 	rp := httputil.NewSingleHostReverseProxy(u)
 	rp.Transport = &http.Transport{MaxIdleConnsPerHost: 128, MaxConnsPerHost: 128}
 	rp.FlushInterval = -1 // stream SSE as the gateway does
-	ts := httptest.NewServer(rp)
-	b.Cleanup(ts.Close)
-	return ts.URL
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	fmt.Printf("http://%s\n", ln.Addr())
+	fmt.Fprintln(os.Stderr, http.Serve(ln, rp))
+	return 1
 }
 
 func reportRouting(b *testing.B, style string, order int, one, many routingSummary, cost routingCost) {
@@ -162,6 +206,7 @@ func reportRouting(b *testing.B, style string, order int, one, many routingSumma
 			add("64", "calls/s", fmtRate(many.dRate), fmtRate(many.gRate), fmt.Sprintf("%.2f", many.ratio), "≥ 0.80 "+verdict(many.ratio >= 0.8))
 			add("", "CPU/call, all processes", us(perDirect), us(perGWBench+cpu), fmt.Sprintf("%.2f", cpuRatio), "")
 			add("", "  of which the gateway", "", us(cpu), "", "")
+			add("1", "  the gateway's, 1 caller", "", us(cost.gw1/time.Duration(max(cost.gw1Calls, 1))), "", "")
 			add("", "gateway allocs/call", "", fmt.Sprintf("%.0f (%.1f kB)", allocs, bytes/1024), "", "")
 			add("1", "p50, bare reverse proxy", "", "", fmtAdded(one.fAddP50), "for scale")
 			add("64", "calls/s, bare reverse proxy", "", "", fmt.Sprintf("%.2f", many.fRatio), "for scale")
