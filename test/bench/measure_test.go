@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"math"
 	"os"
 	"slices"
 	"strconv"
@@ -130,4 +131,12 @@ func reportGateway(b *testing.B, cpu time.Duration, allocs, bytes float64) {
 	b.ReportMetric(bytes, "B/op")
 	b.ReportMetric(allocs, "allocs/op")
 	b.ReportMetric(float64(cpu)/float64(time.Microsecond), "gw-cpu-µs/call")
+}
+
+// medianOrNaN is median, NaN for no figures (a path that did not run).
+func medianOrNaN(xs []float64) float64 {
+	if len(xs) == 0 {
+		return math.NaN()
+	}
+	return median(xs)
 }

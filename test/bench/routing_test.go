@@ -3,13 +3,16 @@ package bench
 import (
 	"bufio"
 	"fmt"
+	"math"
 	"net"
 	"net/http"
 	"net/http/httputil"
 	"net/url"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -44,7 +47,7 @@ agents:
 type routingRun struct{ p50, p99, rate float64 } // ms, ms, calls/s
 
 // routingPaths are the rounds of each path at one concurrency.
-type routingPaths struct{ direct, gw, floor []routingRun }
+type routingPaths struct{ direct, gw, floor, nginx []routingRun }
 
 // routingCost is CPU and allocations over every measured run.
 type routingCost struct {
@@ -59,6 +62,7 @@ func benchRouting(b *testing.B, style load.Style, order int) {
 	d := newDownstream(b)
 	g := startGateway(b, fmt.Sprintf(routingConfig, d.url()))
 	floor := newForwarder(b, d.ts.URL)
+	nginx := startNginx(b, d.ts.URL) // "" without nginx
 	opts := func(url string, c, n int) load.Options {
 		return load.Options{URL: url, Style: style, Concurrency: c, Requests: n, Tool: "echo", Arguments: map[string]any{"text": "hi"},
 			Client: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 2 * c, MaxConnsPerHost: 2 * c}}}
@@ -68,6 +72,9 @@ func benchRouting(b *testing.B, style load.Style, order int) {
 	runLoad(b, opts(d.url(), 64, 256))
 	runLoad(b, opts(g.agentURL("px"), 64, 256))
 	runLoad(b, opts(floor+"/mcp", 64, 256))
+	if nginx != "" {
+		runLoad(b, opts(nginx+"/mcp", 64, 256))
+	}
 	if warmUpOnly(b) {
 		return
 	}
@@ -107,6 +114,10 @@ func benchRouting(b *testing.B, style load.Style, order int) {
 			}
 			fig, _, _ := run(floor+"/mcp", c)
 			figures[c].floor = append(figures[c].floor, fig)
+			if nginx != "" {
+				fig, _, _ := run(nginx+"/mcp", c)
+				figures[c].nginx = append(figures[c].nginx, fig)
+			}
 		}
 	}
 	g.profileLoad("routing-"+string(style), opts(g.agentURL("px"), 64, 0))
@@ -119,20 +130,25 @@ func benchRouting(b *testing.B, style load.Style, order int) {
 type routingSummary struct {
 	dP50, dP99, gP50, gP99, addP50, addP99, dRate, gRate, ratio float64
 	fAddP50, fRatio                                             float64
+	nAddP50, nRatio                                             float64 // nginx's; NaN without it
 }
 
 func summarize(p *routingPaths) routingSummary {
-	var add50, add99, ratio, d50, d99, g50, g99, dr, gr, fAdd50, fRatio []float64
+	var add50, add99, ratio, d50, d99, g50, g99, dr, gr, fAdd50, fRatio, nAdd50, nRatio []float64
 	for i := range p.direct {
 		d, w, f := p.direct[i], p.gw[i], p.floor[i]
 		add50, add99, ratio = append(add50, w.p50-d.p50), append(add99, w.p99-d.p99), append(ratio, w.rate/d.rate)
 		d50, d99, g50, g99 = append(d50, d.p50), append(d99, d.p99), append(g50, w.p50), append(g99, w.p99)
 		dr, gr = append(dr, d.rate), append(gr, w.rate)
 		fAdd50, fRatio = append(fAdd50, f.p50-d.p50), append(fRatio, f.rate/d.rate)
+		if i < len(p.nginx) {
+			n := p.nginx[i]
+			nAdd50, nRatio = append(nAdd50, n.p50-d.p50), append(nRatio, n.rate/d.rate)
+		}
 	}
 	return routingSummary{dP50: median(d50), dP99: median(d99), gP50: median(g50), gP99: median(g99),
 		addP50: median(add50), addP99: median(add99), dRate: median(dr), gRate: median(gr), ratio: median(ratio),
-		fAddP50: median(fAdd50), fRatio: median(fRatio)}
+		fAddP50: median(fAdd50), fRatio: median(fRatio), nAddP50: medianOrNaN(nAdd50), nRatio: medianOrNaN(nRatio)}
 }
 
 // newForwarder starts a bare reverse proxy to target in a process of its
@@ -159,6 +175,76 @@ func newForwarder(b *testing.B, target string) string {
 		b.Fatalf("starting the bare reverse proxy: %v", err)
 	}
 	return strings.TrimSpace(line)
+}
+
+// startNginx starts nginx (when it is installed) as a reverse proxy to
+// target, configured as configs/nginx/pallasgw.conf proxies the gateway
+// (HTTP/1.1 with keep-alive upstream connections, no buffering), and
+// returns its base URL; "" without nginx. It is the other floor: a hop
+// through the reverse proxy operators put in front of the gateway.
+func startNginx(b *testing.B, target string) string {
+	b.Helper()
+	bin, err := exec.LookPath("nginx")
+	if err != nil {
+		if _, err = os.Stat("/usr/sbin/nginx"); err != nil {
+			b.Log("nginx not found: no nginx row")
+			return ""
+		}
+		bin = "/usr/sbin/nginx"
+	}
+	dir := b.TempDir()
+	port := freePort(b)
+	user := ""
+	if os.Geteuid() == 0 {
+		user = "user root;" // workers as nobody could not enter the temp directory
+	}
+	conf := filepath.Join(dir, "nginx.conf")
+	err = os.WriteFile(conf, []byte(fmt.Sprintf(`%[1]s
+worker_processes auto;
+pid %[2]s/nginx.pid;
+error_log %[2]s/error.log warn;
+events { worker_connections 1024; }
+http {
+    access_log off;
+    client_body_temp_path %[2]s/client_body;
+    proxy_temp_path %[2]s/proxy;
+    fastcgi_temp_path %[2]s/fastcgi;
+    uwsgi_temp_path %[2]s/uwsgi;
+    scgi_temp_path %[2]s/scgi;
+    upstream down { server %[3]s; keepalive 128; }
+    server {
+        listen 127.0.0.1:%[4]d;
+        location / {
+            proxy_pass http://down;
+            proxy_http_version 1.1;
+            proxy_set_header Connection "";
+            proxy_set_header Host $http_host;
+            proxy_buffering off;
+            proxy_request_buffering off;
+        }
+    }
+}
+`, user, dir, strings.TrimPrefix(target, "http://"), port)), 0o600)
+	if err != nil {
+		b.Fatal(err)
+	}
+	cmd := exec.Command(bin, "-p", dir, "-e", filepath.Join(dir, "error.log"), "-c", conf, "-g", "daemon off;")
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	// SIGTERM: the master stops its workers (a killed master leaves them).
+	b.Cleanup(func() { cmd.Process.Signal(syscall.SIGTERM); cmd.Wait() })
+	base := fmt.Sprintf("http://127.0.0.1:%d", port)
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port)); err == nil {
+			c.Close()
+			return base
+		}
+		if time.Now().After(deadline) {
+			b.Fatalf("nginx did not listen on %s", base)
+		}
+	}
 }
 
 // forwardEnv names the target of serveForwarder.
@@ -210,6 +296,10 @@ func reportRouting(b *testing.B, style string, order int, one, many routingSumma
 			add("", "gateway allocs/call", "", fmt.Sprintf("%.0f (%.1f kB)", allocs, bytes/1024), "", "")
 			add("1", "p50, bare reverse proxy", "", "", fmtAdded(one.fAddP50), "for scale")
 			add("64", "calls/s, bare reverse proxy", "", "", fmt.Sprintf("%.2f", many.fRatio), "for scale")
+			if !math.IsNaN(one.nAddP50) {
+				add("1", "p50, nginx", "", "", fmtAdded(one.nAddP50), "for scale")
+				add("64", "calls/s, nginx", "", "", fmt.Sprintf("%.2f", many.nRatio), "for scale")
+			}
 		}))
 
 	m, o := "routing "+style+": ", order*10
@@ -223,4 +313,8 @@ func reportRouting(b *testing.B, style string, order int, one, many routingSumma
 		us(perDirect)+" (client+server)", fmt.Sprintf("%.2f×", cpuRatio))
 	record(o+6, m+"a bare reverse proxy instead, for scale: added p50, 1 caller; throughput, 64 callers", "",
 		fmt.Sprintf("%s; %.0f%%", fmtAdded(one.fAddP50), 100*many.fRatio), "", "")
+	if !math.IsNaN(one.nAddP50) {
+		record(o+7, m+"nginx instead, for scale: added p50, 1 caller; throughput, 64 callers", "",
+			fmt.Sprintf("%s; %.0f%%", fmtAdded(one.nAddP50), 100*many.nRatio), "", "")
+	}
 }
