@@ -47,6 +47,7 @@ fuzz: ## each native fuzz target for 30s
 	$(GO) test -run XXX -fuzz FuzzLoad -fuzztime 30s ./gateway/config/
 	$(GO) test -run XXX -fuzz FuzzParseTurn -fuzztime 30s ./agents/
 	$(GO) test -run XXX -fuzz FuzzEachMember -fuzztime 30s ./agents/
+	$(GO) test -run XXX -fuzz FuzzParseMessage -fuzztime 30s ./agents/
 
 clean:
 	rm -rf bin

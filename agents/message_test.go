@@ -3,6 +3,7 @@ package agents
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"testing"
 )
 
@@ -81,4 +82,37 @@ func FuzzEachMember(f *testing.F) {
 			}
 		}
 	})
+}
+
+// FuzzParseMessage checks ParseMessage against decodeMessage (encoding/json):
+// the same error or none, and the same members.
+func FuzzParseMessage(f *testing.F) {
+	f.Add(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"},"_meta":{"progressToken":1}}}`)
+	f.Add(` {"ID":"x","Method":"tools/call","params":null,"result":[1],"error":{"code":1}} `)
+	f.Add(`{"method":"tools/call","params":{"name":"a"},"PARAMS":{}}`)
+	f.Add(`{"method":"a","method":"b","params":{"NAME":"x","name":"y","task":{},"inputResponses":{},"requestState":"s"}}`)
+	f.Add(`{"params":5,"id":null}`)
+	f.Add(`{"Error":{"code":1},"RESULT":2,"JsonRpc":"2.0","Params":{"ARGUMENTS":[],"_META":{},"Task":1,"InputResponseS":2,"RequestStatE":3}}`)
+	f.Add(`{"paramſ":{"naMe":1},"\u0069d":2}`)
+	f.Add(`{"method":"tools/call"`)
+	f.Add(`[1]`)
+	f.Fuzz(func(t *testing.T, s string) {
+		got, gotErr := ParseMessage([]byte(s))
+		want, wantErr := decodeMessage([]byte(s))
+		if (gotErr == nil) != (wantErr == nil) || gotErr != nil && gotErr.Error() != wantErr.Error() {
+			t.Fatalf("%s: error %v, want %v", s, gotErr, wantErr)
+		}
+		if gotErr != nil {
+			return
+		}
+		if g, w := messageString(got), messageString(want); g != w {
+			t.Fatalf("%s:\n got %s\nwant %s", s, g, w)
+		}
+	})
+}
+
+func messageString(m *Message) string {
+	p := m.Params
+	return fmt.Sprintf("jsonrpc %q id %q method %q result %q error %q params{name %q arguments %q _meta %q task %q inputResponses %q requestState %q} read %v",
+		m.JSONRPC, m.ID, m.Method, m.Result, m.Error, p.Name, p.Arguments, p.Meta, p.Task, p.InputResponses, p.RequestState, m.paramsRead)
 }
