@@ -128,7 +128,7 @@ func (r *llmRunner) runTool(ctx context.Context, c *Call, ts *toolset, tc llm.To
 // object with invalid UTF-8 comes back as encoding/json reads it (invalid
 // bytes replaced), as the downstream would have got it through mcp-go.
 func objectArguments(raw json.RawMessage) (json.RawMessage, error) {
-	raw = bytes.TrimSpace(raw)
+	raw = bytes.Trim(raw, " \t\r\n") // JSON white space only
 	switch {
 	case len(raw) == 0 || string(raw) == "null":
 		return nil, nil
@@ -170,24 +170,19 @@ func (r *llmRunner) callServer(ctx context.Context, c *Call, ref toolRef, tc llm
 	return resultToMessage(tc.ID, res, r.maxBytes)
 }
 
-// callTool is one tools/call of a downstream tool for the tool loop. When
-// the Downstream can return the result as the downstream sent it (README,
-// P17: mcpclient's raw call, a POST on its lean transport, on Streamable
-// HTTP sessions), the call takes that path and decodes the result as
-// mcp-go's client would, skipping the client's own encoding of the request
-// and its net/http round trip. A result that asks for input (resultType
-// input_required, which mcp-go's client answers by asking again with the
-// input) is asked for again through mcp-go's client: by the protocol a
-// first round that asks for input has not done the work.
+// JSONDownstream is a Downstream that takes a tool call's arguments as JSON
+// (*mcpclient.Manager's CallToolJSON: on its raw path, README P17), as the
+// tool loop has them from the model.
+type JSONDownstream interface {
+	CallToolJSON(ctx context.Context, server, tool string, args json.RawMessage, hdr http.Header, onProgress mcpclient.ProgressFunc) (*mcp.CallToolResult, error)
+}
+
+var _ JSONDownstream = (*mcpclient.Manager)(nil)
+
+// callTool is one tools/call of a downstream tool for the tool loop.
 func (a *Agent) callTool(ctx context.Context, server, tool string, args json.RawMessage, hdr http.Header, onProgress mcpclient.ProgressFunc) (*mcp.CallToolResult, error) {
-	if raw, ok := a.set.deps.Downstream.(RawDownstream); ok {
-		rr, err := raw.CallToolRaw(ctx, server, tool, args, hdr, onProgress)
-		if err != nil {
-			return nil, err
-		}
-		if rr.ResultType != string(mcp.ResultTypeInputRequired) {
-			return typedResult(rr)
-		}
+	if d, ok := a.set.deps.Downstream.(JSONDownstream); ok {
+		return d.CallToolJSON(ctx, server, tool, args, hdr, onProgress)
 	}
 	var m map[string]any
 	if len(args) > 0 {

@@ -16,85 +16,66 @@ import (
 	"github.com/pallasgw/pallasgw/agents/mcpclient"
 )
 
-// loopDown is a Downstream with raw results for the tool loop (P17):
-// CallToolRaw answers with raw, as a downstream sent it, and CallTool
-// (mcp-go's path) with a typed text result. Both record what they were sent.
-type loopDown struct {
+// jsonDown is a Downstream that takes arguments as JSON (CallToolJSON, as
+// *mcpclient.Manager does). Both of its calls record what they were sent.
+type jsonDown struct {
 	*fakeDown
-	raw  string
 	mu   sync.Mutex
-	sent []string // "raw <arguments JSON>" or "typed <arguments map>"
+	sent []string // "json <arguments>" or "typed <arguments map>"
 }
 
-func newLoopDown(raw string) *loopDown {
-	d := &loopDown{raw: raw}
+func newJSONDown() *jsonDown {
+	d := &jsonDown{}
 	d.fakeDown = &fakeDown{tools: map[string][]mcpgo.Tool{"files": {mcpgo.NewTool("text")}},
 		call: func(_ context.Context, _, _ string, args map[string]any, _ mcpclient.ProgressFunc) (*mcpgo.CallToolResult, error) {
 			d.record(fmt.Sprintf("typed %v", args))
-			return mcpgo.NewToolResultText("answered through mcp-go"), nil
+			return mcpgo.NewToolResultText("typed result"), nil
 		}}
 	return d
 }
 
-func (d *loopDown) record(s string) {
+func (d *jsonDown) record(s string) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.sent = append(d.sent, s)
 }
 
-func (d *loopDown) CallToolRaw(_ context.Context, _, _ string, args json.RawMessage, _ http.Header, onProgress mcpclient.ProgressFunc) (*mcpclient.RawResult, error) {
-	d.record("raw " + string(args))
+func (d *jsonDown) CallToolJSON(_ context.Context, _, _ string, args json.RawMessage, _ http.Header, onProgress mcpclient.ProgressFunc) (*mcpgo.CallToolResult, error) {
+	d.record("json " + string(args))
 	if onProgress != nil {
 		onProgress(1, nil, "halfway")
 	}
-	var peek struct {
-		IsError    bool   `json:"isError"`
-		ResultType string `json:"resultType"`
-	}
-	if err := json.Unmarshal([]byte(d.raw), &peek); err != nil {
-		return nil, err
-	}
-	return &mcpclient.RawResult{JSON: json.RawMessage(d.raw), IsError: peek.IsError, ResultType: peek.ResultType}, nil
+	return mcpgo.NewToolResultText("result of " + string(args)), nil
 }
 
-// The tool loop calls downstream tools on the raw path when the Downstream
-// offers it, decodes the result as mcp-go's client would, and asks again
-// through mcp-go's client when the result asks for input.
-func TestToolLoopRawPath(t *testing.T) {
-	for _, tc := range []struct {
-		name, raw string
-		answer    string   // in the answer to send_message
-		sent      []string // what the downstream was sent, in order
-	}{
-		{"text and an image, an unknown member",
-			`{"zeta":1,"content":[{"type":"text","text":"from the raw path"},{"type":"image","data":"aGk=","mimeType":"image/png"}]}`,
-			"the tool said: from the raw path", []string{`raw {"q":1}`}},
-		{"a tool error",
-			`{"isError":true,"content":[{"type":"text","text":"bad input"}]}`,
-			"the tool said: bad input", []string{`raw {"q":1}`}},
-		{"asks for input: again through mcp-go's client",
-			`{"resultType":"input_required","inputRequests":{"a":{"method":"elicitation/create","params":{"message":"?"}}}}`,
-			"the tool said: answered through mcp-go", []string{`raw {"q":1}`, "typed map[q:1]"}},
-		{"a result mcp-go's client refuses",
-			`{"isError":true}`,
-			"the tool said: tool files__text failed: the downstream's result: content is missing", []string{`raw {"q":1}`}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			down := newLoopDown(tc.raw)
-			ta := newTestAgentsWith(t, sendFastConfig, down, map[string]llm.Provider{"openai": &scriptLLM{entered: make(chan string, 16)}})
-			x := sendTo(t, ta, "talk", sendBody("1", "send_message", `{"message":"tool please"}`, `"progressToken":"p1"`), legacySSE)
-			if !strings.Contains(x.body, tc.answer) {
-				t.Errorf("answered %s, want %q in it", x, tc.answer)
-			}
-			if !strings.Contains(x.body, "files/text: halfway") {
-				t.Errorf("the downstream's progress was not relayed: %s", x)
-			}
-			down.mu.Lock()
-			defer down.mu.Unlock()
-			if !reflect.DeepEqual(down.sent, tc.sent) {
-				t.Errorf("downstream was sent %q, want %q", down.sent, tc.sent)
-			}
-		})
+// The tool loop hands a downstream that takes JSON arguments the model's
+// arguments as they are (P17), and any other one a decoded map.
+func TestToolLoopSendsArgumentsAsJSON(t *testing.T) {
+	down := newJSONDown()
+	ta := newTestAgentsWith(t, sendFastConfig, down, map[string]llm.Provider{"openai": &scriptLLM{entered: make(chan string, 16)}})
+	x := sendTo(t, ta, "talk", sendBody("1", "send_message", `{"message":"tool please"}`, `"progressToken":"p1"`), legacySSE)
+	if !strings.Contains(x.body, `the tool said: result of {\"q\":1}`) {
+		t.Errorf("answered %s", x)
+	}
+	if !strings.Contains(x.body, "files/text: halfway") {
+		t.Errorf("the downstream's progress was not relayed: %s", x)
+	}
+	down.mu.Lock()
+	if want := []string{`json {"q":1}`}; !reflect.DeepEqual(down.sent, want) {
+		t.Errorf("downstream was sent %q, want %q", down.sent, want)
+	}
+	down.mu.Unlock()
+
+	typed := newJSONDown()
+	ta = newTestAgentsWith(t, sendFastConfig, typed.fakeDown, map[string]llm.Provider{"openai": &scriptLLM{entered: make(chan string, 16)}})
+	x = sendTo(t, ta, "talk", sendBody("2", "send_message", `{"message":"tool please"}`, ""), legacySSE)
+	if !strings.Contains(x.body, "the tool said: typed result") {
+		t.Errorf("answered %s", x)
+	}
+	typed.mu.Lock()
+	defer typed.mu.Unlock()
+	if want := []string{"typed map[q:1]"}; !reflect.DeepEqual(typed.sent, want) {
+		t.Errorf("downstream was sent %q, want %q", typed.sent, want)
 	}
 }
 
@@ -106,6 +87,7 @@ func TestObjectArguments(t *testing.T) {
 		{` {"b":1,"a":[2]} `, `{"b":1,"a":[2]}`, ``}, // as sent: order kept
 		{`{"n":12345678901234567890}`, `{"n":12345678901234567890}`, ``},
 		{"{\"s\":\"\xff\"}", `{"s":"` + "\ufffd" + `"}`, ``}, // invalid UTF-8: as encoding/json reads it
+		{"\v{}", ``, `invalid character`},                    // not JSON white space
 		{`[1]`, ``, `cannot unmarshal array`},
 		{`"x"`, ``, `cannot unmarshal string`},
 		{`{"a":}`, ``, `invalid character`},

@@ -137,6 +137,18 @@ func (d *downstreams) CallToolRaw(ctx context.Context, server, tool string, args
 	return m.CallToolRaw(ctx, server, tool, args, hdr, onProgress)
 }
 
+var _ agents.JSONDownstream = (*downstreams)(nil)
+
+// CallToolJSON is CallTool with the arguments as JSON (the tool loop,
+// agents.JSONDownstream).
+func (d *downstreams) CallToolJSON(ctx context.Context, server, tool string, args json.RawMessage, hdr http.Header, onProgress mcpclient.ProgressFunc) (*mcp.CallToolResult, error) {
+	m, err := d.get(server)
+	if err != nil {
+		return nil, err
+	}
+	return m.CallToolJSON(ctx, server, tool, args, hdr, onProgress)
+}
+
 func (d *downstreams) SetLogLevel(ctx context.Context, server string, level mcp.LoggingLevel, hdr http.Header) error {
 	m, err := d.get(server)
 	if err != nil {

@@ -99,19 +99,72 @@ type rawRequest struct {
 	relay *Relay
 }
 
-// callTypedRaw is the fallback: mcp-go's call, its result encoded once.
-func (s *session) callTypedRaw(ctx context.Context, cli *client.Client, r rawRequest) (*RawResult, error) {
+// CallToolJSON is CallTool with the arguments as JSON (an object, sent as
+// it is, or nil), for callers that have them so (the tool loop: a model's
+// arguments). On a Streamable HTTP session it takes the raw path (README,
+// P17) and decodes the result as mcp-go's client decodes it, within the
+// call, so that a result mcp-go refuses fails the call, named and counted
+// as on CallTool. A result that asks for input (resultType input_required),
+// which mcp-go's client answers by asking again with the input, is asked
+// for again through mcp-go's client: by the protocol a first round that
+// asks for input has not done the work. Other sessions take mcp-go's path.
+func (m *Manager) CallToolJSON(ctx context.Context, server, tool string, args json.RawMessage, hdr http.Header, onProgress ProgressFunc) (*mcp.CallToolResult, error) {
+	start := time.Now()
+	token := ""
+	if onProgress != nil {
+		var unregister func()
+		token, unregister = m.progress.register(onProgress)
+		defer unregister()
+	}
+	r := rawRequest{tool: tool, args: args, token: token, relay: RelayFrom(ctx)}
+	var res *mcp.CallToolResult
+	err := m.do(ctx, server, callOp(tool), hdr, func(ctx context.Context, s *session, cli *client.Client) error {
+		if w := s.wire.Load(); w != nil && w.cli == cli {
+			rr, err := s.callRaw(ctx, cli, w, r)
+			if err != nil {
+				return err
+			}
+			if rr.ResultType != string(mcp.ResultTypeInputRequired) {
+				res, err = mcp.ParseCallToolResult(&rr.JSON)
+				return err
+			}
+		}
+		req, err := typedRequest(r)
+		if err != nil {
+			return err
+		}
+		res, err = s.callTyped(ctx, cli, req, r.relay)
+		return err
+	})
+	m.observe(server, start, err == nil && res != nil && res.IsError, err)
+	if err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// typedRequest is r for mcp-go's client.
+func typedRequest(r rawRequest) (mcp.CallToolRequest, error) {
 	var req mcp.CallToolRequest
 	req.Params.Name = r.tool
 	if len(r.args) > 0 {
 		var args map[string]any
 		if err := json.Unmarshal(r.args, &args); err != nil {
-			return nil, fmt.Errorf("arguments: %w", err)
+			return req, fmt.Errorf("arguments: %w", err)
 		}
 		req.Params.Arguments = args
 	}
 	if r.token != "" {
 		req.Params.Meta = &mcp.Meta{ProgressToken: r.token}
+	}
+	return req, nil
+}
+
+// callTypedRaw is the fallback: mcp-go's call, its result encoded once.
+func (s *session) callTypedRaw(ctx context.Context, cli *client.Client, r rawRequest) (*RawResult, error) {
+	req, err := typedRequest(r)
+	if err != nil {
+		return nil, err
 	}
 	res, err := s.callTyped(ctx, cli, req, r.relay)
 	if err != nil {

@@ -494,3 +494,59 @@ func TestDeliveredErrorsAreNeverResent(t *testing.T) {
 		t.Error("an answer on a 200 counted as a lost session")
 	}
 }
+
+// CallToolJSON takes the raw path on a Streamable HTTP session and decodes
+// the result as mcp-go's client does, within the call: a result mcp-go
+// refuses fails the call, named and counted; a result that asks for input
+// is asked for again through mcp-go's client.
+func TestCallToolJSON(t *testing.T) {
+	var rounds atomic.Int32
+	sent := make(chan string, 4)
+	d := newScriptServer(t, func(w http.ResponseWriter, id, params json.RawMessage) {
+		sent <- string(params)
+		var p struct{ Name string }
+		_ = json.Unmarshal(params, &p)
+		result := `{"content":[{"type":"text","text":"done"}]}`
+		switch {
+		case p.Name == "refused":
+			result = `{"structuredContent":{"n":1}}`
+		case p.Name == "ask" && rounds.Add(1) == 1:
+			result = `{"resultType":"input_required","inputRequests":{},"requestState":"s1"}`
+		}
+		jsonAnswer(w, fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":%s}`, id, result))
+	})
+	mt := newMetrics()
+	m := newManager(t, Options{Metrics: mt}, d.spec())
+	ctx := testCtx(t)
+
+	res, err := m.CallToolJSON(ctx, "script", "t", json.RawMessage(`{"b":12345678901234567890,"a":"<x>"}`), nil, nil)
+	if err != nil || text(t, res) != "done" {
+		t.Fatalf("CallToolJSON: %v, %v", res, err)
+	}
+	if p := receive(t, "the params", sent); p != `{"name":"t","arguments":{"b":12345678901234567890,"a":"<x>"}}` {
+		t.Errorf("params sent: %s (want the arguments as given)", p)
+	}
+
+	_, err = m.CallToolJSON(ctx, "script", "refused", nil, nil, nil)
+	if err == nil || !strings.Contains(err.Error(), `downstream "script"`) || !strings.Contains(err.Error(), "content is missing") {
+		t.Errorf("a result mcp-go refuses: %v", err)
+	}
+	receive(t, "the params", sent)
+
+	res, err = m.CallToolJSON(ctx, "script", "ask", json.RawMessage(`{"q":1}`), nil, nil)
+	if err != nil || text(t, res) != "done" {
+		t.Fatalf("a result that asks for input: %v, %v", res, err)
+	}
+	receive(t, "the first round", sent)
+	if p := receive(t, "the second round", sent); !strings.Contains(p, `"arguments":{"q":1}`) {
+		t.Errorf("second round sent %s", p)
+	}
+	d.mu.Lock()
+	if n := len(d.ids); n != 4 || !strings.HasPrefix(d.ids[2], `"pgw-call-`) || strings.HasPrefix(d.ids[3], `"pgw-call-`) {
+		t.Errorf("tools/call ids %v: want the last one from mcp-go's client", d.ids)
+	}
+	d.mu.Unlock()
+	if ok, bad := counterValue(t, mt.DownstreamCalls.WithLabelValues("script", "ok")), counterValue(t, mt.DownstreamCalls.WithLabelValues("script", "error")); ok != 2 || bad != 1 {
+		t.Errorf("downstream calls: ok %v, error %v; want 2 and 1", ok, bad)
+	}
+}
