@@ -162,6 +162,7 @@ func newForwarder(b *testing.B, target string) string {
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), forwardEnv+"="+target)
 	cmd.Stderr = os.Stderr
+	endsWithUs(cmd, syscall.SIGKILL)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		b.Fatal(err)
@@ -228,21 +229,34 @@ http {
 	if err != nil {
 		b.Fatal(err)
 	}
-	cmd := exec.Command(bin, "-p", dir, "-e", filepath.Join(dir, "error.log"), "-c", conf, "-g", "daemon off;")
+	cmd := exec.Command(bin, "-p", dir, "-c", conf, "-g", "daemon off;")
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-	if err := cmd.Start(); err != nil {
-		b.Fatal(err)
-	}
 	// SIGTERM: the master stops its workers (a killed master leaves them).
-	b.Cleanup(func() { cmd.Process.Signal(syscall.SIGTERM); cmd.Wait() })
-	base := fmt.Sprintf("http://127.0.0.1:%d", port)
+	endsWithUs(cmd, syscall.SIGTERM)
+	if err := cmd.Start(); err != nil {
+		b.Logf("nginx did not start (%v): no nginx row", err)
+		return ""
+	}
+	exited := make(chan struct{})
+	go func() { cmd.Wait(); close(exited) }()
+	b.Cleanup(func() { cmd.Process.Signal(syscall.SIGTERM); <-exited })
+	// It is a row for scale: an nginx that does not come up is left out,
+	// not a failed benchmark.
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
 		if c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port)); err == nil {
 			c.Close()
-			return base
+			return fmt.Sprintf("http://127.0.0.1:%d", port)
+		}
+		select {
+		case <-exited:
+			errLog, _ := os.ReadFile(filepath.Join(dir, "error.log"))
+			b.Logf("nginx exited at start: no nginx row\n%s", errLog)
+			return ""
+		default:
 		}
 		if time.Now().After(deadline) {
-			b.Fatalf("nginx did not listen on %s", base)
+			b.Logf("nginx did not listen on 127.0.0.1:%d within 10s: no nginx row", port)
+			return ""
 		}
 	}
 }
