@@ -46,7 +46,7 @@ fuzz: ## each native fuzz target for 30s
 	$(GO) test -run XXX -fuzz FuzzAnthropicEvent -fuzztime 30s ./agents/llm/
 	$(GO) test -run XXX -fuzz FuzzLoad -fuzztime 30s ./gateway/config/
 	$(GO) test -run XXX -fuzz FuzzParseTurn -fuzztime 30s ./agents/
-	$(GO) test -run XXX -fuzz FuzzEachMember -fuzztime 30s ./agents/
+	$(GO) test -run XXX -fuzz FuzzEach -fuzztime 30s ./agents/internal/jsonmember/
 	$(GO) test -run XXX -fuzz FuzzParseMessage -fuzztime 30s ./agents/
 
 clean:

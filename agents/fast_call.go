@@ -42,6 +42,8 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/pallasgw/pallasgw/agents/internal/jsonmember"
 )
 
 // fastTarget is an agent kind's side of the fast path.
@@ -146,14 +148,14 @@ type fastMeta struct {
 
 // decodeFastMeta decodes raw, and reports false when mcp-go would not
 // accept it (a _meta that is not an object or null). The members are found
-// by eachMember, which costs a fraction of decoding them into a map.
+// by jsonmember.Each, which costs a fraction of decoding them into a map.
 func decodeFastMeta(raw json.RawMessage) (fastMeta, bool) {
 	var fm fastMeta
 	if isNull(raw) {
 		return fm, true
 	}
 	var token, version, caps, level []byte
-	if !eachMember(raw, func(name string, value []byte) {
+	if !jsonmember.Each(raw, func(name string, value []byte) {
 		switch name {
 		case "progressToken":
 			token = value
@@ -188,7 +190,7 @@ func metaString(raw []byte) string {
 	if len(raw) == 0 || raw[0] != '"' {
 		return ""
 	}
-	return unquote(raw)
+	return jsonmember.Unquote(raw)
 }
 
 // meta is the *mcp.Meta the handler gets: the progress token is all that
@@ -257,7 +259,7 @@ func toCallRequest(m *Message, name string, meta fastMeta, h http.Header, rawArg
 // string, or a number as float64.
 func decodeID(raw json.RawMessage) (any, bool) {
 	if len(raw) > 0 && raw[0] == '"' {
-		return unquote(raw), true // raw is valid JSON (see Message)
+		return jsonmember.Unquote(raw), true // raw is valid JSON (see Message)
 	}
 	f, err := strconv.ParseFloat(string(raw), 64)
 	return f, err == nil

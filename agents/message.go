@@ -5,7 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"strings"
-	"unicode/utf8"
+
+	"github.com/pallasgw/pallasgw/agents/internal/jsonmember"
 )
 
 // Message is a POST body's JSON-RPC message, parsed once by the gateway to
@@ -62,7 +63,7 @@ func readMessage(body []byte) (*Message, bool) {
 	m := new(Message)
 	var params []byte
 	n := 0
-	eachMember(body, func(name string, v []byte) {
+	jsonmember.Each(body, func(name string, v []byte) {
 		switch {
 		case strings.EqualFold(name, "jsonrpc"):
 			m.JSONRPC = v
@@ -85,7 +86,7 @@ func readMessage(body []byte) (*Message, bool) {
 		m.paramsRead = true
 	case params[0] == '{':
 		p := &m.Params
-		eachMember(params, func(name string, v []byte) {
+		jsonmember.Each(params, func(name string, v []byte) {
 			switch {
 			case strings.EqualFold(name, "name"):
 				p.Name = v
@@ -131,7 +132,7 @@ var errNotObject = errors.New("not a JSON object")
 // whole, where decoding into MessageParams merges them.
 func paramsRepeated(body []byte) bool {
 	n := 0
-	eachMember(body, func(name string, _ []byte) {
+	jsonmember.Each(body, func(name string, _ []byte) {
 		if strings.EqualFold(name, "params") {
 			n++
 		}
@@ -160,96 +161,4 @@ func (p *MessageParams) name() (string, bool) {
 	}
 	var s string
 	return s, json.Unmarshal(raw, &s) == nil && len(raw) > 0 && raw[0] == '"'
-}
-
-// eachMember calls fn with the name and raw value of each member of obj, a
-// JSON object, in order; it reports false when obj is not an object. The
-// names are unescaped as encoding/json unescapes them, so a caller keeping
-// the last value of each name sees what decoding obj into a
-// map[string]json.RawMessage gives, for a fraction of its cost. obj must be
-// valid JSON (a member of a parsed Message is); invalid input never reads
-// out of bounds but may be cut short.
-func eachMember(obj []byte, fn func(name string, value []byte)) bool {
-	i := skipSpace(obj, 0)
-	if i >= len(obj) || obj[i] != '{' {
-		return false
-	}
-	i++
-	for {
-		i = skipSpace(obj, i)
-		if i < len(obj) && obj[i] == ',' {
-			i = skipSpace(obj, i+1)
-		}
-		if i >= len(obj) || obj[i] != '"' {
-			return i < len(obj) && obj[i] == '}'
-		}
-		nameEnd := valueEnd(obj, i)
-		name := obj[i:nameEnd]
-		i = skipSpace(obj, nameEnd)
-		if i >= len(obj) || obj[i] != ':' {
-			return false
-		}
-		i = skipSpace(obj, i+1)
-		end := valueEnd(obj, i)
-		fn(unquote(name), obj[i:end])
-		i = end
-	}
-}
-
-// skipSpace returns the index of the first byte at or after i that is not
-// JSON white space.
-func skipSpace(b []byte, i int) int {
-	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
-		i++
-	}
-	return i
-}
-
-// valueEnd returns the index just after the JSON value starting at i.
-func valueEnd(b []byte, i int) int {
-	if i >= len(b) {
-		return i
-	}
-	switch b[i] {
-	case '"':
-		for i++; i < len(b); i++ {
-			switch b[i] {
-			case '\\':
-				i++
-			case '"':
-				return i + 1
-			}
-		}
-		return len(b)
-	case '{', '[':
-		depth := 0
-		for ; i < len(b); i++ {
-			switch b[i] {
-			case '"':
-				i = valueEnd(b, i) - 1
-			case '{', '[':
-				depth++
-			case '}', ']':
-				if depth--; depth == 0 {
-					return i + 1
-				}
-			}
-		}
-		return len(b)
-	}
-	for i < len(b) && b[i] != ',' && b[i] != '}' && b[i] != ']' && b[i] != ' ' && b[i] != '\t' && b[i] != '\n' && b[i] != '\r' {
-		i++
-	}
-	return i
-}
-
-// unquote is the string a JSON string literal denotes, as encoding/json
-// decodes it (invalid UTF-8 becomes U+FFFD); "" when q is not one.
-func unquote(q []byte) string {
-	if len(q) >= 2 && q[0] == '"' && q[len(q)-1] == '"' && bytes.IndexByte(q, '\\') < 0 && utf8.Valid(q) {
-		return string(q[1 : len(q)-1])
-	}
-	var s string
-	_ = json.Unmarshal(q, &s)
-	return s
 }
