@@ -132,7 +132,7 @@ func (c *rawCall) do(ctx context.Context, body []byte) (*RawResult, error) {
 			return nil, answeredError{transport.NewError(errTooLarge)}
 		}
 		var msg rawMessage
-		if err := json.Unmarshal(b, &msg); err != nil {
+		if err := decodeRawMessage(b, &msg); err != nil {
 			return nil, answeredError{transport.NewError(fmt.Errorf("failed to decode response: %w", err))}
 		}
 		if !c.answers(&msg) {
@@ -159,8 +159,14 @@ func refused(resp *http.Response) error {
 
 // answers reports whether msg is the response to this call.
 func (c *rawCall) answers(msg *rawMessage) bool {
+	if msg.Method != "" {
+		return false
+	}
+	if match, sure := plainID(msg.ID, c.id); sure {
+		return match
+	}
 	var id string
-	return msg.Method == "" && json.Unmarshal(msg.ID, &id) == nil && id == c.id
+	return json.Unmarshal(msg.ID, &id) == nil && id == c.id
 }
 
 // answer turns the call's response into its result or error. Its errors
@@ -319,7 +325,7 @@ func (c *rawCall) readEvents(ctx context.Context, body io.Reader, cur *sseCursor
 // or error when data is the answer.
 func (c *rawCall) message(ctx context.Context, data []byte) (*RawResult, bool, error) {
 	var msg rawMessage
-	if err := json.Unmarshal(data, &msg); err != nil {
+	if err := decodeRawMessage(data, &msg); err != nil {
 		c.s.srv.m.log.Debug("downstream stream: a message that is not JSON-RPC (skipped)",
 			zap.String(fieldServer, c.s.srv.spec.Name), zap.Int("bytes", len(data)), zap.Error(err))
 		return nil, false, nil
