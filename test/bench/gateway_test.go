@@ -305,20 +305,30 @@ func (g *gateway) profileLoad(name string, o load.Options) {
 	}
 	p := &profiler{g: g, dir: dir}
 	secs := profileSeconds()
-	p.fetch("/debug/pprof/allocs", name+".allocs.base.pb.gz")
-	cpu := make(chan error, 1)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(secs+30)*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(2*secs+60)*time.Second)
 	defer cancel()
-	go func() {
-		cpu <- p.fetchCtx(ctx, fmt.Sprintf("/debug/pprof/profile?seconds=%d", secs), name+".cpu.pb.gz")
-	}()
-	o.Requests, o.Duration = 0, time.Duration(secs)*time.Second+500*time.Millisecond
-	res := runLoad(g.b, o)
-	if err := <-cpu; err != nil {
-		g.b.Logf("CPU profile: %v", err)
+	cpuProfile := func(o load.Options, file string) load.Result {
+		cpu := make(chan error, 1)
+		go func() {
+			cpu <- p.fetchCtx(ctx, fmt.Sprintf("/debug/pprof/profile?seconds=%d", secs), file)
+		}()
+		o.Requests, o.Duration = 0, time.Duration(secs)*time.Second+500*time.Millisecond
+		res := runLoad(g.b, o)
+		if err := <-cpu; err != nil {
+			g.b.Logf("CPU profile: %v", err)
+		}
+		return res
 	}
+	p.fetch("/debug/pprof/allocs", name+".allocs.base.pb.gz")
+	res := cpuProfile(o, name+".cpu.pb.gz")
 	p.fetch("/debug/pprof/allocs", name+".allocs.pb.gz")
 	g.b.Logf("profiled %s over %ds (%s): %s/%s.{cpu,allocs.base,allocs}.pb.gz", name, secs, res, dir, name)
+
+	// The same with one caller: what the CPU of the unloaded latency is.
+	one := o
+	one.Concurrency = 1
+	res = cpuProfile(one, name+".c1.cpu.pb.gz")
+	g.b.Logf("profiled %s with 1 caller over %ds (%s): %s/%s.c1.cpu.pb.gz", name, secs, res, dir, name)
 
 	// One caller for 2 s under the execution tracer: where the unloaded
 	// latency goes (go tool trace NAME.c1.trace).
