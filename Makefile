@@ -30,7 +30,7 @@ e2e: ## end-to-end tests against real programs (npm, nginx, caddy, prometheus); 
 	  $(GO) test -race -count=1 -run TestEverythingInterop ./agents/mcpclient/
 
 bench: ## benchmarks; figures are printed as ratios against the direct path
-	$(GO) test -run '^$$' -bench . -benchmem -benchtime 2000x ./test/bench/...
+	$(GO) test -run '^$$' -bench . -benchmem -benchtime 2000x -v ./test/bench/... # -v: each benchmark's whole table
 
 soak: ## bounded soak (10 minutes): calls, reloads and faults; not run by CI
 	PALLASGW_SOAK=10m $(GO) test -race -count=1 -v -timeout 20m -run TestSoak ./test/soak/...
