@@ -69,21 +69,15 @@ func (s *session) noteWire(cli *client.Client, version string) {
 // error here.
 func (m *Manager) CallToolRaw(ctx context.Context, server, tool string, args json.RawMessage, hdr http.Header, onProgress ProgressFunc) (*RawResult, error) {
 	start := time.Now()
-	token := ""
-	if onProgress != nil {
-		var unregister func()
-		token, unregister = m.progress.register(onProgress)
-		defer unregister()
-	}
-	op := callOp(tool)
-	relay := RelayFrom(ctx)
+	r, done := m.rawRequest(ctx, tool, args, onProgress)
+	defer done()
 	var res *RawResult
-	err := m.do(ctx, server, op, hdr, func(ctx context.Context, s *session, cli *client.Client) error {
+	err := m.do(ctx, server, callOp(tool), hdr, func(ctx context.Context, s *session, cli *client.Client) error {
 		var err error
 		if w := s.wire.Load(); w != nil && w.cli == cli {
-			res, err = s.callRaw(ctx, cli, w, rawRequest{tool: tool, args: args, token: token, relay: relay})
+			res, err = s.callRaw(ctx, cli, w, r)
 		} else {
-			res, err = s.callTypedRaw(ctx, cli, rawRequest{tool: tool, args: args, token: token, relay: relay})
+			res, err = s.callTypedRaw(ctx, cli, r)
 		}
 		return err
 	})
@@ -102,6 +96,18 @@ type rawRequest struct {
 	relay *Relay
 }
 
+// rawRequest is the request of a call of tool with args, with a progress
+// token for onProgress (nil: none) and the Relay in ctx; done unregisters
+// the token once the call has returned.
+func (m *Manager) rawRequest(ctx context.Context, tool string, args json.RawMessage, onProgress ProgressFunc) (r rawRequest, done func()) {
+	r = rawRequest{tool: tool, args: args, relay: RelayFrom(ctx)}
+	if onProgress == nil {
+		return r, func() {}
+	}
+	r.token, done = m.progress.register(onProgress)
+	return r, done
+}
+
 // CallToolJSON is CallTool with the arguments as JSON (an object, sent as
 // it is, or nil), for callers that have them so (the tool loop: a model's
 // arguments). On a Streamable HTTP session it takes the raw path (README,
@@ -113,13 +119,8 @@ type rawRequest struct {
 // asks for input has not done the work. Other sessions take mcp-go's path.
 func (m *Manager) CallToolJSON(ctx context.Context, server, tool string, args json.RawMessage, hdr http.Header, onProgress ProgressFunc) (*mcp.CallToolResult, error) {
 	start := time.Now()
-	token := ""
-	if onProgress != nil {
-		var unregister func()
-		token, unregister = m.progress.register(onProgress)
-		defer unregister()
-	}
-	r := rawRequest{tool: tool, args: args, token: token, relay: RelayFrom(ctx)}
+	r, done := m.rawRequest(ctx, tool, args, onProgress)
+	defer done()
 	var res *mcp.CallToolResult
 	err := m.do(ctx, server, callOp(tool), hdr, func(ctx context.Context, s *session, cli *client.Client) error {
 		if w := s.wire.Load(); w != nil && w.cli == cli {
