@@ -43,13 +43,13 @@ type MessageParams struct {
 // message then serves no fast path. The members are slices of body, which
 // must not change afterwards.
 //
-// A valid object is read with eachMember, matching member names as
+// A valid object is read with jsonmember.Each, matching member names as
 // encoding/json does (case-insensitively, the last of a name winning): for
 // the message of every call that was about a fifth of the gateway's JSON
 // work (README, P18). Anything else, and a body with more than one params,
 // is decoded by encoding/json (decodeMessage), which also writes the errors.
 func ParseMessage(body []byte) (*Message, error) {
-	if objectBody(body) && json.Valid(body) {
+	if jsonmember.IsObject(body) && json.Valid(body) {
 		if m, ok := readMessage(body); ok {
 			return m, nil
 		}
@@ -113,11 +113,11 @@ func decodeMessage(body []byte) (*Message, error) {
 	err := json.Unmarshal(body, m)
 	var typeErr *json.UnmarshalTypeError
 	switch {
-	case err == nil && objectBody(body):
+	case err == nil && jsonmember.IsObject(body):
 		m.paramsRead = !paramsRepeated(body)
 	case err == nil: // null
 		return nil, errNotObject
-	case errors.As(err, &typeErr) && typeErr.Field == "params" && objectBody(body):
+	case errors.As(err, &typeErr) && typeErr.Field == "params" && jsonmember.IsObject(body):
 		m.Params = MessageParams{}
 	default:
 		return nil, err
@@ -138,12 +138,6 @@ func paramsRepeated(body []byte) bool {
 		}
 	})
 	return n > 1
-}
-
-// objectBody reports a body whose first token opens an object.
-func objectBody(body []byte) bool {
-	trimmed := bytes.TrimLeft(body, " \t\r\n")
-	return len(trimmed) > 0 && trimmed[0] == '{'
 }
 
 // isMethod reports a method member that is exactly the JSON string of

@@ -19,7 +19,7 @@ import (
 
 // decodeRawMessage is json.Unmarshal(b, msg) for a zero msg.
 func decodeRawMessage(b []byte, msg *rawMessage) error {
-	if isObject(b) && json.Valid(b) && readRawMessage(b, msg) {
+	if jsonmember.IsObject(b) && json.Valid(b) && readRawMessage(b, msg) {
 		return nil
 	}
 	*msg = rawMessage{}
@@ -79,18 +79,6 @@ func readBool(v []byte, b *bool) bool {
 		return false
 	}
 	return true
-}
-
-// isObject reports JSON text whose first token opens an object.
-func isObject(b []byte) bool {
-	for _, c := range b {
-		switch c {
-		case ' ', '\t', '\r', '\n':
-			continue
-		}
-		return c == '{'
-	}
-	return false
 }
 
 // plainID reports a JSON string id without escapes equal to want, the

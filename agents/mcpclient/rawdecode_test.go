@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"testing"
+
+	"github.com/pallasgw/pallasgw/agents/internal/jsonmember"
 )
 
 var rawMessageSeeds = []string{
@@ -55,7 +57,7 @@ func FuzzPeekResult(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		if !isObject([]byte(s)) || !json.Valid([]byte(s)) {
+		if !jsonmember.IsObject([]byte(s)) || !json.Valid([]byte(s)) {
 			return
 		}
 		var want struct {

@@ -45,6 +45,12 @@ func Each(obj []byte, fn func(name string, value []byte)) bool {
 	}
 }
 
+// IsObject reports JSON text whose first token opens an object.
+func IsObject(b []byte) bool {
+	i := skipSpace(b, 0)
+	return i < len(b) && b[i] == '{'
+}
+
 // skipSpace returns the index of the first byte at or after i that is not
 // JSON white space.
 func skipSpace(b []byte, i int) int {
