@@ -57,7 +57,7 @@ func NewAuto(t testing.TB, o AutoOptions) *Server {
 func (s *Server) autoChat(api string, o AutoOptions, seq *atomic.Int64) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
-		c := decodeChat(api, body)
+		c := decodeChat(api, body, false)
 		if c == nil {
 			writeError(w, api, http.StatusBadRequest, 0, "request body is not JSON")
 			return

@@ -25,8 +25,12 @@ type Chat struct {
 	System   string
 	Stream   bool
 	Messages []Message
-	Tools    []string       // names of the tools offered
-	Body     map[string]any // the whole body, for parameter assertions
+	Tools    []string // names of the tools offered
+	// IncludeUsage is OpenAI's stream_options.include_usage.
+	IncludeUsage bool
+	// Body is the whole body, for parameter assertions (nil from NewAuto's
+	// fake, which asserts nothing).
+	Body map[string]any
 }
 
 // Message is one decoded conversation entry.
@@ -116,16 +120,23 @@ type rawChat struct {
 			Name string `json:"name"`
 		} `json:"function"` // OpenAI
 	} `json:"tools"`
+	StreamOptions struct {
+		IncludeUsage bool `json:"include_usage"`
+	} `json:"stream_options"`
 }
 
 // decodeChat builds the view of a chat body; api is "openai" or "anthropic".
-func decodeChat(api string, body []byte) *Chat {
+// whole also decodes the body into Chat.Body, which costs more than the
+// rest together (every tool schema becomes maps).
+func decodeChat(api string, body []byte, whole bool) *Chat {
 	var raw rawChat
 	if json.Unmarshal(body, &raw) != nil {
 		return nil
 	}
-	c := &Chat{API: api, Model: raw.Model, Stream: raw.Stream}
-	_ = json.Unmarshal(body, &c.Body)
+	c := &Chat{API: api, Model: raw.Model, Stream: raw.Stream, IncludeUsage: raw.StreamOptions.IncludeUsage}
+	if whole {
+		_ = json.Unmarshal(body, &c.Body)
+	}
 	c.System = partsMessage(raw.System).Text
 	for _, t := range raw.Tools {
 		c.Tools = append(c.Tools, t.Name+t.Function.Name)

@@ -143,9 +143,9 @@ func (s *Server) record(next http.Handler) http.Handler {
 		rec := Request{Method: r.Method, Path: r.URL.Path, Header: r.Header.Clone(), Body: body}
 		switch {
 		case r.Method == http.MethodPost && r.URL.Path == "/v1/chat/completions":
-			rec.Chat = decodeChat("openai", body)
+			rec.Chat = decodeChat("openai", body, true)
 		case r.Method == http.MethodPost && r.URL.Path == "/v1/messages":
-			rec.Chat = decodeChat("anthropic", body)
+			rec.Chat = decodeChat("anthropic", body, true)
 		}
 		s.mu.Lock()
 		s.requests = append(s.requests, rec)
@@ -192,7 +192,7 @@ func (s *Server) next() (*Step, int) {
 func (s *Server) chat(api string) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
-		c := decodeChat(api, body)
+		c := decodeChat(api, body, false)
 		if c == nil {
 			writeError(w, api, http.StatusBadRequest, 0, "request body is not JSON")
 			return

@@ -85,8 +85,7 @@ func (s *stream) oaToolCalls(chunk func(map[string]any, any)) {
 
 // oaFinalUsage sends the usage-only chunk of stream_options.include_usage.
 func (s *stream) oaFinalUsage() {
-	opts, _ := s.chat.Body["stream_options"].(map[string]any)
-	if include, _ := opts["include_usage"].(bool); !include && !s.step.has(QuirkCumulativeUsage) {
+	if !s.chat.IncludeUsage && !s.step.has(QuirkCumulativeUsage) {
 		return
 	}
 	in, out := s.usage()
