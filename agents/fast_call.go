@@ -95,11 +95,15 @@ func (e *endpoint) fastCall(w http.ResponseWriter, r *http.Request, body []byte,
 	if !ok {
 		return false
 	}
-	ctx, cancel := context.WithCancel(context.WithValue(r.Context(), requestStateKey{}, rs))
-	defer cancel()
+	ctx := context.WithValue(r.Context(), requestStateKey{}, rs)
 	if rs.sessionID != "" && !info.Modern {
 		// mcp-go keys a call's notifications/cancelled "<session>:<id>"
 		// (server.go inflightKey); the endpoint routes those to this call.
+		// Other calls end with the request's context, which net/http
+		// cancels when the caller goes away or the handler returns.
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithCancel(ctx)
+		defer cancel()
 		untrack := e.track(fmt.Sprintf("%s:%v", rs.sessionID, id), &runningCall{cancel: cancel, owner: e})
 		if untrack == nil {
 			return false
