@@ -114,7 +114,7 @@ func (s *session) shutdown() {
 	s.closed = true
 	cli, proc := s.cli, s.proc
 	s.cli, s.proc = nil, nil
-	closeClient(s.srv, cli, proc)
+	closeClient(s, cli, proc)
 }
 
 // retireLocked closes the current client in the background.
@@ -123,16 +123,16 @@ func (s *session) retireLocked() {
 	s.cli, s.proc = nil, nil
 	s.tools.invalidate()
 	if cli != nil {
-		s.srv.m.spawn(func() { closeClient(s.srv, cli, proc) })
+		s.srv.m.spawn(func() { closeClient(s, cli, proc) })
 	}
 }
 
-func closeClient(srv *remote, cli *client.Client, proc *stdioProc) {
+func closeClient(s *session, cli *client.Client, proc *stdioProc) {
 	if cli == nil {
 		return
 	}
 	if err := cli.Close(); err != nil {
-		srv.m.log.Debug("closing downstream client", zap.String(fieldServer, srv.spec.Name), zap.Error(err))
+		s.srv.m.log.Debug("closing downstream client", zap.String(fieldServer, s.srv.spec.Name), zap.Error(scrub(err, s.hdr)))
 	}
 	if proc != nil {
 		proc.release()
@@ -157,7 +157,7 @@ func (s *session) connectLocked(ctx context.Context) (*client.Client, error) {
 		s.resendLevel(ctx, cli)
 	}
 	if err != nil {
-		closeOnFailure(s.srv, cli, proc)
+		closeOnFailure(s, cli, proc)
 		if ctx.Err() != nil {
 			return nil, fmt.Errorf("connecting: %w", ctx.Err())
 		}
@@ -168,9 +168,9 @@ func (s *session) connectLocked(ctx context.Context) (*client.Client, error) {
 	return cli, nil
 }
 
-func closeOnFailure(srv *remote, cli *client.Client, proc *stdioProc) {
+func closeOnFailure(s *session, cli *client.Client, proc *stdioProc) {
 	if cli != nil {
-		srv.m.spawn(func() { closeClient(srv, cli, proc) })
+		s.srv.m.spawn(func() { closeClient(s, cli, proc) })
 	} else if proc != nil {
 		proc.release()
 	}
@@ -211,7 +211,7 @@ func (s *session) newClient() (*client.Client, *stdioProc, error) {
 	// Only the SSE transport reports a lost stream; its pending and future
 	// requests would otherwise wait for their timeouts.
 	cli.OnConnectionLost(func(err error) {
-		s.srv.m.log.Info("downstream stream lost", zap.String(fieldServer, s.srv.spec.Name), zap.Error(err))
+		s.srv.m.log.Info("downstream stream lost", zap.String(fieldServer, s.srv.spec.Name), zap.Error(scrub(err, s.hdr)))
 		s.srv.m.spawn(func() { s.drop(s.srv.m.ctx, cli) })
 	})
 	return cli, proc, nil

@@ -36,6 +36,15 @@ func newCaptureServer(t *testing.T, name string) *captureServer {
 	s.AddTool(mcp.NewTool("whoami"), func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		return mcp.NewToolResultText("I am " + name), nil
 	})
+	// echo_headers fails with every header value it was sent in its error,
+	// as a careless server's "unauthorized: <the token>" does.
+	s.AddTool(mcp.NewTool("echo_headers"), func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		var vals []string
+		for _, vs := range req.Header {
+			vals = append(vals, vs...)
+		}
+		return nil, fmt.Errorf("refused: %s", strings.Join(vals, " | "))
+	})
 	c := &captureServer{}
 	h := server.NewStreamableHTTPServer(s)
 	c.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -273,15 +282,32 @@ func TestSecretsNeverLeak(t *testing.T) {
 	r := startPolicyRig(t, "tokens", `, tokens: [{name: web, token: web-token-0123456789abcdef, agents: ["*"]}]`)
 	hdr := map[string]string{"Authorization": "Bearer web-token-0123456789abcdef", "X-User-Token": "user-token-secret", "X-Tenant-ID": "tenant-secret"}
 	r.callTools(t, r.g.base+"/agents/a/mcp", hdr)
+	// Servers that echo what they were sent in their errors: the errors
+	// reach the model as tool results, and the log.
+	r.llm.Script(fakellm.ToolCalls(fakellm.Call{Name: "open__echo_headers"}, fakellm.Call{Name: "mapped__echo_headers"}), fakellm.Text("done"))
+	resp, _ := post(r.g.base+"/agents/a/mcp", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"send_message","arguments":{"message":"echo"}}}`, hdr)
+	resp.Body.Close()
+	var toolResults strings.Builder
+	for _, req := range r.llm.ChatRequests() {
+		for _, m := range req.Chat.Messages {
+			if m.Role == "tool" {
+				toolResults.WriteString(m.Text + "\n")
+			}
+		}
+	}
+	if !strings.Contains(toolResults.String(), "refused: ") || !strings.Contains(toolResults.String(), "<redacted>") {
+		t.Errorf("the echoing servers' errors did not reach the model redacted: %q", toolResults.String())
+	}
 	r.llm.Script(fakellm.Status(401))
-	resp, _ := post(r.g.base+"/agents/a/mcp", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"send_message","arguments":{"message":"fail please"}}}`, hdr)
+	resp, _ = post(r.g.base+"/agents/a/mcp", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"send_message","arguments":{"message":"fail please"}}}`, hdr)
 	b, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	post(r.g.base+"/agents/a/mcp", listTools, map[string]string{"Authorization": "Bearer wrong-token-guess-1234"})
 	_, _, metrics := httpGet(t, r.g.base+"/metrics", nil)
 	_, _, status := httpGet(t, r.g.base+"/-/status", nil)
 	secrets := []string{"web-token-0123456789abcdef", "sk-provider-secret-1234", "static-secret-value", "user-token-secret", "tenant-secret", "wrong-token-guess-1234"}
-	for name, text := range map[string]string{"logs": r.g.allLogs(), "metrics": metrics, "status": status, "error result": string(b)} {
+	for name, text := range map[string]string{"logs": r.g.allLogs(), "metrics": metrics, "status": status, "error result": string(b),
+		"tool results sent to the model": toolResults.String()} {
 		for _, s := range secrets {
 			if strings.Contains(text, s) {
 				t.Errorf("secret %q appears in %s", s, name)
