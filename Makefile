@@ -39,6 +39,7 @@ fuzz: ## each native fuzz target for 30s
 	$(GO) test -run XXX -fuzz FuzzCompose -fuzztime 30s ./policy/
 	$(GO) test -run XXX -fuzz FuzzSanitizeValue -fuzztime 30s ./policy/
 	$(GO) test -run XXX -fuzz FuzzOpenAIStream -fuzztime 30s ./agents/llm/
+	$(GO) test -run XXX -fuzz FuzzAnthropicStream -fuzztime 30s ./agents/llm/
 	$(GO) test -run XXX -fuzz FuzzOpenAIBody -fuzztime 30s ./agents/llm/
 	$(GO) test -run XXX -fuzz FuzzAnthropicBody -fuzztime 30s ./agents/llm/
 	$(GO) test -run XXX -fuzz FuzzSSEReader -fuzztime 30s ./agents/llm/

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"testing/iotest"
@@ -183,6 +184,98 @@ func FuzzOpenAIStream(f *testing.F) {
 			}
 		}
 		_, _ = readAnthropicStream(strings.NewReader(body))
+	})
+}
+
+// anSSE builds a Messages SSE body from data payloads, each preceded by
+// the "event:" line Anthropic sends (the accumulator reads the type from
+// the JSON, so the line is only realism).
+func anSSE(datas ...string) string {
+	var b strings.Builder
+	for _, d := range datas {
+		var ev struct{ Type string }
+		if json.Unmarshal([]byte(d), &ev) == nil && ev.Type != "" {
+			b.WriteString("event: " + ev.Type + "\n")
+		}
+		b.WriteString("data: " + d + "\n\n")
+	}
+	return b.String()
+}
+
+// FuzzAnthropicStream is FuzzOpenAIStream for the Messages stream: the SSE
+// reader and accumulator must never panic, and a success must carry valid
+// JSON arguments (a truncated or broken input becomes a JSON string), a
+// finish reason and no negative usage.
+func FuzzAnthropicStream(f *testing.F) {
+	const (
+		start     = `{"type":"message_start","message":{"id":"msg_1","type":"message","role":"assistant","content":[],"model":"claude-sonnet-4-5","stop_reason":null,"usage":{"input_tokens":25,"output_tokens":1}}}`
+		ping      = `{"type": "ping"}`
+		textStart = `{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}`
+		toolStart = `{"type":"content_block_start","index":1,"content_block":{"type":"tool_use","id":"toolu_01","name":"get_weather","input":{}}}`
+		stop0     = `{"type":"content_block_stop","index":0}`
+		stop1     = `{"type":"content_block_stop","index":1}`
+		msgStop   = `{"type":"message_stop"}`
+	)
+	textDelta := func(s string) string {
+		b, _ := json.Marshal(s)
+		return `{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":` + string(b) + `}}`
+	}
+	jsonDelta := func(i int, s string) string {
+		b, _ := json.Marshal(s)
+		return `{"type":"content_block_delta","index":` + strconv.Itoa(i) +
+			`,"delta":{"type":"input_json_delta","partial_json":` + string(b) + `}}`
+	}
+	msgDelta := func(reason string, out int) string {
+		return `{"type":"message_delta","delta":{"stop_reason":"` + reason + `","stop_sequence":null},"usage":{"output_tokens":` +
+			strconv.Itoa(out) + `}}`
+	}
+	// Text, then a tool call whose input is cut inside a key, an escape
+	// and a number.
+	f.Add(anSSE(start, ping, textStart, textDelta("Let me "), textDelta("check."), stop0, toolStart,
+		jsonDelta(1, ""), jsonDelta(1, `{"loc`), jsonDelta(1, `ation": "S\u00`), jsonDelta(1, `e9o Pau`),
+		jsonDelta(1, `lo", "days": 1`), jsonDelta(1, `2}`), stop1, msgDelta("tool_use", 8), msgStop))
+	// max_tokens cut the tool input short: invalid JSON must not pass through.
+	f.Add(anSSE(start, toolStart, jsonDelta(1, `{"location": "San Fra`), stop1, msgDelta("max_tokens", 9), msgStop))
+	// A tool call with neither input nor deltas, and one with input only at
+	// block start and white space deltas.
+	f.Add(anSSE(start, `{"type":"content_block_start","index":0,"content_block":{"type":"tool_use","id":"t0","name":"f"}}`, stop0,
+		`{"type":"content_block_start","index":1,"content_block":{"type":"tool_use","id":"t1","name":"g","input":{"pre":[1,2]}}}`,
+		jsonDelta(1, " "), jsonDelta(1, "\n"), stop1, msgDelta("tool_use", 3), msgStop))
+	// Thinking block, deltas for an unknown index, a reused index.
+	f.Add(anSSE(start, `{"type":"content_block_start","index":0,"content_block":{"type":"thinking","thinking":"","signature":""}}`,
+		`{"type":"content_block_delta","index":0,"delta":{"type":"thinking_delta","thinking":"hmm"}}`,
+		`{"type":"content_block_delta","index":0,"delta":{"type":"signature_delta","signature":"EqQB"}}`, stop0,
+		jsonDelta(7, `{"x":1}`), toolStart, jsonDelta(1, `{"a":`), toolStart, jsonDelta(1, `true}`),
+		msgDelta("end_turn", 4), `{"type":"message_delta","delta":{},"usage":{"input_tokens":-3,"output_tokens":2}}`, msgStop))
+	// Cut cleanly between events, before any stop reason.
+	f.Add(anSSE(start, textStart, textDelta("half"), stop0))
+	// Overloaded error mid-stream.
+	f.Add(anSSE(start, ping, textStart, textDelta("par"), `{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`))
+	// No message_stop: the stop reason is enough.
+	f.Add(anSSE(start, textStart, textDelta("done"), stop0, msgDelta("stop_sequence", 5)))
+	// Events after message_stop are not read.
+	f.Add(anSSE(start, msgDelta("end_turn", 1), msgStop, toolStart, jsonDelta(1, "{"), `{"type":"error","error":"late"}`))
+	// Truncated in the middle of an event, CRLF, comments.
+	f.Add(": hi\r\nevent: message_start\r\ndata: " + start + "\r\n\r\ndata: " + toolStart + "\r\n\r\ndata: " + msgDelta("tool_use", 2) +
+		"\r\n\r\ndata: {\"type\":\"content_block_delta\",\"index\":1,\"delta\":{\"partial_json\":\"{\\\"a")
+	f.Add("event: ping\ndata: {\"type\":\"ping\"}\n\nevent: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\"")
+	f.Add("data: {\"type\":\"error\",\"error\":null}\n\ndata")
+	f.Fuzz(func(t *testing.T, body string) {
+		resp, err := readAnthropicStream(strings.NewReader(body))
+		if err != nil {
+			return
+		}
+		if resp.FinishReason == "" {
+			t.Fatalf("success without finish reason: %+v", resp)
+		}
+		if resp.Usage.InputTokens < 0 || resp.Usage.OutputTokens < 0 {
+			t.Fatalf("negative usage %+v", resp.Usage)
+		}
+		for _, c := range resp.ToolCalls {
+			if !json.Valid(c.Arguments) {
+				t.Fatalf("invalid arguments %q", c.Arguments)
+			}
+		}
 	})
 }
 
