@@ -76,6 +76,10 @@ func New(t testing.TB) *Server {
 // URL is the server root, e.g. http://127.0.0.1:PORT.
 func (s *Server) URL() string { return s.srv.URL }
 
+// CloseClientConnections closes the clients' connections to the fake, idle
+// keep-alive ones included (leak checks count without them).
+func (s *Server) CloseClientConnections() { s.srv.CloseClientConnections() }
+
 // OpenAIBaseURL is the base URL an OpenAI client expects (URL + "/v1").
 func (s *Server) OpenAIBaseURL() string { return s.srv.URL + "/v1" }
 

@@ -27,9 +27,12 @@ import (
 )
 
 // goroutineSlack is how far above its baseline go_goroutines may settle
-// after a scenario: idle keep-alive connections the gateway still holds to
-// the fake model (two goroutines each) and the /metrics scrape itself.
-const goroutineSlack = 6
+// after a scenario. Baseline and check are both taken with the gateway's
+// keep-alive connections to the fake model and the downstream servers
+// closed (fltQuiesce), which would otherwise come and go with two
+// goroutines each; what is left is exact, so a goroutine leaked per call
+// shows.
+const goroutineSlack = 1
 
 // faultServer is a downstream MCP server (mcp-go, Streamable HTTP, on
 // 127.0.0.1) whose tools misbehave on purpose:
@@ -358,19 +361,49 @@ func (g *gw) fltGoroutines(t testing.TB) float64 {
 	return v
 }
 
-// settle polls go_goroutines until it is back within goroutineSlack of
-// base; on failure it prints the gateway's goroutines (pprof, loopback
-// admin).
-func (g *gw) fltSettle(t *testing.T, base float64) {
+// fltQuiesce closes the connections between the gateway and the rig's
+// servers (the fake model, flaky, blinker); the gateway's pooled ones end
+// with them.
+func (r *faultRig) fltQuiesce() {
+	r.llm.CloseClientConnections()
+	r.flaky.ts.CloseClientConnections()
+	r.blinker.ts.CloseClientConnections()
+}
+
+// fltBaseline is go_goroutines with the rig's connections closed: the
+// value read most often over a second (the /metrics scrape itself makes it
+// jitter by one).
+func (r *faultRig) fltBaseline(t *testing.T) float64 {
+	t.Helper()
+	r.fltQuiesce()
+	time.Sleep(200 * time.Millisecond) // the gateway sees the connections close
+	seen := map[float64]int{}
+	var base float64
+	for range 20 {
+		now := r.fltGoroutines(t)
+		seen[now]++
+		if seen[now] > seen[base] || (seen[now] == seen[base] && now > base) {
+			base = now
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return base
+}
+
+// fltSettle polls go_goroutines, with the rig's connections closed, until
+// it is back within goroutineSlack of base; on failure it prints the
+// gateway's goroutines (pprof, loopback admin).
+func (r *faultRig) fltSettle(t *testing.T, base float64) {
 	t.Helper()
 	var now float64
 	deadline := time.Now().Add(20 * time.Second)
 	for {
-		if now = g.fltGoroutines(t); now <= base+goroutineSlack {
+		r.fltQuiesce()
+		if now = r.fltGoroutines(t); now <= base+goroutineSlack {
 			return
 		}
 		if time.Now().After(deadline) {
-			_, _, dump := httpGet(t, g.base+"/debug/pprof/goroutine?debug=1", nil)
+			_, _, dump := httpGet(t, r.base+"/debug/pprof/goroutine?debug=1", nil)
 			t.Fatalf("goroutines stay at %v, baseline %v (+%d):\n%s", now, base, goroutineSlack, dump)
 		}
 		time.Sleep(50 * time.Millisecond)

@@ -29,7 +29,7 @@ func TestFaultDownstream(t *testing.T) {
 	if got := r.toolResult(t, "w1"); got != "echo: hi" {
 		t.Fatalf("warm-up tool result %q", got)
 	}
-	base := r.fltGoroutines(t)
+	base := r.fltBaseline(t)
 
 	// Each case: the model calls tool, the call fails as described, the
 	// model is told (want in its tool result) and answers; the run is not
@@ -138,7 +138,7 @@ func TestFaultLLM(t *testing.T) {
 	r := startFaultRig(t, "")
 	r.answer(t, "talker", "warm", "warm up")
 	r.answer(t, "thinker", "warm", "warm up")
-	base := r.fltGoroutines(t)
+	base := r.fltBaseline(t)
 	// thinker has time for the retries; talker's 2 s agent timeout ends the
 	// hang.
 	for _, c := range []struct {
@@ -206,7 +206,7 @@ func TestFaultClientDisconnect(t *testing.T) {
 	r.llm.Script(fakellm.ToolCalls(fakellm.Call{ID: "w", Name: "sticky__echo"}), fakellm.Text("warm"))
 	r.answer(t, "waiter", "warm", "warm up")
 	r.answer(t, "thinker", "warm", "warm up")
-	base := r.fltGoroutines(t)
+	base := r.fltBaseline(t)
 
 	t.Run("while the model streams", func(t *testing.T) {
 		canceled := r.fltCounter(t, "pallasgw_tool_calls_total", map[string]string{"agent": "thinker", "tool": "send_message", "outcome": "canceled"})
@@ -258,7 +258,7 @@ func TestFaultStdioCrash(t *testing.T) {
 	if h := r.health(t, "runner"); h["status"] != "ok" {
 		t.Fatalf("get_health before the crash = %v", h)
 	}
-	base := r.fltGoroutines(t)
+	base := r.fltBaseline(t)
 
 	unavailable := r.fltCounter(t, "pallasgw_downstream_calls_total", map[string]string{"server": "proc", "outcome": "unavailable"})
 	r.llm.Script(fakellm.ToolCalls(fakellm.Call{ID: "c-crash", Name: "proc__crash"}), fakellm.Text("survived"))
