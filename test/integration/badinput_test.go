@@ -15,6 +15,7 @@ import (
 	"net"
 	"net/http"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -129,6 +130,60 @@ func badAlive(t *testing.T, g *gw) {
 	}
 }
 
+// badCount is how much one counter must grow across one bad-input case.
+type badCount struct {
+	name   string
+	labels map[string]string
+	delta  float64
+}
+
+// badHTTP is one answer of the agents' MCP endpoint with status code, as
+// pallasgw_http_requests_total counts it.
+func badHTTP(code int) badCount {
+	return badCount{"pallasgw_http_requests_total", map[string]string{"handler": "agent", "code": strconv.Itoa(code)}, 1}
+}
+
+// badToolError is one send_message of agent that ended in an error.
+func badToolError(agent string) badCount {
+	return badCount{"pallasgw_tool_calls_total", map[string]string{"agent": agent, "tool": "send_message", "outcome": "error"}, 1}
+}
+
+// badWatch holds counters read from /metrics before a case.
+type badWatch struct {
+	g      *gw
+	counts []badCount
+	before []float64
+}
+
+// badWatch reads counts before a case; check requires each to have grown
+// by exactly its delta after it.
+func (g *gw) badWatch(t testing.TB, counts ...badCount) *badWatch {
+	t.Helper()
+	w := &badWatch{g: g, counts: counts}
+	for _, c := range counts {
+		w.before = append(w.before, g.fltSample(t, c.name, c.labels))
+	}
+	return w
+}
+
+func (w *badWatch) check(t testing.TB) {
+	t.Helper()
+	for i, c := range w.counts {
+		// The gateway counts an answer when its handler returns, which for
+		// a flushed answer is after the client has it: wait for the delta,
+		// then require it exactly (no answer counted twice).
+		var d float64
+		for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+			if d = w.g.fltSample(t, c.name, c.labels) - w.before[i]; d >= c.delta || time.Now().After(deadline) {
+				break
+			}
+		}
+		if d != c.delta {
+			t.Errorf("%s%v grew by %v, want %v", c.name, c.labels, d, c.delta)
+		}
+	}
+}
+
 func TestBadInput(t *testing.T) {
 	llm := fakellm.New(t)
 	g := startGateway(t, fmt.Sprintf(badConfig, llm.OpenAIBaseURL()))
@@ -139,7 +194,7 @@ func TestBadInput(t *testing.T) {
 		for _, c := range []struct {
 			name, body string
 			hdr        map[string]string
-			status     int
+			status     int // also the code pallasgw_http_requests_total{handler="agent"} counts it under
 			code       int
 			id         any
 			msg        string
@@ -157,10 +212,10 @@ func TestBadInput(t *testing.T) {
 			{name: "object id", body: `{"jsonrpc":"2.0","id":{"x":1},"method":"tools/list"}`, status: 400, code: -32600, msg: "id must be a string or a number", gateway: true},
 			{name: "null id", body: `{"jsonrpc":"2.0","id":null,"method":"tools/list"}`, status: 400, code: -32600, msg: "id must not be null", gateway: true},
 			{name: "unknown method", body: `{"jsonrpc":"2.0","id":5,"method":"tools/explode","params":{` + badMeta + `}}`,
-				hdr: map[string]string{"Mcp-Method": "tools/explode", "MCP-Protocol-Version": "2026-07-28"}, code: -32601, id: 5.0, msg: "tools/explode"},
+				hdr: map[string]string{"Mcp-Method": "tools/explode", "MCP-Protocol-Version": "2026-07-28"}, status: 404, code: -32601, id: 5.0, msg: "tools/explode"},
 			{name: "unknown tool", body: `{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"launch_missiles","arguments":{},` + badMeta + `}}`,
-				hdr: map[string]string{"Mcp-Method": "tools/call", "Mcp-Name": "launch_missiles", "MCP-Protocol-Version": "2026-07-28"}, code: -32602, id: 6.0, msg: "launch_missiles"},
-			{name: "params not an object", body: `{"jsonrpc":"2.0","id":7,"method":"tools/list","params":"all"}`, hdr: sessionless, id: 7.0},
+				hdr: map[string]string{"Mcp-Method": "tools/call", "Mcp-Name": "launch_missiles", "MCP-Protocol-Version": "2026-07-28"}, status: 400, code: -32602, id: 6.0, msg: "launch_missiles"},
+			{name: "params not an object", body: `{"jsonrpc":"2.0","id":7,"method":"tools/list","params":"all"}`, hdr: sessionless, status: 400, id: 7.0},
 		} {
 			t.Run(c.name, func(t *testing.T) {
 				rid := "rid-" + strings.ReplaceAll(c.name, " ", "-")
@@ -168,8 +223,10 @@ func TestBadInput(t *testing.T) {
 				for k, v := range c.hdr {
 					hdr[k] = v
 				}
+				counted := g.badWatch(t, badHTTP(c.status))
 				r := badPost(t, url, c.body, hdr)
 				t.Logf("%d %s", r.status, strings.TrimSpace(r.body))
+				counted.check(t)
 				if c.status != 0 && r.status != c.status {
 					t.Errorf("HTTP %d, want %d", r.status, c.status)
 				}
@@ -215,7 +272,9 @@ func TestBadInput(t *testing.T) {
 		} {
 			t.Run(c.name, func(t *testing.T) {
 				rid := "rid-" + strings.ReplaceAll(c.name, " ", "-")
+				counted := g.badWatch(t, badHTTP(200), badToolError("echo"))
 				r := badCall(t, g, "echo", "send_message", c.args, rid)
+				counted.check(t)
 				if r.status != 200 || r.rpc.Result == nil || !r.rpc.Result.IsError {
 					t.Fatalf("want an isError result: %d %s", r.status, r.body)
 				}
@@ -229,6 +288,7 @@ func TestBadInput(t *testing.T) {
 
 	t.Run("body over max_body_bytes", func(t *testing.T) {
 		args := fmt.Sprintf(`{"message":%q}`, strings.Repeat("x", 70000))
+		counted := g.badWatch(t, badHTTP(413))
 		r := badCall(t, g, "echo", "send_message", args, "rid-huge")
 		if r.status != http.StatusRequestEntityTooLarge || r.rpc.Error == nil || r.rpc.Error.Code != -32600 {
 			t.Fatalf("want 413 with a JSON-RPC error: %d %.300s", r.status, r.body)
@@ -236,6 +296,7 @@ func TestBadInput(t *testing.T) {
 		if msg := r.rpc.Error.Message; !strings.Contains(msg, "limits.max_body_bytes (65536 bytes)") || !strings.Contains(msg, "(request id rid-huge)") {
 			t.Errorf("message %q", msg)
 		}
+		counted.check(t)
 		// A body that promises more than the limit, sends a part of it and
 		// stalls still gets its 413 (and the connection is closed).
 		conn, err := net.Dial("tcp", strings.TrimPrefix(g.base, "http://"))
@@ -244,6 +305,7 @@ func TestBadInput(t *testing.T) {
 		}
 		defer conn.Close()
 		conn.SetDeadline(time.Now().Add(30 * time.Second))
+		counted = g.badWatch(t, badHTTP(413))
 		fmt.Fprintf(conn, "POST /agents/echo/mcp HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nX-Request-Id: rid-stall\r\nContent-Length: 200000\r\n\r\n%s",
 			strings.Repeat(" ", 70000))
 		resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
@@ -254,6 +316,7 @@ func TestBadInput(t *testing.T) {
 		if resp.StatusCode != http.StatusRequestEntityTooLarge || !resp.Close || !strings.Contains(string(b), "(request id rid-stall)") {
 			t.Errorf("stalled over-limit body: %s (close %v) %s", resp.Status, resp.Close, b)
 		}
+		counted.check(t)
 		badAlive(t, g)
 	})
 
@@ -292,7 +355,20 @@ func TestBadInput(t *testing.T) {
 				t.Errorf("pallasgw_history_entries_skipped_total%v grew by %v, want %v", c.labels, d, c.want)
 			}
 		}
-		t.Logf("log lines about skipped history entries for this one call: %d", strings.Count(g.logs.String(), "skipping malformed history entry"))
+		// One warning for the call, not one per entry (996 were dropped);
+		// the log is written within a second.
+		var lines int
+		for deadline := time.Now().Add(5 * time.Second); lines == 0 && time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+			lines = 0
+			for _, line := range strings.Split(g.logs.String(), "\n") {
+				if strings.Contains(line, `"skipped history entries"`) && strings.Contains(line, `"rid-history"`) {
+					lines++
+				}
+			}
+		}
+		if lines != 1 {
+			t.Errorf("%d log lines about the skipped history entries of rid-history, want 1", lines)
+		}
 		badAlive(t, g)
 	})
 
@@ -318,6 +394,7 @@ func TestBadInput(t *testing.T) {
 			{name: "oversized header", lines: "X-Big: " + strings.Repeat("b", 1<<20+8192) + "\r\n", status: 431},
 		} {
 			t.Run(c.name, func(t *testing.T) {
+				counted := g.badWatch(t, badHTTP(c.status))
 				resp, body := badRaw(t, g, "/agents/echo/mcp", c.lines)
 				t.Logf("%s %.120s", resp.Status, body)
 				if resp.StatusCode != c.status {
@@ -327,8 +404,11 @@ func TestBadInput(t *testing.T) {
 					t.Errorf("a header sent by the client came back: %v %s", resp.Header, body)
 				}
 				if c.status != 200 {
+					// net/http answers a request it cannot parse itself,
+					// before any handler: no metric counts it.
 					return
 				}
+				counted.check(t)
 				got := resp.Header.Get("X-Request-Id")
 				switch {
 				case c.rid != "" && got != c.rid:
@@ -360,7 +440,9 @@ func TestBadInput(t *testing.T) {
 			{"encoded newline", "/agents/echo%0d%0aSet-Cookie:%20pwn=1/mcp", "unknown agent"},
 		} {
 			t.Run(c.name, func(t *testing.T) {
+				counted := g.badWatch(t, badHTTP(404))
 				r := badPost(t, g.base+c.path, `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`, map[string]string{"X-Request-Id": "rid-name"})
+				counted.check(t)
 				var e struct {
 					Error     string `json:"error"`
 					RequestID string `json:"request_id"`
@@ -383,16 +465,20 @@ func TestBadInput(t *testing.T) {
 	})
 
 	t.Run("wrong HTTP shape", func(t *testing.T) {
+		counted := g.badWatch(t, badHTTP(405))
 		req, _ := http.NewRequest(http.MethodPut, url, strings.NewReader("{}"))
 		resp, err := badClient.Do(req)
 		if err != nil {
 			t.Fatal(err)
 		}
 		resp.Body.Close()
+		counted.check(t)
 		if resp.StatusCode != 405 || resp.Header.Get("Allow") == "" {
 			t.Errorf("PUT: %d, Allow %q", resp.StatusCode, resp.Header.Get("Allow"))
 		}
+		counted = g.badWatch(t, badHTTP(400))
 		r := badPost(t, url, `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`, map[string]string{"Content-Type": "text/plain"})
+		counted.check(t)
 		if r.status != 400 || !strings.Contains(r.body, "Content-Type") && !strings.Contains(r.body, "content type") {
 			t.Errorf("text/plain body: %d %s", r.status, r.body)
 		}
