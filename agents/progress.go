@@ -142,7 +142,7 @@ func trackerFrom(ctx context.Context) *StreamTracker {
 // nginx streams them.
 func TrackStream(w http.ResponseWriter, r *http.Request) (http.ResponseWriter, *http.Request) {
 	t := &StreamTracker{wake: make(chan struct{})}
-	t.w = &trackingWriter{ResponseWriter: w, t: t}
+	t.w = &trackingWriter{ResponseWriter: w, t: t, rid: RequestID(r.Context())}
 	return t.w, r.WithContext(context.WithValue(r.Context(), trackerKey{}, t))
 }
 

@@ -2,10 +2,13 @@ package agents
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"strings"
 	"sync"
+
+	"github.com/pallasgw/pallasgw/agents/internal/jsonmember"
 )
 
 // trackingWriter counts SSE events (mcp-go writes each as one
@@ -15,10 +18,12 @@ import (
 // serialized, and when the injected event is the response's first, the
 // writer upgrades it to SSE itself and re-frames the JSON answer mcp-go
 // writes at the end (it does not know the stream was upgraded) as the
-// stream's last event.
+// stream's last event. A JSON-RPC error response gets the request id in
+// its message (withRequestID), as the gateway's own errors have it.
 type trackingWriter struct {
 	http.ResponseWriter
-	t *StreamTracker
+	t   *StreamTracker
+	rid string // the request id
 
 	mu          sync.Mutex // serializes writes: mcp-go's and inject's
 	wroteHeader bool
@@ -59,16 +64,95 @@ func (w *trackingWriter) Write(p []byte) (int, error) {
 	}
 	if w.reframe {
 		// json.Encoder writes the whole answer, newline-terminated, at once.
-		if _, err := w.writeEventLocked(bytes.TrimRight(p, "\n")); err != nil {
+		if _, err := w.writeEventLocked(withRequestID(bytes.TrimRight(p, "\n"), w.rid)); err != nil {
 			return 0, err
 		}
 		return len(p), nil
 	}
-	n, err := w.ResponseWriter.Write(p)
+	out := p
+	if data, ok := bytes.CutPrefix(p, sseMessage); ok && bytes.HasSuffix(data, sseEnd) {
+		if msg := data[:len(data)-len(sseEnd)]; !bytes.Contains(msg, []byte("\n")) {
+			if with := withRequestID(msg, w.rid); len(with) != len(msg) {
+				out = append(append(append(make([]byte, 0, len(sseMessage)+len(with)+len(sseEnd)), sseMessage...), with...), sseEnd...)
+			}
+		}
+	} else if strings.HasPrefix(w.Header().Get("Content-Type"), "application/json") {
+		out = withRequestID(p, w.rid)
+	}
+	if _, err := w.ResponseWriter.Write(out); err != nil {
+		return 0, err
+	}
 	if bytes.HasPrefix(p, sseEvent) {
 		w.t.wrote(1)
 	}
-	return n, err
+	return len(p), nil
+}
+
+var (
+	sseMessage = []byte("event: message\ndata: ")
+	sseEnd     = []byte("\n\n")
+)
+
+// withRequestID returns msg, one JSON-RPC message as mcp-go or the fast
+// path wrote it, with " (request id R)" added to the message of an error
+// response (STYLE: errors that reach a client carry the request id that is
+// also in the log line; mcp-go's "Method x not found" has none). Anything
+// else, an error that names the request id already among them, comes back
+// as it is. The members keep their order and values.
+func withRequestID(msg []byte, rid string) []byte {
+	if rid == "" || !bytes.Contains(msg, []byte(`"error"`)) {
+		return msg
+	}
+	var jsonrpc, id, rpcErr []byte
+	other := false // a member of something else: leave it
+	plain := jsonmember.Each(msg, func(name string, value []byte) {
+		switch name {
+		case "jsonrpc":
+			jsonrpc = value
+		case "id":
+			id = value
+		case "error":
+			rpcErr = value
+		default:
+			other = true
+		}
+	})
+	if !plain || other || jsonrpc == nil || id == nil || !jsonmember.IsObject(rpcErr) {
+		return msg
+	}
+	var code, message, data []byte
+	plain = jsonmember.Each(rpcErr, func(name string, value []byte) {
+		switch name {
+		case "code":
+			code = value
+		case "message":
+			message = value
+		case "data":
+			data = value
+		default:
+			other = true
+		}
+	})
+	text := jsonmember.Unquote(message)
+	if !plain || other || code == nil || len(message) == 0 || message[0] != '"' || strings.Contains(text, "request id") {
+		return msg
+	}
+	quoted, err := json.Marshal(text + " (request id " + rid + ")")
+	if err != nil {
+		return msg
+	}
+	out := make([]byte, 0, len(msg)+len(rid)+32)
+	out = append(append(append(out, `{"jsonrpc":`...), jsonrpc...), `,"id":`...)
+	out = append(append(out, id...), `,"error":{"code":`...)
+	out = append(append(append(out, code...), `,"message":`...), quoted...)
+	if data != nil {
+		out = append(append(out, `,"data":`...), data...)
+	}
+	out = append(out, "}}"...)
+	if bytes.HasSuffix(msg, []byte("\n")) {
+		out = append(out, '\n')
+	}
+	return out
 }
 
 // Flush makes the wrapper an http.Flusher, as mcp-go requires for SSE.

@@ -60,3 +60,49 @@ func TestInjectOnAStreamAndAfterJSON(t *testing.T) {
 		t.Errorf("inject after a JSON answer began: %v, want errNotStreaming", err)
 	}
 }
+
+func TestWithRequestID(t *testing.T) {
+	for _, tc := range []struct{ name, in, want string }{
+		{"mcp-go's method not found", `{"jsonrpc":"2.0","id":5,"error":{"code":-32601,"message":"Method tools/explode not found"}}` + "\n",
+			`{"jsonrpc":"2.0","id":5,"error":{"code":-32601,"message":"Method tools/explode not found (request id rid-1)"}}` + "\n"},
+		{"data kept, escapes as encoding/json writes them", `{"jsonrpc":"2.0","id":"a","error":{"code":-32602,"message":"tool \u003cx\u003e","data":{"k":[1,2]}}}`,
+			`{"jsonrpc":"2.0","id":"a","error":{"code":-32602,"message":"tool \u003cx\u003e (request id rid-1)","data":{"k":[1,2]}}}`},
+		{"names the request id already", `{"jsonrpc":"2.0","id":1,"error":{"code":-32600,"message":"too big (request id rid-1)"}}`,
+			`{"jsonrpc":"2.0","id":1,"error":{"code":-32600,"message":"too big (request id rid-1)"}}`},
+		{"a result that mentions errors", `{"jsonrpc":"2.0","id":1,"result":{"structuredContent":{"error":{"code":1,"message":"m"}}}}`,
+			`{"jsonrpc":"2.0","id":1,"result":{"structuredContent":{"error":{"code":1,"message":"m"}}}}`},
+		{"an unknown member", `{"jsonrpc":"2.0","id":1,"error":{"code":1,"message":"m"},"x":1}`,
+			`{"jsonrpc":"2.0","id":1,"error":{"code":1,"message":"m"},"x":1}`},
+		{"an unknown error member", `{"jsonrpc":"2.0","id":1,"error":{"code":1,"message":"m","x":1}}`,
+			`{"jsonrpc":"2.0","id":1,"error":{"code":1,"message":"m","x":1}}`},
+		{"a message that is not a string", `{"jsonrpc":"2.0","id":1,"error":{"code":1,"message":7}}`,
+			`{"jsonrpc":"2.0","id":1,"error":{"code":1,"message":7}}`},
+	} {
+		if got := string(withRequestID([]byte(tc.in), "rid-1")); got != tc.want {
+			t.Errorf("%s:\n got %s\nwant %s", tc.name, got, tc.want)
+		}
+	}
+}
+
+// mcp-go's error answers, as JSON or as an SSE event, carry the request id
+// through the tracking writer; other writes pass unchanged.
+func TestTrackingWriterAddsTheRequestID(t *testing.T) {
+	errJSON := `{"jsonrpc":"2.0","id":3,"error":{"code":-32601,"message":"Method x not found"}}`
+	withID := `{"jsonrpc":"2.0","id":3,"error":{"code":-32601,"message":"Method x not found (request id rid-7)"}}`
+	for _, tc := range []struct{ name, ct, in, want string }{
+		{"JSON", "application/json", errJSON + "\n", withID + "\n"},
+		{"SSE event", "text/event-stream", "event: message\ndata: " + errJSON + "\n\n", "event: message\ndata: " + withID + "\n\n"},
+		{"a result", "application/json", `{"jsonrpc":"2.0","id":3,"result":{}}` + "\n", `{"jsonrpc":"2.0","id":3,"result":{}}` + "\n"},
+	} {
+		rec := httptest.NewRecorder()
+		req := httptest.NewRequest(http.MethodPost, "/", nil)
+		w, _ := TrackStream(rec, req.WithContext(WithRequestID(req.Context(), "rid-7")))
+		w.Header().Set("Content-Type", tc.ct)
+		if n, err := w.Write([]byte(tc.in)); err != nil || n != len(tc.in) {
+			t.Errorf("%s: Write = %d, %v", tc.name, n, err)
+		}
+		if got := rec.Body.String(); got != tc.want {
+			t.Errorf("%s:\n got %q\nwant %q", tc.name, got, tc.want)
+		}
+	}
+}

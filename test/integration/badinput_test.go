@@ -198,19 +198,18 @@ func TestBadInput(t *testing.T) {
 			code       int
 			id         any
 			msg        string
-			gateway    bool // the gateway wrote the message: it names the request id
 		}{
-			{name: "invalid JSON", body: `{"jsonrpc":"2.0","id":1,`, status: 400, code: -32700, msg: "parse error: the request body is not valid json", gateway: true},
-			{name: "empty body", body: ``, status: 400, code: -32700, msg: "parse error", gateway: true},
-			{name: "array (batch)", body: `[{"jsonrpc":"2.0","id":1,"method":"tools/list"}]`, status: 400, code: -32600, msg: "must be a JSON object (batches are not supported)", gateway: true},
-			{name: "string", body: `"tools/list"`, status: 400, code: -32600, msg: "must be a JSON object", gateway: true},
-			{name: "number", body: `5`, status: 400, code: -32600, msg: "must be a JSON object", gateway: true},
-			{name: "missing method", body: `{"jsonrpc":"2.0","id":1,"params":{}}`, status: 400, code: -32600, id: 1.0, msg: "the message has no method", gateway: true},
-			{name: "method not a string", body: `{"jsonrpc":"2.0","id":2,"method":["tools/list"]}`, status: 400, code: -32600, id: 2.0, msg: "method must be a string", gateway: true},
-			{name: "wrong jsonrpc version", body: `{"jsonrpc":"1.0","id":3,"method":"tools/list"}`, status: 400, code: -32600, id: 3.0, msg: `jsonrpc must be "2.0"`, gateway: true},
-			{name: "no jsonrpc member", body: `{"id":4,"method":"tools/list"}`, status: 400, code: -32600, id: 4.0, msg: `jsonrpc must be "2.0"`, gateway: true},
-			{name: "object id", body: `{"jsonrpc":"2.0","id":{"x":1},"method":"tools/list"}`, status: 400, code: -32600, msg: "id must be a string or a number", gateway: true},
-			{name: "null id", body: `{"jsonrpc":"2.0","id":null,"method":"tools/list"}`, status: 400, code: -32600, msg: "id must not be null", gateway: true},
+			{name: "invalid JSON", body: `{"jsonrpc":"2.0","id":1,`, status: 400, code: -32700, msg: "parse error: the request body is not valid json"},
+			{name: "empty body", body: ``, status: 400, code: -32700, msg: "parse error"},
+			{name: "array (batch)", body: `[{"jsonrpc":"2.0","id":1,"method":"tools/list"}]`, status: 400, code: -32600, msg: "must be a JSON object (batches are not supported)"},
+			{name: "string", body: `"tools/list"`, status: 400, code: -32600, msg: "must be a JSON object"},
+			{name: "number", body: `5`, status: 400, code: -32600, msg: "must be a JSON object"},
+			{name: "missing method", body: `{"jsonrpc":"2.0","id":1,"params":{}}`, status: 400, code: -32600, id: 1.0, msg: "the message has no method"},
+			{name: "method not a string", body: `{"jsonrpc":"2.0","id":2,"method":["tools/list"]}`, status: 400, code: -32600, id: 2.0, msg: "method must be a string"},
+			{name: "wrong jsonrpc version", body: `{"jsonrpc":"1.0","id":3,"method":"tools/list"}`, status: 400, code: -32600, id: 3.0, msg: `jsonrpc must be "2.0"`},
+			{name: "no jsonrpc member", body: `{"id":4,"method":"tools/list"}`, status: 400, code: -32600, id: 4.0, msg: `jsonrpc must be "2.0"`},
+			{name: "object id", body: `{"jsonrpc":"2.0","id":{"x":1},"method":"tools/list"}`, status: 400, code: -32600, msg: "id must be a string or a number"},
+			{name: "null id", body: `{"jsonrpc":"2.0","id":null,"method":"tools/list"}`, status: 400, code: -32600, msg: "id must not be null"},
 			{name: "unknown method", body: `{"jsonrpc":"2.0","id":5,"method":"tools/explode","params":{` + badMeta + `}}`,
 				hdr: map[string]string{"Mcp-Method": "tools/explode", "MCP-Protocol-Version": "2026-07-28"}, status: 404, code: -32601, id: 5.0, msg: "tools/explode"},
 			{name: "unknown tool", body: `{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"launch_missiles","arguments":{},` + badMeta + `}}`,
@@ -246,7 +245,7 @@ func TestBadInput(t *testing.T) {
 				if !strings.Contains(e.Message, c.msg) {
 					t.Errorf("message %q lacks %q", e.Message, c.msg)
 				}
-				if c.gateway && !strings.Contains(e.Message, "(request id "+rid+")") {
+				if !strings.Contains(e.Message, "(request id "+rid+")") { // the gateway's errors and mcp-go's alike
 					t.Errorf("message %q does not name the request id", e.Message)
 				}
 			})
