@@ -181,6 +181,18 @@ func TestOutboundHeaderPolicy(t *testing.T) {
 	if v, _ := r.g.metric(t, `pallasgw_forwarded_header_rejections_total{reason="too_long",server="mapped"}`); v < 1 {
 		t.Errorf("over-long header not counted (%v)", v)
 	}
+	// The provider (forward_inbound_auth off) gets its own key and none of
+	// the caller's headers.
+	for _, req := range r.llm.ChatRequests() {
+		if got := req.Header.Get("Authorization"); got != "Bearer sk-provider-secret-1234" {
+			t.Errorf("the provider got Authorization %q, want its own key", got)
+		}
+		for _, name := range []string{"Cookie", "X-Tenant-ID", "X-User-Token", "X-Trace"} {
+			if v := req.Header.Get(name); v != "" {
+				t.Errorf("the provider got the caller's %s: %q", name, v)
+			}
+		}
+	}
 	// The gateway never sent the provider key to a downstream server.
 	for _, c := range []*captureServer{r.open, r.closed, r.mapped} {
 		for _, v := range c.values("Authorization") {
