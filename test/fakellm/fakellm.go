@@ -54,6 +54,14 @@ type Server struct {
 	key      string
 	seq      int
 	delay    time.Duration // for unscripted echo answers
+	rules    []rule        // When
+}
+
+// rule is a standing answer for requests whose last user message holds
+// substr.
+type rule struct {
+	substr string
+	step   Step
 }
 
 // New starts a fake on 127.0.0.1; it is closed when the test ends.
@@ -180,11 +188,30 @@ func apiOf(path string) string {
 	return "openai"
 }
 
-// next pops the next step, or nil when the script is empty.
-func (s *Server) next() (*Step, int) {
+// When answers every chat request whose last user message contains
+// substr with st, before the script is consulted, for as long as the fake
+// runs: a fault that every such call meets, whatever else runs alongside.
+func (s *Server) When(substr string, st Step) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.rules = append(s.rules, rule{substr, st})
+}
+
+// next is the step for c: a rule's, else the next scripted one (popped),
+// else nil; and the request's sequence number.
+func (s *Server) next(c *Chat) (*Step, int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.seq++
+	if len(s.rules) > 0 {
+		text := c.LastUserText()
+		for _, r := range s.rules {
+			if strings.Contains(text, r.substr) {
+				st := r.step
+				return &st, s.seq
+			}
+		}
+	}
 	if len(s.script) == 0 {
 		return nil, s.seq
 	}
@@ -201,7 +228,7 @@ func (s *Server) chat(api string) http.HandlerFunc {
 			writeError(w, api, http.StatusBadRequest, 0, "request body is not JSON")
 			return
 		}
-		st, seq := s.next()
+		st, seq := s.next(c)
 		if st == nil {
 			s.mu.Lock()
 			echo := Text("echo: " + c.LastUserText()).Delay(s.delay)

@@ -156,3 +156,30 @@ func TestScriptOrderAndEcho(t *testing.T) {
 		t.Errorf("decoded = %+v", c)
 	}
 }
+
+func TestWhenBeatsTheScriptEveryTime(t *testing.T) {
+	srv := fakellm.New(t)
+	srv.When("break", fakellm.Status(503).Message("standing fault"))
+	srv.Script(fakellm.Text("scripted"))
+	post := func(text string) (int, string) {
+		body := `{"model":"m","stream":true,"messages":[{"role":"user","content":"please ` + text + `"}]}`
+		resp, err := http.Post(srv.OpenAIBaseURL()+"/chat/completions", "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	for range 2 {
+		if code, body := post("break it"); code != 503 || !strings.Contains(body, "standing fault") {
+			t.Errorf("ruled: %d %s", code, body)
+		}
+	}
+	if srv.Pending() != 1 {
+		t.Errorf("a ruled request took a scripted step: pending = %d", srv.Pending())
+	}
+	if code, body := post("go on"); code != 200 || !strings.Contains(body, `"content":"scri"`) {
+		t.Errorf("scripted: %d %s", code, body)
+	}
+}

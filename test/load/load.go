@@ -165,6 +165,9 @@ func (w *worker) call(ctx context.Context, id int) error {
 	var r struct {
 		Result *struct {
 			IsError bool `json:"isError"`
+			Content []struct {
+				Text string `json:"text"`
+			} `json:"content"`
 		} `json:"result"`
 		Error *struct{ Message string } `json:"error"`
 	}
@@ -177,7 +180,12 @@ func (w *worker) call(ctx context.Context, id int) error {
 	case r.Result == nil:
 		return errors.New("response without result")
 	case r.Result.IsError:
-		return fmt.Errorf("isError result: %s", truncate(string(msg), 200))
+		// What the server said, not the envelope around it.
+		var text []string
+		for _, c := range r.Result.Content {
+			text = append(text, c.Text)
+		}
+		return fmt.Errorf("isError result: %s", truncate(strings.Join(text, " "), 300))
 	}
 	return nil
 }

@@ -97,6 +97,12 @@ func TestSoak(t *testing.T) {
 	}
 	sc := &scripter{llm: llm}
 	bg.Go(func() { sc.run(ctx) })
+	// Standing faults, met by every call of their own load run (the
+	// scripted 500s above mostly end in a successful retry, and spread over
+	// whichever calls come).
+	for _, f := range modelFaults {
+		llm.When(f.message, f.step)
+	}
 	bg.Go(func() { flap.run(ctx, 3*time.Second, 1500*time.Millisecond, report) })
 	var reloads atomic.Int64
 	bg.Go(func() { reloadLoop(ctx, g, configs, &reloads, report) })
@@ -136,15 +142,24 @@ func TestSoak(t *testing.T) {
 	client.CloseIdleConnections()
 
 	for _, r := range results.list {
-		t.Logf("%-28s %s", r.name, r.res)
+		t.Logf("%-36s %s", r.name, r.res)
 		if r.res.Errors > 0 {
-			t.Logf("%-28s first error: %s", "", r.res.FirstErr)
+			t.Logf("%-36s first error: %s", "", r.res.FirstErr)
 		}
 		if r.err != nil {
 			t.Errorf("%s: %v", r.name, r.err)
 		}
 		if r.res.Calls == 0 {
 			t.Errorf("%s made no calls", r.name)
+		}
+		if r.fault != nil && (r.res.Errors != r.res.Calls || !strings.Contains(r.res.FirstErr, r.fault.want)) {
+			t.Errorf("%s: %d of %d calls failed (want all, with %q); first error: %s", r.name, r.res.Errors, r.res.Calls, r.fault.want, r.res.FirstErr)
+		}
+	}
+	for _, outcome := range []string{"error", "canceled"} {
+		series := fmt.Sprintf(`pallasgw_llm_requests_total{agent="chat",model="fake-model",outcome=%q,provider="openai"}`, outcome)
+		if v := g.metricValue(t, series); v == 0 {
+			t.Errorf("%s is 0: the model faults were not counted", series)
 		}
 	}
 	t.Logf("model: %d tool-call answers and %d HTTP 500s scripted; downstream flapped %d times; %d reloads",
@@ -182,9 +197,28 @@ func TestSoak(t *testing.T) {
 
 // loadRun is one of the concurrent load runs and its result.
 type loadRun struct {
-	name string
-	res  load.Result
-	err  error
+	name  string
+	fault *modelFault // every call of the run meets it
+	res   load.Result
+	err   error
+}
+
+// modelFault is a fault of the fake model that every send_message with
+// message meets; want is in the error each of those calls gets.
+type modelFault struct {
+	name, message string
+	step          fakellm.Step
+	timeout       time.Duration // the caller gives up after this long
+	want          string
+}
+
+var modelFaults = []*modelFault{
+	{name: "model fails every attempt", message: "soak-fail", step: fakellm.Status(500),
+		want: "LLM provider failed"},
+	{name: "model sends a malformed chunk", message: "soak-garble", step: fakellm.Text("half an answer").Quirks(fakellm.QuirkMalformedChunk),
+		want: "malformed stream chunk"},
+	{name: "model hangs, caller leaves", message: "soak-hang", step: fakellm.Hang(), timeout: 300 * time.Millisecond,
+		want: "Client.Timeout exceeded"},
 }
 
 type loadResults struct {
@@ -209,11 +243,18 @@ func runLoad(t *testing.T, base string, d time.Duration, client *http.Client) (*
 	calls := &atomic.Int64{}
 	counting := &http.Client{Transport: countingRT{client.Transport, calls}}
 	var wg sync.WaitGroup
-	for name, o := range opts {
-		r := &loadRun{name: name}
+	start := func(r *loadRun, o load.Options) {
 		out.list = append(out.list, r)
-		o.Duration, o.Client = d, counting
 		wg.Go(func() { r.res, r.err = load.Run(context.Background(), o) })
+	}
+	for name, o := range opts {
+		o.Duration, o.Client = d, counting
+		start(&loadRun{name: name}, o)
+	}
+	for _, f := range modelFaults {
+		start(&loadRun{name: "send_message (" + f.name + ")", fault: f}, load.Options{URL: chat, Style: load.Sessionless, Concurrency: 1,
+			Tool: "send_message", Arguments: map[string]any{"message": f.message}, Duration: d,
+			Client: &http.Client{Transport: counting.Transport, Timeout: f.timeout}})
 	}
 	go func() {
 		wg.Wait()
