@@ -154,7 +154,7 @@ type faultRig struct {
 
 // faultConfig: flaky and sticky are the same server with a short and a
 // long per-call timeout; talker and thinker have no tools, talker a short
-// agent timeout.
+// agent timeout; relay and relaysticky proxy flaky and sticky.
 const faultConfig = `
 name: faults
 listen: "127.0.0.1:{{PORT}}"
@@ -177,6 +177,8 @@ agents:
   lonely: {servers: [gone], timeout: 60s}
   talker: {timeout: 2s}
   thinker: {timeout: 60s}
+  relay: {kind: proxy, servers: [flaky]}
+  relaysticky: {kind: proxy, servers: [sticky]}
 %s`
 
 // startFaultRig starts the rig; stdio, when set, is the command of a stdio

@@ -134,6 +134,62 @@ func TestFaultDownstream(t *testing.T) {
 	})
 }
 
+// The same downstream faults through proxy agents, whose callers get the
+// downstream's failure directly: an isError result that names the server,
+// the failure and the request id, counted by outcome, nothing left behind.
+func TestFaultDownstreamThroughProxy(t *testing.T) {
+	r := startFaultRig(t, "")
+	for _, agent := range []string{"relay", "relaysticky"} {
+		if res := r.send(t, agent, "warm-"+agent, "echo", map[string]any{"text": "hi"}); res.IsError || fltText(res) != "echo: hi" {
+			t.Fatalf("warm-up through %s: %s", agent, fltText(res))
+		}
+	}
+	base := r.fltBaseline(t)
+	for _, c := range []struct {
+		name, agent, tool, server, outcome string
+		want                               []string
+	}{
+		{"hang ended by the per-server timeout", "relay", "hang", "flaky", "timeout",
+			[]string{`downstream "flaky"`, `tools/call "hang"`, "no answer within the server's timeout of 2s"}},
+		{"stream dropped mid-call", "relaysticky", "drop", "sticky", "unavailable",
+			[]string{`downstream "sticky"`, `tools/call "drop"`, "session lost during the call"}},
+		{"garbage instead of JSON", "relaysticky", "garbage", "sticky", "error",
+			[]string{`downstream "sticky"`, `tools/call "garbage"`}},
+		{"not JSON-RPC 2.0", "relaysticky", "wrongrpc", "sticky", "error",
+			[]string{`downstream "sticky"`, `tools/call "wrongrpc"`}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			outcome := r.fltCounter(t, "pallasgw_downstream_calls_total", map[string]string{"server": c.server, "outcome": c.outcome})
+			rid := "rid-relay-" + c.tool
+			res := r.send(t, c.agent, rid, c.tool, map[string]any{})
+			got := fltText(res)
+			t.Logf("the caller got: %s", got)
+			if !res.IsError {
+				t.Fatalf("want an isError result, got %s", got)
+			}
+			for _, w := range append(c.want, "(request id "+rid+")") {
+				if !strings.Contains(got, w) {
+					t.Errorf("result %q lacks %q", got, w)
+				}
+			}
+			if c.tool == "hang" { // the downstream's handler was told the call ended
+				fltRecv(t, r.flaky.hangStarted, time.Second, "the hang tool to start")
+				if err := fltRecv(t, r.flaky.hangEnded, 10*time.Second, "the hang tool's context to end"); err == nil {
+					t.Error("the hang tool's context ended without an error")
+				}
+			}
+			outcome.grew(t, 1)
+			r.fltSettle(t, base)
+		})
+	}
+	// The proxies still answer.
+	for _, agent := range []string{"relay", "relaysticky"} {
+		if res := r.send(t, agent, "after-"+agent, "echo", map[string]any{"text": "still"}); res.IsError || fltText(res) != "echo: still" {
+			t.Errorf("%s after the faults: %s", agent, fltText(res))
+		}
+	}
+}
+
 func TestFaultLLM(t *testing.T) {
 	r := startFaultRig(t, "")
 	r.answer(t, "talker", "warm", "warm up")
