@@ -79,7 +79,7 @@ func (p *anthropicProvider) Chat(ctx context.Context, req Request) (*Response, e
 	}
 	out, err := readAnthropicStream(resp.Body)
 	if err != nil {
-		return nil, streamErr("anthropic", ctx, err)
+		return nil, p.tr.redactStream(streamErr("anthropic", ctx, err), req.Header)
 	}
 	return out, nil
 }

@@ -65,7 +65,7 @@ func (p *openAIProvider) Chat(ctx context.Context, req Request) (*Response, erro
 	defer resp.Body.Close()
 	out, err := readOpenAIBody(resp)
 	if err != nil {
-		return nil, streamErr("openai", ctx, err)
+		return nil, p.tr.redactStream(streamErr("openai", ctx, err), req.Header)
 	}
 	return out, nil
 }

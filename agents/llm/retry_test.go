@@ -213,3 +213,26 @@ func TestBadKeyNeverLeaks(t *testing.T) {
 		})
 	}
 }
+
+// An error event in a 2xx stream is the provider's own text and may quote
+// the key or the caller's forwarded credential back.
+func TestStreamErrorsNeverLeak(t *testing.T) {
+	const forwarded = "Bearer caller-forwarded-secret"
+	for _, kind := range providers {
+		t.Run(kind, func(t *testing.T) {
+			srv := fakellm.New(t)
+			p := newProvider(t, kind, srv)
+			srv.Script(fakellm.StreamError("bad credentials " + testKey + " / " + forwarded))
+			req := userReq("hi")
+			req.Header = http.Header{"Authorization": {forwarded}}
+			_, err := p.Chat(ctxT(t), req)
+			if err == nil {
+				t.Fatal("no error")
+			}
+			msg := err.Error()
+			if strings.Contains(msg, testKey) || strings.Contains(msg, "caller-forwarded-secret") || !strings.Contains(msg, "bad credentials <redacted>") {
+				t.Errorf("err = %q", msg)
+			}
+		})
+	}
+}

@@ -236,6 +236,26 @@ func redactErr(err error, apiKey string) error {
 	return &redactedError{msg: redact(err.Error(), apiKey, nil), err: err}
 }
 
+// redactStream is redactErr for an error read from a 2xx answer (an error
+// event, a malformed chunk quoted back): its text is the provider's, which
+// may echo what it was sent. The key and every value of extra (the call's
+// own headers: a forwarded credential) are taken out.
+func (t *transport) redactStream(err error, extra http.Header) error {
+	msg := err.Error()
+	out := redact(msg, t.apiKey, extra)
+	for _, vs := range extra {
+		for _, v := range vs {
+			if len(v) >= 4 {
+				out = strings.ReplaceAll(out, v, "<redacted>")
+			}
+		}
+	}
+	if out == msg {
+		return err
+	}
+	return &redactedError{msg: out, err: err}
+}
+
 type redactedError struct {
 	msg string
 	err error
