@@ -28,6 +28,8 @@ func TestErrorsDoNotCarryOutboundHeaderValues(t *testing.T) {
 		_ = json.Unmarshal(body, &msg)
 		echo := r.Header.Get("Authorization") + " / " + r.Header.Get("X-User-Token")
 		switch {
+		case r.Method == http.MethodGet: // mcp-go's listener stream; mcp-go logs the failure
+			http.Error(w, "no stream for "+echo, http.StatusForbidden)
 		case msg.Method == "initialize":
 			w.Header().Set("Content-Type", "application/json")
 			w.Header().Set("Mcp-Session-Id", "s-1")
@@ -79,6 +81,9 @@ func TestErrorsDoNotCarryOutboundHeaderValues(t *testing.T) {
 			}
 		}
 	}
+	eventually(t, "mcp-go to log the refused listener stream", func() bool {
+		return logs.FilterMessageSnippet("mcp-go: ").Len() > 0
+	})
 	for _, e := range logs.All() {
 		line := fmt.Sprint(e.Message, e.ContextMap())
 		if strings.Contains(line, "SECRET") {

@@ -3,6 +3,7 @@ package mcpclient
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"sync"
 	"sync/atomic"
@@ -224,6 +225,15 @@ func (s *session) httpClient() *http.Client {
 	return &http.Client{Transport: &headerRoundTripper{base: s.srv.transport, hdr: s.hdr}, CheckRedirect: noRedirects}
 }
 
+// slog is the logger of mcp-go's transport for this session: the
+// Manager's, with the session's header values taken out (zapHandler).
+func (s *session) slog() *slog.Logger {
+	if len(s.hdr) == 0 {
+		return s.srv.m.slog
+	}
+	return slog.New(&zapHandler{log: s.srv.m.log, hdr: s.hdr})
+}
+
 func (s *session) newStreamable() (transport.Interface, error) {
 	return transport.NewStreamableHTTP(s.srv.spec.URL,
 		transport.WithHTTPBasicClient(s.httpClient()),
@@ -232,7 +242,7 @@ func (s *session) newStreamable() (transport.Interface, error) {
 		// no call is in flight; it keeps the connection on a legacy
 		// revision, which we pin anyway.
 		transport.WithContinuousListening(),
-		transport.WithHTTPLogger(s.srv.m.slog),
+		transport.WithHTTPLogger(s.slog()),
 	)
 }
 
@@ -242,7 +252,7 @@ func (s *session) newSSE() (transport.Interface, error) {
 		transport.WithHeaders(flatten(s.hdr)),
 		transport.WithResponseTimeout(s.srv.spec.Timeout),
 		transport.WithEndpointTimeout(s.srv.spec.Timeout),
-		transport.WithSSELogger(s.srv.m.slog),
+		transport.WithSSELogger(s.slog()),
 	)
 }
 

@@ -3,6 +3,7 @@ package mcpclient
 import (
 	"context"
 	"log/slog"
+	"net/http"
 
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
@@ -12,9 +13,15 @@ import (
 // mcp-go logs routine events at Info ("listening to server forever") and
 // retried background failures at Error, so levels are lowered one step:
 // Info becomes Debug, Error becomes Warn.
+//
+// A session's handler also has the values of the session's outbound headers
+// taken out of errors and strings (scrub.go): mcp-go logs the failures of
+// its listener stream with the server's answer in them, which may echo a
+// credential.
 type zapHandler struct {
 	log    *zap.Logger
-	prefix string // group prefix for attribute keys
+	prefix string      // group prefix for attribute keys
+	hdr    http.Header // a session's outbound headers, or nil
 }
 
 func (h *zapHandler) level(l slog.Level) zapcore.Level {
@@ -33,7 +40,7 @@ func (h *zapHandler) Enabled(_ context.Context, l slog.Level) bool {
 }
 
 func (h *zapHandler) Handle(_ context.Context, r slog.Record) error {
-	ce := h.log.Check(h.level(r.Level), "mcp-go: "+r.Message)
+	ce := h.log.Check(h.level(r.Level), "mcp-go: "+scrubString(r.Message, h.hdr))
 	if ce == nil {
 		return nil
 	}
@@ -48,8 +55,11 @@ func (h *zapHandler) Handle(_ context.Context, r slog.Record) error {
 
 func (h *zapHandler) field(a slog.Attr) zap.Field {
 	v := a.Value.Resolve()
-	if err, ok := v.Any().(error); ok {
-		return zap.NamedError(h.prefix+a.Key, err)
+	switch x := v.Any().(type) {
+	case error:
+		return zap.NamedError(h.prefix+a.Key, scrub(x, h.hdr))
+	case string:
+		return zap.String(h.prefix+a.Key, scrubString(x, h.hdr))
 	}
 	return zap.Any(h.prefix+a.Key, v.Any())
 }
@@ -59,14 +69,14 @@ func (h *zapHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
 	for _, a := range attrs {
 		fields = append(fields, h.field(a))
 	}
-	return &zapHandler{log: h.log.With(fields...), prefix: h.prefix}
+	return &zapHandler{log: h.log.With(fields...), prefix: h.prefix, hdr: h.hdr}
 }
 
 func (h *zapHandler) WithGroup(name string) slog.Handler {
 	if name == "" {
 		return h
 	}
-	return &zapHandler{log: h.log, prefix: h.prefix + name + "."}
+	return &zapHandler{log: h.log, prefix: h.prefix + name + ".", hdr: h.hdr}
 }
 
 // SlogLogger returns a slog.Logger writing into log with the levels lowered
