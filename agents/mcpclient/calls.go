@@ -99,11 +99,11 @@ func (m *Manager) observe(server string, start time.Time, isError bool, err erro
 
 // do runs fn on the session of (server, hdr) under the server's timeout.
 func (m *Manager) do(ctx context.Context, server, op string, hdr http.Header, fn opFunc) (err error) {
-	defer func() { err = scrub(err, hdr) }() // scrub.go
 	srv, err := m.lookup(server)
 	if err != nil {
 		return err
 	}
+	defer func() { err = scrub(err, hdr, srv.secrets) }() // scrub.go
 	ctx, end, ok := m.begin(ctx, srv.spec.Timeout)
 	defer end()
 	if !ok {
@@ -139,7 +139,7 @@ func (srv *remote) run(ctx context.Context, s *session, op string, fn opFunc) er
 		return srv.wrap(ctx, op, fmt.Errorf("%w: session lost during the call: %w", ErrUnavailable, err))
 	}
 	srv.m.log.Info("downstream session lost, reconnecting",
-		zap.String(fieldServer, srv.spec.Name), zap.String(fieldOp, op), zap.Error(scrub(err, s.hdr)))
+		zap.String(fieldServer, srv.spec.Name), zap.String(fieldOp, op), zap.Error(s.scrub(err)))
 	if cli, err = s.replace(ctx, cli); err != nil {
 		return srv.wrap(ctx, op, err)
 	}

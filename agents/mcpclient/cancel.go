@@ -118,7 +118,7 @@ func (s *session) cancelIfEnded(ctx context.Context, cli *client.Client, id json
 			Params: mcp.NotificationParams{AdditionalFields: map[string]any{"requestId": id, "reason": reason}},
 		}}
 		if err := cli.GetTransport().SendNotification(cctx, n); err != nil {
-			s.srv.m.log.Debug("sending notifications/cancelled", zap.String(fieldServer, s.srv.spec.Name), zap.Error(scrub(err, s.hdr)))
+			s.srv.m.log.Debug("sending notifications/cancelled", zap.String(fieldServer, s.srv.spec.Name), zap.Error(s.scrub(err)))
 		}
 	})
 }

@@ -22,6 +22,8 @@ type remote struct {
 	// plain HTTP/1.1 over h1Transport (h1.go), the rest over transport.
 	http *http.Client
 
+	secrets http.Header // serverSecrets (scrub.go)
+
 	mu   sync.Mutex
 	pool map[string]*session // guarded by mu
 }
@@ -37,6 +39,7 @@ func newRemote(m *Manager, spec ServerSpec) *remote {
 		spec:      spec,
 		transport: tr,
 		http:      &http.Client{Transport: raw, CheckRedirect: noRedirects},
+		secrets:   serverSecrets(spec),
 		pool:      make(map[string]*session),
 	}
 }

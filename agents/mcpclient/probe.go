@@ -50,7 +50,7 @@ func (m *Manager) Probe(ctx context.Context, server string, hdr http.Header) err
 	if err != nil && ctx.Err() == nil {
 		err = fmt.Errorf("%w: %w", ErrUnavailable, err)
 	}
-	return scrub(srv.wrap(ctx, "probe", err), hdr)
+	return scrub(srv.wrap(ctx, "probe", err), hdr, srv.secrets)
 }
 
 // probeHTTP sends initialize and, when the server opened a session, DELETEs
@@ -100,7 +100,7 @@ func (srv *remote) probeDelete(ctx context.Context, hdr http.Header, sid, versio
 	}
 	resp, err := srv.transport.RoundTrip(req)
 	if err != nil {
-		srv.m.log.Debug("probe: deleting session", zap.String(fieldServer, srv.spec.Name), zap.Error(scrub(err, hdr)))
+		srv.m.log.Debug("probe: deleting session", zap.String(fieldServer, srv.spec.Name), zap.Error(scrub(err, hdr, srv.secrets)))
 		return
 	}
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxProbeBody))

@@ -242,7 +242,7 @@ func (s *session) resendLevel(ctx context.Context, cli *client.Client) {
 	var req mcp.SetLevelRequest
 	req.Params.Level = level
 	if err := cli.SetLevel(ctx, req); err != nil {
-		s.srv.m.log.Debug("setting the log level of a new session", zap.String(fieldServer, s.srv.spec.Name), zap.Error(scrub(err, s.hdr)))
+		s.srv.m.log.Debug("setting the log level of a new session", zap.String(fieldServer, s.srv.spec.Name), zap.Error(s.scrub(err)))
 	}
 }
 
@@ -263,6 +263,6 @@ func (s *session) raiseLevel(ctx context.Context, cli *client.Client, r *Relay) 
 		return
 	}
 	if err := s.setLevel(ctx, cli, r.LogLevel, true); err != nil {
-		s.srv.m.log.Debug("raising the log level for a call", zap.String(fieldServer, s.srv.spec.Name), zap.Error(scrub(err, s.hdr)))
+		s.srv.m.log.Debug("raising the log level for a call", zap.String(fieldServer, s.srv.spec.Name), zap.Error(s.scrub(err)))
 	}
 }

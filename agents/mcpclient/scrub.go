@@ -3,6 +3,7 @@ package mcpclient
 import (
 	"encoding/json"
 	"net/http"
+	"net/url"
 	"strings"
 )
 
@@ -14,7 +15,8 @@ import (
 // log line or an error. So every error a call returns, and every log line
 // of a session, has the values of the outbound headers of that call
 // (static credentials and forwarded headers alike) replaced by
-// redactedValue. Results are the downstream's data and pass unchanged.
+// redactedValue, and so have the secrets of the server's own config
+// (serverSecrets). Results are the downstream's data and pass unchanged.
 
 const (
 	redactedValue = "<redacted>"
@@ -33,32 +35,64 @@ type scrubbedError struct {
 func (e *scrubbedError) Error() string { return e.msg }
 func (e *scrubbedError) Unwrap() error { return e.err }
 
-// scrub returns err with every value of hdr taken out of its text, or err
-// itself when its text holds none.
-func scrub(err error, hdr http.Header) error {
-	if err == nil || len(hdr) == 0 {
+// scrub returns err with every value of the headers hs taken out of its
+// text, or err itself when its text holds none.
+func scrub(err error, hs ...http.Header) error {
+	if err == nil {
 		return err
 	}
 	msg := err.Error()
-	if out := scrubString(msg, hdr); out != msg {
+	if out := scrubString(msg, hs...); out != msg {
 		return &scrubbedError{msg: out, err: err}
 	}
 	return err
 }
 
-// scrubString replaces in s each value of hdr, the credential of a
-// "scheme credential" value on its own, and each as it reads inside a JSON
-// string (a body that quotes the value escapes some characters).
-func scrubString(s string, hdr http.Header) string {
-	for _, values := range hdr {
-		for _, v := range values {
-			s = replaceValue(s, v)
-			if _, cred, ok := strings.Cut(v, " "); ok {
-				s = replaceValue(s, strings.TrimSpace(cred))
+// scrubString replaces in s each value of the headers hs, the credential
+// of a "scheme credential" value on its own, and each as it reads inside a
+// JSON string (a body that quotes the value escapes some characters).
+func scrubString(s string, hs ...http.Header) string {
+	for _, hdr := range hs {
+		for _, values := range hdr {
+			for _, v := range values {
+				s = replaceValue(s, v)
+				if _, cred, ok := strings.Cut(v, " "); ok {
+					s = replaceValue(s, strings.TrimSpace(cred))
+				}
 			}
 		}
 	}
 	return s
+}
+
+// serverSecrets are the values of a server's own config that are as secret
+// as a credential, in the form scrub takes: a stdio server's env values
+// (its stderr and errors may print them) and what a URL can carry (user,
+// password, query values: hosted servers often take a key there; Go hides
+// only the password when it prints a URL).
+func serverSecrets(spec ServerSpec) http.Header {
+	h := http.Header{}
+	for _, v := range spec.Env {
+		h.Add("env", v)
+	}
+	if u, err := url.Parse(spec.URL); err == nil && spec.URL != "" {
+		if u.User != nil {
+			h.Add("url", u.User.Username())
+			if pw, ok := u.User.Password(); ok {
+				h.Add("url", pw)
+			}
+		}
+		for _, vs := range u.Query() {
+			for _, v := range vs {
+				h.Add("url", v)
+				h.Add("url", url.QueryEscape(v))
+			}
+		}
+	}
+	if len(h) == 0 {
+		return nil
+	}
+	return h
 }
 
 func replaceValue(s, v string) string {

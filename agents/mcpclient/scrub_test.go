@@ -117,3 +117,38 @@ func TestScrub(t *testing.T) {
 		t.Errorf("an error without values came back as %v", err)
 	}
 }
+
+// A server's own secrets (a stdio server's env, what its URL carries) stay
+// out of its errors and of the log, stderr lines included.
+func TestServerSecretsStayOut(t *testing.T) {
+	log, logs := observed(zap.NewAtomicLevelAt(zap.DebugLevel))
+	stdio := stdioSpec()
+	stdio.Env["PGW_TEST_SECRET"] = "stdio-env-SECRET-123"
+	hosted := ServerSpec{Name: "hosted", URL: "http://user-SECRET:pass-SECRET@127.0.0.1:1/mcp?api_key=query-SECRET%2B1"}
+	m := newManager(t, Options{Logger: log}, stdio, hosted)
+	ctx := testCtx(t)
+
+	var errs []error
+	_, err := m.CallTool(ctx, "files", "leak_env", nil, nil, nil)
+	errs = append(errs, err)
+	_, err = m.CallTool(ctx, "hosted", "echo", nil, nil, nil)
+	errs = append(errs, err, m.Probe(ctx, "hosted", nil))
+	for i, err := range errs {
+		if err == nil {
+			t.Fatalf("call %d: no error", i)
+		}
+		// The probe's error names no URL; the calls' errors quote the
+		// secret or the URL.
+		if msg := err.Error(); strings.Contains(msg, "SECRET") || (i < 2 && !strings.Contains(msg, redactedValue)) {
+			t.Errorf("call %d: %s", i, msg)
+		}
+	}
+	eventually(t, "the stderr line in the log", func() bool {
+		return hasLog(logs, "downstream stderr", "starting with token "+redactedValue)
+	})
+	for _, e := range logs.All() {
+		if line := fmt.Sprint(e.Message, e.ContextMap()); strings.Contains(line, "SECRET") {
+			t.Errorf("log line carries a secret: %s", line)
+		}
+	}
+}

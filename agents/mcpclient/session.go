@@ -133,7 +133,7 @@ func closeClient(s *session, cli *client.Client, proc *stdioProc) {
 		return
 	}
 	if err := cli.Close(); err != nil {
-		s.srv.m.log.Debug("closing downstream client", zap.String(fieldServer, s.srv.spec.Name), zap.Error(scrub(err, s.hdr)))
+		s.srv.m.log.Debug("closing downstream client", zap.String(fieldServer, s.srv.spec.Name), zap.Error(s.scrub(err)))
 	}
 	if proc != nil {
 		proc.release()
@@ -212,7 +212,7 @@ func (s *session) newClient() (*client.Client, *stdioProc, error) {
 	// Only the SSE transport reports a lost stream; its pending and future
 	// requests would otherwise wait for their timeouts.
 	cli.OnConnectionLost(func(err error) {
-		s.srv.m.log.Info("downstream stream lost", zap.String(fieldServer, s.srv.spec.Name), zap.Error(scrub(err, s.hdr)))
+		s.srv.m.log.Info("downstream stream lost", zap.String(fieldServer, s.srv.spec.Name), zap.Error(s.scrub(err)))
 		s.srv.m.spawn(func() { s.drop(s.srv.m.ctx, cli) })
 	})
 	return cli, proc, nil
@@ -226,13 +226,18 @@ func (s *session) httpClient() *http.Client {
 }
 
 // slog is the logger of mcp-go's transport for this session: the
-// Manager's, with the session's header values taken out (zapHandler).
+// Manager's, with the session's header values and its server's secrets
+// taken out (zapHandler).
 func (s *session) slog() *slog.Logger {
-	if len(s.hdr) == 0 {
+	if len(s.hdr) == 0 && len(s.srv.secrets) == 0 {
 		return s.srv.m.slog
 	}
-	return slog.New(&zapHandler{log: s.srv.m.log, hdr: s.hdr})
+	return slog.New(&zapHandler{log: s.srv.m.log, hs: []http.Header{s.hdr, s.srv.secrets}})
 }
+
+// scrub is scrub.go's scrub with the session's headers and its server's
+// secrets.
+func (s *session) scrub(err error) error { return scrub(err, s.hdr, s.srv.secrets) }
 
 func (s *session) newStreamable() (transport.Interface, error) {
 	return transport.NewStreamableHTTP(s.srv.spec.URL,

@@ -108,7 +108,7 @@ func (p *stdioProc) readStderr() {
 	for {
 		line, more, err := br.ReadLine()
 		if len(line) > 0 {
-			log.Info("downstream stderr", zap.String(fieldLine, string(line)))
+			log.Info("downstream stderr", zap.String(fieldLine, scrubString(string(line), p.srv.secrets)))
 		}
 		for more && err == nil {
 			_, more, err = br.ReadLine()

@@ -20,8 +20,8 @@ import (
 // credential.
 type zapHandler struct {
 	log    *zap.Logger
-	prefix string      // group prefix for attribute keys
-	hdr    http.Header // a session's outbound headers, or nil
+	prefix string        // group prefix for attribute keys
+	hs     []http.Header // a session's outbound headers and its server's secrets
 }
 
 func (h *zapHandler) level(l slog.Level) zapcore.Level {
@@ -40,7 +40,7 @@ func (h *zapHandler) Enabled(_ context.Context, l slog.Level) bool {
 }
 
 func (h *zapHandler) Handle(_ context.Context, r slog.Record) error {
-	ce := h.log.Check(h.level(r.Level), "mcp-go: "+scrubString(r.Message, h.hdr))
+	ce := h.log.Check(h.level(r.Level), "mcp-go: "+scrubString(r.Message, h.hs...))
 	if ce == nil {
 		return nil
 	}
@@ -57,9 +57,9 @@ func (h *zapHandler) field(a slog.Attr) zap.Field {
 	v := a.Value.Resolve()
 	switch x := v.Any().(type) {
 	case error:
-		return zap.NamedError(h.prefix+a.Key, scrub(x, h.hdr))
+		return zap.NamedError(h.prefix+a.Key, scrub(x, h.hs...))
 	case string:
-		return zap.String(h.prefix+a.Key, scrubString(x, h.hdr))
+		return zap.String(h.prefix+a.Key, scrubString(x, h.hs...))
 	}
 	return zap.Any(h.prefix+a.Key, v.Any())
 }
@@ -69,14 +69,14 @@ func (h *zapHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
 	for _, a := range attrs {
 		fields = append(fields, h.field(a))
 	}
-	return &zapHandler{log: h.log.With(fields...), prefix: h.prefix, hdr: h.hdr}
+	return &zapHandler{log: h.log.With(fields...), prefix: h.prefix, hs: h.hs}
 }
 
 func (h *zapHandler) WithGroup(name string) slog.Handler {
 	if name == "" {
 		return h
 	}
-	return &zapHandler{log: h.log, prefix: h.prefix + name + ".", hdr: h.hdr}
+	return &zapHandler{log: h.log, prefix: h.prefix + name + ".", hs: h.hs}
 }
 
 // SlogLogger returns a slog.Logger writing into log with the levels lowered

@@ -1,6 +1,7 @@
 // Command stdioserver is the stdio MCP server of the mcpclient tests. It
-// writes a line to stderr when it starts and offers tools that echo, report
-// its pid and environment, block until canceled, and crash.
+// writes a line to stderr when it starts (with PGW_TEST_SECRET, if set) and
+// offers tools that echo, report its pid and environment, block until
+// canceled, fail quoting PGW_TEST_SECRET, and crash.
 package main
 
 import (
@@ -15,6 +16,9 @@ import (
 
 func main() {
 	fmt.Fprintf(os.Stderr, "stdioserver ready pid=%d\n", os.Getpid())
+	if secret := os.Getenv("PGW_TEST_SECRET"); secret != "" {
+		fmt.Fprintf(os.Stderr, "starting with token %s\n", secret) // as careless servers do
+	}
 	s := server.NewMCPServer("stdioserver", "1.0.0", server.WithToolCapabilities(true))
 	s.AddTool(mcp.NewTool("echo", mcp.WithString("text")), echo)
 	s.AddTool(mcp.NewTool("pid"), func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
@@ -22,6 +26,9 @@ func main() {
 	})
 	s.AddTool(mcp.NewTool("env", mcp.WithString("name")), env)
 	s.AddTool(mcp.NewTool("block"), block)
+	s.AddTool(mcp.NewTool("leak_env"), func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return nil, fmt.Errorf("refused token %s", os.Getenv("PGW_TEST_SECRET"))
+	})
 	s.AddTool(mcp.NewTool("crash"), func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		fmt.Fprintln(os.Stderr, "crashing on request")
 		os.Exit(3)
