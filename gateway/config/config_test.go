@@ -162,3 +162,37 @@ func TestSanitizeToolName(t *testing.T) {
 		t.Errorf("long names: %q %q", a, b)
 	}
 }
+
+// yaml.v3 quotes the offending text in some of its messages, and the text
+// is read after ${VAR} expansion: a secret from the environment must not
+// reach validate's output, the log or /-/status through them.
+func TestYAMLErrorsDoNotQuoteValues(t *testing.T) {
+	for _, tc := range []struct{ name, yaml, env string }{
+		{"a string where a mapping belongs", "admin: ${PGW_SECRET}\n", "hunter2xyz"},
+		{"a long one, cut by yaml", "auth: {mode: tokens, tokens: [${PGW_SECRET}]}\n", "tok-secret-0123456789"},
+		{"a string where a bool belongs", "mcp:\n  servers:\n    s: {url: \"http://x/mcp\", forward_inbound_auth: ${PGW_SECRET}}\n", "sk-oai-secret"},
+		{"an alias", "mcp:\n  servers:\n    s: {url: \"http://x/mcp\", headers: {X-Api-Key: ${PGW_SECRET}}}\n", "*Pa55-starkey-secret"},
+		{"a tag", "admin: ${PGW_SECRET}\n", "!Tagged-secret"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Setenv("PGW_SECRET", tc.env)
+			_, err := Parse("pallasgw.yaml", []byte(tc.yaml))
+			if err == nil {
+				t.Fatal("no error")
+			}
+			msg := err.Error()
+			t.Log(msg)
+			for _, part := range []string{tc.env, strings.TrimLeft(tc.env, "*!")[:7]} {
+				if strings.Contains(msg, part) {
+					t.Errorf("the error quotes %q: %s", part, msg)
+				}
+			}
+			if !strings.Contains(msg, "pallasgw.yaml") {
+				t.Errorf("the error does not say where: %s", msg)
+			}
+		})
+	}
+	if got := hideValues("cannot unmarshal !!str `x` into int"); got != "cannot unmarshal !!str (value not shown) into int" {
+		t.Errorf("hideValues kept yaml's kind wrong: %q", got)
+	}
+}
