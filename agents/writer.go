@@ -97,10 +97,11 @@ var (
 // path wrote it, with " (request id R)" added to the message of an error
 // response (STYLE: errors that reach a client carry the request id that is
 // also in the log line; mcp-go's "Method x not found" has none). Anything
-// else, an error that names the request id already among them, comes back
-// as it is. The members keep their order and values.
+// else comes back as it is: a result, an error whose message names a
+// request id already, a write that is not one whole JSON value. The
+// answer is written in mcp-go's member order, values as they were.
 func withRequestID(msg []byte, rid string) []byte {
-	if rid == "" || !bytes.Contains(msg, []byte(`"error"`)) {
+	if rid == "" || !bytes.Contains(msg, []byte(`"error"`)) || !json.Valid(msg) {
 		return msg
 	}
 	var jsonrpc, id, rpcErr []byte

@@ -77,6 +77,8 @@ func TestWithRequestID(t *testing.T) {
 			`{"jsonrpc":"2.0","id":1,"error":{"code":1,"message":"m","x":1}}`},
 		{"a message that is not a string", `{"jsonrpc":"2.0","id":1,"error":{"code":1,"message":7}}`,
 			`{"jsonrpc":"2.0","id":1,"error":{"code":1,"message":7}}`},
+		{"a part of an answer", `{"jsonrpc":"2.0","id":1,"error":{"code":1,"message":"m"`,
+			`{"jsonrpc":"2.0","id":1,"error":{"code":1,"message":"m"`},
 	} {
 		if got := string(withRequestID([]byte(tc.in), "rid-1")); got != tc.want {
 			t.Errorf("%s:\n got %s\nwant %s", tc.name, got, tc.want)
