@@ -500,7 +500,7 @@ agents:
 	for _, st := range pxStyles {
 		t.Run(st.name, func(t *testing.T) {
 			cs := pxConnect(t, g.base+"/agents/loc/mcp", st.version, nil, nil)
-			if got, want := pxToolNames(t, cs), []string{"block", "echo", "env", "get_health", "pid"}; !reflect.DeepEqual(got, want) {
+			if got, want := pxToolNames(t, cs), []string{"block", "echo", "env", "get_health", "leak_env", "pid"}; !reflect.DeepEqual(got, want) {
 				t.Errorf("tools %v, want %v", got, want)
 			}
 			res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "over stdio"}})
