@@ -101,7 +101,9 @@ var (
 // request id already, a write that is not one whole JSON value. The
 // answer is written in mcp-go's member order, values as they were.
 func withRequestID(msg []byte, rid string) []byte {
-	if rid == "" || !bytes.Contains(msg, []byte(`"error"`)) || !json.Valid(msg) {
+	// Cheap tests first: a result (which may well mention "error") is
+	// passed before the whole write is checked to be JSON.
+	if rid == "" || !bytes.Contains(msg, []byte(`"error"`)) || bytes.Contains(msg, []byte(`"result"`)) || !json.Valid(msg) {
 		return msg
 	}
 	var jsonrpc, id, rpcErr []byte

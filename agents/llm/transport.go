@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 )
@@ -146,7 +147,7 @@ func (t *transport) attempt(ctx context.Context, build func(context.Context) (*h
 	return nil, &HTTPError{
 		Provider:   t.provider,
 		Status:     resp.StatusCode,
-		Message:    redact(providerMessage(body), t.apiKey, req.Header),
+		Message:    redact(providerMessage(body), t.apiKey, req.Header, nil),
 		RetryAfter: retryAfter(resp.Header, time.Now()),
 	}
 }
@@ -209,8 +210,10 @@ func errorText(raw json.RawMessage) string {
 	return string(raw)
 }
 
-// redact removes the API key and any forwarded credential from s.
-func redact(s, apiKey string, h http.Header) string {
+// redact removes the API key and any forwarded credential from s, and
+// every value of extra (the call's own headers), longest first: a short
+// secret that is part of a longer one would otherwise leave the rest.
+func redact(s, apiKey string, h, extra http.Header) string {
 	secrets := []string{apiKey}
 	for _, name := range []string{"Authorization", "X-Api-Key", "Api-Key"} {
 		for _, v := range h.Values(name) {
@@ -220,6 +223,10 @@ func redact(s, apiKey string, h http.Header) string {
 			}
 		}
 	}
+	for _, vs := range extra {
+		secrets = append(secrets, vs...)
+	}
+	slices.SortFunc(secrets, func(a, b string) int { return len(b) - len(a) })
 	for _, sec := range secrets {
 		if len(sec) >= 4 {
 			s = strings.ReplaceAll(s, sec, "<redacted>")
@@ -233,7 +240,7 @@ func redactErr(err error, apiKey string) error {
 	if apiKey == "" || !strings.Contains(err.Error(), apiKey) {
 		return err
 	}
-	return &redactedError{msg: redact(err.Error(), apiKey, nil), err: err}
+	return &redactedError{msg: redact(err.Error(), apiKey, nil, nil), err: err}
 }
 
 // redactStream is redactErr for an error read from a 2xx answer (an error
@@ -242,14 +249,7 @@ func redactErr(err error, apiKey string) error {
 // own headers: a forwarded credential) are taken out.
 func (t *transport) redactStream(err error, extra http.Header) error {
 	msg := err.Error()
-	out := redact(msg, t.apiKey, extra)
-	for _, vs := range extra {
-		for _, v := range vs {
-			if len(v) >= 4 {
-				out = strings.ReplaceAll(out, v, "<redacted>")
-			}
-		}
-	}
+	out := redact(msg, t.apiKey, extra, extra)
 	if out == msg {
 		return err
 	}

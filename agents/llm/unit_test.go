@@ -69,9 +69,14 @@ func TestProviderMessage(t *testing.T) {
 
 func TestRedact(t *testing.T) {
 	h := http.Header{"Authorization": {"Bearer fwd-token-123"}}
-	got := redact("key sk-abc123 and fwd-token-123", "sk-abc123", h)
+	got := redact("key sk-abc123 and fwd-token-123", "sk-abc123", h, nil)
 	if got != "key <redacted> and <redacted>" {
 		t.Errorf("redact = %q", got)
+	}
+	// The longest first: the key is a part of the forwarded value.
+	extra := http.Header{"X-Forwarded-Key": {"sk-abc123-tenant-7"}}
+	if got := redact("got sk-abc123-tenant-7", "sk-abc123", nil, extra); got != "got <redacted>" {
+		t.Errorf("redact with a secret inside another = %q", got)
 	}
 }
 

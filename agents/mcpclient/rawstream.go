@@ -386,7 +386,7 @@ func (c *rawCall) serverRequest(ctx context.Context, data []byte) {
 		}
 		if err := c.reply(ctx, resp); err != nil {
 			c.s.srv.m.log.Debug("answering a server-to-client request", zap.String(fieldServer, c.s.srv.spec.Name),
-				zap.String("method", req.Method), zap.Error(err))
+				zap.String("method", req.Method), zap.Error(c.s.scrub(err)))
 		}
 	})
 }

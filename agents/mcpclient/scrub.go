@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/url"
+	"regexp"
+	"slices"
 	"strings"
 )
 
@@ -50,58 +52,91 @@ func scrub(err error, hs ...http.Header) error {
 
 // scrubString replaces in s each value of the headers hs, the credential
 // of a "scheme credential" value on its own, and each as it reads inside a
-// JSON string (a body that quotes the value escapes some characters).
+// JSON string (a body that quotes the value escapes some characters). The
+// longest go first: a short value that is part of a longer one ("acme" in
+// "acme_s3cr3t") would otherwise leave the rest of it in place.
 func scrubString(s string, hs ...http.Header) string {
+	var secrets []string
+	add := func(v string) {
+		v = strings.TrimSpace(v)
+		if len(v) < minScrubbed {
+			return
+		}
+		secrets = append(secrets, v)
+		if q, err := json.Marshal(v); err == nil && string(q[1:len(q)-1]) != v {
+			secrets = append(secrets, string(q[1:len(q)-1]))
+		}
+	}
 	for _, hdr := range hs {
 		for _, values := range hdr {
 			for _, v := range values {
-				s = replaceValue(s, v)
+				add(v)
 				if _, cred, ok := strings.Cut(v, " "); ok {
-					s = replaceValue(s, strings.TrimSpace(cred))
+					add(cred)
 				}
 			}
 		}
+	}
+	if len(secrets) == 0 {
+		return s
+	}
+	slices.SortFunc(secrets, func(a, b string) int { return len(b) - len(a) })
+	for _, v := range secrets {
+		s = strings.ReplaceAll(s, v, redactedValue)
 	}
 	return s
 }
 
 // serverSecrets are the values of a server's own config that are as secret
 // as a credential, in the form scrub takes: a stdio server's env values
-// (its stderr and errors may print them) and what a URL can carry (user,
-// password, query values: hosted servers often take a key there; Go hides
-// only the password when it prints a URL).
+// whose names say they are secrets (its stderr and errors may print them),
+// the user and password of a URL among them, and what the server's URL
+// carries (user, password, and query values whose names say they are
+// secrets: hosted servers often take a key there; Go hides only the
+// password when it prints a URL). Other values ("debug", "production")
+// stay readable.
 func serverSecrets(spec ServerSpec) http.Header {
 	h := http.Header{}
-	for _, v := range spec.Env {
-		h.Add("env", v)
-	}
-	if u, err := url.Parse(spec.URL); err == nil && spec.URL != "" {
-		if u.User != nil {
-			h.Add("url", u.User.Username())
-			if pw, ok := u.User.Password(); ok {
-				h.Add("url", pw)
-			}
+	for name, v := range spec.Env {
+		if secretName.MatchString(name) {
+			h.Add("env", v)
 		}
-		for _, vs := range u.Query() {
-			for _, v := range vs {
-				h.Add("url", v)
-				h.Add("url", url.QueryEscape(v))
-			}
-		}
+		urlSecrets(h, v)
 	}
+	urlSecrets(h, spec.URL)
 	if len(h) == 0 {
 		return nil
 	}
 	return h
 }
 
-func replaceValue(s, v string) string {
-	if len(v) < minScrubbed {
-		return s
+// secretName matches the names of variables and query parameters that
+// hold secrets by the usual spellings (API_KEY, access_token, password,
+// X-Amz-Signature, ...).
+var secretName = regexp.MustCompile(`(?i)key|token|secret|pass|pwd|auth|cred|cookie|session|sig`)
+
+// urlSecrets adds the user, the password and the secret-named query values
+// of raw, when it is a URL with any.
+func urlSecrets(h http.Header, raw string) {
+	if !strings.Contains(raw, "://") {
+		return
 	}
-	s = strings.ReplaceAll(s, v, redactedValue)
-	if q, err := json.Marshal(v); err == nil && string(q[1:len(q)-1]) != v {
-		s = strings.ReplaceAll(s, string(q[1:len(q)-1]), redactedValue)
+	u, err := url.Parse(raw)
+	if err != nil {
+		return
 	}
-	return s
+	if u.User != nil {
+		h.Add("url", u.User.Username())
+		if pw, ok := u.User.Password(); ok {
+			h.Add("url", pw)
+		}
+	}
+	for name, vs := range u.Query() {
+		if secretName.MatchString(name) {
+			for _, v := range vs {
+				h.Add("url", v)
+				h.Add("url", url.QueryEscape(v))
+			}
+		}
+	}
 }

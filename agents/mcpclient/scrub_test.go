@@ -152,3 +152,22 @@ func TestServerSecretsStayOut(t *testing.T) {
 		}
 	}
 }
+
+func TestScrubLongestFirstAndOnlySecrets(t *testing.T) {
+	hdr := http.Header{"X-Tenant": {"acme"}, "Authorization": {"Bearer acme_s3cr3t_token"}}
+	for range 20 { // map order varies
+		if got := scrubString("bad token acme_s3cr3t_token for acme", hdr); got != "bad token <redacted> for <redacted>" {
+			t.Fatalf("got %q", got)
+		}
+	}
+	spec := ServerSpec{
+		URL: "https://acme:acme_live_pw@h.example/mcp?transport=http&debug=true&api_key=k-123456",
+		Env: map[string]string{"LOG_LEVEL": "debug", "GITHUB_TOKEN": "ghp_0123456789", "DATABASE_URL": "postgres://app:db-pass-123@db/app"},
+	}
+	got := scrubString(`Post "https://acme:***@h.example/mcp?transport=http&debug=true&api_key=k-123456": debug output; ghp_0123456789 db-pass-123`,
+		serverSecrets(spec))
+	want := `Post "https://<redacted>:***@h.example/mcp?transport=http&debug=true&api_key=<redacted>": debug output; <redacted> <redacted>`
+	if got != want {
+		t.Errorf("got  %s\nwant %s", got, want)
+	}
+}

@@ -192,7 +192,19 @@ func TestYAMLErrorsDoNotQuoteValues(t *testing.T) {
 			}
 		})
 	}
-	if got := hideValues("cannot unmarshal !!str `x` into int"); got != "cannot unmarshal !!str (value not shown) into int" {
-		t.Errorf("hideValues kept yaml's kind wrong: %q", got)
+	for in, want := range map[string]string{
+		"cannot unmarshal !!str `x` into int":  "cannot unmarshal !!str (value not shown) into int",
+		"did not find expected ',' or ']'":     "did not find expected ',' or ']'",
+		"could not find expected ':'":          "could not find expected ':'",
+		"unknown anchor 'a-secret' referenced": "unknown anchor (value not shown) referenced",
+		"cannot unmarshal !own `` into string": "cannot unmarshal (value not shown) (value not shown) into string",
+	} {
+		if got := hideValues(in); got != want {
+			t.Errorf("hideValues(%q) = %q, want %q", in, got, want)
+		}
+	}
+	// A syntax error still says what yaml expected.
+	if _, err := Parse("pallasgw.yaml", []byte("listen: [a, b\n")); err == nil || !strings.Contains(err.Error(), "',' or ']'") {
+		t.Errorf("syntax error: %v", err)
 	}
 }

@@ -128,15 +128,16 @@ func (p *parser) yamlError(err error) {
 // yamlValue is what yaml.v3 quotes of the input in its messages: a value
 // ("cannot unmarshal !!str `hunter2` into ..."), an anchor name ("unknown
 // anchor 'x' referenced"), a tag of the document's own ("!x"; the "!!str"
-// kind is yaml's).
-var yamlValue = regexp.MustCompile("`[^`]*`|'[^']*'|(^|[\\s(])![^!\\s][^\\s]*")
+// kind is yaml's). Its syntax errors quote yaml's own characters
+// ("did not find expected ',' or ']'"), which stay.
+var yamlValue = regexp.MustCompile("`[^`]*`|(anchor )'[^']*'|(^|[\\s(])![^!\\s][^\\s]*")
 
 // hideValues takes the input's text out of a yaml.v3 message. The file is
 // read after ${VAR} expansion, so the text may be a secret from the
 // environment, and the message goes to validate's output, the log and
 // /-/status; the line number and the types say where and what is wrong.
 func hideValues(msg string) string {
-	return yamlValue.ReplaceAllString(msg, "${1}(value not shown)")
+	return yamlValue.ReplaceAllString(msg, "${1}${2}(value not shown)")
 }
 
 var envFileRE = regexp.MustCompile(`(?m)^env_file:[ \t]*(.*?)[ \t]*(?:#.*)?$`)
