@@ -3,17 +3,23 @@ package soak
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"math/rand/v2"
 	"net"
 	"net/http"
+	"os/exec"
+	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
+	"testing"
 	"time"
 
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/pallasgw/pallasgw/test/fakellm"
+	"github.com/pallasgw/pallasgw/test/load"
 )
 
 // flapper is a downstream MCP server (mcp-go, Streamable HTTP) on a fixed
@@ -123,4 +129,46 @@ func (s *scripter) run(ctx context.Context) {
 			s.llm.Script(fakellm.Status(500), fakellm.Status(500), fakellm.Status(500))
 		}
 	}
+}
+
+// crasher tells the stdio server behind a proxy agent to exit, every so
+// often, until ctx ends. Each call must come back as the crash's error
+// (the process is gone mid-call); the gateway starts the server again on
+// its next use.
+type crasher struct {
+	url string
+	n   int    // calls made; read after run returns
+	bad string // the first answer that was not the crash's error
+}
+
+func (c *crasher) run(ctx context.Context, every time.Duration) {
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		res, err := load.Run(ctx, load.Options{URL: c.url, Style: load.Sessionless, Concurrency: 1, Requests: 1,
+			Tool: "crash", Arguments: map[string]any{}, Client: &http.Client{Timeout: 30 * time.Second}})
+		if ctx.Err() != nil {
+			return
+		}
+		c.n++
+		if c.bad == "" && (err != nil || res.Errors != 1 || !strings.Contains(res.FirstErr, "downstream unavailable")) {
+			c.bad = fmt.Sprintf("%v %s", err, res.FirstErr)
+		}
+	}
+}
+
+// buildStdioServer builds the mcpclient tests' stdio server, which has a
+// crash tool.
+func buildStdioServer(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "stdioserver")
+	if out, err := exec.Command("go", "build", "-o", bin, "../../agents/mcpclient/testdata/stdioserver").CombinedOutput(); err != nil {
+		t.Fatalf("building the stdio server: %v\n%s", err, out)
+	}
+	return bin
 }

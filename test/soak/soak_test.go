@@ -27,6 +27,7 @@ import (
 const (
 	sampleEvery = 10 * time.Second
 	reloadEvery = 3 * time.Second
+	crashEvery  = 2 * time.Second  // the stdio server is told to exit
 	hangLimit   = 60 * time.Second // a call unanswered this long is hung
 	// After the load stops, the gauges must come back within these margins
 	// of their baseline, once idle keep-alive connections have timed out
@@ -39,7 +40,8 @@ const (
 )
 
 // soakConfig: %[1]s the generation, %[2]s the model base URL, %[3]s the
-// flapping server's address, %[4]s extra agents.
+// flapping server's address, %[4]s extra agents, %[5]s the stdio server's
+// command (crashed on purpose now and then).
 const soakConfig = `
 name: soak
 listen: "127.0.0.1:{{PORT}}"
@@ -51,9 +53,11 @@ models:
 mcp:
   servers:
     flap: {transport: http, url: "http://%[3]s/mcp", timeout: 5s}
+    local: {transport: stdio, command: %[5]q, timeout: 10s}
 agents:
   chat: {servers: [flap], timeout: 30s, max_iterations: 4, description: "generation %[1]s"}
   px: {kind: proxy, servers: [flap]}
+  lpx: {kind: proxy, servers: [local]}
 %[4]s`
 
 func TestSoak(t *testing.T) {
@@ -62,6 +66,7 @@ func TestSoak(t *testing.T) {
 		t.Skip("set PALLASGW_SOAK to a duration (e.g. 60s) to run the soak test; `make soak` runs 10m")
 	}
 	bin := buildGateway(t)
+	stdio := buildStdioServer(t)
 	llm := fakellm.New(t)
 	ports := freePorts(t, 3)
 	flap := newFlapper(fmt.Sprintf("127.0.0.1:%d", ports[1]))
@@ -70,9 +75,9 @@ func TestSoak(t *testing.T) {
 	}
 	t.Cleanup(flap.down)
 	configs := [2]string{
-		fmt.Sprintf(soakConfig, "A", llm.OpenAIBaseURL(), flap.addr, ""),
+		fmt.Sprintf(soakConfig, "A", llm.OpenAIBaseURL(), flap.addr, "", stdio),
 		fmt.Sprintf(soakConfig, "B", llm.OpenAIBaseURL(), flap.addr,
-			fmt.Sprintf("  extra: {model: passthrough, port: %d}\n", ports[2])),
+			fmt.Sprintf("  extra: {model: passthrough, port: %d}\n", ports[2]), stdio),
 	}
 	g := startGateway(t, bin, ports[0], configs[0])
 
@@ -106,6 +111,8 @@ func TestSoak(t *testing.T) {
 	bg.Go(func() { flap.run(ctx, 3*time.Second, 1500*time.Millisecond, report) })
 	var reloads atomic.Int64
 	bg.Go(func() { reloadLoop(ctx, g, configs, &reloads, report) })
+	crashes := &crasher{url: g.base + "/agents/lpx/mcp"}
+	bg.Go(func() { crashes.run(ctx, crashEvery) })
 
 	watch := &hangWatch{base: &http.Transport{MaxIdleConnsPerHost: 64}, limit: hangLimit}
 	client := &http.Client{Transport: watch}
@@ -162,8 +169,16 @@ func TestSoak(t *testing.T) {
 			t.Errorf("%s is 0: the model faults were not counted", series)
 		}
 	}
-	t.Logf("model: %d tool-call answers and %d HTTP 500s scripted; downstream flapped %d times; %d reloads",
-		sc.toolCalls.Load(), sc.fails.Load(), flap.flaps.Load(), reloads.Load())
+	t.Logf("model: %d tool-call answers and %d HTTP 500s scripted; downstream flapped %d times; %d reloads; stdio server crashed %d times",
+		sc.toolCalls.Load(), sc.fails.Load(), flap.flaps.Load(), reloads.Load(), crashes.n)
+	if crashes.n == 0 || crashes.bad != "" {
+		t.Errorf("stdio crashes: %d made; an answer that was not the crash's error: %s", crashes.n, crashes.bad)
+	}
+	// The stdio server is started again on the next use.
+	if res, err := load.Run(context.Background(), load.Options{URL: g.base + "/agents/lpx/mcp", Style: load.Sessionless, Concurrency: 1,
+		Requests: 1, Tool: "echo", Arguments: map[string]any{"text": "after"}}); err != nil || res.Errors > 0 {
+		t.Errorf("the stdio server after the crashes: %v %s", err, res.FirstErr)
+	}
 
 	// Back to baseline: poll until every gauge is within its margin.
 	end, settled := settle(g.base, base, settleWithin)
@@ -238,6 +253,7 @@ func runLoad(t *testing.T, base string, d time.Duration, client *http.Client) (*
 		"send_message (sessionless)": {URL: chat, Style: load.Sessionless, Concurrency: 4, Tool: "send_message", Arguments: map[string]any{"message": "hi"}},
 		"get_health":                 {URL: chat, Style: load.Sessionless, Concurrency: 2, Tool: "get_health", Arguments: map[string]any{}},
 		"proxy tools/call":           {URL: px, Style: load.Sessionless, Concurrency: 4, Tool: "echo", Arguments: map[string]any{"text": "through"}},
+		"stdio proxy tools/call":     {URL: base + "/agents/lpx/mcp", Style: load.Sessionless, Concurrency: 2, Tool: "echo", Arguments: map[string]any{"text": "local"}},
 	}
 	out := &loadResults{done: make(chan struct{})}
 	calls := &atomic.Int64{}
@@ -285,6 +301,7 @@ func warmUp(t *testing.T, base string) {
 		{URL: base + "/agents/chat/mcp", Style: load.Sessionless, Tool: "send_message", Arguments: map[string]any{"message": "warm"}},
 		{URL: base + "/agents/chat/mcp", Style: load.Sessionless, Tool: "get_health", Arguments: map[string]any{}},
 		{URL: base + "/agents/px/mcp", Style: load.Sessionless, Tool: "echo", Arguments: map[string]any{"text": "warm"}},
+		{URL: base + "/agents/lpx/mcp", Style: load.Sessionless, Tool: "echo", Arguments: map[string]any{"text": "warm"}},
 	} {
 		o.Concurrency, o.Requests = 1, 3
 		hc := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
