@@ -121,6 +121,11 @@ func (a *Agent) registerTools() {
 	a.mcp.AddTool(mcp.NewToolWithRawSchema("get_health", "Returns the health status of this agent and its downstream dependencies.", json.RawMessage(healthSchema)), health)
 }
 
+// self is the agent's identity as its MCP server gives it.
+func (a *Agent) self() mcp.Implementation {
+	return mcp.Implementation{Name: a.Name, Version: a.set.deps.Config.Version, Title: a.Config.Title, Description: a.Config.Description}
+}
+
 func (a *Agent) toolDescription() string {
 	if a.Config.Description != "" {
 		return fmt.Sprintf("Send a message to %s: %s", a.Config.Title, a.Config.Description)

@@ -21,6 +21,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/pallasgw/pallasgw/agents/fastcall"
 	"github.com/pallasgw/pallasgw/agents/mcpclient"
 )
 
@@ -82,8 +83,8 @@ func (e *endpoint) request(ctx context.Context, relay *progressRelay, method str
 		return nil, err
 	}
 	write := func() error { return t.w.inject(msg) }
-	if fs := fastStreamFrom(ctx); fs != nil { // the fast path writes the response itself
-		write = func() error { return fs.inject(msg) }
+	if fs := fastcall.StreamFrom(ctx); fs != nil { // the fast path writes the response itself
+		write = func() error { return fs.Inject(msg) }
 	}
 	if err := relay.exclusive(ctx, write); err != nil {
 		return nil, &mcpclient.RPCError{Code: mcp.INTERNAL_ERROR,

@@ -61,14 +61,17 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/pallasgw/pallasgw/agents/fastcall"
+	"github.com/pallasgw/pallasgw/agents/jsonrpc"
 )
 
 // endpoint is an agent's http.Handler.
 type endpoint struct {
 	a       *Agent
 	mcp     http.Handler
-	fast    fastTarget // the agent kind's fast tools/call (fast_call.go), or nil
-	fastOff bool       // tests: every tools/call through mcp-go
+	fast    fastcall.Target // the agent kind's fast tools/call, or nil
+	fastOff bool            // tests: every tools/call through mcp-go
 }
 
 // requestState is what the endpoint knows of one POST, for the agent's
@@ -92,12 +95,14 @@ func requestStateFrom(ctx context.Context) *requestState {
 type Body struct {
 	*bytes.Reader
 	b   []byte
-	msg *Message // b parsed, or nil
+	msg *jsonrpc.Message // b parsed, or nil
 }
 
 // NewBody is b as a request body, with msg its parsed message (nil when
 // not parsed).
-func NewBody(b []byte, msg *Message) *Body { return &Body{Reader: bytes.NewReader(b), b: b, msg: msg} }
+func NewBody(b []byte, msg *jsonrpc.Message) *Body {
+	return &Body{Reader: bytes.NewReader(b), b: b, msg: msg}
+}
 
 // Close does nothing: the bytes stay readable.
 func (*Body) Close() error { return nil }
@@ -105,7 +110,7 @@ func (*Body) Close() error { return nil }
 // bufferedBody returns r's body and its message if parsed, reading the body
 // when it is not a Body yet, and leaves r.Body readable from the start. It
 // reports false when reading failed; r.Body then holds what was read.
-func bufferedBody(r *http.Request) ([]byte, *Message, bool) {
+func bufferedBody(r *http.Request) ([]byte, *jsonrpc.Message, bool) {
 	if b, ok := r.Body.(*Body); ok && b.Len() == len(b.b) {
 		return b.b, b.msg, true
 	}
@@ -124,41 +129,44 @@ func (e *endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	body, msg, ok := bufferedBody(r)
-	if !ok {
+	if ok && msg == nil {
+		msg, _ = jsonrpc.Parse(body)
+	}
+	if msg == nil {
 		e.mcp.ServeHTTP(w, r) // mcp-go answers the broken body
 		return
 	}
 	rs := &requestState{
-		legacy:    !mcp.IsModernProtocol(r.Header.Get(mcp.HeaderProtocolVersion)),
+		legacy: !mcp.IsModernProtocol(r.Header.Get(mcp.HeaderProtocolVersion)) &&
+			!mcp.IsModernProtocol(msg.MetaString(mcp.MetaKeyProtocolVersion)),
 		acceptSSE: strings.Contains(r.Header.Get("Accept"), "text/event-stream"),
 	}
-	var m peeked
-	if rs.legacy && (bytes.Contains(body, []byte(`"initialize"`)) || bytes.Contains(body, []byte(`"logging/setLevel"`)) ||
-		bytes.Contains(body, []byte(`"`+requestIDPrefix))) {
-		m = peek(body)
-		rs.legacy = !mcp.IsModernProtocol(m.metaVersion())
+	method := msg.MethodName()
+	if rs.legacy {
+		switch {
+		case method == "" && answersUs(msg):
+			e.a.set.deps.CallerRequests.take(w, r, answerID(msg), body)
+			return
+		case method == string(mcp.MethodInitialize):
+			w.Header().Set(server.HeaderKeySessionID, newSessionID(declared(msg)))
+		case method == string(mcp.MethodSetLogLevel) && e.a.proxy != nil && !jsonrpc.IsNull(msg.ID) && knownVersion(r.Header):
+			var level string
+			_ = json.Unmarshal(msg.Params.Level, &level)
+			e.a.proxy.answerSetLevel(w, r, msg.ID, mcp.LoggingLevel(level))
+			return
+		default:
+			rs.sessionID = r.Header.Get(server.HeaderKeySessionID)
+		}
 	}
 	switch {
-	case !rs.legacy:
-	case m.Method == "" && m.answers():
-		e.a.set.deps.CallerRequests.take(w, r, m.answerID(), body)
-		return
-	case m.Method == string(mcp.MethodInitialize):
-		w.Header().Set(server.HeaderKeySessionID, newSessionID(m.declared()))
-	case m.Method == string(mcp.MethodSetLogLevel) && e.a.proxy != nil && len(m.ID) > 0 && knownVersion(r.Header):
-		e.a.proxy.answerSetLevel(w, r, m.ID, mcp.LoggingLevel(m.Params.Level))
-		return
-	default:
-		rs.sessionID = r.Header.Get(server.HeaderKeySessionID)
-	}
-	if rs.sessionID != "" && bytes.Contains(body, []byte(`notifications/cancelled`)) {
-		e.cancelTracked(r, body, rs.sessionID) // then mcp-go cancels its own, if any, and answers 202
-	}
-	if e.fast != nil && bytes.Contains(body, []byte(`"tools/call"`)) && e.fastCall(w, r, body, msg, rs) {
+	case method == string(mcp.MethodNotificationCancelled) && rs.sessionID != "":
+		e.cancelTracked(r, msg, body, rs.sessionID) // then mcp-go cancels its own, if any, and answers 202
+	case method == string(mcp.MethodToolsCall) && e.fast != nil && !e.fastOff &&
+		fastcall.Serve(w, r.WithContext(context.WithValue(r.Context(), requestStateKey{}, rs)), msg, e.fast, rs.sessionID, e.trackFast):
 		return
 	}
 	if rs.sessionID != "" {
-		defer e.trackRequest(m, body, rs.sessionID)()
+		defer e.trackRequest(msg, rs.sessionID)()
 	}
 	e.mcp.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), requestStateKey{}, rs)))
 }
@@ -166,14 +174,11 @@ func (e *endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // trackRequest records a session-based request that mcp-go serves in the
 // gateway's table while it runs, so that a notifications/cancelled that
 // reaches the next snapshot after a reload can be handed to this one's
-// mcp-go, which knows the request. m is the request as peeked so far, if
-// it was. It returns the function that removes the entry.
-func (e *endpoint) trackRequest(m peeked, body []byte, session string) (untrack func()) {
-	if m.Method == "" {
-		m = peek(body)
-	}
+// mcp-go, which knows the request. It returns the function that removes
+// the entry.
+func (e *endpoint) trackRequest(msg *jsonrpc.Message, session string) (untrack func()) {
 	var id any
-	if m.Method == "" || json.Unmarshal(m.ID, &id) != nil || id == nil {
+	if msg.MethodName() == "" || json.Unmarshal(msg.ID, &id) != nil || id == nil {
 		return func() {} // not a request
 	}
 	if untrack = e.track(fmt.Sprintf("%s:%v", session, id), &runningCall{owner: e}); untrack == nil {
@@ -191,25 +196,20 @@ func (e *endpoint) track(key string, call *runningCall) (untrack func()) {
 	return e.a.set.deps.CallerRequests.track(e.a.Name+"\x00"+key, call)
 }
 
+// trackFast records a fast call (fastcall.Track).
+func (e *endpoint) trackFast(key string, cancel context.CancelFunc) (untrack func()) {
+	return e.track(key, &runningCall{cancel: cancel, owner: e})
+}
+
 // cancelTracked cancels the fast call a notifications/cancelled names, when
 // mcp-go would take the message for one (a notification of a session-based
 // request it accepts) and would key it so (server.go handleNotification).
-func (e *endpoint) cancelTracked(r *http.Request, body []byte, session string) {
+func (e *endpoint) cancelTracked(r *http.Request, msg *jsonrpc.Message, body []byte, session string) {
 	h := r.Header
-	var m struct {
-		JSONRPC string         `json:"jsonrpc"`
-		ID      any            `json:"id"`
-		Method  string         `json:"method"`
-		Params  map[string]any `json:"params"`
-	}
-	if json.Unmarshal(body, &m) != nil || m.JSONRPC != mcp.JSONRPC_VERSION || m.ID != nil ||
-		m.Method != string(mcp.MethodNotificationCancelled) || !knownVersion(h) || !jsonContent(h.Get("Content-Type")) {
-		return
-	}
-	meta, _ := m.Params["_meta"].(map[string]any)
-	version, _ := meta[mcp.MetaKeyProtocolVersion].(string)
-	id, ok := m.Params["requestId"]
-	if !ok || mcp.IsModernProtocol(version) {
+	var id any
+	if string(msg.JSONRPC) != `"2.0"` || !jsonrpc.IsNull(msg.ID) || !knownVersion(h) || !fastcall.JSONContent(h.Get("Content-Type")) ||
+		len(msg.Params.RequestID) == 0 || json.Unmarshal(msg.Params.RequestID, &id) != nil ||
+		mcp.IsModernProtocol(msg.MetaString(mcp.MetaKeyProtocolVersion)) {
 		return
 	}
 	call := e.a.set.deps.CallerRequests.remove(e.a.Name + "\x00" + fmt.Sprintf("%s:%v", session, id))
@@ -241,61 +241,31 @@ func knownVersion(h http.Header) bool {
 	return v == "" || mcp.IsValidProtocolVersion(v)
 }
 
-// peeked is the part of a request the endpoint looks at.
-type peeked struct {
-	ID     json.RawMessage `json:"id"`
-	Method string          `json:"method"`
-	Params struct {
-		Meta         map[string]json.RawMessage `json:"_meta"`
-		Capabilities struct {
-			Elicitation json.RawMessage `json:"elicitation"`
-			Sampling    json.RawMessage `json:"sampling"`
-			Roots       json.RawMessage `json:"roots"`
-		} `json:"capabilities"`
-		Level string `json:"level"`
-	} `json:"params"`
-	Result json.RawMessage `json:"result"`
-	Error  json.RawMessage `json:"error"`
-}
-
-func peek(body []byte) peeked {
-	var m peeked
-	if json.Unmarshal(body, &m) != nil {
-		return peeked{} // mcp-go answers what it cannot parse
-	}
-	return m
-}
-
-func (m peeked) metaVersion() string {
-	var v string
-	_ = json.Unmarshal(m.Params.Meta[mcp.MetaKeyProtocolVersion], &v)
-	return v
-}
-
 // declared returns the letters of the client capabilities the caller
 // declared in its initialize: e (elicitation), s (sampling), r (roots).
-func (m peeked) declared() string {
+func declared(msg *jsonrpc.Message) string {
+	c := &msg.Params.Capabilities
 	var caps []byte
 	for _, c := range []struct {
 		letter byte
 		v      json.RawMessage
-	}{{capElicitation, m.Params.Capabilities.Elicitation}, {capSampling, m.Params.Capabilities.Sampling}, {capRoots, m.Params.Capabilities.Roots}} {
-		if len(c.v) > 0 && string(c.v) != "null" {
+	}{{capElicitation, c.Elicitation}, {capSampling, c.Sampling}, {capRoots, c.Roots}} {
+		if !jsonrpc.IsNull(c.v) {
 			caps = append(caps, c.letter)
 		}
 	}
 	return string(caps)
 }
 
-// answers reports a JSON-RPC response to one of the endpoint's own
+// answersUs reports a JSON-RPC response to one of the endpoint's own
 // requests.
-func (m peeked) answers() bool {
-	return strings.HasPrefix(m.answerID(), requestIDPrefix) && (len(m.Result) > 0 || len(m.Error) > 0)
+func answersUs(msg *jsonrpc.Message) bool {
+	return strings.HasPrefix(answerID(msg), requestIDPrefix) && (len(msg.Result) > 0 || len(msg.Error) > 0)
 }
 
-func (m peeked) answerID() string {
+func answerID(msg *jsonrpc.Message) string {
 	var id string
-	_ = json.Unmarshal(m.ID, &id) // a number is not ours
+	_ = json.Unmarshal(msg.ID, &id) // a number is not ours
 	return id
 }
 

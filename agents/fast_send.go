@@ -1,6 +1,6 @@
 package agents
 
-// An agent's send_message on the fast path (fast_call.go), for the kinds
+// An agent's send_message on the fast path (agents/fastcall), for the kinds
 // that have one (llm, chain, router, parallel): the same handler
 // (handleSendMessage) under mcp-go's recovery middleware, its progress
 // notifications on the fast path's stream (Reporter), and the answer
@@ -12,24 +12,23 @@ import (
 	"fmt"
 
 	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/pallasgw/pallasgw/agents/fastcall"
 )
 
 // sendMessage is the fast path's target of an agent with a send_message
 // tool.
 type sendMessage struct{ a *Agent }
 
-// fastName is the agent's tool (config.Agent.ToolName, never get_health).
-func (s sendMessage) fastName(name string) bool { return name == s.a.Config.ToolName }
+// Answers is the agent's tool (config.Agent.ToolName, never get_health).
+func (s sendMessage) Answers(name string) bool { return name == s.a.Config.ToolName }
 
-// rawArgs: handleSendMessage reads the arguments decoded.
-func (sendMessage) rawArgs() bool { return false }
+// RawArgs: handleSendMessage reads the arguments decoded.
+func (sendMessage) RawArgs() bool { return false }
 
-// streamsAnswer: mcp-go answers as JSON unless a notification came first.
-func (sendMessage) streamsAnswer() bool { return false }
-
-func (s sendMessage) answer(ctx context.Context, req mcp.CallToolRequest, id any, modern bool) any {
+func (s sendMessage) Answer(ctx context.Context, req mcp.CallToolRequest, id any, modern bool) any {
 	res, err := s.recovered(ctx, req)
-	return s.a.toolAnswer(id, req.Params.Name, res, err, modern)
+	return fastcall.ToolAnswer(id, req.Params.Name, res, err, modern, s.a.self())
 }
 
 // recovered is handleSendMessage under mcp-go's WithRecovery middleware

@@ -10,6 +10,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/pallasgw/pallasgw/agents/fastcall"
 	"github.com/pallasgw/pallasgw/metrics"
 )
 
@@ -95,8 +96,8 @@ func (r *Reporter) send(message string, last bool) {
 // path's stream (fast_call.go), or mcp-go's session; nil when there is
 // neither.
 func notifier(ctx context.Context) func(method string, params map[string]any) error {
-	if fs := fastStreamFrom(ctx); fs != nil {
-		return fs.notify
+	if fs := fastcall.StreamFrom(ctx); fs != nil {
+		return fs.Notify
 	}
 	if srv := server.ServerFromContext(ctx); srv != nil {
 		return func(method string, params map[string]any) error {

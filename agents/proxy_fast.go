@@ -8,17 +8,21 @@ package agents
 // neither of which binds an Mcp-Param-* header.
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
+	"net/http"
 
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/pallasgw/pallasgw/agents/fastcall"
 	"github.com/pallasgw/pallasgw/agents/mcpclient"
 )
 
-// fastName reports a name mcp-go would dispatch to callTool now (it is in
+// Answers reports a name mcp-go would dispatch to callTool now (it is in
 // the registry) that leads to a downstream tool.
-func (p *proxy) fastName(name string) bool {
+func (p *proxy) Answers(name string) bool {
 	if _, ok := p.registered.Load(name); !ok {
 		return false
 	}
@@ -26,32 +30,28 @@ func (p *proxy) fastName(name string) bool {
 	return ok
 }
 
-// rawArgs: a Downstream that gives raw results takes raw arguments too.
-func (p *proxy) rawArgs() bool {
+// RawArgs: a Downstream that gives raw results takes raw arguments too.
+func (p *proxy) RawArgs() bool {
 	_, ok := p.a.set.deps.Downstream.(RawDownstream)
 	return ok
 }
 
-// streamsAnswer: a proxy answers session-based callers that accept SSE as
-// SSE (proxy.go, the end of its package comment).
-func (*proxy) streamsAnswer() bool { return true }
-
-// answer runs callTool; a downstream's raw result is written through as it
+// Answer runs callTool; a downstream's raw result is written through as it
 // came, anything else as mcp-go would write it.
-func (p *proxy) answer(ctx context.Context, req mcp.CallToolRequest, id any, modern bool) any {
+func (p *proxy) Answer(ctx context.Context, req mcp.CallToolRequest, id any, modern bool) any {
 	res, rr, err := p.callRecovered(ctx, req)
 	if err == nil && rr != nil {
-		if msg, ok := p.rawResponse(id, rr, modern); ok {
+		if msg, ok := fastcall.RawResponse(id, rr, modern, p.serverInfoJSON()); ok {
 			return msg
 		}
 		res, err = typedResult(rr)
 	}
-	return p.a.toolAnswer(id, req.Params.Name, res, err, modern)
+	return fastcall.ToolAnswer(id, req.Params.Name, res, err, modern, p.a.self())
 }
 
 // callRecovered is callTool under mcp-go's WithRecovery middleware (the
 // agent's server is built with it), asking for the result as raw JSON when
-// the Downstream can give it (fast_raw.go).
+// the Downstream can give it.
 func (p *proxy) callRecovered(ctx context.Context, req mcp.CallToolRequest) (res *mcp.CallToolResult, rr *mcpclient.RawResult, err error) {
 	defer func() {
 		if r := recover(); r != nil {
@@ -69,4 +69,34 @@ func typedResult(rr *mcpclient.RawResult) (*mcp.CallToolResult, error) {
 		return nil, fmt.Errorf("the downstream's result: %w", err)
 	}
 	return res, nil
+}
+
+// RawDownstream is what the fast path needs for raw results
+// (*mcpclient.Manager implements it). args is the arguments object as JSON,
+// or nil.
+type RawDownstream interface {
+	CallToolRaw(ctx context.Context, server, tool string, args json.RawMessage, hdr http.Header, onProgress mcpclient.ProgressFunc) (*mcpclient.RawResult, error)
+}
+
+var _ RawDownstream = (*mcpclient.Manager)(nil)
+
+// rawArguments are the caller's arguments as it sent them when they are an
+// object (the fast path parsed them: they are valid JSON), else what the
+// typed path would send.
+func rawArguments(req mcp.CallToolRequest) json.RawMessage {
+	if raw := bytes.TrimSpace(req.Params.RawArguments); len(raw) > 0 && raw[0] == '{' {
+		return raw
+	}
+	if args := req.GetArguments(); args != nil {
+		b, _ := json.Marshal(args)
+		return b
+	}
+	return nil
+}
+
+// serverInfoJSON is the agent's identity as decorate puts it in _meta,
+// encoded once per agent.
+func (p *proxy) serverInfoJSON() json.RawMessage {
+	p.infoOnce.Do(func() { p.info = fastcall.SelfJSON(p.a.self()) })
+	return p.info
 }

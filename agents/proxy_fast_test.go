@@ -353,7 +353,7 @@ func TestProxyFastFallsBack(t *testing.T) {
 		{"_meta not an object", strings.Replace(callBody("1", "text", ""), `"_meta":{}`, `"_meta":3`, 1), legacySSE, "none"},
 		// mcp-go reads the last params whole: here a call without a name.
 		{"params twice", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"text"},"params":{"arguments":{}}}`, legacySSE, "none"},
-		{"params twice, progress only in the first", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"progress","_meta":{"progressToken":"t"}},"Params":{"name":"progress"}}`, legacySSE, "mcp-go"},
+		{"params twice, progress only in the first", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"progress","_meta":{"progressToken":"t"}},"Params":{"name":"progress"}}`, legacySSE, "fast"},
 		{"2026-07-28 without Mcp-Name", callBody("1", "text", modernMeta), modern, "none"},
 		{"2026-07-28, Mcp-Name of another tool", callBody("1", "text", modernMeta), with(modern, "Mcp-Name", "image"), "none"},
 		{"2026-07-28, Mcp-Name in base64", callBody("1", "text", modernMeta), with(modern, "Mcp-Name", "=?base64?dGV4dA==?="), "fast"},

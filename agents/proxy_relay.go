@@ -10,6 +10,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/pallasgw/pallasgw/agents/fastcall"
 	"github.com/pallasgw/pallasgw/agents/mcpclient"
 	"github.com/pallasgw/pallasgw/metrics"
 )
@@ -86,8 +87,8 @@ type notifyFunc func(method string, params map[string]any) error
 // notifierFrom returns how the request of ctx sends notifications: the fast
 // path's stream (direct), or mcp-go's session; nil when it has neither.
 func notifierFrom(ctx context.Context) (notify notifyFunc, direct bool) {
-	if s := fastStreamFrom(ctx); s != nil {
-		return s.notify, true
+	if s := fastcall.StreamFrom(ctx); s != nil {
+		return s.Notify, true
 	}
 	if srv := server.ServerFromContext(ctx); srv != nil {
 		return func(method string, params map[string]any) error {
@@ -250,7 +251,7 @@ func (r *progressRelay) count(n notice, outcome string) {
 }
 
 // errCallEnded: the call a server-to-client request was for has returned.
-var errCallEnded = errors.New("the call has ended; its response stream is closed")
+var errCallEnded = fastcall.ErrCallEnded
 
 // end marks the call returned (see exclusive). A nil relay has nothing to
 // end.

@@ -213,14 +213,7 @@ func (tb *toolbox) serverArg(c *tbCall, args map[string]any) error {
 
 // decideTool applies the agent's tools filter, then the caller rule.
 func (tb *toolbox) decideTool(caller, srv, tool string) policy.Decision {
-	full := srv + "__" + tool
-	switch {
-	case tb.filter.Deny.Match(full):
-		return policy.Decision{Reason: policy.ReasonToolDenied}
-	case !tb.filter.Allow.Empty() && !tb.filter.Allow.Match(full):
-		return policy.Decision{Reason: policy.ReasonToolNotAllowed}
-	}
-	return tb.a.set.deps.Callers.AllowTool(caller, srv, tool)
+	return tb.a.set.deps.Callers.DecideTool(tb.filter, caller, srv, tool)
 }
 
 func (tb *toolbox) listServers(_ context.Context, c *tbCall, _ mcp.CallToolRequest) (*mcp.CallToolResult, error) {

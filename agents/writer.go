@@ -7,8 +7,6 @@ import (
 	"net/http"
 	"strings"
 	"sync"
-
-	"github.com/pallasgw/pallasgw/agents/internal/jsonmember"
 )
 
 // trackingWriter counts SSE events (mcp-go writes each as one
@@ -106,38 +104,19 @@ func withRequestID(msg []byte, rid string) []byte {
 	if rid == "" || !bytes.Contains(msg, []byte(`"error"`)) || bytes.Contains(msg, []byte(`"result"`)) || !json.Valid(msg) {
 		return msg
 	}
-	var jsonrpc, id, rpcErr []byte
-	other := false // a member of something else: leave it
-	plain := jsonmember.Each(msg, func(name string, value []byte) {
-		switch name {
-		case "jsonrpc":
-			jsonrpc = value
-		case "id":
-			id = value
-		case "error":
-			rpcErr = value
-		default:
-			other = true
-		}
-	})
-	if !plain || other || jsonrpc == nil || id == nil || !jsonmember.IsObject(rpcErr) {
+	var members map[string]json.RawMessage
+	if json.Unmarshal(msg, &members) != nil || len(members) != 3 {
 		return msg
 	}
-	var code, message, data []byte
-	plain = jsonmember.Each(rpcErr, func(name string, value []byte) {
-		switch name {
-		case "code":
-			code = value
-		case "message":
-			message = value
-		case "data":
-			data = value
-		default:
-			other = true
-		}
-	})
-	text := jsonmember.Unquote(message)
-	if !plain || other || code == nil || len(message) == 0 || message[0] != '"' || strings.Contains(text, "request id") {
+	jsonrpc, id, rpcErr := members["jsonrpc"], members["id"], members["error"]
+	var e map[string]json.RawMessage
+	if jsonrpc == nil || id == nil || json.Unmarshal(rpcErr, &e) != nil || e == nil {
+		return msg
+	}
+	code, message, data := e["code"], e["message"], e["data"]
+	var text string
+	if code == nil || len(e) != 2+btoi(data != nil) || json.Unmarshal(message, &text) != nil ||
+		message[0] != '"' || strings.Contains(text, "request id") {
 		return msg
 	}
 	quoted, err := json.Marshal(text + " (request id " + rid + ")")
@@ -156,6 +135,13 @@ func withRequestID(msg []byte, rid string) []byte {
 		out = append(out, '\n')
 	}
 	return out
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // Flush makes the wrapper an http.Flusher, as mcp-go requires for SSE.

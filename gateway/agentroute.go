@@ -1,8 +1,6 @@
 package gateway
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -14,6 +12,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/pallasgw/pallasgw/agents"
+	"github.com/pallasgw/pallasgw/agents/jsonrpc"
 	"github.com/pallasgw/pallasgw/policy"
 )
 
@@ -63,7 +62,7 @@ func (g *Gateway) serveAgent(w http.ResponseWriter, r *http.Request, s *Snapshot
 		writeError(w, http.StatusMethodNotAllowed, rid, "method not allowed")
 		return
 	}
-	var msg *agents.Message
+	var msg *jsonrpc.Message
 	if r.Method == http.MethodPost {
 		var ok bool
 		if msg, ok = g.readBody(w, r, s, rid); !ok {
@@ -91,7 +90,7 @@ func (g *Gateway) refuseDraining(w http.ResponseWriter, rid string) {
 // it), answers a body that is not one JSON-RPC message with a JSON-RPC
 // error naming the problem, and drops notifications/cancelled that mcp-go
 // would misroute.
-func (g *Gateway) readBody(w http.ResponseWriter, r *http.Request, s *Snapshot, rid string) (*agents.Message, bool) {
+func (g *Gateway) readBody(w http.ResponseWriter, r *http.Request, s *Snapshot, rid string) (*jsonrpc.Message, bool) {
 	limit := s.cfg.Limits.MaxBodyBytes
 	body, err := readAllWithin(w, r, limit+1)
 	if err != nil {
@@ -109,7 +108,7 @@ func (g *Gateway) readBody(w http.ResponseWriter, r *http.Request, s *Snapshot, 
 		return nil, false
 	}
 	r.Body = agents.NewBody(body, msg)
-	if isUnroutableCancel(body, r.Header) {
+	if isUnroutableCancel(msg, r.Header) {
 		// In stateless mode mcp-go keys in-flight requests by
 		// "<Mcp-Session-Id>:"+id, so a cancel without a session id (or of
 		// the sessionless 2026-07-28 protocol, where mcp-go ignores the id)
@@ -191,24 +190,13 @@ func readAll(r io.Reader, declared, n int64) ([]byte, error) {
 	}
 }
 
-func isUnroutableCancel(body []byte, h http.Header) bool {
-	if !bytes.Contains(body, []byte("notifications/cancelled")) {
+func isUnroutableCancel(msg *jsonrpc.Message, h http.Header) bool {
+	if msg.MethodName() != string(mcp.MethodNotificationCancelled) {
 		return false
 	}
-	var msg struct {
-		Method string `json:"method"`
-		Params struct {
-			Meta json.RawMessage `json:"_meta"`
-		} `json:"params"`
-	}
-	if err := json.Unmarshal(body, &msg); err != nil {
-		return false // not one message (a batch, or broken): mcp-go answers it
-	}
-	var meta map[string]any
-	_ = json.Unmarshal(msg.Params.Meta, &meta)
-	version, _ := meta[mcp.MetaKeyProtocolVersion].(string)
-	modern := mcp.IsModernProtocol(h.Get(mcp.HeaderProtocolVersion)) || mcp.IsModernProtocol(version)
-	return msg.Method == "notifications/cancelled" && (h.Get("Mcp-Session-Id") == "" || modern)
+	modern := mcp.IsModernProtocol(h.Get(mcp.HeaderProtocolVersion)) ||
+		mcp.IsModernProtocol(msg.MetaString(mcp.MetaKeyProtocolVersion))
+	return h.Get("Mcp-Session-Id") == "" || modern
 }
 
 // agentRoute is the main port's /agents/{name}/mcp.

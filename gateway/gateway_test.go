@@ -10,6 +10,7 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest/observer"
 
+	"github.com/pallasgw/pallasgw/agents/jsonrpc"
 	"github.com/pallasgw/pallasgw/gateway/config"
 	"github.com/pallasgw/pallasgw/metrics"
 )
@@ -101,11 +102,14 @@ func TestUnroutableCancel(t *testing.T) {
 		// mcp-go ignores the session id of a 2026-07-28 message.
 		{"session, modern header", cancel, hdr("Mcp-Session-Id", "pgw-1", "Mcp-Protocol-Version", "2026-07-28"), true},
 		{"session, modern _meta", modernMeta, hdr("Mcp-Session-Id", "pgw-1"), true},
-		{"batch", "[" + cancel + "]", hdr(), false},
 		{"not a cancel", `{"method":"tools/call","params":{"x":"notifications/cancelled"}}`, hdr(), false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			if got := isUnroutableCancel([]byte(c.body), c.h); got != c.drop {
+			msg, err := jsonrpc.Parse([]byte(c.body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := isUnroutableCancel(msg, c.h); got != c.drop {
 				t.Errorf("dropped = %v, want %v", got, c.drop)
 			}
 		})

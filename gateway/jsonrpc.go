@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 
-	"github.com/pallasgw/pallasgw/agents"
+	"github.com/pallasgw/pallasgw/agents/jsonrpc"
 )
 
 // JSON-RPC error codes the gateway answers with itself.
@@ -26,8 +26,8 @@ type rpcError struct {
 // well-formed JSON that is not an object, accept a message with neither a
 // method nor a result as an empty response (202, silently), and fail on a
 // method or id of the wrong type with a parse error.
-func checkMessage(body []byte) (*agents.Message, *rpcError) {
-	env, err := agents.ParseMessage(body)
+func checkMessage(body []byte) (*jsonrpc.Message, *rpcError) {
+	env, err := jsonrpc.Parse(body)
 	var syntax *json.SyntaxError
 	if errors.As(err, &syntax) {
 		return nil, &rpcError{code: rpcParseError, msg: "parse error: the request body is not valid json: " + err.Error()}
@@ -37,10 +37,10 @@ func checkMessage(body []byte) (*agents.Message, *rpcError) {
 	}
 	var id any
 	switch {
-	case string(env.ID) == "null" && !isNull(env.Method):
+	case string(env.ID) == "null" && !jsonrpc.IsNull(env.Method):
 		// mcp-go would take it for a notification and never answer.
 		return nil, &rpcError{code: rpcInvalidRequest, msg: "invalid request: id must not be null (omit it for a notification)"}
-	case isNull(env.ID):
+	case jsonrpc.IsNull(env.ID):
 	case env.ID[0] == '"' || env.ID[0] == '-' || (env.ID[0] >= '0' && env.ID[0] <= '9'):
 		_ = json.Unmarshal(env.ID, &id)
 	default:
@@ -50,22 +50,17 @@ func checkMessage(body []byte) (*agents.Message, *rpcError) {
 		return nil, &rpcError{id: id, code: rpcInvalidRequest, msg: `invalid request: jsonrpc must be "2.0"`}
 	}
 	switch {
-	case !isNull(env.Method) && env.Method[0] != '"':
+	case !jsonrpc.IsNull(env.Method) && env.Method[0] != '"':
 		return nil, &rpcError{id: id, code: rpcInvalidRequest, msg: "invalid request: method must be a string"}
-	case isNull(env.Method) && len(env.Result) == 0 && len(env.Error) == 0:
+	case jsonrpc.IsNull(env.Method) && len(env.Result) == 0 && len(env.Error) == 0:
 		return nil, &rpcError{id: id, code: rpcInvalidRequest, msg: "invalid request: the message has no method (and is not a response)"}
 	}
 	return env, nil
 }
 
-// isNull reports an absent or null member.
-func isNull(raw json.RawMessage) bool {
-	return len(raw) == 0 || string(raw) == "null"
-}
-
 // servesRunningCall reports whether a POST body is a JSON-RPC response (a
 // caller's answer to a server-to-client request) or a
 // notifications/cancelled: messages for a call that is already running.
-func servesRunningCall(msg *agents.Message) bool {
-	return msg != nil && (isNull(msg.Method) || string(msg.Method) == `"notifications/cancelled"`)
+func servesRunningCall(msg *jsonrpc.Message) bool {
+	return msg != nil && (jsonrpc.IsNull(msg.Method) || msg.MethodName() == "notifications/cancelled")
 }

@@ -1,7 +1,7 @@
-package agents
+package fastcall
 
-// The fast path's downstream results as raw JSON (README, P9). When the
-// Downstream can return a tools/call result as the downstream sent it
+// Downstream results as raw JSON (README, Architecture). When the
+// proxy's Downstream can return a tools/call result as the downstream sent it
 // (*mcpclient.Manager's CallToolRaw: a raw POST on Streamable HTTP sessions,
 // mcp-go's client otherwise), the fast path writes those bytes inside its
 // JSON-RPC response instead of decoding them into mcp-go's types and
@@ -17,106 +17,47 @@ package agents
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
-	"math"
-	"net/http"
-	"strconv"
 
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/pallasgw/pallasgw/agents/mcpclient"
 )
 
-// RawDownstream is what the fast path needs for raw results
-// (*mcpclient.Manager implements it). args is the arguments object as JSON,
-// or nil.
-type RawDownstream interface {
-	CallToolRaw(ctx context.Context, server, tool string, args json.RawMessage, hdr http.Header, onProgress mcpclient.ProgressFunc) (*mcpclient.RawResult, error)
-}
+// RawAnswer is a complete JSON-RPC message, written as it is.
+type RawAnswer []byte
 
-var _ RawDownstream = (*mcpclient.Manager)(nil)
-
-// rawAnswer is a complete JSON-RPC message, written as it is.
-type rawAnswer []byte
-
-// rawArguments are the caller's arguments as it sent them when they are an
-// object (the fast path parsed them: they are valid JSON), else what the
-// typed path would send.
-func rawArguments(req mcp.CallToolRequest) json.RawMessage {
-	if raw := bytes.TrimSpace(req.Params.RawArguments); len(raw) > 0 && raw[0] == '{' {
-		return raw
-	}
-	if args := req.GetArguments(); args != nil {
-		b, _ := json.Marshal(args)
-		return b
-	}
-	return nil
-}
-
-// rawResponse is the JSON-RPC response with result rr for request id, or
-// false when rr must take the typed path.
-func (p *proxy) rawResponse(id any, rr *mcpclient.RawResult, modern bool) (rawAnswer, bool) {
+// RawResponse is the JSON-RPC response with result rr for request id, or
+// false when rr must take the typed path. self is the answering server's
+// identity as JSON (SelfJSON), put in a 2026-07-28 result's _meta.
+func RawResponse(id any, rr *mcpclient.RawResult, modern bool, self json.RawMessage) (RawAnswer, bool) {
 	if rr.ResultType == string(mcp.ResultTypeInputRequired) {
 		return nil, false
 	}
 	result := rr.JSON
 	if modern {
 		var ok bool
-		if result, ok = p.decorateRaw(rr); !ok {
+		if result, ok = decorateRaw(rr, self); !ok {
 			return nil, false
-		}
-	}
-	b := make([]byte, 0, len(result)+80)
-	b = append(b, `{"jsonrpc":"2.0","id":`...)
-	b, ok := appendID(b, id)
-	if !ok {
-		return nil, false
-	}
-	b = append(b, `,"result":`...)
-	b = append(b, result...)
-	return append(b, '}'), true
-}
-
-// appendID appends a JSON-RPC id as mcp-go writes it (encoding/json of the
-// decoded value): whole numbers and plain ASCII strings directly, anything
-// else through encoding/json.
-func appendID(b []byte, id any) ([]byte, bool) {
-	switch v := id.(type) {
-	case float64:
-		if v == math.Trunc(v) && math.Abs(v) < 1e15 && !(v == 0 && math.Signbit(v)) {
-			return strconv.AppendInt(b, int64(v), 10), true
-		}
-	case string:
-		if plainASCII(v) {
-			b = append(b, '"')
-			b = append(b, v...)
-			return append(b, '"'), true
 		}
 	}
 	idJSON, err := json.Marshal(id)
 	if err != nil {
-		return b, false
+		return nil, false
 	}
-	return append(b, idJSON...), true
-}
-
-// plainASCII reports a string that encoding/json writes as it is, quoted:
-// printable ASCII without the characters it escapes.
-func plainASCII(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
-			return false
-		}
-	}
-	return true
+	b := make([]byte, 0, len(result)+len(idJSON)+40)
+	b = append(b, `{"jsonrpc":"2.0","id":`...)
+	b = append(b, idJSON...)
+	b = append(b, `,"result":`...)
+	b = append(b, result...)
+	return append(b, '}'), true
 }
 
 // decorateRaw is decorate for a raw result: resultType "complete" unless
 // set, and the server's identity in _meta unless the result names one. The
 // common case (no _meta) inserts both members at the front; a result with
 // a _meta of its own is rebuilt member by member, values kept as sent.
-func (p *proxy) decorateRaw(rr *mcpclient.RawResult) (json.RawMessage, bool) {
+func decorateRaw(rr *mcpclient.RawResult, info json.RawMessage) (json.RawMessage, bool) {
 	var meta map[string]json.RawMessage
 	if rr.Meta != nil && json.Unmarshal(rr.Meta, &meta) != nil {
 		return nil, false
@@ -126,7 +67,6 @@ func (p *proxy) decorateRaw(rr *mcpclient.RawResult) (json.RawMessage, bool) {
 	if hasInfo && !needType {
 		return rr.JSON, true
 	}
-	info := p.serverInfoJSON()
 	// A null _meta or resultType reads as absent, but its member is there
 	// and must be replaced, not repeated: the result is rebuilt then (the
 	// check may also hit the words inside content, which costs only time).
@@ -173,14 +113,11 @@ func mustRaw(v map[string]json.RawMessage) json.RawMessage {
 	return bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
 }
 
-// serverInfoJSON is the agent's identity as decorate puts it in _meta,
-// encoded once per agent.
-func (p *proxy) serverInfoJSON() json.RawMessage {
-	p.infoOnce.Do(func() {
-		p.info, _ = json.Marshal(mcp.Implementation{Name: p.a.Name, Version: p.a.set.deps.Config.Version,
-			Title: p.a.Config.Title, Description: p.a.Config.Description})
-	})
-	return p.info
+// SelfJSON is a server identity as Decorate puts it in _meta, for
+// RawResponse.
+func SelfJSON(self mcp.Implementation) json.RawMessage {
+	b, _ := json.Marshal(self) // strings only: always encodes
+	return b
 }
 
 // oneLine returns msg without line breaks (compacted), as an SSE data line

@@ -1,4 +1,4 @@
-package agents
+package fastcall
 
 import (
 	"context"
@@ -13,7 +13,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 )
 
-// fastStream is the response of one fast-path tools/call (proxy_fast.go):
+// Stream is the response of one fast-path tools/call (proxy_fast.go):
 // the call's notifications as SSE events while it runs, then the answer. It
 // writes what mcp-go v1.2.1's handlePost writes for the same call, byte for
 // byte: the first notification switches the response to text/event-stream
@@ -29,11 +29,10 @@ import (
 // goroutine exist only once a call sends a notification (most do not), and
 // the answer is written only after every notification taken into the buffer:
 // no flush barrier is needed.
-type fastStream struct {
+type Stream struct {
 	w       http.ResponseWriter
 	flusher http.Flusher    // nil: the writer cannot stream; notifications are dropped, as mcp-go drops them
 	reqCtx  context.Context // the HTTP request's: when it ends, nothing more is written
-	sse     bool            // answer as SSE even without notifications (proxy.go, the end of its package comment)
 
 	open     sync.Once
 	events   chan mcp.JSONRPCNotification // set by open; nil until a notification is sent
@@ -46,29 +45,33 @@ type fastStream struct {
 	upgraded bool       // the text/event-stream headers are written; guarded by mu
 }
 
+// ErrCallEnded: the call a notification or a server-to-client request was
+// for has returned; its response stream is closed.
+var ErrCallEnded = errors.New("the call has ended; its response stream is closed")
+
 // notificationBuffer is mcp-go's per-request notification buffer size.
 const notificationBuffer = 100
 
-type fastStreamKey struct{}
+type streamKey struct{}
 
-func fastStreamFrom(ctx context.Context) *fastStream {
-	s, _ := ctx.Value(fastStreamKey{}).(*fastStream)
+func StreamFrom(ctx context.Context) *Stream {
+	s, _ := ctx.Value(streamKey{}).(*Stream)
 	return s
 }
 
-func newFastStream(w http.ResponseWriter, r *http.Request, sse bool) *fastStream {
+func newStream(w http.ResponseWriter, r *http.Request) *Stream {
 	f, _ := w.(http.Flusher)
-	return &fastStream{w: w, flusher: f, reqCtx: r.Context(), sse: sse}
+	return &Stream{w: w, flusher: f, reqCtx: r.Context()}
 }
 
 // notify queues one notification for the caller (a notifyFunc).
-func (s *fastStream) notify(method string, params map[string]any) error {
+func (s *Stream) Notify(method string, params map[string]any) error {
 	if s.closed.Load() {
-		return errCallEnded
+		return ErrCallEnded
 	}
 	s.open.Do(s.start)
 	if s.events == nil { // finish won the race to open
-		return errCallEnded
+		return ErrCallEnded
 	}
 	n := mcp.JSONRPCNotification{JSONRPC: mcp.JSONRPC_VERSION,
 		Notification: mcp.Notification{Method: method, Params: mcp.NotificationParams{AdditionalFields: params}}}
@@ -87,7 +90,7 @@ func (s *fastStream) notify(method string, params map[string]any) error {
 
 // start makes the buffer and the writer goroutine, which ends with the
 // answer (done) or with the request.
-func (s *fastStream) start() {
+func (s *Stream) start() {
 	s.mu.Lock() // inject reads events under mu, outside open
 	s.events = make(chan mcp.JSONRPCNotification, notificationBuffer)
 	s.kick = make(chan struct{}, 1)
@@ -112,7 +115,7 @@ func (s *fastStream) start() {
 }
 
 // writeBuffered writes the buffered notifications. Callers hold mu.
-func (s *fastStream) writeBuffered() {
+func (s *Stream) writeBuffered() {
 	for {
 		select {
 		case n := <-s.events:
@@ -127,7 +130,7 @@ func (s *fastStream) writeBuffered() {
 
 // writeEvent writes msg as one SSE event, switching the response to SSE
 // first, and flushes it when told. Callers hold mu.
-func (s *fastStream) writeEvent(msg any, flush bool) {
+func (s *Stream) writeEvent(msg any, flush bool) {
 	if !s.upgraded {
 		h := s.w.Header()
 		h.Set("Content-Type", "text/event-stream")
@@ -137,7 +140,7 @@ func (s *fastStream) writeEvent(msg any, flush bool) {
 		s.upgraded = true
 	}
 	var data []byte
-	if raw, ok := msg.(rawAnswer); ok {
+	if raw, ok := msg.(RawAnswer); ok {
 		data = oneLine(raw)
 	} else {
 		var err error
@@ -154,14 +157,14 @@ func (s *fastStream) writeEvent(msg any, flush bool) {
 // inject writes msg, a server-to-client request of the endpoint's own
 // (callerrequest.go), as the next event: after the notifications taken so
 // far, switching the response to SSE if it is the first.
-func (s *fastStream) inject(msg json.RawMessage) error {
+func (s *Stream) Inject(msg json.RawMessage) error {
 	if s.flusher == nil {
 		return errors.New("the response to the caller's request cannot stream")
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed.Load() {
-		return errCallEnded
+		return ErrCallEnded
 	}
 	if s.events != nil {
 		s.writeBuffered()
@@ -173,7 +176,7 @@ func (s *fastStream) inject(msg json.RawMessage) error {
 // finish writes the notifications still buffered, then answer (a JSON-RPC
 // response or error), unless the caller has gone away. After it returns
 // nothing touches the response writer.
-func (s *fastStream) finish(answer any) {
+func (s *Stream) finish(answer any) {
 	s.closed.Store(true)
 	s.open.Do(func() {}) // after this, events is set for good or never will be
 	s.mu.Lock()
@@ -185,7 +188,7 @@ func (s *fastStream) finish(answer any) {
 	if s.reqCtx.Err() != nil {
 		return
 	}
-	if s.flusher != nil && (s.upgraded || s.sse || s.notified.Load()) {
+	if s.flusher != nil && (s.upgraded || s.notified.Load()) {
 		// mcp-go flushes the answer event, so that the response is chunked
 		// even when nothing came before it. Declaring the chunked framing
 		// up front gives the caller the same response with one write
@@ -202,7 +205,7 @@ func (s *fastStream) finish(answer any) {
 	// which map to 200.
 	s.w.Header().Set("Content-Type", "application/json")
 	s.w.WriteHeader(http.StatusOK)
-	if raw, ok := answer.(rawAnswer); ok {
+	if raw, ok := answer.(RawAnswer); ok {
 		_, _ = s.w.Write(append(raw, '\n')) // as Encode ends a message
 		return
 	}
