@@ -168,3 +168,17 @@ func (p *CallerPolicy) MissingIdentity(caller string) Decision {
 	}
 	return decision(ReasonAllowed)
 }
+
+// DecideTool is the decision for one downstream tool an agent is asked to
+// call or show: the agent's tools filter (deny wins; an empty allow list
+// allows all, matched on "<server>__<tool>"), then the caller's rule.
+func (p *CallerPolicy) DecideTool(agent ToolFilter, caller, server, tool string) Decision {
+	full := server + "__" + tool
+	switch {
+	case agent.Deny.Match(full):
+		return Decision{Reason: ReasonToolDenied}
+	case !agent.Allow.Empty() && !agent.Allow.Match(full):
+		return Decision{Reason: ReasonToolNotAllowed}
+	}
+	return p.AllowTool(caller, server, tool)
+}

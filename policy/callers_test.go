@@ -114,6 +114,10 @@ func TestCallerPolicy(t *testing.T) {
 	}
 	allow := Decision{Allowed: true, Reason: ReasonAllowed}
 	deny := func(r string) Decision { return Decision{Reason: r} }
+	agentFilter, err := NewToolFilter([]string{"argos__*"}, []string{"argos__search_web"})
+	if err != nil {
+		t.Fatal(err)
+	}
 	tests := []struct {
 		name string
 		got  Decision
@@ -135,6 +139,10 @@ func TestCallerPolicy(t *testing.T) {
 		{"unlisted caller, default denies", p.AllowAgent("stranger", "research"), deny(ReasonAgentNotAllowed)},
 		{"unlisted caller, default servers all", p.AllowServer("stranger", "files"), allow},
 		{"unlisted caller, default tool deny", p.AllowTool("stranger", "files", "delete_x"), deny(ReasonToolDenied)},
+		{"agent filter denies first", p.DecideTool(agentFilter, "ops", "argos", "search_web"), deny(ReasonToolDenied)},
+		{"agent filter allow list", p.DecideTool(agentFilter, "ops", "files", "read"), deny(ReasonToolNotAllowed)},
+		{"agent filter passes, caller rule decides", p.DecideTool(agentFilter, "web-ui", "argos", "drop"), deny(ReasonToolNotAllowed)},
+		{"agent filter and caller rule allow", p.DecideTool(agentFilter, "web-ui", "argos", "search_x"), allow},
 		{"empty caller gets default", p.AllowAgent("", "public_faq"), allow},
 		{"missing identity denied", p.MissingIdentity(""), deny(ReasonMissingIdentity)},
 		{"named identity present", p.MissingIdentity("stranger"), allow},
