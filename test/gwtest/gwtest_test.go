@@ -116,3 +116,13 @@ func TestGatewayLogFile(t *testing.T) {
 		t.Errorf("tail of %d bytes, want at most 100 and the dots", n)
 	}
 }
+
+// TestGatewayProcessGroup runs one in its own process group (test/e2e's
+// way) and stops it through the group.
+func TestGatewayProcessGroup(t *testing.T) {
+	g := Start(t, Options{Config: strings.Replace(cfg, "%s", "pg", 1), ProcessGroup: true, StopTimeout: 15 * time.Second})
+	g.Stop()
+	if code := g.ExitCode(); code != 0 {
+		t.Errorf("exit code %d:\n%s", code, g.Tail())
+	}
+}
