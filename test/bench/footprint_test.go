@@ -31,7 +31,7 @@ func BenchmarkFootprint(b *testing.B) {
 	one := startGateway(b, footprintConfig(llm.OpenAIBaseURL(), d.url(), 1))
 	many := startGateway(b, footprintConfig(llm.OpenAIBaseURL(), d.url(), 100))
 	rssOne, rssMany := idleRSS(one), idleRSS(many)
-	one.stop()
+	one.Stop()
 	b.ReportMetric(rssMany/(1<<20), "idle-RSS-MB")
 
 	streams := min(calls(b), 1000)

@@ -1,45 +1,27 @@
 package bench
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
+	"github.com/pallasgw/pallasgw/test/gwtest"
 	"github.com/pallasgw/pallasgw/test/load"
 )
 
-// gateway is one running pallasgw process.
+// gateway is one running pallasgw process, with the readers the
+// benchmarks measure it by.
 type gateway struct {
-	b       *testing.B
-	cmd     *exec.Cmd
-	base    string // http://127.0.0.1:port
-	port    int
-	cfgPath string
-	logPath string
-	exited  chan struct{}
-}
-
-// freePort returns a free TCP port on 127.0.0.1.
-func freePort(b *testing.B) int {
-	b.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	*gwtest.Gateway
+	b *testing.B
 }
 
 // startGateway writes cfg ({{PORT}} replaced by the main port) and runs
@@ -50,77 +32,14 @@ func startGateway(b *testing.B, cfg string) *gateway {
 	if binary == "" {
 		b.Fatal("no gateway binary (run with -bench)")
 	}
-	// The log is not beside the config: the gateway watches the config's
-	// directory, and every log line would be a file event to look at.
-	g := &gateway{b: b, port: freePort(b), cfgPath: filepath.Join(b.TempDir(), "pallasgw.yaml"),
-		logPath: filepath.Join(b.TempDir(), "pallasgw.log"), exited: make(chan struct{})}
-	g.base = fmt.Sprintf("http://127.0.0.1:%d", g.port)
-	g.writeConfig(cfg)
-	logf, err := os.Create(g.logPath)
-	if err != nil {
-		b.Fatal(err)
-	}
-	g.cmd = exec.Command(binary, "serve", "--config", g.cfgPath, "--log-level", "info")
-	g.cmd.Stdout, g.cmd.Stderr = logf, logf
-	if err := g.cmd.Start(); err != nil {
-		b.Fatal(err)
-	}
-	go func() { g.cmd.Wait(); logf.Close(); close(g.exited) }()
-	b.Cleanup(g.stop)
-	g.waitReady()
-	return g
-}
-
-func (g *gateway) writeConfig(cfg string) {
-	g.b.Helper()
-	cfg = strings.ReplaceAll(cfg, "{{PORT}}", strconv.Itoa(g.port))
-	if err := os.WriteFile(g.cfgPath, []byte(cfg), 0o600); err != nil {
-		g.b.Fatal(err)
-	}
-}
-
-func (g *gateway) waitReady() {
-	g.b.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
-		select {
-		case <-g.exited:
-			g.b.Fatalf("gateway exited early:\n%s", g.logTail())
-		default:
-		}
-		if resp, err := http.Get(g.base + "/readyz"); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return
-			}
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	g.b.Fatalf("gateway not ready in 30s:\n%s", g.logTail())
-}
-
-func (g *gateway) stop() {
-	select {
-	case <-g.exited:
-		return
-	default:
-	}
-	g.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-g.exited:
-	case <-time.After(20 * time.Second):
-		g.cmd.Process.Kill()
-		<-g.exited
-		g.b.Errorf("gateway did not stop on SIGTERM:\n%s", g.logTail())
-	}
+	return &gateway{gwtest.Start(b, gwtest.Options{Binary: binary, Config: cfg, LogLevel: "info", LogFile: true, TailBytes: 4000}), b}
 }
 
 // problems returns up to n of the gateway's warn and error log lines, for
 // reports of failed calls.
 func (g *gateway) problems(n int) []string {
-	data, _ := os.ReadFile(g.logPath)
 	var out []string
-	for _, line := range strings.Split(string(data), "\n") {
+	for _, line := range strings.Split(g.Logs(), "\n") {
 		if len(out) < n && (strings.Contains(line, `"level":"warn"`) || strings.Contains(line, `"level":"error"`)) {
 			out = append(out, line)
 		}
@@ -128,21 +47,12 @@ func (g *gateway) problems(n int) []string {
 	return out
 }
 
-// logTail is the end of the gateway's log, for failure messages.
-func (g *gateway) logTail() string {
-	b, _ := os.ReadFile(g.logPath)
-	if len(b) > 4000 {
-		b = b[len(b)-4000:]
-	}
-	return string(b)
-}
-
-func (g *gateway) agentURL(name string) string { return g.base + "/agents/" + name + "/mcp" }
+func (g *gateway) agentURL(name string) string { return g.Base + "/agents/" + name + "/mcp" }
 
 // cpu is the gateway process's user+system CPU time so far.
 func (g *gateway) cpu() time.Duration {
 	g.b.Helper()
-	d, err := procCPU(strconv.Itoa(g.cmd.Process.Pid))
+	d, err := procCPU(strconv.Itoa(g.Pid()))
 	if err != nil {
 		g.b.Fatalf("reading the gateway's CPU time: %v", err)
 	}
@@ -180,26 +90,14 @@ const clockTicks = 100
 // strings) from /metrics.
 func (g *gateway) metrics(names ...string) map[string]float64 {
 	g.b.Helper()
-	resp, err := http.Get(g.base + "/metrics")
+	all, err := g.Metrics()
 	if err != nil {
-		g.b.Fatalf("scraping /metrics: %v", err)
-	}
-	defer resp.Body.Close()
-	want := map[string]bool{}
-	for _, n := range names {
-		want[n] = true
+		g.b.Fatal(err)
 	}
 	out := map[string]float64{}
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		i := strings.LastIndexByte(line, ' ')
-		if i < 0 || strings.HasPrefix(line, "#") || !want[line[:i]] {
-			continue
-		}
-		if v, err := strconv.ParseFloat(line[i+1:], 64); err == nil {
-			out[line[:i]] = v
+	for _, n := range names {
+		if v, ok := all[n]; ok {
+			out[n] = v
 		}
 	}
 	return out
@@ -245,7 +143,7 @@ func perCall(before, after usage, calls int) (cpu time.Duration, allocs, bytes f
 // does with gc=1), so heap figures are live memory.
 func (g *gateway) forceGC() {
 	g.b.Helper()
-	resp, err := http.Get(g.base + "/debug/pprof/heap?gc=1")
+	resp, err := http.Get(g.Base + "/debug/pprof/heap?gc=1")
 	if err != nil {
 		g.b.Fatalf("forcing a GC: %v", err)
 	}
@@ -349,7 +247,7 @@ func (p *profiler) fetch(path, file string) {
 }
 
 func (p *profiler) fetchCtx(ctx context.Context, path, file string) error {
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, p.g.base+path, nil)
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, p.g.Base+path, nil)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		return err

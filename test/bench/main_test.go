@@ -37,12 +37,12 @@ package bench
 import (
 	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/pallasgw/pallasgw/test/gwtest"
 )
 
 var binary string
@@ -55,19 +55,13 @@ func TestMain(m *testing.M) {
 		if b := os.Getenv("PALLASGW_BENCH_BINARY"); b != "" {
 			binary = b
 		} else if benchRequested() {
-			dir, err := os.MkdirTemp("", "pallasgw-bench")
+			bin, cleanup, err := gwtest.BuildTemp(false) // no -race: these are benchmarks
 			if err != nil {
 				fmt.Fprintln(os.Stderr, err)
 				return 1
 			}
-			defer os.RemoveAll(dir)
-			binary = filepath.Join(dir, "pallasgw")
-			build := exec.Command("go", "build", "-o", binary, "../../cmd/pallasgw") // no -race: these are benchmarks
-			build.Stdout, build.Stderr = os.Stdout, os.Stderr
-			if err := build.Run(); err != nil {
-				fmt.Fprintln(os.Stderr, "building pallasgw:", err)
-				return 1
-			}
+			defer cleanup()
+			binary = bin
 		}
 		code := m.Run()
 		printSummary()

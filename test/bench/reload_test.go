@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -150,17 +148,13 @@ agents:
 // rename over it).
 func (g *gateway) renameConfig(cfg string) {
 	g.b.Helper()
-	tmp := filepath.Join(filepath.Dir(g.cfgPath), ".pallasgw.yaml.tmp")
-	if err := os.WriteFile(tmp, []byte(strings.ReplaceAll(cfg, "{{PORT}}", fmt.Sprint(g.port))), 0o600); err != nil {
-		g.b.Fatal(err)
-	}
-	if err := os.Rename(tmp, g.cfgPath); err != nil {
+	if err := g.RenameConfig(cfg); err != nil {
 		g.b.Fatal(err)
 	}
 }
 
 func (g *gateway) postReload() (int, string) {
-	resp, err := http.Post(g.base+"/-/reload", "application/json", nil)
+	resp, err := http.Post(g.Base+"/-/reload", "application/json", nil)
 	if err != nil {
 		return 0, err.Error()
 	}

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pallasgw/pallasgw/test/gwtest"
 	"github.com/pallasgw/pallasgw/test/load"
 )
 
@@ -194,7 +195,7 @@ func startNginx(b *testing.B, target string) string {
 		bin = "/usr/sbin/nginx"
 	}
 	dir := b.TempDir()
-	port := freePort(b)
+	port := gwtest.FreePorts(b, 1)[0]
 	user := ""
 	if os.Geteuid() == 0 {
 		user = "user root;" // workers as nobody could not enter the temp directory

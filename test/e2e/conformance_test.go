@@ -136,7 +136,7 @@ agents:
   conf: {kind: proxy, servers: [conf]}
 `, direct))
 	want := runConformance(t, direct)
-	got := runConformance(t, gw.base+"/agents/conf/mcp")
+	got := runConformance(t, gw.Base+"/agents/conf/mcp")
 
 	var names []string
 	for n := range want {
@@ -185,7 +185,7 @@ agents:
 
 	for _, c := range []struct{ agent, prefix string }{{"web", ""}, {"local", ""}, {"both", "web__"}, {"both", "local__"}} {
 		t.Run(c.agent+"/"+strings.TrimSuffix(c.prefix, "__"), func(t *testing.T) {
-			cs := everythingSession(t, gw.base+"/agents/"+c.agent+"/mcp", "2025-11-25")
+			cs := everythingSession(t, gw.Base+"/agents/"+c.agent+"/mcp", "2025-11-25")
 			tools := map[string]bool{}
 			res, err := cs.ListTools(context.Background(), nil)
 			if err != nil {
@@ -219,12 +219,12 @@ agents:
 					t.Errorf("%s%s differs from the server's own result:\nproxy:  %s\ndirect: %s", c.prefix, call.name, got, want)
 				}
 			}
-			checkLongRunning(t, gw.base+"/agents/"+c.agent+"/mcp", c.prefix+"trigger-long-running-operation")
+			checkLongRunning(t, gw.Base+"/agents/"+c.agent+"/mcp", c.prefix+"trigger-long-running-operation")
 		})
 	}
 
 	t.Run("image bytes", func(t *testing.T) {
-		cs := everythingSession(t, gw.base+"/agents/web/mcp", "")
+		cs := everythingSession(t, gw.Base+"/agents/web/mcp", "")
 		res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "get-tiny-image"})
 		if err != nil {
 			t.Fatal(err)

@@ -30,10 +30,7 @@ import (
 	"github.com/pallasgw/pallasgw/test/gwtest"
 )
 
-var (
-	binary  string // the pallasgw binary built by TestMain
-	repoDir string // the repository root
-)
+var repoDir string // the repository root
 
 func TestMain(m *testing.M) {
 	wd, err := os.Getwd()
@@ -41,21 +38,7 @@ func TestMain(m *testing.M) {
 		panic(err)
 	}
 	repoDir = filepath.Clean(filepath.Join(wd, "..", ".."))
-	dir, err := os.MkdirTemp("", "pallasgw-e2e")
-	if err != nil {
-		panic(err)
-	}
-	binary = filepath.Join(dir, "pallasgw")
-	build := exec.Command("go", "build", "-race", "-o", binary, "./cmd/pallasgw")
-	build.Dir = repoDir
-	build.Stdout, build.Stderr = os.Stdout, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "building pallasgw:", err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
+	gwtest.Main(m, true)
 }
 
 // need skips the test when a required program is missing, or fails it when
@@ -260,35 +243,19 @@ func mustGet(t testing.TB, url string, hdr map[string]string) (int, http.Header,
 	return code, h, body
 }
 
-// gateway is one running pallasgw.
+// gateway is one running pallasgw (the race-enabled binary of TestMain),
+// in a process group of its own like every proc, its output shown on
+// failure.
 type gateway struct {
-	*proc
-	port    int
-	base    string // http://127.0.0.1:port
-	cfgPath string
+	*gwtest.Gateway
 }
 
 // startGateway writes cfg, with {{PORT}} replaced by a free port, and runs
 // `pallasgw serve` on it until the test ends. It returns once /readyz is 200.
 func startGateway(t testing.TB, cfg string, env ...string) *gateway {
 	t.Helper()
-	port := freePorts(t, 1)[0]
-	path := filepath.Join(t.TempDir(), "pallasgw.yaml")
-	cfg = strings.ReplaceAll(cfg, "{{PORT}}", fmt.Sprint(port))
-	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(binary, "serve", "--config", path, "--log-level", "debug")
-	cmd.Env = append(os.Environ(), env...)
-	g := &gateway{port: port, base: fmt.Sprintf("http://127.0.0.1:%d", port), cfgPath: path}
-	g.proc = startProc(t, "pallasgw", cmd)
-	t.Cleanup(func() {
-		if strings.Contains(g.out.String(), "DATA RACE") {
-			t.Errorf("race detected in the gateway:\n%s", tail(g.out.String(), 8000))
-		}
-	})
-	waitFor(t, "pallasgw /readyz", 30*time.Second, g.proc, httpGetOK(g.base+"/readyz"))
-	return g
+	return &gateway{gwtest.Start(t, gwtest.Options{Config: cfg, Env: env, ProcessGroup: true,
+		StopTimeout: 15 * time.Second, TailBytes: 8000, LogOnFailure: true})}
 }
 
 // startEverything runs @modelcontextprotocol/server-everything over

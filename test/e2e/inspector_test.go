@@ -59,7 +59,7 @@ agents:
 
 	for _, c := range []struct{ agent, prefix string }{{"tools", ""}, {"pair", "everything__"}} {
 		t.Run(c.agent, func(t *testing.T) {
-			url := gw.base + "/agents/" + c.agent + "/mcp"
+			url := gw.Base + "/agents/" + c.agent + "/mcp"
 			var list struct {
 				Tools []struct{ Name string } `json:"tools"`
 			}
@@ -83,7 +83,7 @@ agents:
 	}
 
 	t.Run("toolbox", func(t *testing.T) {
-		url := gw.base + "/agents/box/mcp"
+		url := gw.Base + "/agents/box/mcp"
 		out := inspector(t, append([]string{url, "--transport", "http", "--method", "tools/call",
 			"--tool-name", "get_server_tools", "--tool-arg", "server=everything", "pattern=get-*"}, auth...)...)
 		if !strings.Contains(out, `get-sum`) || strings.Contains(out, `\"name\":\"echo\"`) {
@@ -93,7 +93,7 @@ agents:
 
 	// Without the token the gateway refuses the Inspector.
 	cmd := exec.Command(nodeBin(t), npmFile(t, "@modelcontextprotocol/inspector", "clients/launcher/build/index.js"),
-		"--cli", gw.base+"/agents/tools/mcp", "--transport", "http", "--method", "tools/list")
+		"--cli", gw.Base+"/agents/tools/mcp", "--transport", "http", "--method", "tools/list")
 	cmd.Env = append(cmd.Environ(), "HOME="+t.TempDir())
 	if out, err := cmd.CombinedOutput(); err == nil {
 		t.Errorf("the Inspector without a token got through:\n%s", out)

@@ -74,7 +74,7 @@ func driveTraffic(t *testing.T, gw *gateway, llm *fakellm.Server) {
 	connect := func(agent string) *mcp.ClientSession {
 		c := mcp.NewClient(&mcp.Implementation{Name: "e2e-metrics", Version: "1"}, nil)
 		tr := &mcp.StreamableClientTransport{
-			Endpoint:   gw.base + "/agents/" + agent + "/mcp",
+			Endpoint:   gw.Base + "/agents/" + agent + "/mcp",
 			HTTPClient: &http.Client{Transport: tenantHeader{strings.Repeat("t", 9000)}},
 			MaxRetries: -1,
 		}
@@ -140,9 +140,9 @@ func TestPrometheus(t *testing.T) {
 	})
 
 	// Before any traffic: the families that exist from the start.
-	_, _, idle := mustGet(t, gw.base+"/metrics", nil)
+	_, _, idle := mustGet(t, gw.Base+"/metrics", nil)
 	driveTraffic(t, gw, llm)
-	_, _, busy := mustGet(t, gw.base+"/metrics", nil)
+	_, _, busy := mustGet(t, gw.Base+"/metrics", nil)
 
 	t.Run("metrics pass promtool check metrics", func(t *testing.T) {
 		cmd := exec.Command(promtool, "check", "metrics")
@@ -185,7 +185,7 @@ func scrapeWithPrometheus(t *testing.T, prometheus, promtool string, gw *gateway
 	dir := t.TempDir()
 	rules := writeFile(t, dir, "alerts.yml", readRepoFile(t, "configs/prometheus/alerts.yml"))
 	cfg := substitute(t, "configs/prometheus/prometheus.yml", readRepoFile(t, "configs/prometheus/prometheus.yml"),
-		`"127\.0\.0\.1:8200"`, fmt.Sprintf(`"127.0.0.1:%d"`, gw.port),
+		`"127\.0\.0\.1:8200"`, fmt.Sprintf(`"127.0.0.1:%d"`, gw.Port),
 		`(?m)^(\s*)scrape_interval: 15s`, "${1}scrape_interval: 1s",
 		`(?m)^(\s*)evaluation_interval: 15s`, "${1}evaluation_interval: 1s",
 		`(?m)^(\s*)- alerts\.yml`, "${1}- "+rules,
@@ -447,7 +447,7 @@ func checkInflight(t *testing.T, gw *gateway, llm *fakellm.Server) {
 			}
 		},
 	})
-	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: gw.base + "/agents/worker/mcp", MaxRetries: -1}, nil)
+	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: gw.Base + "/agents/worker/mcp", MaxRetries: -1}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -469,7 +469,7 @@ func checkInflight(t *testing.T, gw *gateway, llm *fakellm.Server) {
 	case <-ctx.Done():
 		t.Fatal("the slow call's tool never started")
 	}
-	_, _, body := mustGet(t, gw.base+"/metrics", nil)
+	_, _, body := mustGet(t, gw.Base+"/metrics", nil)
 	m := regexp.MustCompile(`(?m)^pallasgw_inflight_requests\{agent="worker"\} (\S+)$`).FindStringSubmatch(body)
 	if m == nil || m[1] != "1" {
 		t.Errorf("one running call shows as pallasgw_inflight_requests{agent=\"worker\"} %v, want 1", m)

@@ -331,8 +331,8 @@ func TestNginx(t *testing.T) {
 			`proxy_pass\s+http://pallasgw;`, "proxy_pass http://"+upstream+";",
 		)
 	}
-	writeFile(t, dir, "pallasgw.conf", site(port, "pallasgw", s.gw.port))
-	writeFile(t, dir, "plain.conf", site(plainPort, "pallasgw_plain", plain.port))
+	writeFile(t, dir, "pallasgw.conf", site(port, "pallasgw", s.gw.Port))
+	writeFile(t, dir, "plain.conf", site(plainPort, "pallasgw_plain", plain.Port))
 	user := ""
 	if os.Geteuid() == 0 {
 		// As root, nginx would run its workers as nobody, who cannot
@@ -425,7 +425,7 @@ func TestCaddy(t *testing.T) {
 	// No admin API, no certificates, loopback only; Caddy's state stays in
 	// the temp dir.
 	global := "{\n\tadmin off\n\tauto_https off\n\tdefault_bind 127.0.0.1\n}\n\n"
-	conf := writeFile(t, dir, "Caddyfile", global+site(port, s.gw.port)+"\n"+site(plainPort, plain.port))
+	conf := writeFile(t, dir, "Caddyfile", global+site(port, s.gw.Port)+"\n"+site(plainPort, plain.Port))
 	env := append(os.Environ(), "HOME="+dir, "XDG_DATA_HOME="+filepath.Join(dir, "data"), "XDG_CONFIG_HOME="+filepath.Join(dir, "config"))
 	validate := exec.Command(caddy, "validate", "--config", conf, "--adapter", "caddyfile")
 	validate.Env = env

@@ -111,7 +111,7 @@ func badPost(t *testing.T, url, body string, hdr map[string]string) *badReply {
 func badCall(t *testing.T, g *gw, agent, tool, args, rid string) *badReply {
 	t.Helper()
 	body := fmt.Sprintf(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":%q,"arguments":%s,%s}}`, tool, args, badMeta)
-	return badPost(t, g.base+"/agents/"+agent+"/mcp", body, map[string]string{
+	return badPost(t, g.Base+"/agents/"+agent+"/mcp", body, map[string]string{
 		"Mcp-Method": "tools/call", "Mcp-Name": tool, "MCP-Protocol-Version": "2026-07-28", "X-Request-Id": rid,
 	})
 }
@@ -120,8 +120,8 @@ func badCall(t *testing.T, g *gw, agent, tool, args, rid string) *badReply {
 func badAlive(t *testing.T, g *gw) {
 	t.Helper()
 	select {
-	case <-g.exited:
-		t.Fatalf("the gateway exited:\n%s", g.logs.String())
+	case <-g.Exited():
+		t.Fatalf("the gateway exited:\n%s", g.Logs())
 	default:
 	}
 	r := badCall(t, g, "echo", "send_message", `{"message":"still here?"}`, "alive")
@@ -191,7 +191,7 @@ func (w *badWatch) check(t testing.TB) {
 func TestBadInput(t *testing.T) {
 	llm := fakellm.New(t)
 	g := startGateway(t, fmt.Sprintf(badConfig, llm.OpenAIBaseURL()))
-	url := g.base + "/agents/echo/mcp"
+	url := g.Base + "/agents/echo/mcp"
 
 	t.Run("malformed JSON-RPC", func(t *testing.T) {
 		sessionless := map[string]string{"Mcp-Method": "tools/list", "MCP-Protocol-Version": "2026-07-28"}
@@ -302,7 +302,7 @@ func TestBadInput(t *testing.T) {
 		counted.check(t)
 		// A body that promises more than the limit, sends a part of it and
 		// stalls still gets its 413 (and the connection is closed).
-		conn, err := net.Dial("tcp", strings.TrimPrefix(g.base, "http://"))
+		conn, err := net.Dial("tcp", strings.TrimPrefix(g.Base, "http://"))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -363,7 +363,7 @@ func TestBadInput(t *testing.T) {
 		var lines int
 		for deadline := time.Now().Add(5 * time.Second); lines == 0 && time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
 			lines = 0
-			for _, line := range strings.Split(g.logs.String(), "\n") {
+			for _, line := range strings.Split(g.Logs(), "\n") {
 				if strings.Contains(line, `"skipped history entries"`) && strings.Contains(line, `"rid-history"`) {
 					lines++
 				}
@@ -444,7 +444,7 @@ func TestBadInput(t *testing.T) {
 		} {
 			t.Run(c.name, func(t *testing.T) {
 				counted := g.badWatch(t, badHTTP(404))
-				r := badPost(t, g.base+c.path, `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`, map[string]string{"X-Request-Id": "rid-name"})
+				r := badPost(t, g.Base+c.path, `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`, map[string]string{"X-Request-Id": "rid-name"})
 				counted.check(t)
 				var e struct {
 					Error     string `json:"error"`
@@ -502,7 +502,7 @@ func badRawLine(t *testing.T, g *gw, requestLine, lines string) (*http.Response,
 	raw := requestLine + "\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n" +
 		"Mcp-Method: tools/list\r\nMCP-Protocol-Version: 2026-07-28\r\nConnection: close\r\n" + lines +
 		fmt.Sprintf("Content-Length: %d\r\n\r\n", len(body)) + body
-	conn, err := net.DialTimeout("tcp", strings.TrimPrefix(g.base, "http://"), 5*time.Second)
+	conn, err := net.DialTimeout("tcp", strings.TrimPrefix(g.Base, "http://"), 5*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}

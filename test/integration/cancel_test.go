@@ -19,7 +19,7 @@ func TestCancelFromAnotherClientIsIgnored(t *testing.T) {
 	g := startGateway(t, fmt.Sprintf(shutdownCfg, "5s", llm.OpenAIBaseURL()))
 	done := make(chan string, 1)
 	go func() {
-		resp, err := post(g.base+"/agents/slow/mcp", `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"send_message","arguments":{"message":"keep going"}}}`, nil)
+		resp, err := post(g.Base+"/agents/slow/mcp", `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"send_message","arguments":{"message":"keep going"}}}`, nil)
 		if err != nil {
 			done <- err.Error()
 			return
@@ -33,7 +33,7 @@ func TestCancelFromAnotherClientIsIgnored(t *testing.T) {
 		`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":7,"reason":"not yours"}}`,
 		`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":7,"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}`,
 	} {
-		resp, err := post(g.base+"/agents/slow/mcp", body, nil)
+		resp, err := post(g.Base+"/agents/slow/mcp", body, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -69,7 +69,7 @@ agents:
 	}{
 		{"web", "public_echo", 200}, {"web", "internal", 403}, {"ops", "internal", 200},
 	} {
-		resp, err := post(g.base+"/agents/"+c.agent+"/mcp", listTools, map[string]string{"Authorization": "Bearer " + c.token + "-token-0123456789abcdef"})
+		resp, err := post(g.Base+"/agents/"+c.agent+"/mcp", listTools, map[string]string{"Authorization": "Bearer " + c.token + "-token-0123456789abcdef"})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -206,14 +206,14 @@ func (r *faultRig) send(t *testing.T, agent, rid, tool string, args map[string]a
 	c := mcp.NewClient(&mcp.Implementation{Name: "faults", Version: "1"}, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: r.base + "/agents/" + agent + "/mcp", HTTPClient: hc, MaxRetries: -1}, nil)
+	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: r.Base + "/agents/" + agent + "/mcp", HTTPClient: hc, MaxRetries: -1}, nil)
 	if err != nil {
 		t.Fatalf("connect %s: %v", agent, err)
 	}
 	defer cs.Close()
 	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: args})
 	if err != nil {
-		t.Fatalf("%s on %s: %v\ngateway log:\n%s", tool, agent, err, r.logs.String())
+		t.Fatalf("%s on %s: %v\ngateway log:\n%s", tool, agent, err, r.Logs())
 	}
 	return res
 }
@@ -273,7 +273,7 @@ func (r *faultRig) toolResult(t *testing.T, callID string) string {
 // sample sums the samples of metric name whose labels include want.
 func (g *gw) fltSample(t testing.TB, name string, want map[string]string) float64 {
 	t.Helper()
-	_, _, body := httpGet(t, g.base+"/metrics", nil)
+	_, _, body := httpGet(t, g.Base+"/metrics", nil)
 	sum := 0.0
 	sc := bufio.NewScanner(strings.NewReader(body))
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
@@ -405,7 +405,7 @@ func (r *faultRig) fltSettle(t *testing.T, base float64) {
 			return
 		}
 		if time.Now().After(deadline) {
-			_, _, dump := httpGet(t, r.base+"/debug/pprof/goroutine?debug=1", nil)
+			_, _, dump := httpGet(t, r.Base+"/debug/pprof/goroutine?debug=1", nil)
 			t.Fatalf("goroutines stay at %v, baseline %v (+%d):\n%s", now, base, goroutineSlack, dump)
 		}
 		time.Sleep(50 * time.Millisecond)

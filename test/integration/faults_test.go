@@ -269,7 +269,7 @@ func TestFaultClientDisconnect(t *testing.T) {
 		llmCanceled := r.fltCounter(t, "pallasgw_llm_requests_total", map[string]string{"agent": "thinker", "outcome": "canceled"})
 		hang := fakellm.Hang()
 		r.llm.Script(hang)
-		disconnect := disconnectingCall(t, r.base+"/agents/thinker/mcp", "rid-gone-client-1")
+		disconnect := disconnectingCall(t, r.Base+"/agents/thinker/mcp", "rid-gone-client-1")
 		fltRecv(t, hang.Started(), 10*time.Second, "the model stream to start")
 		disconnect()
 		fltRecv(t, hang.Disconnected(), 10*time.Second, "the gateway to close the model stream")
@@ -283,7 +283,7 @@ func TestFaultClientDisconnect(t *testing.T) {
 		downCanceled := r.fltCounter(t, "pallasgw_downstream_calls_total", map[string]string{"server": "sticky", "outcome": "canceled"})
 		r.llm.Script(fakellm.ToolCalls(fakellm.Call{ID: "c-hang", Name: "sticky__hang"}))
 		asked := len(r.llm.ChatRequests()) + 1
-		disconnect := disconnectingCall(t, r.base+"/agents/waiter/mcp", "rid-gone-client-2")
+		disconnect := disconnectingCall(t, r.Base+"/agents/waiter/mcp", "rid-gone-client-2")
 		fltRecv(t, r.flaky.hangStarted, 10*time.Second, "the downstream tool to start")
 		disconnect()
 		if err := fltRecv(t, r.flaky.hangEnded, 10*time.Second, "the downstream tool's context to end"); err == nil {

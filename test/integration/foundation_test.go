@@ -59,7 +59,7 @@ func TestAgentsBothProtocolStyles(t *testing.T) {
 		t.Run(style.name, func(t *testing.T) {
 			var mu sync.Mutex
 			var progress []*mcp.ProgressNotificationParams
-			cs := connect(t, f.base+"/agents/echo/mcp", style.version, func(r *mcp.ProgressNotificationClientRequest) {
+			cs := connect(t, f.Base+"/agents/echo/mcp", style.version, func(r *mcp.ProgressNotificationClientRequest) {
 				mu.Lock()
 				progress = append(progress, r.Params)
 				mu.Unlock()
@@ -158,7 +158,7 @@ func checkProgress(t *testing.T, ps []*mcp.ProgressNotificationParams, token str
 
 func TestHistoryAndMalformedEntries(t *testing.T) {
 	f := startFoundation(t)
-	cs := connect(t, f.base+"/agents/echo/mcp", "", nil)
+	cs := connect(t, f.Base+"/agents/echo/mcp", "", nil)
 	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "send_message", Arguments: map[string]any{
 		"message":         "latest",
 		"conversation_id": "conv-7",
@@ -177,7 +177,7 @@ func TestHistoryAndMalformedEntries(t *testing.T) {
 	if textOf(t, res) != "latest" || res.IsError {
 		t.Fatalf("answer %q", textOf(t, res))
 	}
-	_, _, metrics := httpGet(t, f.base+"/metrics", nil)
+	_, _, metrics := httpGet(t, f.Base+"/metrics", nil)
 	for _, reason := range []string{"bad_role", "not_object", "bad_content", "bad_image"} {
 		want := fmt.Sprintf(`pallasgw_history_entries_skipped_total{agent="echo",reason=%q} 1`, reason)
 		if !strings.Contains(metrics, want) {
@@ -191,7 +191,7 @@ func TestHistoryAndMalformedEntries(t *testing.T) {
 
 func TestChainAndPlayback(t *testing.T) {
 	f := startFoundation(t)
-	cs := connect(t, f.base+"/agents/pipeline/mcp", "2025-11-25", nil)
+	cs := connect(t, f.Base+"/agents/pipeline/mcp", "2025-11-25", nil)
 	ctx := context.Background()
 	for _, want := range []string{"one", "two", "one"} {
 		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "send_message", Arguments: map[string]any{"message": "x"}})
@@ -214,9 +214,9 @@ func TestLegacyPortAndRegistry(t *testing.T) {
 	norm := func(s string) string {
 		s = regexp.MustCompile(`"updatedAt": "[^"]+"`).ReplaceAllString(s, `"updatedAt": "T"`)
 		s = strings.ReplaceAll(s, fmt.Sprint(f.echoPort), "ECHOPORT")
-		return strings.ReplaceAll(s, strings.TrimPrefix(f.base, "http://127.0.0.1:"), "PORT")
+		return strings.ReplaceAll(s, strings.TrimPrefix(f.Base, "http://127.0.0.1:"), "PORT")
 	}
-	code, hdr, body := httpGet(t, f.base+"/.well-known/mcp/server.json", nil)
+	code, hdr, body := httpGet(t, f.Base+"/.well-known/mcp/server.json", nil)
 	if code != 200 || hdr.Get("Content-Type") != "application/json" {
 		t.Fatalf("registry: %d %s", code, hdr.Get("Content-Type"))
 	}
@@ -224,7 +224,7 @@ func TestLegacyPortAndRegistry(t *testing.T) {
 	_, _, body = httpGet(t, fmt.Sprintf("http://127.0.0.1:%d/.well-known/mcp/server.json", f.regPort), map[string]string{"Host": "agents.lan:1234"})
 	golden(t, "registry_legacy.golden.json", norm(body))
 	// Forwarded headers from a trusted proxy pick the public scheme and host.
-	_, _, body = httpGet(t, f.base+"/.well-known/mcp/server.json", map[string]string{"X-Forwarded-Proto": "https", "X-Forwarded-Host": "agents.example.com"})
+	_, _, body = httpGet(t, f.Base+"/.well-known/mcp/server.json", map[string]string{"X-Forwarded-Proto": "https", "X-Forwarded-Host": "agents.example.com"})
 	if !strings.Contains(body, `"url": "https://agents.example.com/agents/echo/mcp"`) {
 		t.Errorf("forwarded host not used:\n%s", body)
 	}
@@ -254,22 +254,22 @@ func TestHTTPSurface(t *testing.T) {
 		status int
 		body   string
 	}{
-		{"unknown agent", func() (*http.Response, error) { return post(f.base+"/agents/nobody/mcp", `{}`, nil) }, 404, `unknown agent \"nobody\"`},
+		{"unknown agent", func() (*http.Response, error) { return post(f.Base+"/agents/nobody/mcp", `{}`, nil) }, 404, `unknown agent \"nobody\"`},
 		{"too large", func() (*http.Response, error) {
-			return post(f.base+"/agents/echo/mcp", `{"x":"`+strings.Repeat("a", 70000)+`"}`, nil)
+			return post(f.Base+"/agents/echo/mcp", `{"x":"`+strings.Repeat("a", 70000)+`"}`, nil)
 		}, 413, "max_body_bytes"},
 		{"bad origin", func() (*http.Response, error) {
-			return post(f.base+"/agents/echo/mcp", listTools, map[string]string{"Origin": "https://evil.example"})
+			return post(f.Base+"/agents/echo/mcp", listTools, map[string]string{"Origin": "https://evil.example"})
 		}, 403, "allowed_origins"},
 		{"allowed origin", func() (*http.Response, error) {
-			return post(f.base+"/agents/echo/mcp", listTools, map[string]string{"Origin": "https://ui.example.com"})
+			return post(f.Base+"/agents/echo/mcp", listTools, map[string]string{"Origin": "https://ui.example.com"})
 		}, 200, "send_message"},
 		{"non-loopback host", func() (*http.Response, error) {
-			return post(f.base+"/agents/echo/mcp", listTools, map[string]string{"Host": "agents.example.com"})
+			return post(f.Base+"/agents/echo/mcp", listTools, map[string]string{"Host": "agents.example.com"})
 		}, 200, "send_message"},
-		{"malformed json-rpc", func() (*http.Response, error) { return post(f.base+"/agents/echo/mcp", `{"jsonrpc":`, nil) }, 400, "not valid json"},
-		{"GET has no stream", func() (*http.Response, error) { return http.Get(f.base + "/agents/echo/mcp") }, 405, "no GET stream"},
-		{"healthz", func() (*http.Response, error) { return http.Get(f.base + "/healthz") }, 200, "ok"},
+		{"malformed json-rpc", func() (*http.Response, error) { return post(f.Base+"/agents/echo/mcp", `{"jsonrpc":`, nil) }, 400, "not valid json"},
+		{"GET has no stream", func() (*http.Response, error) { return http.Get(f.Base + "/agents/echo/mcp") }, 405, "no GET stream"},
+		{"healthz", func() (*http.Response, error) { return http.Get(f.Base + "/healthz") }, 200, "ok"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -289,7 +289,7 @@ func TestHTTPSurface(t *testing.T) {
 		})
 	}
 	t.Run("request id echoed", func(t *testing.T) {
-		_, hdr, _ := httpGet(t, f.base+"/healthz", map[string]string{"X-Request-Id": "abc-123"})
+		_, hdr, _ := httpGet(t, f.Base+"/healthz", map[string]string{"X-Request-Id": "abc-123"})
 		if hdr.Get("X-Request-Id") != "abc-123" {
 			t.Fatalf("X-Request-Id = %q", hdr.Get("X-Request-Id"))
 		}
@@ -298,7 +298,7 @@ func TestHTTPSurface(t *testing.T) {
 		// A raw client without initialize: every notification arrives, in
 		// order, with a strictly increasing counter, before the result.
 		for i := 0; i < 20; i++ {
-			resp, err := post(f.base+"/agents/pipeline/mcp", `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"send_message","arguments":{"message":"hi"},"_meta":{"progressToken":"p"}}}`, nil)
+			resp, err := post(f.Base+"/agents/pipeline/mcp", `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"send_message","arguments":{"message":"hi"},"_meta":{"progressToken":"p"}}}`, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -311,7 +311,7 @@ func TestHTTPSurface(t *testing.T) {
 		}
 	})
 	t.Run("metrics", func(t *testing.T) {
-		_, _, m := httpGet(t, f.base+"/metrics", nil)
+		_, _, m := httpGet(t, f.Base+"/metrics", nil)
 		for _, want := range []string{`pallasgw_build_info{`, `pallasgw_http_requests_total{code="404",handler="agent"}`, "go_goroutines", `pallasgw_config_last_reload_successful 1`} {
 			if !strings.Contains(m, want) {
 				t.Errorf("metrics lack %s", want)
@@ -353,7 +353,7 @@ func TestValidateBadConfigs(t *testing.T) {
 	files, _ := filepath.Glob("../../configs/testdata/*.bad.yaml")
 	for _, f := range files {
 		t.Run(filepath.Base(f), func(t *testing.T) {
-			out, err := exec.Command(binary, "validate", "--config", f).CombinedOutput()
+			out, err := exec.Command(binary(), "validate", "--config", f).CombinedOutput()
 			if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 {
 				t.Fatalf("exit = %v, want 1; output:\n%s", err, out)
 			}
@@ -368,7 +368,7 @@ func TestValidateBadConfigs(t *testing.T) {
 			}
 		})
 	}
-	out, err := exec.Command(binary, "validate", "--config", "../../configs/quickstart.yaml").CombinedOutput()
+	out, err := exec.Command(binary(), "validate", "--config", "../../configs/quickstart.yaml").CombinedOutput()
 	if err != nil {
 		t.Fatalf("quickstart does not validate: %v\n%s", err, out)
 	}

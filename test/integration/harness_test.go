@@ -4,14 +4,9 @@ package integration
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"net/http"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -20,105 +15,30 @@ import (
 	"github.com/pallasgw/pallasgw/test/gwtest"
 )
 
-var binary string
+func TestMain(m *testing.M) { gwtest.Main(m, true) }
 
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "pallasgw-it")
-	if err != nil {
-		panic(err)
-	}
-	if binary, err = gwtest.Build("../..", dir, true); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
-}
+// binary is the race-enabled pallasgw binary gwtest.Main built.
+var binary = gwtest.Binary
 
 var freePorts = gwtest.FreePorts
 
-type syncBuffer = gwtest.SyncBuffer
-
 // gw is one running gateway process.
 type gw struct {
-	t       testing.TB
-	cmd     *exec.Cmd
-	base    string // http://127.0.0.1:port
-	cfgPath string
-	logs    *syncBuffer
-	exited  chan struct{}
+	*gwtest.Gateway
 }
 
 // startGateway writes cfg (with {{PORT}} replaced by the main port) and runs
 // `pallasgw serve` on it until the test ends.
 func startGateway(t testing.TB, cfg string, env ...string) *gw {
 	t.Helper()
-	port := freePorts(t, 1)[0]
-	dir := t.TempDir()
-	path := filepath.Join(dir, "pallasgw.yaml")
-	cfg = strings.ReplaceAll(cfg, "{{PORT}}", fmt.Sprint(port))
-	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return startGatewayAt(t, path, port, env...)
+	return &gw{gwtest.Start(t, gwtest.Options{Config: cfg, Env: env})}
 }
 
 // startGatewayAt runs `pallasgw serve` on an existing config file whose
 // listen port is port.
 func startGatewayAt(t testing.TB, path string, port int, env ...string) *gw {
 	t.Helper()
-	g := &gw{t: t, base: fmt.Sprintf("http://127.0.0.1:%d", port), cfgPath: path, logs: &syncBuffer{}, exited: make(chan struct{})}
-	g.cmd = exec.Command(binary, "serve", "--config", path, "--log-level", "debug")
-	g.cmd.Env = append(os.Environ(), env...)
-	g.cmd.Stdout, g.cmd.Stderr = g.logs, g.logs
-	if err := g.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() { g.cmd.Wait(); close(g.exited) }()
-	t.Cleanup(g.stop)
-	g.waitReady()
-	return g
-}
-
-func (g *gw) waitReady() {
-	g.t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
-		select {
-		case <-g.exited:
-			g.t.Fatalf("gateway exited early:\n%s", g.logs.String())
-		default:
-		}
-		resp, err := http.Get(g.base + "/readyz")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == 200 {
-				return
-			}
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	g.t.Fatalf("gateway not ready in time:\n%s", g.logs.String())
-}
-
-func (g *gw) stop() {
-	select {
-	case <-g.exited:
-		return
-	default:
-	}
-	g.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-g.exited:
-	case <-time.After(20 * time.Second):
-		g.cmd.Process.Kill()
-		<-g.exited
-		g.t.Errorf("gateway did not stop on SIGTERM:\n%s", g.logs.String())
-	}
-	if strings.Contains(g.logs.String(), "DATA RACE") {
-		g.t.Errorf("race detected in the gateway:\n%s", g.logs.String())
-	}
+	return &gw{gwtest.Start(t, gwtest.Options{ConfigPath: path, Port: port, Env: env})}
 }
 
 // connect opens a Go SDK client session to url; version "" is the SDK's

@@ -1,16 +1,12 @@
 package integration
 
 import (
-	"bufio"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"os"
-	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -35,7 +31,7 @@ func eventually(t testing.TB, timeout time.Duration, what string, cond func() bo
 // logFlushInterval), so a line is not there as soon as its event is.
 func (g *gw) logged(s string) bool {
 	deadline := time.Now().Add(5 * time.Second)
-	for !strings.Contains(g.logs.String(), s) {
+	for !strings.Contains(g.Logs(), s) {
 		if time.Now().After(deadline) {
 			return false
 		}
@@ -47,35 +43,20 @@ func (g *gw) logged(s string) bool {
 // allLogs stops the gateway, which writes out its buffered log, and returns
 // the whole log: for checks that something is absent from it.
 func (g *gw) allLogs() string {
-	g.stop()
-	return g.logs.String()
+	g.Stop()
+	return g.Logs()
 }
 
 // metric reads one sample (name with labels exactly as exposed) from /metrics.
 func (g *gw) metric(t testing.TB, series string) (float64, bool) {
 	t.Helper()
-	resp, err := http.Get(g.base + "/metrics")
-	if err != nil {
-		return 0, false
-	}
-	defer resp.Body.Close()
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		if rest, ok := strings.CutPrefix(line, series+" "); ok {
-			v, err := strconv.ParseFloat(strings.TrimSpace(rest), 64)
-			return v, err == nil
-		}
-	}
-	return 0, false
+	return g.Metric(series)
 }
 
 // writeConfig replaces the config file in place (as `cat > file` would).
 func (g *gw) writeConfig(t testing.TB, cfg string) {
 	t.Helper()
-	cfg = strings.ReplaceAll(cfg, "{{PORT}}", strings.TrimPrefix(g.base, "http://127.0.0.1:"))
-	if err := os.WriteFile(g.cfgPath, []byte(cfg), 0o600); err != nil {
+	if err := g.WriteConfig(cfg); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -84,12 +65,7 @@ func (g *gw) writeConfig(t testing.TB, cfg string) {
 // file beside it and rename it over the original.
 func (g *gw) renameConfig(t testing.TB, cfg string) {
 	t.Helper()
-	cfg = strings.ReplaceAll(cfg, "{{PORT}}", strings.TrimPrefix(g.base, "http://127.0.0.1:"))
-	tmp := filepath.Join(filepath.Dir(g.cfgPath), ".pallasgw.yaml.swp")
-	if err := os.WriteFile(tmp, []byte(cfg), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Rename(tmp, g.cfgPath); err != nil {
+	if err := g.RenameConfig(cfg); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -97,7 +73,7 @@ func (g *gw) renameConfig(t testing.TB, cfg string) {
 // reload posts /-/reload and returns the status and decoded answer.
 func (g *gw) reload(t testing.TB) (int, map[string]any) {
 	t.Helper()
-	resp, err := http.Post(g.base+"/-/reload", "application/json", nil)
+	resp, err := http.Post(g.Base+"/-/reload", "application/json", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,7 +86,7 @@ func (g *gw) reload(t testing.TB) (int, map[string]any) {
 // status fetches /-/status.
 func (g *gw) status(t testing.TB) map[string]any {
 	t.Helper()
-	resp, err := http.Get(g.base + "/-/status")
+	resp, err := http.Get(g.Base + "/-/status")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -208,7 +208,7 @@ models:
 }
 
 // agentURL is the MCP endpoint of agent.
-func (e *llmEnv) agentURL(agent string) string { return e.base + "/agents/" + agent + "/mcp" }
+func (e *llmEnv) agentURL(agent string) string { return e.Base + "/agents/" + agent + "/mcp" }
 
 // session connects the Go SDK client (sessionless) to agent; every HTTP
 // request carries X-Request-Id: rid when rid is not empty.
@@ -265,7 +265,7 @@ func (e *llmEnv) answer(t *testing.T, agent, message string) string {
 	res := e.send(t, agent, map[string]any{"message": message})
 	text := resultText(res)
 	if res.IsError {
-		t.Fatalf("send_message to %s: isError result: %s\ngateway log:\n%s", agent, text, e.logs.String())
+		t.Fatalf("send_message to %s: isError result: %s\ngateway log:\n%s", agent, text, e.Logs())
 	}
 	return text
 }
@@ -284,7 +284,7 @@ func resultText(r *mcp.CallToolResult) string {
 // metricsText returns the whole /metrics page.
 func (e *llmEnv) metricsText(t *testing.T) string {
 	t.Helper()
-	_, _, body := httpGet(t, e.base+"/metrics", nil)
+	_, _, body := httpGet(t, e.Base+"/metrics", nil)
 	return body
 }
 

@@ -144,7 +144,7 @@ func (r *policyRig) callTools(t *testing.T, url string, hdr map[string]string) {
 
 func TestOutboundHeaderPolicy(t *testing.T) {
 	r := startPolicyRig(t, "passthrough", "")
-	r.callTools(t, r.g.base+"/agents/a/mcp", map[string]string{
+	r.callTools(t, r.g.Base+"/agents/a/mcp", map[string]string{
 		"Authorization": "Bearer caller-secret-token",
 		"Cookie":        "session=cookie-secret",
 		"X-Tenant-ID":   "tenant-from-caller",
@@ -152,7 +152,7 @@ func TestOutboundHeaderPolicy(t *testing.T) {
 		"X-Trace":       strings.Repeat("t", 9000), // over 8 KiB: dropped and counted
 	})
 	// get_health probes (initialize + DELETE) follow the same rules.
-	resp, _ := post(r.g.base+"/agents/a/mcp", `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"get_health","arguments":{}}}`,
+	resp, _ := post(r.g.Base+"/agents/a/mcp", `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"get_health","arguments":{}}}`,
 		map[string]string{"Authorization": "Bearer caller-secret-token", "Cookie": "session=cookie-secret", "X-User-Token": "user-token-secret"})
 	resp.Body.Close()
 
@@ -205,7 +205,7 @@ func TestOutboundHeaderPolicy(t *testing.T) {
 
 func TestTokensModeNeverForwardsGatewayToken(t *testing.T) {
 	r := startPolicyRig(t, "tokens", `, tokens: [{name: web, token: web-token-0123456789abcdef, agents: [a]}]`)
-	r.callTools(t, r.g.base+"/agents/a/mcp", map[string]string{"Authorization": "Bearer web-token-0123456789abcdef", "X-User-Token": "user-token-secret"})
+	r.callTools(t, r.g.Base+"/agents/a/mcp", map[string]string{"Authorization": "Bearer web-token-0123456789abcdef", "X-User-Token": "user-token-secret"})
 	for name, c := range map[string]*captureServer{"open": r.open, "closed": r.closed} {
 		if got := c.values("Authorization"); len(got) != 0 {
 			t.Errorf("%s received Authorization %q in tokens mode", name, got)
@@ -223,7 +223,7 @@ func TestTokensModeNeverForwardsGatewayToken(t *testing.T) {
 func TestInboundAuth(t *testing.T) {
 	r := startPolicyRig(t, "tokens", `, tokens: [{name: web, token: web-token-0123456789abcdef, agents: [a]}, {name: ops, token: "sha256:`+sha256hex("ops-token-0123456789abcdef")+`", agents: ["*"]}]`)
 	for _, where := range []struct{ name, a, b string }{
-		{"main port", r.g.base + "/agents/a/mcp", r.g.base + "/agents/b/mcp"},
+		{"main port", r.g.Base + "/agents/a/mcp", r.g.Base + "/agents/b/mcp"},
 		{"legacy port", fmt.Sprintf("http://127.0.0.1:%d/mcp", r.legacyPort), ""},
 	} {
 		cases := []struct {
@@ -263,7 +263,7 @@ func TestInboundAuth(t *testing.T) {
 	}
 	// The registry, health and metrics need no token.
 	for _, p := range []string{"/.well-known/mcp/server.json", "/healthz", "/readyz", "/metrics"} {
-		if code, _, _ := httpGet(t, r.g.base+p, nil); code != 200 {
+		if code, _, _ := httpGet(t, r.g.Base+p, nil); code != 200 {
 			t.Errorf("%s = %d without a token", p, code)
 		}
 	}
@@ -273,7 +273,7 @@ func TestBlockedHeaderConfigRejected(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "c.yaml")
 	os.WriteFile(path, []byte("name: t\npolicy: {extra_blocked_headers: [X-Internal]}\nmcp:\n  servers:\n    s:\n      url: http://x/mcp\n      forward_headers: {X-A: Cookie, X-B: x-internal, X-C: X-Forwarded-For}\n"), 0o600)
-	out, err := exec.Command(binary, "validate", "--config", path).CombinedOutput()
+	out, err := exec.Command(binary(), "validate", "--config", path).CombinedOutput()
 	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 {
 		t.Fatalf("validate: %v\n%s", err, out)
 	}
@@ -293,11 +293,11 @@ func TestBlockedHeaderConfigRejected(t *testing.T) {
 func TestSecretsNeverLeak(t *testing.T) {
 	r := startPolicyRig(t, "tokens", `, tokens: [{name: web, token: web-token-0123456789abcdef, agents: ["*"]}]`)
 	hdr := map[string]string{"Authorization": "Bearer web-token-0123456789abcdef", "X-User-Token": "user-token-secret", "X-Tenant-ID": "tenant-secret"}
-	r.callTools(t, r.g.base+"/agents/a/mcp", hdr)
+	r.callTools(t, r.g.Base+"/agents/a/mcp", hdr)
 	// Servers that echo what they were sent in their errors: the errors
 	// reach the model as tool results, and the log.
 	r.llm.Script(fakellm.ToolCalls(fakellm.Call{Name: "open__echo_headers"}, fakellm.Call{Name: "mapped__echo_headers"}), fakellm.Text("done"))
-	resp, _ := post(r.g.base+"/agents/a/mcp", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"send_message","arguments":{"message":"echo"}}}`, hdr)
+	resp, _ := post(r.g.Base+"/agents/a/mcp", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"send_message","arguments":{"message":"echo"}}}`, hdr)
 	resp.Body.Close()
 	var toolResults strings.Builder
 	for _, req := range r.llm.ChatRequests() {
@@ -311,12 +311,12 @@ func TestSecretsNeverLeak(t *testing.T) {
 		t.Errorf("the echoing servers' errors did not reach the model redacted: %q", toolResults.String())
 	}
 	r.llm.Script(fakellm.Status(401))
-	resp, _ = post(r.g.base+"/agents/a/mcp", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"send_message","arguments":{"message":"fail please"}}}`, hdr)
+	resp, _ = post(r.g.Base+"/agents/a/mcp", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"send_message","arguments":{"message":"fail please"}}}`, hdr)
 	b, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	post(r.g.base+"/agents/a/mcp", listTools, map[string]string{"Authorization": "Bearer wrong-token-guess-1234"})
-	_, _, metrics := httpGet(t, r.g.base+"/metrics", nil)
-	_, _, status := httpGet(t, r.g.base+"/-/status", nil)
+	post(r.g.Base+"/agents/a/mcp", listTools, map[string]string{"Authorization": "Bearer wrong-token-guess-1234"})
+	_, _, metrics := httpGet(t, r.g.Base+"/metrics", nil)
+	_, _, status := httpGet(t, r.g.Base+"/-/status", nil)
 	secrets := []string{"web-token-0123456789abcdef", "sk-provider-secret-1234", "static-secret-value", "user-token-secret", "tenant-secret", "wrong-token-guess-1234"}
 	for name, text := range map[string]string{"logs": r.g.allLogs(), "metrics": metrics, "status": status, "error result": string(b),
 		"tool results sent to the model": toolResults.String()} {

@@ -245,7 +245,7 @@ func TestProxyToolsOfOneAndTwoServers(t *testing.T) {
 	for _, st := range pxStyles {
 		t.Run(st.name, func(t *testing.T) {
 			ctx := context.Background()
-			one := pxConnect(t, g.base+"/agents/one/mcp", st.version, nil, nil)
+			one := pxConnect(t, g.Base+"/agents/one/mcp", st.version, nil, nil)
 			if got, want := pxToolNames(t, one), []string{"admin_reset", "block", "echo", "get_health", "grow", "image", "steps", "structured"}; !reflect.DeepEqual(got, want) {
 				t.Errorf("one server: %v, want %v", got, want)
 			}
@@ -253,7 +253,7 @@ func TestProxyToolsOfOneAndTwoServers(t *testing.T) {
 			if err != nil || pxText(res) != "alpha:hi" {
 				t.Fatalf("one/echo: %v %v", err, res)
 			}
-			two := pxConnect(t, g.base+"/agents/two/mcp", st.version, nil, nil)
+			two := pxConnect(t, g.Base+"/agents/two/mcp", st.version, nil, nil)
 			var want []string
 			for _, srv := range []string{"alpha", "beta"} {
 				for _, n := range all {
@@ -293,7 +293,7 @@ func TestProxyProgressUnbuffered(t *testing.T) {
 	for i, st := range pxStyles {
 		t.Run(st.name, func(t *testing.T) {
 			seen := make(chan *mcp.ProgressNotificationParams, 10)
-			cs := pxConnect(t, g.base+"/agents/one/mcp", st.version, nil, func(p *mcp.ProgressNotificationParams) { seen <- p })
+			cs := pxConnect(t, g.Base+"/agents/one/mcp", st.version, nil, func(p *mcp.ProgressNotificationParams) { seen <- p })
 			done := make(chan error, 1)
 			go func() {
 				res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "steps", Arguments: map[string]any{"n": 3, "run": i},
@@ -326,7 +326,7 @@ func TestProxyResultsUnchanged(t *testing.T) {
 	g, alpha, _ := startPx(t)
 	for _, st := range pxStyles {
 		t.Run(st.name, func(t *testing.T) {
-			cs := pxConnect(t, g.base+"/agents/one/mcp", st.version, nil, nil)
+			cs := pxConnect(t, g.Base+"/agents/one/mcp", st.version, nil, nil)
 			res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "image"})
 			if err != nil || len(res.Content) != 2 {
 				t.Fatalf("image: %v %+v", err, res)
@@ -353,7 +353,7 @@ func TestProxyPromptsAndResources(t *testing.T) {
 	ctx := context.Background()
 	for _, st := range pxStyles {
 		t.Run(st.name, func(t *testing.T) {
-			one := pxConnect(t, g.base+"/agents/one/mcp", st.version, nil, nil)
+			one := pxConnect(t, g.Base+"/agents/one/mcp", st.version, nil, nil)
 			pr, err := one.GetPrompt(ctx, &mcp.GetPromptParams{Name: "greet", Arguments: map[string]string{"who": "ann"}})
 			if err != nil || len(pr.Messages) != 1 || pr.Messages[0].Content.(*mcp.TextContent).Text != "alpha says hello to ann" {
 				t.Fatalf("one greet: %v %+v", err, pr)
@@ -362,7 +362,7 @@ func TestProxyPromptsAndResources(t *testing.T) {
 			if err != nil || rr.Contents[0].Text != "readme of alpha" {
 				t.Fatalf("one readme: %v %+v", err, rr)
 			}
-			two := pxConnect(t, g.base+"/agents/two/mcp", st.version, nil, nil)
+			two := pxConnect(t, g.Base+"/agents/two/mcp", st.version, nil, nil)
 			prompts, err := two.ListPrompts(ctx, nil)
 			if err != nil || len(prompts.Prompts) != 2 || prompts.Prompts[0].Name != "alpha__greet" || prompts.Prompts[1].Name != "beta__greet" {
 				t.Fatalf("two prompts: %v %+v", err, prompts)
@@ -396,7 +396,7 @@ func TestProxyPromptsAndResources(t *testing.T) {
 // A downstream's notifications/tools/list_changed shows in the next list.
 func TestProxyDownstreamListChanged(t *testing.T) {
 	g, _, _ := startPx(t)
-	cs := pxConnect(t, g.base+"/agents/one/mcp", "", nil, nil)
+	cs := pxConnect(t, g.Base+"/agents/one/mcp", "", nil, nil)
 	if slicesContain(pxToolNames(t, cs), "late") {
 		t.Fatal("late listed before it exists")
 	}
@@ -412,7 +412,7 @@ func TestProxyDownstreamListChanged(t *testing.T) {
 // The caller going away cancels the downstream call.
 func TestProxyClientDisconnectCancels(t *testing.T) {
 	g, alpha, _ := startPx(t)
-	cs := pxConnect(t, g.base+"/agents/one/mcp", "", nil, nil)
+	cs := pxConnect(t, g.Base+"/agents/one/mcp", "", nil, nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
@@ -451,8 +451,8 @@ policy:
 agents:
   one: {kind: proxy, servers: [alpha]}
 `, d.url()))
-	acme := pxConnect(t, g.base+"/agents/one/mcp", "", map[string]string{"Authorization": "Bearer acme-token-0123456789", "X-Tenant": "acme"}, nil)
-	other := pxConnect(t, g.base+"/agents/one/mcp", "2025-11-25", map[string]string{"Authorization": "Bearer other-token-0123456789", "X-Tenant": "globex"}, nil)
+	acme := pxConnect(t, g.Base+"/agents/one/mcp", "", map[string]string{"Authorization": "Bearer acme-token-0123456789", "X-Tenant": "acme"}, nil)
+	other := pxConnect(t, g.Base+"/agents/one/mcp", "2025-11-25", map[string]string{"Authorization": "Bearer other-token-0123456789", "X-Tenant": "globex"}, nil)
 	if got := pxToolNames(t, acme); !slicesContain(got, "tenant_only") || !slicesContain(got, "image") {
 		t.Errorf("acme sees %v", got)
 	}
@@ -499,7 +499,7 @@ agents:
 `, bin))
 	for _, st := range pxStyles {
 		t.Run(st.name, func(t *testing.T) {
-			cs := pxConnect(t, g.base+"/agents/loc/mcp", st.version, nil, nil)
+			cs := pxConnect(t, g.Base+"/agents/loc/mcp", st.version, nil, nil)
 			if got, want := pxToolNames(t, cs), []string{"block", "echo", "env", "get_health", "leak_env", "pid"}; !reflect.DeepEqual(got, want) {
 				t.Errorf("tools %v, want %v", got, want)
 			}

@@ -163,7 +163,7 @@ func TestProxyRelaysLogsAndElicitation(t *testing.T) {
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	cs := connectInfo(t, ctx, c, g.base+"/agents/px/mcp")
+	cs := connectInfo(t, ctx, c, g.Base+"/agents/px/mcp")
 	// The Go SDK client declares roots by default, elicitation with a handler.
 	if !strings.HasPrefix(cs.ID(), "pgw-er-") {
 		t.Errorf("session id %q: want one minted by the gateway, marked for elicitation and roots", cs.ID())
@@ -222,7 +222,7 @@ func TestProxyRelaysSamplingAndRoots(t *testing.T) {
 	c.AddRoots(&mcp.Root{URI: "file:///work", Name: "work"}, &mcp.Root{URI: "file:///tmp", Name: "tmp"})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	cs := connectInfo(t, ctx, c, g.base+"/agents/px/mcp")
+	cs := connectInfo(t, ctx, c, g.Base+"/agents/px/mcp")
 	if !strings.HasPrefix(cs.ID(), "pgw-sr-") {
 		t.Errorf("session id %q: want one marked for sampling and roots", cs.ID())
 	}
@@ -257,7 +257,7 @@ func TestProxyRelaysSamplingAndRoots(t *testing.T) {
 		CreateMessageHandler: func(context.Context, *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
 			return nil, fmt.Errorf("not asked")
 		},
-	}).Connect(ctx, &mcp.StreamableClientTransport{Endpoint: g.base + "/agents/px/mcp", MaxRetries: -1}, nil)
+	}).Connect(ctx, &mcp.StreamableClientTransport{Endpoint: g.Base + "/agents/px/mcp", MaxRetries: -1}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -274,7 +274,7 @@ func TestProxyRelaysSamplingAndRoots(t *testing.T) {
 // reload swapped the agent the calls run on.
 func TestCancelReachesOnlyTheCallersRequest(t *testing.T) {
 	g, d := startRelay(t)
-	url := g.base + "/agents/px/mcp"
+	url := g.Base + "/agents/px/mcp"
 	sessions := map[string]string{}
 	for _, who := range []string{"a", "b"} {
 		resp, err := post(url, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`, nil)
@@ -316,7 +316,7 @@ func TestCancelReachesOnlyTheCallersRequest(t *testing.T) {
 	eventually(t, 10*time.Second, "both calls to reach the downstream", func() bool { n, _ := d.state(); return n == 2 })
 	// A reload while the calls run: the cancel reaches the next snapshot's
 	// agent, and must still find a's call, which runs on the old one.
-	cfg, err := os.ReadFile(g.cfgPath)
+	cfg, err := os.ReadFile(g.ConfigPath)
 	if err != nil {
 		t.Fatal(err)
 	}

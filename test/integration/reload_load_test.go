@@ -39,10 +39,10 @@ func TestReloadUnderLoad(t *testing.T) {
 		return fmt.Sprintf(loadCfg, llm.OpenAIBaseURL(), gen, gen, extra)
 	}
 	g := startGateway(t, cfg(0))
-	fast := startLoad(t, g.base+"/agents/echo/mcp", 2, "send_message", map[string]any{"message": "ping"})
-	health := startLoad(t, g.base+"/agents/echo/mcp", 1, "get_health", map[string]any{})
-	slow := startLoad(t, g.base+"/agents/slow/mcp", 4, "send_message", map[string]any{"message": "slow"})
-	streamed := startStreamLoad(t, g.base+"/agents/slow/mcp", 2)
+	fast := startLoad(t, g.Base+"/agents/echo/mcp", 2, "send_message", map[string]any{"message": "ping"})
+	health := startLoad(t, g.Base+"/agents/echo/mcp", 1, "get_health", map[string]any{})
+	slow := startLoad(t, g.Base+"/agents/slow/mcp", 4, "send_message", map[string]any{"message": "slow"})
+	streamed := startStreamLoad(t, g.Base+"/agents/slow/mcp", 2)
 	for gen := 1; gen <= 50; gen++ {
 		g.writeConfig(t, cfg(gen))
 		if code, ans := g.reload(t); code != 200 {
@@ -132,7 +132,7 @@ agents:
 					return
 				default:
 				}
-				resp, err := post(g.base+"/agents/x/mcp", req, map[string]string{"Authorization": "Bearer alpha-token-0123456789"})
+				resp, err := post(g.Base+"/agents/x/mcp", req, map[string]string{"Authorization": "Bearer alpha-token-0123456789"})
 				if err != nil {
 					bad.Add(1)
 					badMsg.Store(err.Error())

@@ -82,7 +82,7 @@ func (l *load) finish(t *testing.T) {
 
 func TestReloadValidInvalidValid(t *testing.T) {
 	g := startGateway(t, reloadCfg("v1", ""))
-	l := startLoad(t, g.base+"/agents/echo/mcp", 4, "send_message", map[string]any{"message": "ping"})
+	l := startLoad(t, g.Base+"/agents/echo/mcp", 4, "send_message", map[string]any{"message": "ping"})
 	ok := func(want float64) func() bool {
 		return func() bool {
 			v, found := g.metric(t, "pallasgw_config_last_reload_successful")
@@ -102,14 +102,14 @@ func TestReloadValidInvalidValid(t *testing.T) {
 	if code != 422 || !strings.Contains(fmt.Sprint(ans["error"]), "agents.broken.modle: unknown key") {
 		t.Fatalf("POST /-/reload = %d %v", code, ans)
 	}
-	_, _, reg := httpGet(t, g.base+"/.well-known/mcp/server.json", nil)
+	_, _, reg := httpGet(t, g.Base+"/.well-known/mcp/server.json", nil)
 	if !strings.Contains(reg, `"description": "v1"`) {
 		t.Fatalf("old config not serving after a bad edit:\n%s", reg)
 	}
 
 	g.writeConfig(t, reloadCfg("v3", "  added: {}\n"))
 	eventually(t, 10*time.Second, "recovered reload", ok(1))
-	_, _, reg = httpGet(t, g.base+"/.well-known/mcp/server.json", nil)
+	_, _, reg = httpGet(t, g.Base+"/.well-known/mcp/server.json", nil)
 	if !strings.Contains(reg, `"description": "v3"`) || !strings.Contains(reg, "/agents/added/mcp") {
 		t.Fatalf("new config not serving:\n%s", reg)
 	}
@@ -147,7 +147,7 @@ func TestReloadAgentsAndLegacyPorts(t *testing.T) {
 	}
 
 	apply(fmt.Sprintf("  extra: {port: %d}\n", p1))
-	if err := answers(g.base + "/agents/extra/mcp"); err != nil {
+	if err := answers(g.Base + "/agents/extra/mcp"); err != nil {
 		t.Fatalf("added agent: %v", err)
 	}
 	if err := answers(fmt.Sprintf("http://127.0.0.1:%d/mcp", p1)); err != nil {
@@ -174,13 +174,13 @@ func TestReloadAgentsAndLegacyPorts(t *testing.T) {
 	if err := answers(fmt.Sprintf("http://127.0.0.1:%d/mcp", p2)); err != nil {
 		t.Fatalf("old port after failed reload: %v", err)
 	}
-	if code, _, _ := httpGet(t, g.base+"/agents/other/mcp", nil); code != 404 {
+	if code, _, _ := httpGet(t, g.Base+"/agents/other/mcp", nil); code != 404 {
 		t.Fatalf("agent of the failed reload is served (%d)", code)
 	}
 
 	apply("")
 	eventually(t, 10*time.Second, "removed port closed", func() bool { return refused(p2) })
-	resp, err := post(g.base+"/agents/extra/mcp", listTools, nil)
+	resp, err := post(g.Base+"/agents/extra/mcp", listTools, nil)
 	if err != nil || resp.StatusCode != 404 {
 		t.Fatalf("removed agent still routed: %v %v", err, resp.StatusCode)
 	}
@@ -192,12 +192,12 @@ func TestReloadEditorRenameAndConfigMapSwap(t *testing.T) {
 		g := startGateway(t, reloadCfg("v1", ""))
 		g.renameConfig(t, reloadCfg("renamed", ""))
 		eventually(t, 10*time.Second, "reload after rename", func() bool {
-			_, _, reg := httpGet(t, g.base+"/.well-known/mcp/server.json", nil)
+			_, _, reg := httpGet(t, g.Base+"/.well-known/mcp/server.json", nil)
 			return strings.Contains(reg, `"description": "renamed"`)
 		})
 		g.renameConfig(t, reloadCfg("renamed twice", "")) // the watch survived the rename
 		eventually(t, 10*time.Second, "second reload after rename", func() bool {
-			_, _, reg := httpGet(t, g.base+"/.well-known/mcp/server.json", nil)
+			_, _, reg := httpGet(t, g.Base+"/.well-known/mcp/server.json", nil)
 			return strings.Contains(reg, `"description": "renamed twice"`)
 		})
 	})
@@ -221,13 +221,13 @@ func TestReloadEditorRenameAndConfigMapSwap(t *testing.T) {
 		write("b", "configmap b")
 		os.RemoveAll(filepath.Join(dir, "..2026_11_22_a"))
 		eventually(t, 10*time.Second, "reload after ..data swap", func() bool {
-			_, _, reg := httpGet(t, g.base+"/.well-known/mcp/server.json", nil)
+			_, _, reg := httpGet(t, g.Base+"/.well-known/mcp/server.json", nil)
 			return strings.Contains(reg, `"description": "configmap b"`)
 		})
 		write("c", "configmap c")
 		os.RemoveAll(filepath.Join(dir, "..2026_11_22_b"))
 		eventually(t, 10*time.Second, "second ..data swap", func() bool {
-			_, _, reg := httpGet(t, g.base+"/.well-known/mcp/server.json", nil)
+			_, _, reg := httpGet(t, g.Base+"/.well-known/mcp/server.json", nil)
 			return strings.Contains(reg, `"description": "configmap c"`)
 		})
 	})

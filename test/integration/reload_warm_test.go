@@ -49,7 +49,7 @@ agents:
 	useTool := func() {
 		t.Helper()
 		llm.Script(fakellm.ToolCalls(fakellm.Call{Name: "down__whoami"}), fakellm.Text("ok"))
-		resp, err := post(g.base+"/agents/a/mcp", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"send_message","arguments":{"message":"go"}}}`, nil)
+		resp, err := post(g.Base+"/agents/a/mcp", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"send_message","arguments":{"message":"go"}}}`, nil)
 		if err != nil || resp.StatusCode != http.StatusOK {
 			t.Fatalf("call: %v %v", err, resp.StatusCode)
 		}

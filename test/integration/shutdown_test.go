@@ -36,7 +36,7 @@ func TestGracefulShutdownUnderLoad(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			resp, err := post(g.base+"/agents/slow/mcp", fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"send_message","arguments":{"message":"m%d"},"_meta":{"progressToken":1}}}`, i, i), nil)
+			resp, err := post(g.Base+"/agents/slow/mcp", fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"send_message","arguments":{"message":"m%d"},"_meta":{"progressToken":1}}}`, i, i), nil)
 			if err != nil {
 				results[i] = err.Error()
 				return
@@ -47,12 +47,12 @@ func TestGracefulShutdownUnderLoad(t *testing.T) {
 		}()
 	}
 	eventually(t, 10*time.Second, "calls reaching the model", func() bool { return len(llm.ChatRequests()) >= running })
-	g.cmd.Process.Signal(syscall.SIGTERM)
+	g.Signal(syscall.SIGTERM)
 	eventually(t, 5*time.Second, "/readyz 503", func() bool {
-		code, _, _ := httpGet(t, g.base+"/readyz", nil)
+		code, _, _ := httpGet(t, g.Base+"/readyz", nil)
 		return code == 503
 	})
-	resp, err := post(g.base+"/agents/slow/mcp", listTools, nil)
+	resp, err := post(g.Base+"/agents/slow/mcp", listTools, nil)
 	if err == nil {
 		resp.Body.Close()
 		if resp.StatusCode != 503 {
@@ -66,12 +66,12 @@ func TestGracefulShutdownUnderLoad(t *testing.T) {
 		}
 	}
 	select {
-	case <-g.exited:
+	case <-g.Exited():
 	case <-time.After(15 * time.Second):
 		t.Fatal("gateway did not exit after draining")
 	}
-	if code := g.cmd.ProcessState.ExitCode(); code != 0 {
-		t.Fatalf("exit code %d:\n%s", code, g.logs.String())
+	if code := g.ExitCode(); code != 0 {
+		t.Fatalf("exit code %d:\n%s", code, g.Logs())
 	}
 }
 
@@ -84,7 +84,7 @@ func TestShutdownTimeoutCancelsCalls(t *testing.T) {
 	g := startGateway(t, fmt.Sprintf(shutdownCfg, "1s", llm.OpenAIBaseURL()))
 	done := make(chan string, 1)
 	go func() {
-		resp, err := post(g.base+"/agents/slow/mcp", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"send_message","arguments":{"message":"forever"}}}`, nil)
+		resp, err := post(g.Base+"/agents/slow/mcp", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"send_message","arguments":{"message":"forever"}}}`, nil)
 		if err != nil {
 			done <- err.Error()
 			return
@@ -94,7 +94,7 @@ func TestShutdownTimeoutCancelsCalls(t *testing.T) {
 		done <- string(b)
 	}()
 	<-hang.Started()
-	g.cmd.Process.Signal(syscall.SIGTERM)
+	g.Signal(syscall.SIGTERM)
 	select {
 	case <-hang.Disconnected():
 	case <-time.After(15 * time.Second):
@@ -102,11 +102,11 @@ func TestShutdownTimeoutCancelsCalls(t *testing.T) {
 	}
 	<-done
 	select {
-	case <-g.exited:
+	case <-g.Exited():
 	case <-time.After(15 * time.Second):
 		t.Fatal("gateway did not exit")
 	}
-	if code := g.cmd.ProcessState.ExitCode(); code != 0 {
+	if code := g.ExitCode(); code != 0 {
 		t.Fatalf("exit code %d", code)
 	}
 }

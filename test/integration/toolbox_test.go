@@ -71,7 +71,7 @@ func TestToolboxPassthrough(t *testing.T) {
 	g := startGateway(t, fmt.Sprintf(tbPassthroughCfg, alpha.url(), beta.url(), freePorts(t, 1)[0]))
 	for _, st := range pxStyles {
 		t.Run(st.name, func(t *testing.T) {
-			cs := pxConnect(t, g.base+"/agents/tb/mcp", st.version, nil, nil)
+			cs := pxConnect(t, g.Base+"/agents/tb/mcp", st.version, nil, nil)
 			if got := pxToolNames(t, cs); !reflect.DeepEqual(got, []string{"execute_tool", "get_health", "get_server_tools", "list_servers"}) {
 				t.Fatalf("toolbox tools: %v", got)
 			}
@@ -159,7 +159,7 @@ func TestToolboxProgress(t *testing.T) {
 	alpha, beta := newPxServer(t, "alpha"), newPxServer(t, "beta")
 	g := startGateway(t, fmt.Sprintf(tbPassthroughCfg, alpha.url(), beta.url(), freePorts(t, 1)[0]))
 	seen := make(chan *mcp.ProgressNotificationParams, 10)
-	cs := pxConnect(t, g.base+"/agents/tb/mcp", "", nil, func(p *mcp.ProgressNotificationParams) { seen <- p })
+	cs := pxConnect(t, g.Base+"/agents/tb/mcp", "", nil, func(p *mcp.ProgressNotificationParams) { seen <- p })
 	done := make(chan tbOut, 1)
 	go func() {
 		res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "execute_tool", Meta: mcp.Meta{"progressToken": "tb-1"},
@@ -202,8 +202,8 @@ policy:
 agents:
   tb: {kind: toolbox, servers: [alpha]}
 `, alpha.url()))
-	web := pxConnect(t, g.base+"/agents/tb/mcp", "", map[string]string{"Authorization": "Bearer web-token-0123456789abc"}, nil)
-	ops := pxConnect(t, g.base+"/agents/tb/mcp", "2025-11-25", map[string]string{"Authorization": "Bearer ops-token-0123456789abc"}, nil)
+	web := pxConnect(t, g.Base+"/agents/tb/mcp", "", map[string]string{"Authorization": "Bearer web-token-0123456789abc"}, nil)
+	ops := pxConnect(t, g.Base+"/agents/tb/mcp", "2025-11-25", map[string]string{"Authorization": "Bearer ops-token-0123456789abc"}, nil)
 	if got := tbCall(t, web, "get_server_tools", map[string]any{"server": "alpha"}).toolNames(); !reflect.DeepEqual(got, []string{"echo"}) {
 		t.Errorf("web sees %v", got)
 	}

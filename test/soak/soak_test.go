@@ -81,8 +81,8 @@ func TestSoak(t *testing.T) {
 	}
 	g := startGateway(t, bin, ports[0], configs[0])
 
-	warmUp(t, g.base)
-	base, err := readSample(g.base)
+	warmUp(t, g.Base)
+	base, err := readSample(g.Base)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,12 +111,12 @@ func TestSoak(t *testing.T) {
 	bg.Go(func() { flap.run(ctx, 3*time.Second, 1500*time.Millisecond, report) })
 	var reloads atomic.Int64
 	bg.Go(func() { reloadLoop(ctx, g, configs, &reloads, report) })
-	crashes := &crasher{url: g.base + "/agents/lpx/mcp"}
+	crashes := &crasher{url: g.Base + "/agents/lpx/mcp"}
 	bg.Go(func() { crashes.run(ctx, crashEvery) })
 
 	watch := &hangWatch{base: &http.Transport{MaxIdleConnsPerHost: 64}, limit: hangLimit}
 	client := &http.Client{Transport: watch}
-	results, calls := runLoad(t, g.base, d, client)
+	results, calls := runLoad(t, g.Base, d, client)
 
 	// Sample every 10 s while the load runs.
 	start := time.Now()
@@ -126,7 +126,7 @@ func TestSoak(t *testing.T) {
 		case <-results.done:
 			running = false
 		case <-tick.C:
-			s, err := readSample(g.base)
+			s, err := readSample(g.Base)
 			if err != nil {
 				report(fmt.Errorf("sampling: %w", err))
 				continue
@@ -175,13 +175,13 @@ func TestSoak(t *testing.T) {
 		t.Errorf("stdio crashes: %d made; an answer that was not the crash's error: %s", crashes.n, crashes.bad)
 	}
 	// The stdio server is started again on the next use.
-	if res, err := load.Run(context.Background(), load.Options{URL: g.base + "/agents/lpx/mcp", Style: load.Sessionless, Concurrency: 1,
+	if res, err := load.Run(context.Background(), load.Options{URL: g.Base + "/agents/lpx/mcp", Style: load.Sessionless, Concurrency: 1,
 		Requests: 1, Tool: "echo", Arguments: map[string]any{"text": "after"}}); err != nil || res.Errors > 0 {
 		t.Errorf("the stdio server after the crashes: %v %s", err, res.FirstErr)
 	}
 
 	// Back to baseline: poll until every gauge is within its margin.
-	end, settled := settle(g.base, base, settleWithin)
+	end, settled := settle(g.Base, base, settleWithin)
 	end.at, end.calls, end.reloads = loadEnd+end.at, calls.Load(), reloads.Load()
 	end.note = "after the load, settled"
 	if !settled {
@@ -191,7 +191,7 @@ func TestSoak(t *testing.T) {
 	t.Logf("resource table (baseline, every %s under load, after):\n%s", sampleEvery, table(rows))
 
 	if !settled {
-		dumpGoroutines(t, g.base)
+		dumpGoroutines(t, g.Base)
 		t.Errorf("gauges did not return to baseline within %s: %.0f goroutines (baseline %.0f), %.1f MiB heap (%.1f), %.0f fds (%.0f)",
 			settleWithin, end.goroutines, base.goroutines, end.heapInuse/(1<<20), base.heapInuse/(1<<20), end.openFDs, base.openFDs)
 	}
@@ -334,14 +334,10 @@ func reloadLoop(ctx context.Context, g *gateway, configs [2]string, n *atomic.In
 // reloadTo renames cfg over the config file (as editors do) and reloads
 // through the admin endpoint; the file watcher may have done it already.
 func reloadTo(g *gateway, cfg string) error {
-	tmp := g.cfgPath + ".tmp"
-	if err := os.WriteFile(tmp, []byte(strings.ReplaceAll(cfg, "{{PORT}}", fmt.Sprint(g.port))), 0o600); err != nil {
+	if err := g.RenameConfig(cfg); err != nil {
 		return err
 	}
-	if err := os.Rename(tmp, g.cfgPath); err != nil {
-		return err
-	}
-	resp, err := http.Post(g.base+"/-/reload", "application/json", nil)
+	resp, err := http.Post(g.Base+"/-/reload", "application/json", nil)
 	if err != nil {
 		return fmt.Errorf("reload: %w", err)
 	}
