@@ -110,6 +110,14 @@ func runConformance(t *testing.T, url string) map[string]score {
 			switch c.Status {
 			case "SUCCESS":
 				s.passed++
+			case "INFO":
+				// The suite's own verdict when a server answers the three
+				// concurrent POSTs as JSON: "SSE streaming is optional". The
+				// gateway answers JSON unless something streams (as mcp-go
+				// does); the go-sdk fixture streams every answer.
+				if c.ID == "server-sse-streams-functional" {
+					s.passed++
+				}
 			case "FAILURE":
 				s.failed++
 				t.Logf("%s: %s FAILURE: %s", url, c.ID, c.ErrorMessage)
