@@ -23,7 +23,6 @@ type anthropicProvider struct {
 	apiKey  string
 	timeout func(context.Context) (context.Context, context.CancelFunc)
 	client  anthropic.Client
-	tools   *toolJSON
 }
 
 // NewAnthropic returns a provider for the Anthropic Messages API at
@@ -50,7 +49,6 @@ func NewAnthropic(cfg ProviderConfig) (Provider, error) {
 	}
 	return &anthropicProvider{
 		apiKey:  cfg.APIKey,
-		tools:   newToolJSON(encodeAnthropicTool),
 		timeout: callTimeout(cfg.Timeout),
 		client:  anthropic.NewClient(opts...),
 	}, nil
@@ -62,7 +60,7 @@ func (p *anthropicProvider) Name() string { return "anthropic" }
 func (p *anthropicProvider) Chat(ctx context.Context, req Request) (*Response, error) {
 	ctx, cancel := p.timeout(ctx)
 	defer cancel()
-	body, err := anthropicBody(req, p.tools)
+	body, err := anthropicBody(req)
 	if err != nil {
 		return nil, fmt.Errorf("anthropic: %w", err)
 	}
