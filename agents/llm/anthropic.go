@@ -1,34 +1,29 @@
 package llm
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
-	"net/url"
 	"strings"
+
+	"github.com/anthropics/anthropic-sdk-go"
+	"github.com/anthropics/anthropic-sdk-go/option"
 )
 
-// anthropicProvider speaks the Messages API, always streaming (the SDK
+// anthropicProvider speaks the Messages API through anthropic-sdk-go's
+// client (its transport, retries and error type), always streaming (the SDK
 // refuses long non-streaming calls, and streaming lets ctx cancel promptly).
-//
-// Choice: anthropic-sdk-go's param types define the request body (they track
-// the wire format; anthropicBody writes the same bytes directly and keeps
-// them as its fallback), but transport, retries and SSE decoding are ours, shared
-// with the OpenAI provider: one retry policy (Retry-After capped at 30 s,
-// never after the first stream byte), one error format, and a decoder that
-// tolerates unknown events instead of the SDK's iterator semantics.
+// The request body is the one the SDK's param types encode
+// (anthropic_request.go); the stream is read by our SSE reader and
+// accumulator (anthropic_stream.go), shared in kind with the OpenAI
+// provider: it tolerates unknown events and keeps the maximum of the
+// cumulative usage.
 type anthropicProvider struct {
-	baseURL string // e.g. https://api.anthropic.com (a trailing /v1 is accepted)
 	apiKey  string
 	timeout func(context.Context) (context.Context, context.CancelFunc)
-	tr      *transport
-	tools   *toolJSON
+	client  anthropic.Client
 }
-
-const anthropicVersion = "2023-06-01"
 
 // NewAnthropic returns a provider for the Anthropic Messages API at
 // cfg.BaseURL (default https://api.anthropic.com when empty).
@@ -41,12 +36,21 @@ func NewAnthropic(cfg ProviderConfig) (Provider, error) {
 	if err != nil {
 		return nil, err
 	}
+	// WithoutEnvironmentDefaults: nothing from ANTHROPIC_* variables or
+	// profile files; the base URL and key come from the config only.
+	opts := []option.RequestOption{
+		option.WithoutEnvironmentDefaults(),
+		option.WithBaseURL(strings.TrimSuffix(base, "/v1")),
+		option.WithHTTPClient(httpClient(cfg)),
+		option.WithMaxRetries(maxRetries(cfg.MaxRetries)),
+	}
+	if cfg.APIKey != "" {
+		opts = append(opts, option.WithAPIKey(cfg.APIKey))
+	}
 	return &anthropicProvider{
-		baseURL: strings.TrimSuffix(base, "/v1"),
 		apiKey:  cfg.APIKey,
-		tools:   newToolJSON(encodeAnthropicTool),
 		timeout: callTimeout(cfg.Timeout),
-		tr:      newTransport("anthropic", cfg),
+		client:  anthropic.NewClient(opts...),
 	}, nil
 }
 
@@ -56,22 +60,16 @@ func (p *anthropicProvider) Name() string { return "anthropic" }
 func (p *anthropicProvider) Chat(ctx context.Context, req Request) (*Response, error) {
 	ctx, cancel := p.timeout(ctx)
 	defer cancel()
-	body, err := anthropicBody(req, p.tools)
+	body, err := anthropicBody(req)
 	if err != nil {
 		return nil, fmt.Errorf("anthropic: %w", err)
 	}
-	resp, err := p.tr.send(ctx, func(ctx context.Context) (*http.Request, error) {
-		r, err := http.NewRequestWithContext(ctx, http.MethodPost, p.baseURL+"/v1/messages", bytes.NewReader(body))
-		if err != nil {
-			return nil, err
-		}
-		r.Header.Set("Content-Type", "application/json")
-		r.Header.Set("Accept", "text/event-stream")
-		p.auth(r.Header, req.Header)
-		return r, nil
-	})
-	if err != nil {
-		return nil, err
+	var a attempts
+	opts := append(anthropicHeaders(req.Header), option.WithHeader("Accept", "text/event-stream"),
+		option.WithMiddleware(a.middleware))
+	var resp *http.Response
+	if err := p.client.Post(ctx, "v1/messages", body, &resp, opts...); err != nil {
+		return nil, sdkError("anthropic", ctx, err, &a, p.apiKey, req.Header)
 	}
 	defer resp.Body.Close()
 	if isHTML(resp.Header.Get("Content-Type")) {
@@ -79,42 +77,38 @@ func (p *anthropicProvider) Chat(ctx context.Context, req Request) (*Response, e
 	}
 	out, err := readAnthropicStream(resp.Body)
 	if err != nil {
-		return nil, p.tr.redactStream(streamErr("anthropic", ctx, err), req.Header)
+		return nil, redactStream(streamErr("anthropic", ctx, err), p.apiKey, req.Header)
 	}
 	return out, nil
 }
 
-// Preflight fetches the model's metadata; 404 means the model is unknown.
-func (p *anthropicProvider) Preflight(ctx context.Context, model string) error {
-	u := p.baseURL + "/v1/models/" + url.PathEscape(model)
-	r, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
-	if err != nil {
-		return fmt.Errorf("anthropic: preflight: %w", err)
+// anthropicHeaders sets the per-call headers. A forwarded Authorization (or
+// x-api-key) replaces the configured key.
+func anthropicHeaders(h http.Header) []option.RequestOption {
+	var opts []option.RequestOption
+	if h.Get("Authorization") != "" || h.Get("X-Api-Key") != "" {
+		opts = append(opts, option.WithHeaderDel("X-Api-Key"))
 	}
-	p.auth(r.Header, nil)
-	body, err := p.tr.getOnce(r)
-	if err != nil {
-		var he *HTTPError
-		if errors.As(err, &he) && he.Status == http.StatusNotFound {
-			return fmt.Errorf("anthropic: model %q not listed: %w", model, err)
+	for k, vs := range h {
+		opts = append(opts, option.WithHeaderDel(k))
+		for _, v := range vs {
+			opts = append(opts, option.WithHeaderAdd(k, v))
 		}
-		return err
 	}
-	var m struct {
-		ID string `json:"id"`
-	}
-	if err := json.Unmarshal(body, &m); err != nil {
-		return fmt.Errorf("anthropic: preflight: decoding model: %w", err)
-	}
-	return nil
+	return opts
 }
 
-// auth sets the version and key headers, then the per-call headers. A
-// forwarded Authorization (or x-api-key) replaces the configured key.
-func (p *anthropicProvider) auth(h, extra http.Header) {
-	h.Set("anthropic-version", anthropicVersion)
-	if p.apiKey != "" && extra.Get("Authorization") == "" && extra.Get("X-Api-Key") == "" {
-		h.Set("X-Api-Key", p.apiKey)
+// Preflight fetches the model's metadata; 404 means the model is unknown.
+// It is a probe, repeated by its caller, so it is not retried.
+func (p *anthropicProvider) Preflight(ctx context.Context, model string) error {
+	_, err := p.client.Models.Get(ctx, model, anthropic.ModelGetParams{}, option.WithMaxRetries(0))
+	if err == nil {
+		return nil
 	}
-	setHeaders(h, extra)
+	err = sdkError("anthropic", ctx, err, nil, p.apiKey, nil)
+	var he *HTTPError
+	if errors.As(err, &he) && he.Status == http.StatusNotFound {
+		return fmt.Errorf("anthropic: model %q not listed: %w", model, err)
+	}
+	return err
 }

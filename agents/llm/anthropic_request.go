@@ -13,16 +13,12 @@ import (
 // Messages API requires it.
 const defaultAnthropicMaxTokens = 4096
 
-// anthropicBodySDK marshals req as a streaming Messages request with
+// anthropicBody marshals req as a streaming Messages request with
 // anthropic-sdk-go's param types. Params the Messages API does not know
 // (presence/frequency penalty, seed, response_format) are dropped rather
-// than sent, since it rejects unknown fields; Extra is merged as-is, so
-// operators can still send anything. The tools come from tools, each
-// encoded once (see toolJSON), unless params.extra sets "tools" itself.
-//
-// It defines the body anthropicBody writes directly, and still encodes the
-// requests anthropicBody leaves to it (see anthropicDirect).
-func anthropicBodySDK(req Request, tools *toolJSON) ([]byte, error) {
+// than sent, since it rejects unknown fields; Extra is merged as-is (an
+// extra "tools" replaces the tools), so operators can still send anything.
+func anthropicBody(req Request) ([]byte, error) {
 	params, extra, err := anthropicParams(req)
 	if err != nil {
 		return nil, err
@@ -32,10 +28,7 @@ func anthropicBodySDK(req Request, tools *toolJSON) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("encoding request: %w", err)
 	}
-	if _, extraTools := req.Params.Extra["tools"]; extraTools || len(req.Tools) == 0 {
-		return body, nil
-	}
-	return tools.appendTools(body, req.Tools)
+	return body, nil
 }
 
 // anthropicParams converts req to the SDK's params and the extra fields
@@ -51,14 +44,12 @@ func anthropicParams(req Request) (anthropic.MessageNewParams, map[string]any, e
 	if req.System != "" {
 		params.System = []anthropic.TextBlockParam{{Text: req.System}}
 	}
-	if _, extraTools := p.Extra["tools"]; extraTools { // merged with extra.tools by the SDK, as before
-		for _, t := range req.Tools {
-			tool, err := anthropicTool(t)
-			if err != nil {
-				return params, nil, err
-			}
-			params.Tools = append(params.Tools, tool)
+	for _, t := range req.Tools {
+		tool, err := anthropicTool(t)
+		if err != nil {
+			return params, nil, err
 		}
+		params.Tools = append(params.Tools, tool)
 	}
 	if p.MaxTokens != nil && *p.MaxTokens > 0 {
 		params.MaxTokens = int64(*p.MaxTokens)
@@ -80,15 +71,6 @@ func anthropicParams(req Request) (anthropic.MessageNewParams, map[string]any, e
 	}
 	maps.Copy(extra, p.Extra)
 	return params, extra, nil
-}
-
-// encodeAnthropicTool is a tool definition as anthropic-sdk-go encodes it.
-func encodeAnthropicTool(t Tool) ([]byte, error) {
-	tool, err := anthropicTool(t)
-	if err != nil {
-		return nil, err
-	}
-	return json.Marshal(tool)
 }
 
 // anthropicToolChoice maps the OpenAI-style strings; objects pass through.

@@ -3,6 +3,7 @@ package llm_test
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -227,5 +228,62 @@ func TestChatAPIKeyHeader(t *testing.T) {
 				t.Error("request is not streaming")
 			}
 		})
+	}
+}
+
+// openai.NewClient reads OPENAI_* variables by itself; nothing of them may
+// reach a provider (nor ANTHROPIC_* through anthropic.NewClient): every
+// value comes from the config.
+func TestEnvironmentNeverLeaks(t *testing.T) {
+	elsewhere := fakellm.New(t) // where the variables point
+	for k, v := range map[string]string{
+		"OPENAI_API_KEY": "sk-env-openai-key", "OPENAI_ADMIN_KEY": "sk-env-admin-key",
+		"OPENAI_ORG_ID": "org-env", "OPENAI_PROJECT_ID": "proj-env",
+		"OPENAI_BASE_URL": elsewhere.OpenAIBaseURL(), "OPENAI_CUSTOM_HEADERS": "X-Env-Leak: openai\nOpenAI-Beta: env",
+		"ANTHROPIC_API_KEY": "sk-env-anthropic-key", "ANTHROPIC_AUTH_TOKEN": "env-token",
+		"ANTHROPIC_BASE_URL": elsewhere.AnthropicBaseURL(), "ANTHROPIC_CUSTOM_HEADERS": "X-Env-Leak: anthropic",
+	} {
+		t.Setenv(k, v)
+	}
+	for _, kind := range providers {
+		for _, key := range []string{"", testKey} {
+			t.Run(fmt.Sprintf("%s key %q", kind, key), func(t *testing.T) {
+				srv := fakellm.New(t)
+				p := newProvider(t, kind, srv, func(c *llm.ProviderConfig) { c.APIKey = key })
+				if _, err := p.Chat(ctxT(t), userReq("hi")); err != nil {
+					t.Fatalf("chat: %v", err)
+				}
+				if err := p.Preflight(ctxT(t), "fake-model"); err != nil {
+					t.Fatalf("preflight: %v", err)
+				}
+				if n := len(elsewhere.Requests()); n != 0 {
+					t.Fatalf("%d requests went to the environment's base URL", n)
+				}
+				for _, r := range srv.Requests() {
+					for name, vs := range r.Header {
+						for _, v := range vs {
+							if strings.Contains(v, "env") || strings.Contains(name, "Env") {
+								t.Errorf("%s %s: header %s: %q from the environment", r.Method, r.Path, name, v)
+							}
+						}
+					}
+					auth := r.Header.Get("Authorization") + r.Header.Get("X-Api-Key")
+					if want := strings.TrimPrefix(auth, "Bearer "); want != key {
+						t.Errorf("%s %s: credential %q, want %q", r.Method, r.Path, auth, key)
+					}
+				}
+			})
+		}
+	}
+}
+
+func TestAnthropicBaseURLWithV1(t *testing.T) {
+	srv := fakellm.New(t)
+	p := newProvider(t, "anthropic", srv, func(c *llm.ProviderConfig) { c.BaseURL = srv.AnthropicBaseURL() + "/v1/" })
+	if _, err := p.Chat(ctxT(t), userReq("hi")); err != nil {
+		t.Fatalf("chat: %v", err)
+	}
+	if got := srv.ChatRequests()[0].Path; got != "/v1/messages" {
+		t.Errorf("path = %q", got)
 	}
 }

@@ -1,24 +1,27 @@
 package llm
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
+	"os"
+	"strings"
+
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
 )
 
 // openAIProvider speaks the Chat Completions API of any OpenAI-compatible
-// server (OpenAI, vLLM, llama.cpp, Ollama, LiteLLM). The request body is the
-// one openai-go's param types encode (openai_request.go), written directly
-// (openai_body.go); transport, retries and the stream accumulator are ours.
-// Nothing is read from OPENAI_* variables: the base URL and key come from
-// the config only.
+// server (OpenAI, vLLM, llama.cpp, Ollama, LiteLLM) through openai-go's
+// client: its transport, retries and error type. The request body is the
+// one openai-go's param types encode (openai_request.go); the stream is read
+// by our accumulator (openai_stream.go), since the SDK's breaks on real
+// servers (PITFALLS "LLM SDKs").
 type openAIProvider struct {
 	baseURL string // without trailing slash, e.g. https://api.openai.com/v1
 	apiKey  string
 	timeout func(context.Context) (context.Context, context.CancelFunc)
-	tr      *transport
+	client  openai.Client
 	tools   *toolJSON
 }
 
@@ -34,8 +37,39 @@ func NewOpenAI(cfg ProviderConfig) (Provider, error) {
 		apiKey:  cfg.APIKey,
 		tools:   newToolJSON(encodeOpenAITool),
 		timeout: callTimeout(cfg.Timeout),
-		tr:      newTransport("openai", cfg),
+		client:  openai.NewClient(openAIOptions(base, cfg)...),
 	}, nil
+}
+
+// openAIOptions configures the client from cfg alone. openai.NewClient
+// applies options read from OPENAI_* variables first (v3.96.0 has no public
+// switch to stop it), so every one of them is overridden here: the base
+// URL, both keys (an empty key clears the variable's), and the headers the
+// variables add (OpenAI-Organization, OpenAI-Project and the names listed
+// in OPENAI_CUSTOM_HEADERS) are deleted.
+func openAIOptions(base string, cfg ProviderConfig) []option.RequestOption {
+	opts := []option.RequestOption{
+		option.WithBaseURL(base),
+		option.WithHTTPClient(httpClient(cfg)),
+		option.WithMaxRetries(maxRetries(cfg.MaxRetries)),
+		option.WithMaxRetryDelay(maxRetryDelay),
+	}
+	for _, name := range openAIEnvHeaders() {
+		opts = append(opts, option.WithHeaderDel(name))
+	}
+	return append(opts, option.WithAdminAPIKey(""), option.WithAPIKey(cfg.APIKey))
+}
+
+// openAIEnvHeaders lists the headers openai.NewClient takes from the
+// environment, read the way it reads them.
+func openAIEnvHeaders() []string {
+	names := []string{"OpenAI-Organization", "OpenAI-Project"}
+	for line := range strings.SplitSeq(os.Getenv("OPENAI_CUSTOM_HEADERS"), "\n") {
+		if name, _, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(name) != "" {
+			names = append(names, strings.TrimSpace(name))
+		}
+	}
+	return names
 }
 
 func (p *openAIProvider) Name() string { return "openai" }
@@ -48,57 +82,45 @@ func (p *openAIProvider) Chat(ctx context.Context, req Request) (*Response, erro
 	if err != nil {
 		return nil, fmt.Errorf("openai: %w", err)
 	}
-	resp, err := p.tr.send(ctx, func(ctx context.Context) (*http.Request, error) {
-		r, err := http.NewRequestWithContext(ctx, http.MethodPost, p.baseURL+"/chat/completions", bytes.NewReader(body))
-		if err != nil {
-			return nil, err
-		}
-		r.Header.Set("Content-Type", "application/json")
-		r.Header.Set("Accept", "text/event-stream")
-		p.auth(r.Header)
-		setHeaders(r.Header, req.Header)
-		return r, nil
-	})
-	if err != nil {
-		return nil, err
+	var a attempts
+	opts := append(callHeaders(req.Header), option.WithHeader("Accept", "text/event-stream"),
+		option.WithMiddleware(a.middleware))
+	var resp *http.Response
+	if err := p.client.Post(ctx, "chat/completions", body, &resp, opts...); err != nil {
+		return nil, sdkError("openai", ctx, err, &a, p.apiKey, req.Header)
 	}
 	defer resp.Body.Close()
 	out, err := readOpenAIBody(resp)
 	if err != nil {
-		return nil, p.tr.redactStream(streamErr("openai", ctx, err), req.Header)
+		return nil, redactStream(streamErr("openai", ctx, err), p.apiKey, req.Header)
 	}
 	return out, nil
 }
 
+// callHeaders sets the per-call headers (a forwarded Authorization replaces
+// the key: the SDK then sends no key of its own).
+func callHeaders(h http.Header) []option.RequestOption {
+	var opts []option.RequestOption
+	for k, vs := range h {
+		opts = append(opts, option.WithHeaderDel(k))
+		for _, v := range vs {
+			opts = append(opts, option.WithHeaderAdd(k, v))
+		}
+	}
+	return opts
+}
+
 // Preflight lists the server's models and checks that model is among them.
+// It is a probe, repeated by its caller, so it is not retried.
 func (p *openAIProvider) Preflight(ctx context.Context, model string) error {
-	r, err := http.NewRequestWithContext(ctx, http.MethodGet, p.baseURL+"/models", nil)
+	page, err := p.client.Models.List(ctx, option.WithMaxRetries(0))
 	if err != nil {
-		return fmt.Errorf("openai: preflight: %w", err)
+		return sdkError("openai", ctx, err, nil, p.apiKey, nil)
 	}
-	p.auth(r.Header)
-	body, err := p.tr.getOnce(r)
-	if err != nil {
-		return err
-	}
-	var list struct {
-		Data []struct {
-			ID string `json:"id"`
-		} `json:"data"`
-	}
-	if err := json.Unmarshal(body, &list); err != nil {
-		return fmt.Errorf("openai: preflight: decoding model list: %w", err)
-	}
-	for _, m := range list.Data {
+	for _, m := range page.Data {
 		if m.ID == model {
 			return nil
 		}
 	}
 	return fmt.Errorf("openai: model %q not listed by %s/models", model, p.baseURL)
-}
-
-func (p *openAIProvider) auth(h http.Header) {
-	if p.apiKey != "" {
-		h.Set("Authorization", "Bearer "+p.apiKey)
-	}
 }

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"net/http"
 	"net/url"
 	"strings"
 	"time"
@@ -26,24 +24,6 @@ func New(cfg ProviderConfig) (Provider, error) {
 		return NewPlayback(), nil
 	}
 	return nil, fmt.Errorf("unknown provider kind %q (want openai or anthropic)", cfg.Kind)
-}
-
-// getOnce performs a GET without retries (preflight is a probe, repeated by
-// the caller) and returns the body of a 2xx answer.
-func (t *transport) getOnce(r *http.Request) ([]byte, error) {
-	resp, err := t.attempt(r.Context(), func(context.Context) (*http.Request, error) { return r, nil })
-	if err != nil {
-		if ctxErr := r.Context().Err(); ctxErr != nil {
-			return nil, fmt.Errorf("%s: preflight: %w", t.provider, ctxErr)
-		}
-		return nil, err
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 8<<20))
-	if err != nil {
-		return nil, fmt.Errorf("%s: preflight: reading: %w", t.provider, err)
-	}
-	return body, nil
 }
 
 // streamErr names a failure while reading a started stream; a context

@@ -21,7 +21,6 @@ func TestToolJSONBodies(t *testing.T) {
 		encode func(Tool) ([]byte, error)
 	}{
 		{"openai", func(r Request) ([]byte, error) { return openAIBody(r, newToolJSON(encodeOpenAITool)) }, encodeOpenAITool},
-		{"anthropic", func(r Request) ([]byte, error) { return anthropicBody(r, newToolJSON(encodeAnthropicTool)) }, encodeAnthropicTool},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

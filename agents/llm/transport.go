@@ -9,30 +9,40 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/anthropics/anthropic-sdk-go"
+	"github.com/openai/openai-go/v3"
 )
 
-// Both providers share this transport: plain net/http with our own retry
-// loop. The SDKs' transports retry on their own schedule (and openai-go reads
-// OPENAI_* from the environment); we need Retry-After capped at 30 s,
-// retry-after-ms, "never after the first stream byte" and one error format, so
-// the SDKs are used for request types only.
+// Both providers send through their SDK clients (openai.NewClient,
+// anthropic.NewClient): the SDKs do the transport on our *http.Client, the
+// retries (408, 409, 429, 5xx and connection failures, 2 by default,
+// honouring retry-after-ms and Retry-After, never once a response has been
+// handed out, so never after the first stream byte) and the error types.
+// This file maps their errors to HTTPError and keeps secrets out of every
+// error text. The stream bodies are read by this package (sse.go and the
+// accumulators), not by the SDKs' iterators and accumulator.
 
 const (
 	defaultMaxRetries = 2
 	maxErrorBody      = 64 << 10 // bytes of an error body we read
 	maxMessageLen     = 512      // characters of a provider message we keep
+	// maxRetryDelay bounds the wait before a retry; an openai provider that
+	// asks for longer is not retried (the SDK's WithMaxRetryDelay).
+	maxRetryDelay = 30 * time.Second
 )
 
-// HTTPError is a non-2xx answer from a provider.
+// HTTPError is a non-2xx answer from a provider, mapped from the SDK's
+// *openai.Error or *anthropic.Error (which are not kept: their texts quote
+// the provider's answer unredacted).
 type HTTPError struct {
 	Provider string
 	Status   int
 	Message  string // the provider's own message, secrets redacted
-	// RetryAfter is the delay the provider asked for (0 = none given).
-	RetryAfter time.Duration
 }
 
 func (e *HTTPError) Error() string {
@@ -48,42 +58,32 @@ type connError struct{ err error }
 func (e *connError) Error() string { return e.err.Error() }
 func (e *connError) Unwrap() error { return e.err }
 
-// IsRetryable reports whether err is worth another attempt: HTTP 408, 409,
-// 429 and 5xx, and connection failures before any response. Errors from a
-// stream that already started are not retryable.
+// IsRetryable reports whether err is of the kind the SDKs retry: HTTP 408,
+// 409, 429 and 5xx, and connection failures before any response. Errors
+// from a stream that already started are not retryable.
 func IsRetryable(err error) bool {
 	var he *HTTPError
 	if errors.As(err, &he) {
-		return he.Status == http.StatusRequestTimeout || he.Status == http.StatusConflict ||
-			he.Status == http.StatusTooManyRequests || he.Status >= 500
+		return retryableStatus(he.Status)
 	}
 	var ce *connError
 	return errors.As(err, &ce)
 }
 
-// transport sends requests for one provider.
-type transport struct {
-	provider   string // "openai" or "anthropic", prefixes every error
-	client     *http.Client
-	maxRetries int
-	apiKey     string // only to redact it from provider messages
-	backoff    func(attempt int, retryAfter time.Duration) time.Duration
+func retryableStatus(s int) bool {
+	return s == http.StatusRequestTimeout || s == http.StatusConflict ||
+		s == http.StatusTooManyRequests || s >= 500
 }
 
-func newTransport(provider string, cfg ProviderConfig) *transport {
-	client := cfg.HTTPClient
-	if client == nil {
-		client = sharedHTTPClient
-	}
-	retries := cfg.MaxRetries
+// maxRetries maps ProviderConfig.MaxRetries to the SDKs' option.
+func maxRetries(n int) int {
 	switch {
-	case retries == 0:
-		retries = defaultMaxRetries
-	case retries < 0:
-		retries = 0
+	case n == 0:
+		return defaultMaxRetries
+	case n < 0:
+		return 0
 	}
-	return &transport{provider: provider, client: client, maxRetries: retries,
-		apiKey: cfg.APIKey, backoff: backoffDelay}
+	return n
 }
 
 // sharedHTTPClient is the client of every provider built without one. One
@@ -104,51 +104,58 @@ func defaultHTTPClient() *http.Client {
 	return &http.Client{Transport: t}
 }
 
-// send issues the request built by build, retrying retryable failures before
-// a response body is handed out. The caller owns the returned body.
-func (t *transport) send(ctx context.Context, build func(context.Context) (*http.Request, error)) (*http.Response, error) {
-	for attempt := 0; ; attempt++ {
-		resp, err := t.attempt(ctx, build)
-		if err == nil {
-			return resp, nil
-		}
-		if ctx.Err() != nil {
-			return nil, fmt.Errorf("%s: %w", t.provider, ctx.Err())
-		}
-		if attempt >= t.maxRetries || !IsRetryable(err) {
-			return nil, err
-		}
-		var retryAfter time.Duration
-		var he *HTTPError
-		if errors.As(err, &he) {
-			retryAfter = he.RetryAfter
-		}
-		if werr := sleepCtx(ctx, t.backoff(attempt, retryAfter)); werr != nil {
-			return nil, fmt.Errorf("%s: waiting to retry (%v): %w", t.provider, err, werr)
-		}
+func httpClient(cfg ProviderConfig) *http.Client {
+	if cfg.HTTPClient != nil {
+		return cfg.HTTPClient
 	}
+	return sharedHTTPClient
 }
 
-// attempt performs one round trip; non-2xx answers become *HTTPError.
-func (t *transport) attempt(ctx context.Context, build func(context.Context) (*http.Request, error)) (*http.Response, error) {
-	req, err := build(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("%s: building request: %w", t.provider, err)
+// attempts records the status of the last answer of one call, so that a
+// call cancelled while the SDK waits to retry says what it was waiting for.
+// It is the SDKs' middleware shape (option.Middleware of either SDK).
+type attempts struct{ status int }
+
+func (a *attempts) middleware(r *http.Request, next func(*http.Request) (*http.Response, error)) (*http.Response, error) {
+	res, err := next(r)
+	if res != nil {
+		a.status = res.StatusCode
 	}
-	resp, err := t.client.Do(req)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", t.provider, &connError{err: redactErr(err, t.apiKey)})
+	return res, err
+}
+
+// sdkError maps an error returned by an SDK client call. extra are the
+// call's own headers (a forwarded credential), redacted with apiKey.
+func sdkError(provider string, ctx context.Context, err error, a *attempts, apiKey string, extra http.Header) error {
+	if ctxErr := ctx.Err(); ctxErr != nil {
+		if a != nil && retryableStatus(a.status) {
+			return fmt.Errorf("%s: waiting to retry (HTTP %d): %w", provider, a.status, ctxErr)
+		}
+		return fmt.Errorf("%s: %w", provider, ctxErr)
 	}
-	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
-		return resp, nil
+	var res *http.Response
+	var oe *openai.Error
+	var ae *anthropic.Error
+	switch {
+	case errors.As(err, &oe):
+		res = oe.Response
+	case errors.As(err, &ae):
+		res = ae.Response
+	default:
+		var ue *url.Error
+		if errors.As(err, &ue) || isNetErr(err) {
+			return fmt.Errorf("%s: %w", provider, &connError{err: redactErr(err, apiKey)})
+		}
+		return fmt.Errorf("%s: %w", provider, redactErr(err, apiKey))
 	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
-	return nil, &HTTPError{
-		Provider:   t.provider,
-		Status:     resp.StatusCode,
-		Message:    redact(providerMessage(body), t.apiKey, req.Header, nil),
-		RetryAfter: retryAfter(resp.Header, time.Now()),
+	var body []byte
+	if res.Body != nil { // the SDKs leave the read error body in place
+		body, _ = io.ReadAll(io.LimitReader(res.Body, maxErrorBody))
+	}
+	return &HTTPError{
+		Provider: provider,
+		Status:   res.StatusCode,
+		Message:  redact(providerMessage(body), apiKey, extra, extra),
 	}
 }
 
@@ -247,9 +254,9 @@ func redactErr(err error, apiKey string) error {
 // event, a malformed chunk quoted back): its text is the provider's, which
 // may echo what it was sent. The key and every value of extra (the call's
 // own headers: a forwarded credential) are taken out.
-func (t *transport) redactStream(err error, extra http.Header) error {
+func redactStream(err error, apiKey string, extra http.Header) error {
 	msg := err.Error()
-	out := redact(msg, t.apiKey, extra, extra)
+	out := redact(msg, apiKey, extra, extra)
 	if out == msg {
 		return err
 	}
@@ -268,14 +275,4 @@ func (e *redactedError) Unwrap() error { return e.err }
 func isNetErr(err error) bool {
 	var ne net.Error
 	return errors.As(err, &ne) || errors.Is(err, io.ErrUnexpectedEOF)
-}
-
-// setHeaders applies the per-call headers; they replace same-named ones.
-func setHeaders(dst, extra http.Header) {
-	for k, vs := range extra {
-		dst.Del(k)
-		for _, v := range vs {
-			dst.Add(k, v)
-		}
-	}
 }
