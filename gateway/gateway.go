@@ -19,6 +19,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/pallasgw/pallasgw/agents"
+	"github.com/pallasgw/pallasgw/agents/fastcall"
 	"github.com/pallasgw/pallasgw/gateway/config"
 	"github.com/pallasgw/pallasgw/metrics"
 )
@@ -130,7 +131,8 @@ func (g *Gateway) Serve() error {
 	}
 	s := g.current.Load()
 	g.log.Info("serving", zap.String("listen", g.mainLn.Addr().String()), zap.String("config_hash", s.cfg.Hash),
-		zap.Int("agents", len(s.cfg.Agents)), zap.Strings("legacy_ports", g.listeners.addrs()))
+		zap.Int("agents", len(s.cfg.Agents)), zap.Strings("legacy_ports", g.listeners.addrs()),
+		zap.Bool("fastcall", fastcall.Enabled())) // PALLASGW_FASTCALL=off: every request through mcp-go
 	if err := g.main.Serve(g.mainLn); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}
