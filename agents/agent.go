@@ -14,6 +14,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/pallasgw/pallasgw/agents/mcpclient"
+	"github.com/pallasgw/pallasgw/agents/toolbox"
 	"github.com/pallasgw/pallasgw/gateway/config"
 	"github.com/pallasgw/pallasgw/policy"
 )
@@ -110,7 +111,7 @@ func (a *Agent) registerTools() {
 		a.proxy.register()
 		health = a.proxy.callTool // a downstream tool named get_health wins
 	case config.KindToolbox:
-		a.registerToolbox()
+		toolbox.Register(a.mcp, a.toolboxDeps())
 	default:
 		a.mcp.AddTool(mcp.NewToolWithRawSchema(a.Config.ToolName, a.toolDescription(), json.RawMessage(sendMessageSchema)), a.handleSendMessage)
 		a.mcp.AddPrompt(mcp.NewPrompt(a.Name+"_history", mcp.WithPromptDescription("Conversation history (always empty: history lives on the client).")),
@@ -119,6 +120,18 @@ func (a *Agent) registerTools() {
 			})
 	}
 	a.mcp.AddTool(mcp.NewToolWithRawSchema("get_health", "Returns the health status of this agent and its downstream dependencies.", json.RawMessage(healthSchema)), health)
+}
+
+// toolboxDeps is what the toolbox kind is handed of the agent.
+func (a *Agent) toolboxDeps() toolbox.Deps {
+	d := a.set.deps
+	return toolbox.Deps{Agent: a.Name, Servers: a.Config.Servers, Tools: a.Config.Tools, Transports: d.Config.MCP.Servers,
+		Passthrough: d.Config.Auth.Mode != policy.ModeTokens, Logger: a.log, Downstream: d.Downstream,
+		Callers: d.Callers, Auditor: d.Auditor, Outbound: a.set.outbound, Observe: a.observe, RequestID: RequestID,
+		Progress: func(ctx context.Context, token mcp.ProgressToken) (mcpclient.ProgressFunc, func(time.Duration)) {
+			relay := newProgressRelay(ctx, token, d.Metrics)
+			return relay.progressFunc(), relay.flush
+		}}
 }
 
 // self is the agent's identity as its MCP server gives it.
