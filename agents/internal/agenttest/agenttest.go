@@ -7,7 +7,9 @@ package agenttest
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"sort"
@@ -18,6 +20,8 @@ import (
 
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 	"go.uber.org/zap"
 
 	"github.com/pallasgw/pallasgw/agents"
@@ -231,4 +235,68 @@ func AllText(r *sdk.CallToolResult) string {
 		}
 	}
 	return b.String()
+}
+
+// RawCall posts as caller "bob" one tools/call without any SDK, in the session-based
+// style without initialize (allowed by the stateless endpoint) or the
+// sessionless 2026-07-28 style, and returns the messages in wire order.
+func (ta *Agents) RawCall(t *testing.T, agent, tool string, meta map[string]any, modern bool) []map[string]any {
+	t.Helper()
+	if meta == nil {
+		meta = map[string]any{}
+	}
+	if modern {
+		meta["io.modelcontextprotocol/protocolVersion"] = "2026-07-28"
+		meta["io.modelcontextprotocol/clientInfo"] = map[string]any{"name": "raw", "version": "1"}
+		meta["io.modelcontextprotocol/clientCapabilities"] = map[string]any{}
+	}
+	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+		"params": map[string]any{"name": tool, "arguments": map[string]any{}, "_meta": meta}})
+	req, _ := http.NewRequest("POST", ta.Srv.URL+"/"+agent, strings.NewReader(string(body)))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("X-Test-Caller", "bob")
+	if modern {
+		req.Header.Set("MCP-Protocol-Version", "2026-07-28")
+		req.Header.Set("Mcp-Method", "tools/call")
+		req.Header.Set("Mcp-Name", tool)
+	} else {
+		req.Header.Set("MCP-Protocol-Version", "2025-11-25")
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 200 {
+		t.Fatalf("HTTP %d: %s", resp.StatusCode, raw)
+	}
+	var out []map[string]any
+	if !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		var m map[string]any
+		if err := json.Unmarshal(raw, &m); err != nil {
+			t.Fatalf("bad JSON %q: %v", raw, err)
+		}
+		return append(out, m)
+	}
+	for _, line := range strings.Split(string(raw), "\n") {
+		if data, ok := strings.CutPrefix(line, "data: "); ok {
+			var m map[string]any
+			if err := json.Unmarshal([]byte(data), &m); err != nil {
+				t.Fatalf("bad SSE data %q: %v", data, err)
+			}
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// CounterValue is c's value, or -1 when it cannot be read.
+func CounterValue(c prometheus.Counter) float64 {
+	var m dto.Metric
+	if err := c.Write(&m); err != nil {
+		return -1
+	}
+	return m.GetCounter().GetValue()
 }
