@@ -14,6 +14,8 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/pallasgw/pallasgw/agents/mcpclient"
+	"github.com/pallasgw/pallasgw/agents/proxy"
+	"github.com/pallasgw/pallasgw/agents/toolbox"
 	"github.com/pallasgw/pallasgw/gateway/config"
 	"github.com/pallasgw/pallasgw/policy"
 )
@@ -29,7 +31,7 @@ type Agent struct {
 	run     runner
 	log     *zap.Logger
 	health  healthCache
-	proxy   *proxy // kind proxy only
+	proxy   *proxy.Proxy // kind proxy only
 }
 
 // runner executes one send_message for a kind.
@@ -78,10 +80,10 @@ func newAgent(s *Set, c *config.Agent) (*Agent, error) {
 		server.WithDescription(c.Description),
 	}
 	if c.Kind == config.KindProxy {
-		if a.proxy, err = newProxy(a); err != nil {
+		if a.proxy, err = proxy.New(a.proxyDeps()); err != nil {
 			return nil, err
 		}
-		opts = append(opts, a.proxy.serverOptions()...)
+		opts = append(opts, a.proxy.ServerOptions()...)
 	}
 	a.mcp = server.NewMCPServer(c.Name, s.deps.Config.Version, opts...)
 	a.registerTools()
@@ -107,10 +109,10 @@ func (a *Agent) registerTools() {
 	health := a.handleHealth
 	switch a.Config.Kind {
 	case config.KindProxy:
-		a.proxy.register()
-		health = a.proxy.callTool // a downstream tool named get_health wins
+		a.proxy.Register(a.mcp)
+		health = a.proxy.CallTool // a downstream tool named get_health wins
 	case config.KindToolbox:
-		a.registerToolbox()
+		toolbox.Register(a.mcp, a.toolboxDeps())
 	default:
 		a.mcp.AddTool(mcp.NewToolWithRawSchema(a.Config.ToolName, a.toolDescription(), json.RawMessage(sendMessageSchema)), a.handleSendMessage)
 		a.mcp.AddPrompt(mcp.NewPrompt(a.Name+"_history", mcp.WithPromptDescription("Conversation history (always empty: history lives on the client).")),
@@ -119,6 +121,37 @@ func (a *Agent) registerTools() {
 			})
 	}
 	a.mcp.AddTool(mcp.NewToolWithRawSchema("get_health", "Returns the health status of this agent and its downstream dependencies.", json.RawMessage(healthSchema)), health)
+}
+
+// toolboxDeps is what the toolbox kind is handed of the agent.
+func (a *Agent) toolboxDeps() toolbox.Deps {
+	d := a.set.deps
+	return toolbox.Deps{Agent: a.Name, Servers: a.Config.Servers, Tools: a.Config.Tools, Transports: d.Config.MCP.Servers,
+		Passthrough: d.Config.Auth.Mode != policy.ModeTokens, Logger: a.log, Downstream: d.Downstream,
+		Callers: d.Callers, Auditor: d.Auditor, Outbound: a.set.outbound, Observe: a.observe, RequestID: RequestID,
+		Progress: func(ctx context.Context, token mcp.ProgressToken) (mcpclient.ProgressFunc, func(time.Duration)) {
+			relay := proxy.NewProgressRelay(ctx, streamOf(ctx), token, d.Metrics)
+			return relay.ProgressFunc(), relay.Flush
+		}}
+}
+
+// proxyDeps is what the proxy kind is handed of the agent.
+func (a *Agent) proxyDeps() proxy.Deps {
+	d := a.set.deps
+	return proxy.Deps{Agent: a.Name, Self: a.self(), Servers: a.Config.Servers, Tools: a.Config.Tools, Logger: a.log,
+		Metrics: d.Metrics, Downstream: d.Downstream, Callers: d.Callers, Auditor: d.Auditor, Outbound: a.set.outbound,
+		Observe: a.observe, Outcome: outcomeOf, RequestID: RequestID, Health: a.handleHealth, StreamOf: streamOf,
+		Request: func(ctx context.Context, relay *proxy.Relay, method string, params json.RawMessage) (json.RawMessage, error) {
+			return a.handler.request(ctx, relay, method, params) // the endpoint is built after the proxy
+		}}
+}
+
+// streamOf is the tracked response of the request of ctx, or nil.
+func streamOf(ctx context.Context) proxy.Stream {
+	if t := trackerFrom(ctx); t != nil {
+		return t
+	}
+	return nil
 }
 
 // self is the agent's identity as its MCP server gives it.

@@ -1,7 +1,8 @@
 // Package agents owns the agents of one snapshot: each agent's MCP server
 // (send_message or its tool_name, get_health, the {agent}_history prompt),
-// the kinds of SPEC §6 (llm tool loop, chain, router, parallel, proxy,
-// toolbox), progress reporting and health. It consults policy for outbound
+// the kinds of SPEC §6 (llm tool loop, chain, router, parallel; the proxy
+// and toolbox kinds are agents/proxy and agents/toolbox, which it
+// constructs), progress reporting and health. It consults policy for outbound
 // headers and tool rules and uses mcpclient for downstream servers and llm
 // for models. It does not route HTTP, watch files or swap snapshots: the
 // gateway builds a Set per config and serves its handlers.

@@ -23,6 +23,7 @@ import (
 
 	"github.com/pallasgw/pallasgw/agents/fastcall"
 	"github.com/pallasgw/pallasgw/agents/mcpclient"
+	"github.com/pallasgw/pallasgw/agents/proxy"
 )
 
 // requestIDPrefix starts the ids of the endpoint's own requests; mcp-go's
@@ -60,12 +61,12 @@ func callerCapability(method string) (byte, bool) {
 // between its notifications, never into one. Reasons it cannot be sent are
 // *mcpclient.RPCError (for the downstream that asked), as is the caller's
 // own error answer.
-func (e *endpoint) request(ctx context.Context, relay *progressRelay, method string, params json.RawMessage) (json.RawMessage, error) {
+func (e *endpoint) request(ctx context.Context, relay *proxy.Relay, method string, params json.RawMessage) (json.RawMessage, error) {
 	rs, t := requestStateFrom(ctx), trackerFrom(ctx)
 	err := canRequest(rs, t, method)
 	if err == nil && relay == nil {
 		// Without the call's relay the write cannot be ordered before the
-		// call's end (progressRelay.exclusive).
+		// call's end (proxy.Relay.Exclusive).
 		err = errors.New("the call has no notification stream")
 	}
 	if err != nil {
@@ -86,7 +87,7 @@ func (e *endpoint) request(ctx context.Context, relay *progressRelay, method str
 	if fs := fastcall.StreamFrom(ctx); fs != nil { // the fast path writes the response itself
 		write = func() error { return fs.Inject(msg) }
 	}
-	if err := relay.exclusive(ctx, write); err != nil {
+	if err := relay.Exclusive(ctx, write); err != nil {
 		return nil, &mcpclient.RPCError{Code: mcp.INTERNAL_ERROR,
 			Message: fmt.Sprintf("%s could not be sent to the caller: %v", method, err)}
 	}
@@ -154,7 +155,7 @@ func capabilityName(c byte) string {
 
 // CallerRequests holds what a caller's later POST must find of a running
 // call: the requests waiting for the caller's answers, and the running fast
-// calls (proxy_fast.go) a notifications/cancelled may name. One lives as long
+// calls (agents/fastcall) a notifications/cancelled may name. One lives as long
 // as the gateway (Deps.CallerRequests): the POST must find them after a
 // reload has swapped the snapshot, and with it the endpoint, that the call
 // runs on.

@@ -33,7 +33,7 @@ package agents
 //     elicitation answer by session id alone, to one request of a session at
 //     a time. Waiting requests are held in memory, so the answer must reach
 //     the replica that asked.
-//   - A tools/call is offered to the fast path first (fast_call.go), which
+//   - A tools/call is offered to the fast path first (agents/fastcall), which
 //     answers a proxy's and an agent's plain calls without mcp-go's server.
 //   - Every request of a session-based caller is tracked under the key
 //     mcp-go uses, "<session>:<id>", while it runs, in a table of the
@@ -152,7 +152,7 @@ func (e *endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		case method == string(mcp.MethodSetLogLevel) && e.a.proxy != nil && !jsonrpc.IsNull(msg.ID) && knownVersion(r.Header):
 			var level string
 			_ = json.Unmarshal(msg.Params.Level, &level)
-			e.a.proxy.answerSetLevel(w, r, msg.ID, mcp.LoggingLevel(level))
+			e.a.proxy.AnswerSetLevel(w, r, msg.ID, mcp.LoggingLevel(level))
 			return
 		default:
 			rs.sessionID = r.Header.Get(server.HeaderKeySessionID)
@@ -297,18 +297,4 @@ func sessionDeclared(id string, c byte) bool {
 	}
 	caps, _, ok := strings.Cut(rest, "-")
 	return ok && strings.IndexByte(caps, c) >= 0
-}
-
-// writeRPCResult writes a JSON-RPC answer to id: result, or an error when
-// code is not zero.
-func writeRPCResult(w http.ResponseWriter, id json.RawMessage, result any, code int, msg string) {
-	out := map[string]any{"jsonrpc": mcp.JSONRPC_VERSION, "id": id}
-	if code != 0 {
-		out["error"] = map[string]any{"code": code, "message": msg}
-	} else {
-		out["result"] = result
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(http.StatusOK)
-	_ = json.NewEncoder(w).Encode(out)
 }

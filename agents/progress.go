@@ -93,7 +93,7 @@ func (r *Reporter) send(message string, last bool) {
 }
 
 // notifier is where the notifications of the call of ctx go: the fast
-// path's stream (fast_call.go), or mcp-go's session; nil when there is
+// path's stream (agents/fastcall), or mcp-go's session; nil when there is
 // neither.
 func notifier(ctx context.Context) func(method string, params map[string]any) error {
 	if fs := fastcall.StreamFrom(ctx); fs != nil {
@@ -118,7 +118,7 @@ func (r *Reporter) flush(timeout time.Duration) {
 	s.mu.Lock()
 	want := s.sent
 	s.mu.Unlock()
-	s.stream.waitEvents(s.ctx, want, timeout)
+	s.stream.WaitEvents(s.ctx, want, timeout)
 }
 
 // StreamTracker counts the SSE events written to one HTTP response; the
@@ -155,7 +155,16 @@ func (t *StreamTracker) wrote(events int) {
 	t.mu.Unlock()
 }
 
-func (t *StreamTracker) waitEvents(ctx context.Context, n int, timeout time.Duration) {
+// Events is the number of events written to the response so far.
+func (t *StreamTracker) Events() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.events
+}
+
+// WaitEvents waits until n events have been written, ctx ends or timeout
+// passes.
+func (t *StreamTracker) WaitEvents(ctx context.Context, n int, timeout time.Duration) {
 	timer := time.NewTimer(timeout)
 	defer timer.Stop()
 	for {

@@ -481,7 +481,7 @@ func TestProxyFastProgressBurst(t *testing.T) {
 }
 
 // The fast path does not check Mcp-Param-* headers: it relies on no tool
-// of a proxy's mcp-go registry binding one (proxy_fast.go).
+// of a proxy's mcp-go registry binding one (agents/proxy, fast.go).
 func TestProxyRegistryHasNoHeaderBindings(t *testing.T) {
 	p := newFastPair(t)
 	p.listTools(t)

@@ -167,7 +167,7 @@ var errNotStreaming = errors.New("the response to the caller's request is not an
 // inject writes msg (one JSON-RPC message) as an SSE event and flushes it,
 // upgrading the response to SSE if nothing was written yet. The caller
 // makes sure mcp-go is not touching the response headers meanwhile (no
-// notification of the request is on its way: progressRelay.exclusive).
+// notification of the request is on its way: proxy.Relay.Exclusive).
 func (w *trackingWriter) inject(msg []byte) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()

@@ -14,6 +14,7 @@ import (
 
 	"github.com/pallasgw/pallasgw/agents"
 	"github.com/pallasgw/pallasgw/agents/mcpclient"
+	"github.com/pallasgw/pallasgw/agents/proxy"
 )
 
 // downstreamCache keeps one mcpclient.Manager per downstream server across
@@ -90,8 +91,8 @@ func (c *downstreamCache) release(keys []string) {
 }
 
 // downstreams is one snapshot's downstream servers. It implements what the
-// agents need (agents.Downstream, agents.CatalogDownstream and
-// agents.LoggingDownstream) by passing each call to the server's manager.
+// agents need (agents.Downstream, proxy.CatalogDownstream and
+// proxy.LoggingDownstream) by passing each call to the server's manager.
 type downstreams struct {
 	cache    *downstreamCache
 	byServer map[string]*mcpclient.Manager
@@ -125,10 +126,10 @@ func (d *downstreams) CallTool(ctx context.Context, server, tool string, args ma
 	return m.CallTool(ctx, server, tool, args, hdr, onProgress)
 }
 
-var _ agents.RawDownstream = (*downstreams)(nil)
+var _ proxy.RawDownstream = (*downstreams)(nil)
 
 // CallToolRaw is CallTool with the result as the downstream sent it (a
-// proxy's fast path, agents.RawDownstream).
+// proxy's fast path, proxy.RawDownstream).
 func (d *downstreams) CallToolRaw(ctx context.Context, server, tool string, args json.RawMessage, hdr http.Header, onProgress mcpclient.ProgressFunc) (*mcpclient.RawResult, error) {
 	m, err := d.get(server)
 	if err != nil {

@@ -13,7 +13,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 )
 
-// Stream is the response of one fast-path tools/call (proxy_fast.go):
+// Stream is the response of one fast-path tools/call (agents/proxy, fast.go):
 // the call's notifications as SSE events while it runs, then the answer. It
 // writes what mcp-go v1.2.1's handlePost writes for the same call, byte for
 // byte: the first notification switches the response to text/event-stream
@@ -22,7 +22,7 @@ import (
 // (see finish), or a JSON body when nothing switched the response.
 //
 // Delivery follows mcp-go's shape too, so that the relay's rules hold
-// unchanged (proxy_relay.go): notify never blocks the downstream transport's
+// unchanged (agents/proxy, relay.go): notify never blocks the downstream transport's
 // reader that calls it; it puts the notification in a buffer of 100 that one
 // writer goroutine empties, and reports a full buffer as
 // server.ErrNotificationChannelBlocked. Unlike mcp-go, the buffer and the

@@ -1,4 +1,4 @@
-package agents
+package proxy
 
 // Prompts, resources and resource templates of the proxy kind (see
 // proxy.go for the design). Prompt names and resource names are prefixed
@@ -22,11 +22,11 @@ import (
 
 // promptView lists the prompts of the servers the caller may use, under
 // their exposed names, and registers those names.
-func (p *proxy) promptView(ctx context.Context, inbound http.Header) []mcp.Prompt {
+func (p *Proxy) promptView(ctx context.Context, inbound http.Header) []mcp.Prompt {
 	out := []mcp.Prompt{}
 	var missing []server.ServerPrompt
 	for _, srv := range p.servers(callerOf(ctx)) {
-		res, err := p.catalog.ListPrompts(ctx, srv, p.a.set.outbound(srv, inbound))
+		res, err := p.catalog.ListPrompts(ctx, srv, p.d.Outbound(srv, inbound))
 		if err != nil {
 			p.listFailed(ctx, "prompts/list", srv, err)
 			continue
@@ -53,7 +53,7 @@ func (p *proxy) promptView(ctx context.Context, inbound http.Header) []mcp.Promp
 		}
 		if len(fresh) > 0 {
 			// Marked only once mcp-go has them, as in registerTools.
-			p.a.mcp.AddPrompts(fresh...)
+			p.srv.AddPrompts(fresh...)
 			for _, sp := range fresh {
 				p.promptsReg.Store(sp.Prompt.Name, true)
 			}
@@ -63,14 +63,14 @@ func (p *proxy) promptView(ctx context.Context, inbound http.Header) []mcp.Promp
 	return out
 }
 
-func (p *proxy) ensurePrompt(ctx context.Context, name string, inbound http.Header) {
+func (p *Proxy) ensurePrompt(ctx context.Context, name string, inbound http.Header) {
 	if _, ok := p.promptsReg.Load(name); !ok {
 		p.promptView(ctx, inbound)
 	}
 }
 
 // getPrompt forwards prompts/get; the result is the downstream's.
-func (p *proxy) getPrompt(ctx context.Context, req mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+func (p *Proxy) getPrompt(ctx context.Context, req mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
 	v, ok := p.prompts.Load(req.Params.Name)
 	if !ok {
 		return nil, fmt.Errorf("prompt %q not found", req.Params.Name)
@@ -79,29 +79,29 @@ func (p *proxy) getPrompt(ctx context.Context, req mcp.GetPromptRequest) (*mcp.G
 	if err := p.allowServer(ctx, r.server, "prompt:"+r.name); err != nil {
 		return nil, err
 	}
-	return p.catalog.GetPrompt(ctx, r.server, r.name, req.Params.Arguments, p.a.set.outbound(r.server, req.Header))
+	return p.catalog.GetPrompt(ctx, r.server, r.name, req.Params.Arguments, p.d.Outbound(r.server, req.Header))
 }
 
 // allowServer audits the caller's use of srv for what and returns an error
 // when the caller rule refuses it.
-func (p *proxy) allowServer(ctx context.Context, srv, what string) error {
+func (p *Proxy) allowServer(ctx context.Context, srv, what string) error {
 	start := time.Now()
 	caller := callerOf(ctx)
-	d := p.a.set.deps.Callers.AllowServer(caller, srv)
-	p.a.set.deps.Auditor.Record(ctx, policy.AuditEvent{RequestID: RequestID(ctx), Caller: caller, Agent: p.a.Name,
+	d := p.d.Callers.AllowServer(caller, srv)
+	p.d.Auditor.Record(ctx, policy.AuditEvent{RequestID: p.d.RequestID(ctx), Caller: caller, Agent: p.d.Agent,
 		Server: srv, Tool: what, Decision: d, Latency: time.Since(start)})
 	if !d.Allowed {
-		return fmt.Errorf("%s is denied by policy (%s) (request id %s)", what, d.Reason, RequestID(ctx))
+		return fmt.Errorf("%s is denied by policy (%s) (request id %s)", what, d.Reason, p.d.RequestID(ctx))
 	}
 	return nil
 }
 
 // resourceView lists the resources of the servers the caller may use; names
 // are prefixed like tools, URIs unchanged.
-func (p *proxy) resourceView(ctx context.Context, inbound http.Header) []mcp.Resource {
+func (p *Proxy) resourceView(ctx context.Context, inbound http.Header) []mcp.Resource {
 	out := []mcp.Resource{}
 	for _, srv := range p.servers(callerOf(ctx)) {
-		res, err := p.catalog.ListResources(ctx, srv, p.a.set.outbound(srv, inbound))
+		res, err := p.catalog.ListResources(ctx, srv, p.d.Outbound(srv, inbound))
 		if err != nil {
 			p.listFailed(ctx, "resources/list", srv, err)
 			continue
@@ -116,10 +116,10 @@ func (p *proxy) resourceView(ctx context.Context, inbound http.Header) []mcp.Res
 
 // templateView lists the resource templates of the servers the caller may
 // use (the catch-all template of the registry is never shown).
-func (p *proxy) templateView(ctx context.Context, inbound http.Header) []mcp.ResourceTemplate {
+func (p *Proxy) templateView(ctx context.Context, inbound http.Header) []mcp.ResourceTemplate {
 	out := []mcp.ResourceTemplate{}
 	for _, srv := range p.servers(callerOf(ctx)) {
-		res, err := p.catalog.ListResourceTemplates(ctx, srv, p.a.set.outbound(srv, inbound))
+		res, err := p.catalog.ListResourceTemplates(ctx, srv, p.d.Outbound(srv, inbound))
 		if err != nil {
 			p.listFailed(ctx, "resources/templates/list", srv, err)
 			continue
@@ -134,7 +134,7 @@ func (p *proxy) templateView(ctx context.Context, inbound http.Header) []mcp.Res
 
 // ensureURI registers uri exactly when the catch-all template cannot match
 // it and a server of the caller lists it.
-func (p *proxy) ensureURI(ctx context.Context, uri string, inbound http.Header) {
+func (p *Proxy) ensureURI(ctx context.Context, uri string, inbound http.Header) {
 	if catchAllTemplate.URITemplate.Regexp().MatchString(uri) {
 		return
 	}
@@ -148,13 +148,13 @@ func (p *proxy) ensureURI(ctx context.Context, uri string, inbound http.Header) 
 	defer p.regMu.Unlock()
 	if _, ok := p.exactURIs.Load(uri); !ok {
 		// Marked only once mcp-go has it, as in registerTools.
-		p.a.mcp.AddResource(mcp.NewResource(uri, uri), p.readResource)
+		p.srv.AddResource(mcp.NewResource(uri, uri), p.readResource)
 		p.exactURIs.Store(uri, true)
 	}
 }
 
 // readResource forwards resources/read to the server that owns the URI.
-func (p *proxy) readResource(ctx context.Context, req mcp.ReadResourceRequest) ([]mcp.ResourceContents, error) {
+func (p *Proxy) readResource(ctx context.Context, req mcp.ReadResourceRequest) ([]mcp.ResourceContents, error) {
 	uri := req.Params.URI
 	srv, err := p.resourceServer(ctx, uri, req.Header)
 	if err != nil {
@@ -163,7 +163,7 @@ func (p *proxy) readResource(ctx context.Context, req mcp.ReadResourceRequest) (
 	if err := p.allowServer(ctx, srv, "resource:"+uri); err != nil {
 		return nil, err
 	}
-	res, err := p.catalog.ReadResource(ctx, srv, uri, p.a.set.outbound(srv, req.Header))
+	res, err := p.catalog.ReadResource(ctx, srv, uri, p.d.Outbound(srv, req.Header))
 	if err != nil {
 		return nil, err
 	}
@@ -172,13 +172,13 @@ func (p *proxy) readResource(ctx context.Context, req mcp.ReadResourceRequest) (
 
 // resourceServer picks the server a read of uri goes to (see the file
 // comment).
-func (p *proxy) resourceServer(ctx context.Context, uri string, inbound http.Header) (string, error) {
-	if len(p.a.Config.Servers) == 1 {
-		return p.a.Config.Servers[0], nil
+func (p *Proxy) resourceServer(ctx context.Context, uri string, inbound http.Header) (string, error) {
+	if len(p.d.Servers) == 1 {
+		return p.d.Servers[0], nil
 	}
 	servers := p.servers(callerOf(ctx))
 	for _, srv := range servers {
-		res, err := p.catalog.ListResources(ctx, srv, p.a.set.outbound(srv, inbound))
+		res, err := p.catalog.ListResources(ctx, srv, p.d.Outbound(srv, inbound))
 		if err != nil {
 			continue
 		}
@@ -189,7 +189,7 @@ func (p *proxy) resourceServer(ctx context.Context, uri string, inbound http.Hea
 		}
 	}
 	for _, srv := range servers {
-		res, err := p.catalog.ListResourceTemplates(ctx, srv, p.a.set.outbound(srv, inbound))
+		res, err := p.catalog.ListResourceTemplates(ctx, srv, p.d.Outbound(srv, inbound))
 		if err != nil {
 			continue
 		}
@@ -199,5 +199,5 @@ func (p *proxy) resourceServer(ctx context.Context, uri string, inbound http.Hea
 			}
 		}
 	}
-	return "", fmt.Errorf("resource %q not found on any server of %s: %w", uri, p.a.Name, mcp.ErrResourceNotFound)
+	return "", fmt.Errorf("resource %q not found on any server of %s: %w", uri, p.d.Agent, mcp.ErrResourceNotFound)
 }

@@ -1,9 +1,9 @@
-package agents
+package proxy
 
-// The proxy's side of the fast path (fast_call.go): a plain tools/call of a
+// The proxy's side of the fast path (agents/fastcall): a plain tools/call of a
 // downstream tool runs callTool (policy decision, audit, relay, metrics)
 // without mcp-go's server, and a downstream's result is written as the
-// downstream sent it, not re-encoded (fast_raw.go). The proxy registers
+// downstream sent it, not re-encoded (fastcall.RawResponse). The proxy registers
 // every tool with placeholderSchema and get_health with healthSchema,
 // neither of which binds an Mcp-Param-* header.
 
@@ -22,7 +22,7 @@ import (
 
 // Answers reports a name mcp-go would dispatch to callTool now (it is in
 // the registry) that leads to a downstream tool.
-func (p *proxy) Answers(name string) bool {
+func (p *Proxy) Answers(name string) bool {
 	if _, ok := p.registered.Load(name); !ok {
 		return false
 	}
@@ -31,14 +31,14 @@ func (p *proxy) Answers(name string) bool {
 }
 
 // RawArgs: a Downstream that gives raw results takes raw arguments too.
-func (p *proxy) RawArgs() bool {
-	_, ok := p.a.set.deps.Downstream.(RawDownstream)
+func (p *Proxy) RawArgs() bool {
+	_, ok := p.d.Downstream.(RawDownstream)
 	return ok
 }
 
 // Answer runs callTool; a downstream's raw result is written through as it
 // came, anything else as mcp-go would write it.
-func (p *proxy) Answer(ctx context.Context, req mcp.CallToolRequest, id any, modern bool) any {
+func (p *Proxy) Answer(ctx context.Context, req mcp.CallToolRequest, id any, modern bool) any {
 	res, rr, err := p.callRecovered(ctx, req)
 	if err == nil && rr != nil {
 		if msg, ok := fastcall.RawResponse(id, rr, modern, p.serverInfoJSON()); ok {
@@ -46,19 +46,19 @@ func (p *proxy) Answer(ctx context.Context, req mcp.CallToolRequest, id any, mod
 		}
 		res, err = typedResult(rr)
 	}
-	return fastcall.ToolAnswer(id, req.Params.Name, res, err, modern, p.a.self())
+	return fastcall.ToolAnswer(id, req.Params.Name, res, err, modern, p.d.Self)
 }
 
 // callRecovered is callTool under mcp-go's WithRecovery middleware (the
 // agent's server is built with it), asking for the result as raw JSON when
 // the Downstream can give it.
-func (p *proxy) callRecovered(ctx context.Context, req mcp.CallToolRequest) (res *mcp.CallToolResult, rr *mcpclient.RawResult, err error) {
+func (p *Proxy) callRecovered(ctx context.Context, req mcp.CallToolRequest) (res *mcp.CallToolResult, rr *mcpclient.RawResult, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			res, rr, err = nil, nil, fmt.Errorf("panic recovered in %s tool handler: %v", req.Params.Name, r)
 		}
 	}()
-	raw, _ := p.a.set.deps.Downstream.(RawDownstream)
+	raw, _ := p.d.Downstream.(RawDownstream)
 	return p.forward(ctx, req, raw)
 }
 
@@ -96,7 +96,7 @@ func rawArguments(req mcp.CallToolRequest) json.RawMessage {
 
 // serverInfoJSON is the agent's identity as decorate puts it in _meta,
 // encoded once per agent.
-func (p *proxy) serverInfoJSON() json.RawMessage {
-	p.infoOnce.Do(func() { p.info = fastcall.SelfJSON(p.a.self()) })
+func (p *Proxy) serverInfoJSON() json.RawMessage {
+	p.infoOnce.Do(func() { p.info = fastcall.SelfJSON(p.d.Self) })
 	return p.info
 }

@@ -1,4 +1,6 @@
-package agents
+package proxy
+
+// The relay of one downstream call's notifications to its caller.
 
 import (
 	"context"
@@ -15,7 +17,7 @@ import (
 	"github.com/pallasgw/pallasgw/metrics"
 )
 
-// progressRelay forwards the notifications/progress of one downstream call
+// Relay forwards the notifications/progress of one downstream call
 // (proxy tools/call, toolbox execute_tool) to the caller as the downstream
 // sent them — progress, total and message — under the caller's token. The
 // MCP spec requires progress to increase with every notification; a value
@@ -29,14 +31,14 @@ import (
 // both of 100) waits in a queue, drained as the response writer makes room,
 // in order. What cannot be sent within retryBlocked, or before the caller
 // goes away, is counted as dropped.
-type progressRelay struct {
+type Relay struct {
 	ctx     context.Context
 	notify  notifyFunc
 	direct  bool              // notify is the fast path's stream, which writes all it took before the result
 	token   mcp.ProgressToken // nil: no progress
 	logs    bool              // relay log messages
 	level   mcp.LoggingLevel  // with logs: the least severe level relayed; "" = all
-	stream  *StreamTracker
+	stream  Stream            // nil: none tracked
 	metrics *metrics.Metrics
 
 	mu       sync.Mutex
@@ -56,15 +58,28 @@ type notice struct {
 	params map[string]any
 }
 
-// newProgressRelay returns nil (a relay that asks for nothing) when the
-// caller gave no token or there is no MCP server in ctx.
-func newProgressRelay(ctx context.Context, token mcp.ProgressToken, m *metrics.Metrics) *progressRelay {
-	return newRelay(ctx, token, false, "", m)
+// Stream is the response the events of a request are written to
+// (agents.StreamTracker): how many it has written, and a wait for more.
+type Stream interface {
+	Events() int
+	WaitEvents(ctx context.Context, n int, timeout time.Duration)
 }
 
-// newRelay is newProgressRelay that also relays log messages when logs is
+// retryBlocked is how long a notification waits for room in the
+// per-request notification buffer (mcp-go's, or the fast path's) before it
+// is counted as dropped (as agents' Reporter waits).
+const retryBlocked = 2 * time.Second
+
+// NewProgressRelay returns the relay of a call's progress to the response
+// stream (may be nil); nil (a relay that asks for nothing) when the caller
+// gave no token or there is no MCP server in ctx.
+func NewProgressRelay(ctx context.Context, stream Stream, token mcp.ProgressToken, m *metrics.Metrics) *Relay {
+	return newRelay(ctx, stream, token, false, "", m)
+}
+
+// newRelay is NewProgressRelay that also relays log messages when logs is
 // set, those at level or more severe when level is set.
-func newRelay(ctx context.Context, token mcp.ProgressToken, logs bool, level mcp.LoggingLevel, m *metrics.Metrics) *progressRelay {
+func newRelay(ctx context.Context, stream Stream, token mcp.ProgressToken, logs bool, level mcp.LoggingLevel, m *metrics.Metrics) *Relay {
 	if token == nil && !logs {
 		return nil
 	}
@@ -74,8 +89,8 @@ func newRelay(ctx context.Context, token mcp.ProgressToken, logs bool, level mcp
 	}
 	idle := make(chan struct{})
 	close(idle)
-	return &progressRelay{ctx: ctx, notify: notify, direct: direct, token: token, logs: logs, level: level,
-		stream: trackerFrom(ctx), metrics: m, idle: idle}
+	return &Relay{ctx: ctx, notify: notify, direct: direct, token: token, logs: logs, level: level,
+		stream: stream, metrics: m, idle: idle}
 }
 
 // notifyFunc sends one notification to the caller of a request. It returns
@@ -98,9 +113,9 @@ func notifierFrom(ctx context.Context) (notify notifyFunc, direct bool) {
 	return nil, false
 }
 
-// progressFunc is what the downstream call reports progress to; nil when
+// ProgressFunc is what the downstream call reports progress to; nil when
 // the caller asked for none, so the downstream is not asked either.
-func (r *progressRelay) progressFunc() mcpclient.ProgressFunc {
+func (r *Relay) ProgressFunc() mcpclient.ProgressFunc {
 	if r == nil || r.token == nil {
 		return nil
 	}
@@ -109,14 +124,14 @@ func (r *progressRelay) progressFunc() mcpclient.ProgressFunc {
 
 // logFunc is what the downstream call hands its log messages to; nil when
 // the caller takes none.
-func (r *progressRelay) logFunc() func(map[string]any) {
+func (r *Relay) logFunc() func(map[string]any) {
 	if r == nil || !r.logs {
 		return nil
 	}
 	return r.log
 }
 
-func (r *progressRelay) log(params map[string]any) {
+func (r *Relay) log(params map[string]any) {
 	if r.level != "" {
 		if level, _ := params["level"].(string); !mcp.LoggingLevel(level).ShouldSendTo(r.level) {
 			return
@@ -127,7 +142,7 @@ func (r *progressRelay) log(params map[string]any) {
 	r.enqueueLocked(notice{string(mcp.MethodNotificationMessage), params})
 }
 
-func (r *progressRelay) add(progress float64, total *float64, message string) {
+func (r *Relay) add(progress float64, total *float64, message string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.started && !(progress > r.last) {
@@ -144,7 +159,7 @@ func (r *progressRelay) add(progress float64, total *float64, message string) {
 	r.enqueueLocked(notice{string(mcp.MethodNotificationProgress), params})
 }
 
-func (r *progressRelay) enqueueLocked(n notice) {
+func (r *Relay) enqueueLocked(n notice) {
 	if len(r.queue) == 0 {
 		r.idle = make(chan struct{})
 	}
@@ -157,7 +172,7 @@ func (r *progressRelay) enqueueLocked(n notice) {
 
 // pumpLocked sends the queue in order. It reports false, leaving the rest
 // queued, when mcp-go's buffer is full.
-func (r *progressRelay) pumpLocked() bool {
+func (r *Relay) pumpLocked() bool {
 	if len(r.queue) == 0 {
 		return true
 	}
@@ -182,27 +197,25 @@ func (r *progressRelay) pumpLocked() bool {
 }
 
 // written is the number of events written to the response so far.
-func (r *progressRelay) written() int {
+func (r *Relay) written() int {
 	if r.stream == nil {
 		return 0
 	}
-	r.stream.mu.Lock()
-	defer r.stream.mu.Unlock()
-	return r.stream.events
+	return r.stream.Events()
 }
 
 // drain retries the queue each time the response writer has written an
 // event since the send that found the buffer full (a write frees room).
 // It gives up when retryBlocked passes without any notification getting
 // through, or the caller is gone.
-func (r *progressRelay) drain() {
+func (r *Relay) drain() {
 	deadline := time.Now().Add(retryBlocked)
 	for {
 		r.mu.Lock()
 		mark := r.mark
 		r.mu.Unlock()
 		if r.stream != nil {
-			r.stream.waitEvents(r.ctx, mark+1, time.Until(deadline))
+			r.stream.WaitEvents(r.ctx, mark+1, time.Until(deadline))
 		} else {
 			t := time.NewTimer(10 * time.Millisecond)
 			select {
@@ -231,7 +244,7 @@ func (r *progressRelay) drain() {
 }
 
 // dropLocked gives up on whatever is still queued and counts it.
-func (r *progressRelay) dropLocked() {
+func (r *Relay) dropLocked() {
 	if len(r.queue) > 0 {
 		for _, n := range r.queue {
 			r.count(n, "dropped")
@@ -244,7 +257,7 @@ func (r *progressRelay) dropLocked() {
 
 // count records a progress notification's outcome (SPEC §9 counts progress
 // only; a log message that could not be sent is not counted).
-func (r *progressRelay) count(n notice, outcome string) {
+func (r *Relay) count(n notice, outcome string) {
 	if n.method == string(mcp.MethodNotificationProgress) {
 		r.metrics.Progress.WithLabelValues(outcome).Inc()
 	}
@@ -253,9 +266,9 @@ func (r *progressRelay) count(n notice, outcome string) {
 // errCallEnded: the call a server-to-client request was for has returned.
 var errCallEnded = fastcall.ErrCallEnded
 
-// end marks the call returned (see exclusive). A nil relay has nothing to
+// end marks the call returned (see Exclusive). A nil relay has nothing to
 // end.
-func (r *progressRelay) end() {
+func (r *Relay) end() {
 	if r == nil {
 		return
 	}
@@ -264,7 +277,7 @@ func (r *progressRelay) end() {
 	r.mu.Unlock()
 }
 
-// exclusive runs write, which puts an event of the agent's own on the
+// Exclusive runs write, which puts an event of the agent's own on the
 // caller's response (injected: trackingWriter.inject), once every
 // notification relayed so far has been written, and holds further ones
 // back while it runs: mcp-go's writer is then idle and not touching the
@@ -273,10 +286,10 @@ func (r *progressRelay) end() {
 //
 // A downstream's request can be handled after its call has returned (mcp-go's
 // client handles each in a goroutine of its own), when the response is being
-// finished or is gone: once end has run, or ctx has ended, exclusive refuses
+// finished or is gone: once end has run, or ctx has ended, Exclusive refuses
 // (errCallEnded). Since it holds r.mu while write runs, and end takes r.mu,
 // every write it lets through is over before the call returns.
-func (r *progressRelay) exclusive(ctx context.Context, write func() error) error {
+func (r *Relay) Exclusive(ctx context.Context, write func() error) error {
 	deadline := time.Now().Add(retryBlocked)
 	for {
 		r.mu.Lock()
@@ -300,17 +313,17 @@ func (r *progressRelay) exclusive(ctx context.Context, write func() error) error
 			return context.Cause(ctx)
 		}
 		if r.stream != nil {
-			r.stream.waitEvents(ctx, sent, time.Until(deadline))
+			r.stream.WaitEvents(ctx, sent, time.Until(deadline))
 		}
 	}
 }
 
-// flush waits until every notification queued so far has been sent and
+// Flush waits until every notification queued so far has been sent and
 // written to the response, so that none is lost when the handler returns
 // (PITFALLS: mcp-go can drop one still in flight when the result is
 // written). The fast path's stream needs only the first half: it writes
 // what it took before it writes the result.
-func (r *progressRelay) flush(timeout time.Duration) {
+func (r *Relay) Flush(timeout time.Duration) {
 	if r == nil {
 		return
 	}
@@ -329,6 +342,6 @@ func (r *progressRelay) flush(timeout time.Duration) {
 	sent := r.sent
 	r.mu.Unlock()
 	if r.stream != nil && !r.direct {
-		r.stream.waitEvents(r.ctx, sent, timeout)
+		r.stream.WaitEvents(r.ctx, sent, timeout)
 	}
 }

@@ -1,6 +1,4 @@
-package agents
-
-// The proxy kind (SPEC §6): no LLM. It re-exposes the tools, prompts,
+// Package proxy is the proxy kind of agent (SPEC §6): no LLM. It re-exposes the tools, prompts,
 // resources and resource templates of the agent's servers, names prefixed
 // "<server>__" when there is more than one server, and returns downstream
 // results unchanged.
@@ -32,7 +30,7 @@ package agents
 //   - tools/call, the hot path, costs two map lookups, the policy check and
 //     the outbound header composition on top of the downstream call: no
 //     listing, no allocation per downstream tool. A plain call does not go
-//     through mcp-go's server at all (proxy_fast.go).
+//     through mcp-go's server at all (fast.go).
 //
 // The handlers decide: the agent's tools.allow/deny (globs on
 // "<server>__<tool>", also for a single server whose names carry no prefix)
@@ -40,7 +38,7 @@ package agents
 // at call time with an isError result; every call is audited.
 //
 // Log levels, log messages, elicitation, sampling and roots requests are
-// relayed as proxy_caller.go describes. Not relayed, answered as an mcp-go stateless server does:
+// relayed as caller.go describes. Not relayed, answered as an mcp-go stateless server does:
 // resources/(un)subscribe are acknowledged but not forwarded
 // (notifications/resources/updated cannot reach a caller of a stateless
 // endpoint); completion/complete answers an empty completion.
@@ -49,6 +47,13 @@ package agents
 // logging, a server-to-client request), as mcp-go and the downstreams
 // answer: a client parses a JSON answer for about half the CPU of the same
 // answer framed as an SSE event.
+
+// It owns the proxy's names, views and forwarding, and the relay of a
+// call's notifications (relay.go); it is handed what it needs of its agent
+// (Deps), including the endpoint's server-to-client request function. It
+// does not serve HTTP, build agents or compose headers itself: package
+// agents constructs it, and the endpoint carries its calls.
+package proxy
 
 import (
 	"context"
@@ -64,6 +69,8 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/pallasgw/pallasgw/agents/mcpclient"
+	"github.com/pallasgw/pallasgw/gateway/config"
+	"github.com/pallasgw/pallasgw/metrics"
 	"github.com/pallasgw/pallasgw/policy"
 )
 
@@ -78,16 +85,56 @@ type CatalogDownstream interface {
 	ReadResource(ctx context.Context, server, uri string, hdr http.Header) (*mcp.ReadResourceResult, error)
 }
 
-// proxy is the state of one proxy agent. Its maps only grow by names the
+// Downstream is what the proxy needs of the downstream MCP clients
+// (*mcpclient.Manager implements it).
+type Downstream interface {
+	Tools(ctx context.Context, server string, hdr http.Header) ([]mcp.Tool, error)
+	CallTool(ctx context.Context, server, tool string, args map[string]any, hdr http.Header, onProgress mcpclient.ProgressFunc) (*mcp.CallToolResult, error)
+}
+
+// Deps is what the proxy is handed of its agent.
+type Deps struct {
+	Agent      string             // the agent's name
+	Self       mcp.Implementation // the agent's identity as its MCP server gives it
+	Servers    []string           // the agent's servers, in config order
+	Tools      config.ToolRules   // the agent's tools.allow/deny
+	Logger     *zap.Logger
+	Metrics    *metrics.Metrics
+	Downstream Downstream // may also be a CatalogDownstream, LoggingDownstream, RawDownstream
+	Callers    *policy.CallerPolicy
+	Auditor    *policy.Auditor
+	// Outbound composes the headers server receives for a call that
+	// arrived with inbound headers (SPEC §7).
+	Outbound func(server string, inbound http.Header) http.Header
+	// Observe records one call's outcome in the tool metrics; Outcome names
+	// the outcome of a call that ended with err.
+	Observe func(tool, outcome string, start time.Time)
+	Outcome func(ctx context.Context, err error) string
+	// RequestID is the request id of ctx.
+	RequestID func(ctx context.Context) string
+	// Health answers the agent's get_health (unless a downstream tool
+	// takes that name).
+	Health server.ToolHandlerFunc
+	// StreamOf is the response the request of ctx writes its events to (nil:
+	// none is tracked).
+	StreamOf func(ctx context.Context) Stream
+	// Request sends a downstream's server-to-client request to the caller of
+	// the request of ctx, on that request's response stream, between the
+	// notifications of relay (the endpoint's).
+	Request func(ctx context.Context, relay *Relay, method string, params json.RawMessage) (json.RawMessage, error)
+}
+
+// Proxy is the state of one proxy agent. Its maps only grow by names the
 // downstream servers list.
-type proxy struct {
-	a       *Agent
+type Proxy struct {
+	d       Deps
+	srv     *server.MCPServer // the agent's, from Register
 	filter  policy.ToolFilter
 	catalog CatalogDownstream // nil: tools only
 	prefix  bool              // more than one server: names are "<server>__<name>"
 
 	infoOnce sync.Once       // guards info
-	info     json.RawMessage // the agent's identity for 2026-07-28 results (fast_raw.go)
+	info     json.RawMessage // the agent's identity for 2026-07-28 results (fastcall.RawResponse)
 
 	tools   sync.Map // exposed tool name → route
 	prompts sync.Map // exposed prompt name → route
@@ -106,20 +153,22 @@ const catchAll = "{+uri}"
 
 var catchAllTemplate = mcp.NewResourceTemplate(catchAll, "proxy")
 
-func newProxy(a *Agent) (*proxy, error) {
-	f, err := policy.NewToolFilter(a.Config.Tools.Allow, a.Config.Tools.Deny)
+// New returns the proxy of an agent; its server is built with
+// ServerOptions, then handed to Register.
+func New(d Deps) (*Proxy, error) {
+	f, err := policy.NewToolFilter(d.Tools.Allow, d.Tools.Deny)
 	if err != nil {
 		return nil, fmt.Errorf("tools: %w", err)
 	}
-	p := &proxy{a: a, filter: f, prefix: len(a.Config.Servers) > 1}
-	p.catalog, _ = a.set.deps.Downstream.(CatalogDownstream)
+	p := &Proxy{d: d, filter: f, prefix: len(d.Servers) > 1}
+	p.catalog, _ = d.Downstream.(CatalogDownstream)
 	return p, nil
 }
 
-// serverOptions are the mcp-go options of a proxy agent's server: the list
+// ServerOptions are the mcp-go options of a proxy agent's server: the list
 // hooks, and the capabilities a downstream may have. Completion providers
 // are mcp-go's defaults (empty completions).
-func (p *proxy) serverOptions() []server.ServerOption {
+func (p *Proxy) ServerOptions() []server.ServerOption {
 	h := &server.Hooks{}
 	h.AddAfterListTools(func(ctx context.Context, _ any, req *mcp.ListToolsRequest, res *mcp.ListToolsResult) {
 		res.Tools = p.toolView(ctx, req.Header)
@@ -153,16 +202,18 @@ func (p *proxy) serverOptions() []server.ServerOption {
 	return append(opts, server.WithPromptCapabilities(false), server.WithResourceCapabilities(true, false))
 }
 
-// register installs the catch-all resource template. Tools and prompts are
-// registered as they are listed.
-func (p *proxy) register() {
-	p.registered.Store(healthToolName, true) // agent.go registers it, with callTool
+// Register takes the agent's server, built with ServerOptions, and installs
+// the catch-all resource template. Tools and prompts are registered as they
+// are listed.
+func (p *Proxy) Register(srv *server.MCPServer) {
+	p.srv = srv
+	p.registered.Store(healthToolName, true) // agents registers it, with CallTool
 	if p.catalog != nil {
-		p.a.mcp.AddResourceTemplate(catchAllTemplate, p.readResource)
+		p.srv.AddResourceTemplate(catchAllTemplate, p.readResource)
 	}
 }
 
-func (p *proxy) exposed(server, name string) string {
+func (p *Proxy) exposed(server, name string) string {
 	if p.prefix {
 		return server + "__" + name
 	}
@@ -170,10 +221,10 @@ func (p *proxy) exposed(server, name string) string {
 }
 
 // servers lists the agent's servers caller may use.
-func (p *proxy) servers(caller string) []string {
-	out := make([]string, 0, len(p.a.Config.Servers))
-	for _, srv := range p.a.Config.Servers {
-		if p.a.set.deps.Callers.AllowServer(caller, srv).Allowed {
+func (p *Proxy) servers(caller string) []string {
+	out := make([]string, 0, len(p.d.Servers))
+	for _, srv := range p.d.Servers {
+		if p.d.Callers.AllowServer(caller, srv).Allowed {
 			out = append(out, srv)
 		}
 	}
@@ -182,27 +233,27 @@ func (p *proxy) servers(caller string) []string {
 
 // listFailed logs a downstream list that failed: its items are left out of
 // the caller's view (as the llm kind leaves them out of the model's tools).
-func (p *proxy) listFailed(ctx context.Context, what, srv string, err error) {
-	p.a.log.Warn("downstream list failed; its items are left out", zap.String("request_id", RequestID(ctx)),
+func (p *Proxy) listFailed(ctx context.Context, what, srv string, err error) {
+	p.d.Logger.Warn("downstream list failed; its items are left out", zap.String("request_id", p.d.RequestID(ctx)),
 		zap.String("server", srv), zap.String("op", what), zap.String("outcome", mcpclient.Outcome(err)), zap.Error(err))
 }
 
 // decide applies the agent's tools filter, then the caller rule, to one
 // downstream tool.
-func (p *proxy) decide(caller, srv, tool string) policy.Decision {
-	return p.a.set.deps.Callers.DecideTool(p.filter, caller, srv, tool)
+func (p *Proxy) decide(caller, srv, tool string) policy.Decision {
+	return p.d.Callers.DecideTool(p.filter, caller, srv, tool)
 }
 
 // toolView lists the tools the caller may see under their exposed names,
 // then the agent's get_health unless a downstream tool took that name. It
 // records the route of every downstream tool, visible or not, so that a call
 // of a hidden one reaches the handler and is refused there.
-func (p *proxy) toolView(ctx context.Context, inbound http.Header) []mcp.Tool {
+func (p *Proxy) toolView(ctx context.Context, inbound http.Header) []mcp.Tool {
 	caller := callerOf(ctx)
 	out := []mcp.Tool{}
 	var names []string
 	for _, srv := range p.servers(caller) {
-		list, err := p.a.set.deps.Downstream.Tools(ctx, srv, p.a.set.outbound(srv, inbound))
+		list, err := p.d.Downstream.Tools(ctx, srv, p.d.Outbound(srv, inbound))
 		if err != nil {
 			p.listFailed(ctx, "tools/list", srv, err)
 			continue
@@ -221,7 +272,7 @@ func (p *proxy) toolView(ctx context.Context, inbound http.Header) []mcp.Tool {
 	}
 	p.registerTools(names)
 	if _, shadowed := p.tools.Load(healthToolName); !shadowed {
-		if st := p.a.mcp.GetTool(healthToolName); st != nil {
+		if st := p.srv.GetTool(healthToolName); st != nil {
 			out = append(out, st.Tool)
 		}
 	}
@@ -239,11 +290,11 @@ var placeholderSchema = json.RawMessage(`{"type":"object"}`)
 // registerTools adds the names missing from the mcp-go registry, each with
 // the forwarding handler and a placeholder definition (lists never show
 // registry entries; the downstream validates arguments).
-func (p *proxy) registerTools(names []string) {
+func (p *Proxy) registerTools(names []string) {
 	var missing []server.ServerTool
 	for _, n := range names {
 		if _, ok := p.registered.Load(n); !ok {
-			missing = append(missing, server.ServerTool{Tool: mcp.NewToolWithRawSchema(n, "", placeholderSchema), Handler: p.callTool})
+			missing = append(missing, server.ServerTool{Tool: mcp.NewToolWithRawSchema(n, "", placeholderSchema), Handler: p.CallTool})
 		}
 	}
 	if len(missing) == 0 {
@@ -263,7 +314,7 @@ func (p *proxy) registerTools(names []string) {
 	// Mark the names registered only once mcp-go has them: ensureTool reads
 	// registered without the lock, and a name marked before AddTools
 	// returned was "tool not found" for a concurrent first call.
-	p.a.mcp.AddTools(fresh...)
+	p.srv.AddTools(fresh...)
 	for _, st := range fresh {
 		p.registered.Store(st.Tool.Name, true)
 	}
@@ -271,16 +322,16 @@ func (p *proxy) registerTools(names []string) {
 
 // ensureTool makes a name callable before mcp-go looks it up: a name not
 // registered yet is registered when this caller's listing shows it.
-func (p *proxy) ensureTool(ctx context.Context, name string, inbound http.Header) {
+func (p *Proxy) ensureTool(ctx context.Context, name string, inbound http.Header) {
 	if _, ok := p.registered.Load(name); ok {
 		return
 	}
 	p.toolView(ctx, inbound)
 }
 
-// callTool forwards one tools/call and returns the downstream result
+// CallTool forwards one tools/call and returns the downstream result
 // unchanged (mcp-go's handler of every exposed tool).
-func (p *proxy) callTool(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+func (p *Proxy) CallTool(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	res, _, err := p.forward(ctx, req, nil)
 	return res, err
 }
@@ -291,53 +342,53 @@ func (p *proxy) callTool(ctx context.Context, req mcp.CallToolRequest) (*mcp.Cal
 // result naming the failure and the request id. With raw set (the fast
 // path) a downstream result comes back as the downstream sent it (rr), any
 // other answer as res.
-func (p *proxy) forward(ctx context.Context, req mcp.CallToolRequest, raw RawDownstream) (res *mcp.CallToolResult, rr *mcpclient.RawResult, err error) {
+func (p *Proxy) forward(ctx context.Context, req mcp.CallToolRequest, raw RawDownstream) (res *mcp.CallToolResult, rr *mcpclient.RawResult, err error) {
 	start := time.Now()
 	name := req.Params.Name
 	v, ok := p.tools.Load(name)
 	if !ok {
 		if name == healthToolName {
-			res, err = p.a.handleHealth(ctx, req)
+			res, err = p.d.Health(ctx, req)
 			return res, nil, err
 		}
 		return nil, nil, fmt.Errorf("tool %q not found", name)
 	}
 	r := v.(route)
-	rid, caller := RequestID(ctx), callerOf(ctx)
+	rid, caller := p.d.RequestID(ctx), callerOf(ctx)
 	d := p.decide(caller, r.server, r.name)
-	p.a.set.deps.Auditor.Record(ctx, policy.AuditEvent{RequestID: rid, Caller: caller, Agent: p.a.Name,
+	p.d.Auditor.Record(ctx, policy.AuditEvent{RequestID: rid, Caller: caller, Agent: p.d.Agent,
 		Server: r.server, Tool: r.name, Decision: d, Latency: time.Since(start)})
 	if !d.Allowed {
-		p.a.observe(name, "denied", start)
+		p.d.Observe(name, "denied", start)
 		return mcp.NewToolResultError(fmt.Sprintf("tool %s is denied by policy (%s)", name, d.Reason)), nil, nil
 	}
 	relay, rel := p.relayFor(ctx, req)
 	defer relay.end() // also on a panic: no request may be written after the call
 	ctx = mcpclient.WithRelay(ctx, rel)
-	outbound := p.a.set.outbound(r.server, req.Header)
+	outbound := p.d.Outbound(r.server, req.Header)
 	isError := false
 	if raw != nil {
-		rr, err = raw.CallToolRaw(ctx, r.server, r.name, rawArguments(req), outbound, relay.progressFunc())
+		rr, err = raw.CallToolRaw(ctx, r.server, r.name, rawArguments(req), outbound, relay.ProgressFunc())
 		isError = err == nil && rr != nil && rr.IsError
 	} else {
-		res, err = p.a.set.deps.Downstream.CallTool(ctx, r.server, r.name, req.GetArguments(), outbound, relay.progressFunc())
+		res, err = p.d.Downstream.CallTool(ctx, r.server, r.name, req.GetArguments(), outbound, relay.ProgressFunc())
 		isError = err == nil && res != nil && res.IsError
 	}
-	relay.flush(2 * time.Second)
-	outcome := outcomeOf(ctx, err)
+	relay.Flush(2 * time.Second)
+	outcome := p.d.Outcome(ctx, err)
 	if isError {
 		outcome = "error"
 	}
-	p.a.observe(name, outcome, start)
+	p.d.Observe(name, outcome, start)
 	switch {
 	case err == nil:
 		return res, rr, nil
 	case isRPCError(err):
 		return nil, nil, err
 	}
-	p.a.log.Warn("downstream tool failed", zap.String("request_id", rid), zap.String("server", r.server),
+	p.d.Logger.Warn("downstream tool failed", zap.String("request_id", rid), zap.String("server", r.server),
 		zap.String("tool", r.name), zap.String("outcome", mcpclient.Outcome(err)), zap.Error(err))
-	return mcp.NewToolResultError(fmt.Sprintf("%s: %v (request id %s)", p.a.Name, err, rid)), nil, nil
+	return mcp.NewToolResultError(fmt.Sprintf("%s: %v (request id %s)", p.d.Agent, err, rid)), nil, nil
 }
 
 // isRPCError reports whether err is the downstream's JSON-RPC error answer
@@ -352,6 +403,9 @@ func isRPCError(err error) bool {
 	var required mcp.URLElicitationRequiredError
 	return errors.As(err, &required)
 }
+
+// callerOf is the caller identity the gateway's auth middleware stored.
+func callerOf(ctx context.Context) string { return policy.IdentityFrom(ctx).Caller }
 
 func progressToken(m *mcp.Meta) mcp.ProgressToken {
 	if m == nil {

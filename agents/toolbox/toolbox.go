@@ -1,15 +1,20 @@
-package agents
-
-// The toolbox kind (SPEC §6, seeds/003): no LLM. Three tools let a client
-// discover and call the tools of the agent's servers on demand:
-// list_servers, get_server_tools and execute_tool, filtered by the agent's
-// tools.allow/deny and the caller rule (SPEC §7). The caller identity is
-// the auth token's name; in passthrough mode the tools also take an
-// optional agent_id argument that is used as the identity instead (in
-// tokens mode an authenticated identity is never overridden by an
-// argument). Errors are isError results with text "CODE: message" and
-// structuredContent {"error": {"code", "message"}}; execute_tool returns
-// the downstream result unchanged. Every call writes one audit line.
+// Package toolbox is the toolbox kind of agent (SPEC §6, seeds/003): no
+// LLM. Three tools let a client discover and call the tools of the agent's
+// servers on demand: list_servers, get_server_tools and execute_tool,
+// filtered by the agent's tools.allow/deny and the caller rule (SPEC §7).
+// The caller identity is the auth token's name; in passthrough mode the
+// tools also take an optional agent_id argument that is used as the
+// identity instead (in tokens mode an authenticated identity is never
+// overridden by an argument). Errors are isError results with text
+// "CODE: message" and structuredContent {"error": {"code", "message"}};
+// execute_tool returns the downstream result unchanged. Every call writes
+// one audit line.
+//
+// It owns the three tools and their policy checks; it is handed what it
+// needs of its agent (Deps) and registers its tools on the agent's mcp-go
+// server. It does not serve HTTP, build agents or compose headers itself:
+// package agents constructs it, and the endpoint carries its calls.
+package toolbox
 
 import (
 	"context"
@@ -17,15 +22,18 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"net/http"
 	"path"
 	"slices"
 	"sort"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
 	"go.uber.org/zap"
 
 	"github.com/pallasgw/pallasgw/agents/mcpclient"
+	"github.com/pallasgw/pallasgw/gateway/config"
 	"github.com/pallasgw/pallasgw/policy"
 )
 
@@ -53,10 +61,40 @@ func (e *toolboxError) result() *mcp.CallToolResult {
 	return r
 }
 
+// Downstream is what the toolbox needs of the downstream MCP clients
+// (*mcpclient.Manager implements it).
+type Downstream interface {
+	Tools(ctx context.Context, server string, hdr http.Header) ([]mcp.Tool, error)
+	CallTool(ctx context.Context, server, tool string, args map[string]any, hdr http.Header, onProgress mcpclient.ProgressFunc) (*mcp.CallToolResult, error)
+}
+
+// Deps is what the toolbox is handed of its agent.
+type Deps struct {
+	Agent       string           // the agent's name
+	Servers     []string         // the agent's servers, in config order
+	Tools       config.ToolRules // the agent's tools.allow/deny
+	Transports  map[string]*config.Server
+	Passthrough bool // auth.mode passthrough: agent_id names the caller
+	Logger      *zap.Logger
+	Downstream  Downstream
+	Callers     *policy.CallerPolicy
+	Auditor     *policy.Auditor
+	// Outbound composes the headers server receives for a call that
+	// arrived with inbound headers (SPEC §7).
+	Outbound func(server string, inbound http.Header) http.Header
+	// Observe records one call's outcome in the tool metrics.
+	Observe func(tool, outcome string, start time.Time)
+	// RequestID is the request id of ctx.
+	RequestID func(ctx context.Context) string
+	// Progress relays the progress of one downstream call to the caller
+	// under token: onProgress is handed to the downstream call (nil: none
+	// asked), flush waits until what was relayed is written.
+	Progress func(ctx context.Context, token mcp.ProgressToken) (onProgress mcpclient.ProgressFunc, flush func(time.Duration))
+}
+
 type toolbox struct {
-	a           *Agent
-	filter      policy.ToolFilter
-	passthrough bool // auth.mode passthrough: agent_id names the caller
+	d      Deps
+	filter policy.ToolFilter
 }
 
 // tbCall is one toolbox call: who, what, and the policy decision reached.
@@ -69,20 +107,21 @@ type tbCall struct {
 	start    time.Time
 }
 
-func (a *Agent) registerToolbox() {
-	f, err := policy.NewToolFilter(a.Config.Tools.Allow, a.Config.Tools.Deny)
+// Register adds the toolbox's three tools to srv, the agent's server.
+func Register(srv *server.MCPServer, d Deps) {
+	f, err := policy.NewToolFilter(d.Tools.Allow, d.Tools.Deny)
 	if err != nil {
 		// Config validation rejects bad globs; should one get here, fail closed.
-		a.log.Error("toolbox tools filter invalid; every tool is denied", zap.Error(err))
+		d.Logger.Error("toolbox tools filter invalid; every tool is denied", zap.Error(err))
 		f = policy.ToolFilter{Deny: mustGlobs("*")}
 	}
-	tb := &toolbox{a: a, filter: f, passthrough: a.set.deps.Config.Auth.Mode != policy.ModeTokens}
-	a.mcp.AddTool(mcp.NewToolWithRawSchema("list_servers",
+	tb := &toolbox{d: d, filter: f}
+	srv.AddTool(mcp.NewToolWithRawSchema("list_servers",
 		"Lists the MCP servers this toolbox can reach for you.", tb.schema(listServersSchema)), tb.handle("list_servers", tb.listServers))
-	a.mcp.AddTool(mcp.NewToolWithRawSchema("get_server_tools",
+	srv.AddTool(mcp.NewToolWithRawSchema("get_server_tools",
 		"Returns the definitions of a server's tools you may call, optionally only the named ones or those matching a wildcard pattern, within a schema token budget.",
 		tb.schema(getServerToolsSchema)), tb.handle("get_server_tools", tb.getServerTools))
-	a.mcp.AddTool(mcp.NewToolWithRawSchema("execute_tool",
+	srv.AddTool(mcp.NewToolWithRawSchema("execute_tool",
 		"Calls a tool of a server with arguments and returns its result unchanged.", tb.schema(executeToolSchema)),
 		tb.handle("execute_tool", tb.executeTool))
 }
@@ -111,7 +150,7 @@ const (
 
 // schema adds the agent_id argument in passthrough mode.
 func (tb *toolbox) schema(raw string) json.RawMessage {
-	if !tb.passthrough {
+	if !tb.d.Passthrough {
 		return json.RawMessage(raw)
 	}
 	var s map[string]any
@@ -146,9 +185,9 @@ func (tb *toolbox) handle(name string, h tbHandler) func(context.Context, mcp.Ca
 		case res.IsError:
 			outcome = "error"
 		}
-		tb.a.set.deps.Auditor.Record(ctx, policy.AuditEvent{RequestID: RequestID(ctx), Caller: c.caller, Agent: tb.a.Name,
+		tb.d.Auditor.Record(ctx, policy.AuditEvent{RequestID: tb.d.RequestID(ctx), Caller: c.caller, Agent: tb.d.Agent,
 			Server: c.server, Tool: c.target, Decision: c.decision, Latency: time.Since(c.start)})
-		tb.a.observe(name, outcome, c.start)
+		tb.d.Observe(name, outcome, c.start)
 		return res, nil
 	}
 }
@@ -165,8 +204,8 @@ func tbOutcome(code string) string {
 
 func (tb *toolbox) run(ctx context.Context, c *tbCall, req mcp.CallToolRequest, h tbHandler) (*mcp.CallToolResult, error) {
 	args := req.GetArguments()
-	c.caller = callerOf(ctx)
-	if tb.passthrough {
+	c.caller = policy.IdentityFrom(ctx).Caller
+	if tb.d.Passthrough {
 		switch id := args["agent_id"].(type) {
 		case nil:
 		case string:
@@ -180,10 +219,10 @@ func (tb *toolbox) run(ctx context.Context, c *tbCall, req mcp.CallToolRequest, 
 			return nil, tbErr(CodeInvalidArgument, "agent_id must be a string")
 		}
 	}
-	if err := tb.check(c, tb.a.set.deps.Callers.MissingIdentity(c.caller), "a caller identity is required"); err != nil {
+	if err := tb.check(c, tb.d.Callers.MissingIdentity(c.caller), "a caller identity is required"); err != nil {
 		return nil, err
 	}
-	if err := tb.check(c, tb.a.set.deps.Callers.AllowAgent(c.caller, tb.a.Name), "caller %q may not use agent %s", c.caller, tb.a.Name); err != nil {
+	if err := tb.check(c, tb.d.Callers.AllowAgent(c.caller, tb.d.Agent), "caller %q may not use agent %s", c.caller, tb.d.Agent); err != nil {
 		return nil, err
 	}
 	return h(ctx, c, req)
@@ -205,25 +244,25 @@ func (tb *toolbox) serverArg(c *tbCall, args map[string]any) error {
 		return tbErr(CodeInvalidArgument, "server is required and must be a string")
 	}
 	c.server = srv
-	if !slices.Contains(tb.a.Config.Servers, srv) {
-		return tbErr(CodeUnavailable, "no server %q is available to %s; list_servers shows the servers you may use", srv, tb.a.Name)
+	if !slices.Contains(tb.d.Servers, srv) {
+		return tbErr(CodeUnavailable, "no server %q is available to %s; list_servers shows the servers you may use", srv, tb.d.Agent)
 	}
-	return tb.check(c, tb.a.set.deps.Callers.AllowServer(c.caller, srv), "caller %q may not use server %s", c.caller, srv)
+	return tb.check(c, tb.d.Callers.AllowServer(c.caller, srv), "caller %q may not use server %s", c.caller, srv)
 }
 
 // decideTool applies the agent's tools filter, then the caller rule.
 func (tb *toolbox) decideTool(caller, srv, tool string) policy.Decision {
-	return tb.a.set.deps.Callers.DecideTool(tb.filter, caller, srv, tool)
+	return tb.d.Callers.DecideTool(tb.filter, caller, srv, tool)
 }
 
 func (tb *toolbox) listServers(_ context.Context, c *tbCall, _ mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	servers := []map[string]any{}
-	for _, srv := range tb.a.Config.Servers {
-		if !tb.a.set.deps.Callers.AllowServer(c.caller, srv).Allowed {
+	for _, srv := range tb.d.Servers {
+		if !tb.d.Callers.AllowServer(c.caller, srv).Allowed {
 			continue
 		}
 		entry := map[string]any{"name": srv}
-		if sc := tb.a.set.deps.Config.MCP.Servers[srv]; sc != nil {
+		if sc := tb.d.Transports[srv]; sc != nil {
 			entry["transport"] = transportOf(sc.Transport)
 		}
 		servers = append(servers, entry)
@@ -315,7 +354,7 @@ func (tb *toolbox) getServerTools(ctx context.Context, c *tbCall, req mcp.CallTo
 	if err != nil {
 		return nil, err
 	}
-	tools, err := tb.a.set.deps.Downstream.Tools(ctx, c.server, tb.a.set.outbound(c.server, req.Header))
+	tools, err := tb.d.Downstream.Tools(ctx, c.server, tb.d.Outbound(c.server, req.Header))
 	if err != nil {
 		return nil, tb.downstreamError(ctx, c, err)
 	}
@@ -345,6 +384,19 @@ func (tb *toolbox) getServerTools(ctx context.Context, c *tbCall, req mcp.CallTo
 		out["max_schema_tokens"] = f.budget
 	}
 	return structured(out), nil
+}
+
+// schemaOf is a tool's input schema as JSON (as the llm kind gives it to
+// the model).
+func schemaOf(t mcp.Tool) json.RawMessage {
+	if len(t.RawInputSchema) > 0 {
+		return t.RawInputSchema
+	}
+	b, err := json.Marshal(t.InputSchema)
+	if err != nil || string(b) == "null" {
+		return json.RawMessage(`{"type":"object"}`)
+	}
+	return b
 }
 
 // schemaTokens estimates the tokens of a tool definition: JSON length / 4,
@@ -387,17 +439,21 @@ func (tb *toolbox) executeTool(ctx context.Context, c *tbCall, req mcp.CallToolR
 		callCtx, cancel = context.WithTimeout(ctx, timeout)
 		defer cancel()
 	}
-	hdr := tb.a.set.outbound(c.server, req.Header)
-	tools, err := tb.a.set.deps.Downstream.Tools(callCtx, c.server, hdr)
+	hdr := tb.d.Outbound(c.server, req.Header)
+	tools, err := tb.d.Downstream.Tools(callCtx, c.server, hdr)
 	if err != nil {
 		return nil, tb.downstreamError(ctx, c, err)
 	}
 	if !slices.ContainsFunc(tools, func(t mcp.Tool) bool { return t.Name == tool }) {
 		return nil, tbErr(CodeToolNotFound, "server %s has no tool %q; get_server_tools lists them", c.server, tool)
 	}
-	relay := newProgressRelay(ctx, progressToken(req.Params.Meta), tb.a.set.deps.Metrics)
-	res, err := tb.a.set.deps.Downstream.CallTool(callCtx, c.server, tool, toolArgs, hdr, relay.progressFunc())
-	relay.flush(2 * time.Second)
+	var token mcp.ProgressToken
+	if req.Params.Meta != nil {
+		token = req.Params.Meta.ProgressToken
+	}
+	onProgress, flush := tb.d.Progress(ctx, token)
+	res, err := tb.d.Downstream.CallTool(callCtx, c.server, tool, toolArgs, hdr, onProgress)
+	flush(2 * time.Second)
 	if err != nil {
 		return nil, tb.downstreamError(ctx, c, err)
 	}
@@ -406,8 +462,8 @@ func (tb *toolbox) executeTool(ctx context.Context, c *tbCall, req mcp.CallToolR
 
 // downstreamError maps a downstream failure onto a toolbox code.
 func (tb *toolbox) downstreamError(ctx context.Context, c *tbCall, err error) error {
-	rid := RequestID(ctx)
-	tb.a.log.Warn("toolbox downstream call failed", zap.String("request_id", rid), zap.String("caller", c.caller),
+	rid := tb.d.RequestID(ctx)
+	tb.d.Logger.Warn("toolbox downstream call failed", zap.String("request_id", rid), zap.String("caller", c.caller),
 		zap.String("server", c.server), zap.String("tool", c.target), zap.String("outcome", mcpclient.Outcome(err)), zap.Error(err))
 	switch {
 	case errors.Is(err, context.DeadlineExceeded):

@@ -1,11 +1,11 @@
-package agents
+package proxy
 
 // What a proxy agent relays between a downstream and its caller besides
 // results and progress (see proxy.go): the caller's log level, the
 // downstream's log messages and its server-to-client requests.
 //
 //   - logging/setLevel from a session-based caller is answered by the
-//     endpoint (endpoint.go) and forwarded to the downstream session of each
+//     endpoint (package agents, endpoint.go) and forwarded to the downstream session of each
 //     server the caller may use. Downstream sessions are pooled per outbound
 //     header set (agents/mcpclient), so callers that send the same
 //     credentials share one level: the last one set wins. A 2026-07-28
@@ -17,7 +17,7 @@ package agents
 //     mcpclient.Relay).
 //   - An elicitation/create, sampling/createMessage or roots/list a
 //     downstream sends during a call goes to the caller on the call's
-//     response stream, sent by the endpoint itself (endpoint.request:
+//     response stream, sent by the endpoint itself (Deps.Request, agents' endpoint.request:
 //     mcp-go (v1.2.1) would send sampling and roots only on a standalone GET
 //     stream, which a stateless endpoint does not offer, and routes
 //     elicitation answers by session id alone), when the caller can answer
@@ -48,23 +48,23 @@ type LoggingDownstream interface {
 // setLevelTimeout bounds forwarding one logging/setLevel.
 const setLevelTimeout = 5 * time.Second
 
-// answerSetLevel answers a session-based caller's logging/setLevel (id is
+// AnswerSetLevel answers a session-based caller's logging/setLevel (id is
 // its JSON-RPC id) after forwarding level to the downstream servers the
 // caller may use, in parallel. A downstream that fails is logged; the
 // caller's request still succeeds, as it would against mcp-go.
-func (p *proxy) answerSetLevel(w http.ResponseWriter, r *http.Request, id json.RawMessage, level mcp.LoggingLevel) {
+func (p *Proxy) AnswerSetLevel(w http.ResponseWriter, r *http.Request, id json.RawMessage, level mcp.LoggingLevel) {
 	if !level.ShouldSendTo(mcp.LoggingLevelDebug) { // not one of the eight levels
 		writeRPCResult(w, id, nil, mcp.INVALID_PARAMS, fmt.Sprintf("invalid logging level %q", level))
 		return
 	}
-	if down, ok := p.a.set.deps.Downstream.(LoggingDownstream); ok {
+	if down, ok := p.d.Downstream.(LoggingDownstream); ok {
 		ctx, cancel := context.WithTimeout(r.Context(), setLevelTimeout)
 		defer cancel()
 		var wg sync.WaitGroup
 		for _, srv := range p.servers(callerOf(ctx)) {
 			wg.Go(func() {
-				if err := down.SetLogLevel(ctx, srv, level, p.a.set.outbound(srv, r.Header)); err != nil {
-					p.a.log.Warn("forwarding logging/setLevel failed", zap.String("request_id", RequestID(ctx)),
+				if err := down.SetLogLevel(ctx, srv, level, p.d.Outbound(srv, r.Header)); err != nil {
+					p.d.Logger.Warn("forwarding logging/setLevel failed", zap.String("request_id", p.d.RequestID(ctx)),
 						zap.String("server", srv), zap.String("outcome", mcpclient.Outcome(err)), zap.Error(err))
 				}
 			})
@@ -78,18 +78,32 @@ func (p *proxy) answerSetLevel(w http.ResponseWriter, r *http.Request, id json.R
 // caller's token, log messages when the caller wants them (a session-based
 // caller always: the downstream session's level decides; a 2026-07-28 caller
 // when its request states a level), and server-to-client requests.
-func (p *proxy) relayFor(ctx context.Context, req mcp.CallToolRequest) (*progressRelay, *mcpclient.Relay) {
+func (p *Proxy) relayFor(ctx context.Context, req mcp.CallToolRequest) (*Relay, *mcpclient.Relay) {
 	var level mcp.LoggingLevel
 	logs := true
 	if info := server.RequestProtocolInfoFromContext(ctx); info != nil && info.Modern {
 		level, logs = info.LogLevel, info.LogLevel != ""
 	}
-	relay := newRelay(ctx, progressToken(req.Params.Meta), logs, level, p.a.set.deps.Metrics)
+	relay := newRelay(ctx, p.d.StreamOf(ctx), progressToken(req.Params.Meta), logs, level, p.d.Metrics)
 	return relay, &mcpclient.Relay{Log: relay.logFunc(), LogLevel: level,
 		Request: func(dctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
 			// dctx derives from ctx (the downstream client hands the call's
 			// context to the handler): the caller's request state and
 			// response stream are found in it.
-			return p.a.handler.request(dctx, relay, method, params)
+			return p.d.Request(dctx, relay, method, params)
 		}}
+}
+
+// writeRPCResult writes a JSON-RPC answer to id: result, or an error when
+// code is not zero.
+func writeRPCResult(w http.ResponseWriter, id json.RawMessage, result any, code int, msg string) {
+	out := map[string]any{"jsonrpc": mcp.JSONRPC_VERSION, "id": id}
+	if code != 0 {
+		out["error"] = map[string]any{"code": code, "message": msg}
+	} else {
+		out["result"] = result
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	_ = json.NewEncoder(w).Encode(out)
 }

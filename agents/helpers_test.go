@@ -7,7 +7,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"reflect"
 	"sort"
 	"strings"
 	"sync"
@@ -230,58 +229,6 @@ func oneServerDown() *fakeDown {
 	}
 }
 
-func TestProxyOneServer(t *testing.T) {
-	down := oneServerDown()
-	ta := newTestAgents(t, proxyOneServer, down)
-	for _, v := range []string{"", "2025-11-25"} {
-		t.Run("protocol "+v, func(t *testing.T) {
-			bob := ta.session(t, "px", "bob", v, nil)
-			if got, want := toolNames(t, bob), []string{"get_health", "read", "write"}; !reflect.DeepEqual(got, want) {
-				t.Errorf("bob sees %v, want %v (admin_* denied by the agent's rules)", got, want)
-			}
-			alice := ta.session(t, "px", "alice", v, nil)
-			if got, want := toolNames(t, alice), []string{"get_health", "read"}; !reflect.DeepEqual(got, want) {
-				t.Errorf("alice sees %v, want %v (write denied by her caller rule)", got, want)
-			}
-			res, err := bob.CallTool(context.Background(), &sdk.CallToolParams{Name: "read", Arguments: map[string]any{"path": "/a"}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			got, _ := json.Marshal(map[string]any{"trace": res.Meta["trace"], "content": res.Content, "structured": res.StructuredContent, "isError": res.IsError})
-			want := `{"content":[{"type":"text","text":"hi"},{"type":"image","mimeType":"image/png","data":"iVBORw0KGgo=","_meta":{"k":"v"}},{"type":"audio","mimeType":"audio/wav","data":"UklGRg=="}],"isError":true,"structured":{"n":3},"trace":"abc"}`
-			if string(got) != want {
-				t.Errorf("result changed on the way:\n got %s\nwant %s", got, want)
-			}
-			before := counterValue(ta.metrics.PolicyDecisions.WithLabelValues("px", "deny", "tool_denied"))
-			res, err = alice.CallTool(context.Background(), &sdk.CallToolParams{Name: "write"})
-			if err != nil || !res.IsError || !strings.Contains(allText(res), "denied by policy") {
-				t.Fatalf("alice calling write: %v %+v", err, res)
-			}
-			if after := counterValue(ta.metrics.PolicyDecisions.WithLabelValues("px", "deny", "tool_denied")); after != before+1 {
-				t.Errorf("policy decisions deny/tool_denied %v → %v, want one more", before, after)
-			}
-			if _, err := bob.CallTool(context.Background(), &sdk.CallToolParams{Name: "nope"}); err == nil {
-				t.Error("a tool no server has must be a JSON-RPC error")
-			}
-			if res, err := bob.CallTool(context.Background(), &sdk.CallToolParams{Name: "get_health"}); err != nil || !strings.Contains(allText(res), `"status"`) {
-				t.Errorf("get_health: %v %v", err, res)
-			}
-		})
-	}
-	for _, c := range down.callLog() {
-		if c == "files/admin_wipe" || c == "files/nope" {
-			t.Errorf("downstream saw a call it must not: %s", c)
-		}
-	}
-	sawTenant := false
-	for _, h := range down.headers {
-		sawTenant = sawTenant || h.Get("X-Tenant") == "t-bob"
-	}
-	if !sawTenant {
-		t.Error("forward_headers did not reach the downstream")
-	}
-}
-
 func allText(r *sdk.CallToolResult) string {
 	var b strings.Builder
 	for _, c := range r.Content {
@@ -293,15 +240,6 @@ func allText(r *sdk.CallToolResult) string {
 }
 
 // A client that never listed (a restart, a reload) can call directly.
-func TestProxyCallWithoutList(t *testing.T) {
-	ta := newTestAgents(t, proxyOneServer, oneServerDown())
-	cs := ta.session(t, "px", "bob", "", nil)
-	res, err := cs.CallTool(context.Background(), &sdk.CallToolParams{Name: "write"})
-	if err != nil || allText(res) != "written" {
-		t.Fatalf("call before any list: %v %v", err, res)
-	}
-}
-
 const proxyTwoServers = `
 name: unit
 mcp:
@@ -327,102 +265,9 @@ func twoServersDown() *fakeDown {
 	}
 }
 
-func TestProxyTwoServers(t *testing.T) {
-	down := twoServersDown()
-	ta := newTestAgents(t, proxyTwoServers, down)
-	cs := ta.session(t, "px", "", "2025-11-25", nil)
-	ctx := context.Background()
-	if got, want := toolNames(t, cs), []string{"a__echo", "b__echo", "b__get_health", "get_health"}; !reflect.DeepEqual(got, want) {
-		t.Errorf("tools %v, want %v", got, want)
-	}
-	for _, srv := range []string{"a", "b"} {
-		res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: srv + "__echo"})
-		if err != nil || allText(res) != "from "+srv {
-			t.Errorf("%s__echo: %v %v", srv, err, res)
-		}
-	}
-	prompts, err := cs.ListPrompts(ctx, nil)
-	if err != nil || len(prompts.Prompts) != 1 || prompts.Prompts[0].Name != "a__greet" {
-		t.Fatalf("prompts: %v %+v", err, prompts)
-	}
-	pr, err := cs.GetPrompt(ctx, &sdk.GetPromptParams{Name: "a__greet", Arguments: map[string]string{"who": "ann"}})
-	if err != nil || pr.Description != "a/greet ann" {
-		t.Fatalf("prompts/get: %v %+v", err, pr)
-	}
-	rl, err := cs.ListResources(ctx, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var got []string
-	for _, r := range rl.Resources {
-		got = append(got, r.Name+" "+r.URI)
-	}
-	if want := []string{"a__doc test://a/doc", "b__doc test://b/doc"}; !reflect.DeepEqual(got, want) {
-		t.Errorf("resources %v, want %v (names prefixed, URIs unchanged)", got, want)
-	}
-	tl, err := cs.ListResourceTemplates(ctx, nil)
-	if err != nil || len(tl.ResourceTemplates) != 1 || tl.ResourceTemplates[0].URITemplate != "test://items/{id}" {
-		t.Fatalf("templates: %v %+v", err, tl)
-	}
-	for uri, want := range map[string]string{"test://a/doc": "from a", "test://b/doc": "from b", "test://items/7": "from b"} {
-		rr, err := cs.ReadResource(ctx, &sdk.ReadResourceParams{URI: uri})
-		if err != nil || len(rr.Contents) != 1 || rr.Contents[0].Text != want {
-			t.Errorf("read %s: %v %+v, want %q", uri, err, rr, want)
-		}
-	}
-	if _, err := cs.ReadResource(ctx, &sdk.ReadResourceParams{URI: "test://nowhere"}); err == nil {
-		t.Error("a URI no server lists must fail")
-	}
-}
-
 // Downstream progress reaches the caller under the caller's token, values
 // and totals as sent, made strictly increasing, all before the result (in
 // wire order, read raw: the Go SDK runs its handlers asynchronously).
-func TestProxyProgressRelay(t *testing.T) {
-	down := oneServerDown()
-	down.call = func(ctx context.Context, _, _ string, _ map[string]any, onProgress mcpclient.ProgressFunc) (*mcpgo.CallToolResult, error) {
-		if onProgress == nil {
-			return mcpgo.NewToolResultText("no token asked"), nil
-		}
-		ten := 10.0
-		onProgress(1, &ten, "one")
-		onProgress(1, &ten, "again")
-		onProgress(0.5, nil, "")
-		onProgress(10, &ten, "done")
-		return mcpgo.NewToolResultText("finished"), nil
-	}
-	ta := newTestAgents(t, proxyOneServer, down)
-	for _, modern := range []bool{false, true} {
-		t.Run(fmt.Sprintf("modern=%v", modern), func(t *testing.T) {
-			msgs := ta.rawCall(t, "px", "read", map[string]any{"progressToken": "tok-9"}, modern)
-			if len(msgs) != 5 || msgs[4]["result"] == nil {
-				t.Fatalf("want 4 notifications then the result, got %v", msgs)
-			}
-			last := 0.0
-			for i, m := range msgs[:4] {
-				p, _ := m["params"].(map[string]any)
-				if m["method"] != "notifications/progress" || p["progressToken"] != "tok-9" {
-					t.Fatalf("#%d: %v", i, m)
-				}
-				prog := p["progress"].(float64)
-				if i > 0 && !(prog > last) {
-					t.Errorf("#%d progress %v not above %v", i, prog, last)
-				}
-				last = prog
-			}
-			p := func(i int, k string) any { return msgs[i]["params"].(map[string]any)[k] }
-			if p(0, "progress") != 1.0 || p(0, "total") != 10.0 || p(0, "message") != "one" || p(1, "message") != "again" ||
-				p(2, "total") != nil || p(3, "progress") != 10.0 || p(3, "message") != "done" {
-				t.Errorf("values changed on the way: %v", msgs[:4])
-			}
-			msgs = ta.rawCall(t, "px", "read", nil, modern)
-			if len(msgs) != 1 || !strings.Contains(fmt.Sprint(msgs[0]["result"]), "no token asked") {
-				t.Errorf("without a token the downstream must not be asked for progress: %v", msgs)
-			}
-		})
-	}
-}
-
 // rawCall posts one tools/call without any SDK, in the session-based
 // style without initialize (allowed by the stateless endpoint) or the
 // sessionless 2026-07-28 style, and returns the messages in wire order.
@@ -480,23 +325,6 @@ func (ta *testAgents) rawCall(t *testing.T, agent, tool string, meta map[string]
 
 // A downstream that cannot be reached gives an isError result naming it;
 // a list failure leaves that server's tools out.
-func TestProxyDownstreamFailures(t *testing.T) {
-	down := twoServersDown()
-	down.listErr = map[string]error{"b": fmt.Errorf("downstream %q: %w", "b", mcpclient.ErrUnavailable)}
-	down.call = func(ctx context.Context, server, _ string, _ map[string]any, _ mcpclient.ProgressFunc) (*mcpgo.CallToolResult, error) {
-		return nil, fmt.Errorf("downstream %q: tools/call: %w", server, mcpclient.ErrUnavailable)
-	}
-	ta := newTestAgents(t, proxyTwoServers, down)
-	cs := ta.session(t, "px", "", "", nil)
-	if got, want := toolNames(t, cs), []string{"a__echo", "get_health"}; !reflect.DeepEqual(got, want) {
-		t.Errorf("tools %v, want %v", got, want)
-	}
-	res, err := cs.CallTool(context.Background(), &sdk.CallToolParams{Name: "a__echo"})
-	if err != nil || !res.IsError || !strings.Contains(allText(res), "unavailable") || !strings.Contains(allText(res), "rid-1") {
-		t.Errorf("unreachable downstream: %v %+v", err, res)
-	}
-}
-
 func counterValue(c prometheus.Counter) float64 {
 	var m dto.Metric
 	if err := c.Write(&m); err != nil {
@@ -507,26 +335,3 @@ func counterValue(c prometheus.Counter) float64 {
 
 // A burst larger than mcp-go's per-request notification buffer (100) is
 // queued and delivered in order, none dropped.
-func TestProxyProgressBurst(t *testing.T) {
-	const n = 350
-	down := oneServerDown()
-	down.call = func(ctx context.Context, _, _ string, _ map[string]any, onProgress mcpclient.ProgressFunc) (*mcpgo.CallToolResult, error) {
-		for i := 1; i <= n; i++ {
-			onProgress(float64(i), nil, fmt.Sprintf("m%d", i))
-		}
-		return mcpgo.NewToolResultText("burst done"), nil
-	}
-	ta := newTestAgents(t, proxyOneServer, down)
-	msgs := ta.rawCall(t, "px", "read", map[string]any{"progressToken": 5}, false)
-	if len(msgs) != n+1 || msgs[n]["result"] == nil {
-		t.Fatalf("got %d messages, want %d notifications and the result", len(msgs), n)
-	}
-	for i, m := range msgs[:n] {
-		if p := m["params"].(map[string]any); p["progress"] != float64(i+1) || p["message"] != fmt.Sprintf("m%d", i+1) || p["progressToken"] != 5.0 {
-			t.Fatalf("#%d out of order or changed: %v", i, p)
-		}
-	}
-	if dropped := counterValue(ta.metrics.Progress.WithLabelValues("dropped")); dropped != 0 {
-		t.Errorf("%v notifications dropped", dropped)
-	}
-}

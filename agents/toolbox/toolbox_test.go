@@ -1,4 +1,4 @@
-package agents
+package toolbox_test
 
 import (
 	"context"
@@ -11,7 +11,9 @@ import (
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/pallasgw/pallasgw/agents/internal/agenttest"
 	"github.com/pallasgw/pallasgw/agents/mcpclient"
+	"github.com/pallasgw/pallasgw/agents/toolbox"
 )
 
 const toolboxCfg = `
@@ -31,15 +33,15 @@ agents:
   tb: {kind: toolbox, servers: [files, search, down], tools: {deny: ["search__secret"]}}
 `
 
-func toolboxDown() *fakeDown {
+func toolboxDown() *agenttest.FakeDown {
 	long := mcpgo.NewTool("get_long", mcpgo.WithDescription(strings.Repeat("x", 400)))
-	return &fakeDown{
-		tools: map[string][]mcpgo.Tool{
+	return &agenttest.FakeDown{
+		ToolLists: map[string][]mcpgo.Tool{
 			"files":  {mcpgo.NewTool("read", mcpgo.WithString("path")), mcpgo.NewTool("write"), mcpgo.NewTool("get_a"), mcpgo.NewTool("get_b"), long, mcpgo.NewTool("slow")},
 			"search": {mcpgo.NewTool("query"), mcpgo.NewTool("secret")},
 		},
-		listErr: map[string]error{"down": fmt.Errorf("downstream %q: connecting: %w", "down", mcpclient.ErrUnavailable)},
-		results: map[string]*mcpgo.CallToolResult{
+		ListErr: map[string]error{"down": fmt.Errorf("downstream %q: connecting: %w", "down", mcpclient.ErrUnavailable)},
+		Results: map[string]*mcpgo.CallToolResult{
 			"files/read": {Content: []mcpgo.Content{mcpgo.NewImageContent("iVBORw0KGgo=", "image/png")}, StructuredContent: map[string]any{"ok": true}},
 		},
 	}
@@ -58,7 +60,7 @@ func tbCallTool(t *testing.T, cs *sdk.ClientSession, tool string, args map[strin
 		t.Fatalf("%s: %v", tool, err)
 	}
 	var r tbResult
-	r.text, r.isError = allText(res), res.IsError
+	r.text, r.isError = agenttest.AllText(res), res.IsError
 	if res.StructuredContent != nil {
 		b, _ := json.Marshal(res.StructuredContent)
 		_ = json.Unmarshal(b, &r.structured)
@@ -74,7 +76,7 @@ func (r tbResult) code() string {
 
 func TestToolboxErrorCodes(t *testing.T) {
 	down := toolboxDown()
-	down.call = func(ctx context.Context, server, tool string, args map[string]any, _ mcpclient.ProgressFunc) (*mcpgo.CallToolResult, error) {
+	down.Call = func(ctx context.Context, server, tool string, args map[string]any, _ mcpclient.ProgressFunc) (*mcpgo.CallToolResult, error) {
 		switch tool {
 		case "slow":
 			<-ctx.Done()
@@ -82,31 +84,31 @@ func TestToolboxErrorCodes(t *testing.T) {
 		case "query":
 			return nil, fmt.Errorf("downstream %q: tools/call: %w: missing q", server, mcpgo.ErrInvalidParams)
 		}
-		return down.results[server+"/"+tool], nil
+		return down.Results[server+"/"+tool], nil
 	}
-	ta := newTestAgents(t, fmt.Sprintf(toolboxCfg, false), down)
-	alice := ta.session(t, "tb", "", "", nil)
+	ta := agenttest.New(t, fmt.Sprintf(toolboxCfg, false), down)
+	alice := ta.Session(t, "tb", "", "", nil)
 	for _, tc := range []struct {
 		name string
 		tool string
 		args map[string]any
 		code string
 	}{
-		{"tool denied by the agent", "execute_tool", map[string]any{"server": "search", "tool": "secret", "agent_id": "alice"}, CodeDenied},
-		{"tool denied by the caller rule", "execute_tool", map[string]any{"server": "files", "tool": "write", "agent_id": "alice"}, CodeDenied},
-		{"caller may not use the agent", "list_servers", map[string]any{"agent_id": "mallory"}, CodeDenied},
-		{"server not the agent's", "get_server_tools", map[string]any{"server": "other", "agent_id": "alice"}, CodeUnavailable},
-		{"server unreachable", "get_server_tools", map[string]any{"server": "down", "agent_id": "alice"}, CodeUnavailable},
-		{"server unreachable on call", "execute_tool", map[string]any{"server": "down", "tool": "x", "agent_id": "alice"}, CodeUnavailable},
-		{"unknown tool", "execute_tool", map[string]any{"server": "files", "tool": "nope", "agent_id": "alice"}, CodeToolNotFound},
-		{"timeout", "execute_tool", map[string]any{"server": "files", "tool": "slow", "timeout_ms": 50, "agent_id": "alice"}, CodeTimeout},
-		{"downstream rejects arguments", "execute_tool", map[string]any{"server": "search", "tool": "query", "agent_id": "alice"}, CodeInvalidArgument},
-		{"server missing", "execute_tool", map[string]any{"tool": "read", "agent_id": "alice"}, CodeInvalidArgument},
-		{"args not an object", "execute_tool", map[string]any{"server": "files", "tool": "read", "args": "x", "agent_id": "alice"}, CodeInvalidArgument},
-		{"bad timeout", "execute_tool", map[string]any{"server": "files", "tool": "read", "timeout_ms": 1.5, "agent_id": "alice"}, CodeInvalidArgument},
-		{"bad pattern", "get_server_tools", map[string]any{"server": "files", "pattern": "[", "agent_id": "alice"}, CodeInvalidArgument},
-		{"bad budget", "get_server_tools", map[string]any{"server": "files", "max_schema_tokens": 0, "agent_id": "alice"}, CodeInvalidArgument},
-		{"agent_id not a string", "list_servers", map[string]any{"agent_id": 7}, CodeInvalidArgument},
+		{"tool denied by the agent", "execute_tool", map[string]any{"server": "search", "tool": "secret", "agent_id": "alice"}, toolbox.CodeDenied},
+		{"tool denied by the caller rule", "execute_tool", map[string]any{"server": "files", "tool": "write", "agent_id": "alice"}, toolbox.CodeDenied},
+		{"caller may not use the agent", "list_servers", map[string]any{"agent_id": "mallory"}, toolbox.CodeDenied},
+		{"server not the agent's", "get_server_tools", map[string]any{"server": "other", "agent_id": "alice"}, toolbox.CodeUnavailable},
+		{"server unreachable", "get_server_tools", map[string]any{"server": "down", "agent_id": "alice"}, toolbox.CodeUnavailable},
+		{"server unreachable on call", "execute_tool", map[string]any{"server": "down", "tool": "x", "agent_id": "alice"}, toolbox.CodeUnavailable},
+		{"unknown tool", "execute_tool", map[string]any{"server": "files", "tool": "nope", "agent_id": "alice"}, toolbox.CodeToolNotFound},
+		{"timeout", "execute_tool", map[string]any{"server": "files", "tool": "slow", "timeout_ms": 50, "agent_id": "alice"}, toolbox.CodeTimeout},
+		{"downstream rejects arguments", "execute_tool", map[string]any{"server": "search", "tool": "query", "agent_id": "alice"}, toolbox.CodeInvalidArgument},
+		{"server missing", "execute_tool", map[string]any{"tool": "read", "agent_id": "alice"}, toolbox.CodeInvalidArgument},
+		{"args not an object", "execute_tool", map[string]any{"server": "files", "tool": "read", "args": "x", "agent_id": "alice"}, toolbox.CodeInvalidArgument},
+		{"bad timeout", "execute_tool", map[string]any{"server": "files", "tool": "read", "timeout_ms": 1.5, "agent_id": "alice"}, toolbox.CodeInvalidArgument},
+		{"bad pattern", "get_server_tools", map[string]any{"server": "files", "pattern": "[", "agent_id": "alice"}, toolbox.CodeInvalidArgument},
+		{"bad budget", "get_server_tools", map[string]any{"server": "files", "max_schema_tokens": 0, "agent_id": "alice"}, toolbox.CodeInvalidArgument},
+		{"agent_id not a string", "list_servers", map[string]any{"agent_id": 7}, toolbox.CodeInvalidArgument},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := tbCallTool(t, alice, tc.tool, tc.args)
@@ -115,7 +117,7 @@ func TestToolboxErrorCodes(t *testing.T) {
 			}
 		})
 	}
-	for _, c := range down.callLog() {
+	for _, c := range down.CallLog() {
 		if c == "search/secret" || c == "files/write" {
 			t.Errorf("a denied tool reached the downstream: %s", c)
 		}
@@ -128,8 +130,8 @@ func TestToolboxErrorCodes(t *testing.T) {
 }
 
 func TestToolboxDiscovery(t *testing.T) {
-	ta := newTestAgents(t, fmt.Sprintf(toolboxCfg, false), toolboxDown())
-	cs := ta.session(t, "tb", "", "2025-11-25", nil)
+	ta := agenttest.New(t, fmt.Sprintf(toolboxCfg, false), toolboxDown())
+	cs := ta.Session(t, "tb", "", "2025-11-25", nil)
 	r := tbCallTool(t, cs, "list_servers", map[string]any{"agent_id": "alice"})
 	if got := fmt.Sprint(r.structured["servers"]); got != "[map[name:files transport:http] map[name:search transport:http] map[name:down transport:http]]" {
 		t.Errorf("list_servers: %s", got)
@@ -170,9 +172,9 @@ func TestToolboxDiscovery(t *testing.T) {
 }
 
 func TestToolboxIdentity(t *testing.T) {
-	ta := newTestAgents(t, fmt.Sprintf(toolboxCfg, true), toolboxDown())
-	cs := ta.session(t, "tb", "", "", nil)
-	if r := tbCallTool(t, cs, "list_servers", nil); r.code() != CodeDenied || !strings.Contains(r.text, "missing_identity") {
+	ta := agenttest.New(t, fmt.Sprintf(toolboxCfg, true), toolboxDown())
+	cs := ta.Session(t, "tb", "", "", nil)
+	if r := tbCallTool(t, cs, "list_servers", nil); r.code() != toolbox.CodeDenied || !strings.Contains(r.text, "missing_identity") {
 		t.Errorf("deny_on_missing_identity: %+v", r)
 	}
 	if r := tbCallTool(t, cs, "list_servers", map[string]any{"agent_id": "alice"}); r.isError {
@@ -200,8 +202,8 @@ agents:
 // In tokens mode the token's name is the identity; agent_id is neither
 // offered nor believed.
 func TestToolboxTokensMode(t *testing.T) {
-	ta := newTestAgents(t, toolboxTokensCfg, toolboxDown())
-	alice := ta.session(t, "tb", "alice", "", nil)
+	ta := agenttest.New(t, toolboxTokensCfg, toolboxDown())
+	alice := ta.Session(t, "tb", "alice", "", nil)
 	tools, err := alice.ListTools(context.Background(), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -212,10 +214,10 @@ func TestToolboxTokensMode(t *testing.T) {
 		}
 	}
 	r := tbCallTool(t, alice, "execute_tool", map[string]any{"server": "files", "tool": "write", "agent_id": "bob"})
-	if r.code() != CodeDenied {
+	if r.code() != toolbox.CodeDenied {
 		t.Errorf("alice posing as bob must stay alice: %+v", r)
 	}
-	bob := ta.session(t, "tb", "bob", "", nil)
+	bob := ta.Session(t, "tb", "bob", "", nil)
 	if r := tbCallTool(t, bob, "execute_tool", map[string]any{"server": "files", "tool": "read"}); r.isError {
 		t.Errorf("bob: %+v", r)
 	}

@@ -1,4 +1,4 @@
-package agents
+package proxy
 
 import (
 	"fmt"
@@ -6,6 +6,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+
+	"github.com/mark3labs/mcp-go/server"
 )
 
 // A name is marked registered only once mcp-go has it: ensureTool's fast
@@ -15,8 +17,11 @@ import (
 // (as concurrent requests are) hold AddTools off its write lock, which is
 // what widened that window.
 func TestProxyRegisterBeforeMark(t *testing.T) {
-	ta := newTestAgents(t, proxyOneServer, oneServerDown())
-	p := ta.set.Get("px").proxy
+	p, err := New(Deps{Agent: "px", Servers: []string{"files"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Register(server.NewMCPServer("px", "1", p.ServerOptions()...))
 	done := make(chan struct{})
 	defer close(done)
 	for r := 0; r < 4; r++ {
@@ -26,7 +31,7 @@ func TestProxyRegisterBeforeMark(t *testing.T) {
 				case <-done:
 					return
 				default:
-					p.a.mcp.ListTools()
+					p.srv.ListTools()
 				}
 			}
 		}()
@@ -47,7 +52,7 @@ func TestProxyRegisterBeforeMark(t *testing.T) {
 					default:
 					}
 					if _, ok := p.registered.Load(name); ok {
-						if p.a.mcp.GetTool(name) == nil {
+						if p.srv.GetTool(name) == nil {
 							early.Add(1)
 						}
 						return

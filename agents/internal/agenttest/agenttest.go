@@ -1,0 +1,302 @@
+// Package agenttest holds what the tests of the agents packages share: an
+// in-memory downstream (FakeDown) and a Set of agents built from a YAML
+// config and served on an httptest server (New), with the official Go
+// SDK as the caller (Session). It is for tests only; nothing else may
+// import it.
+package agenttest
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	mcpgo "github.com/mark3labs/mcp-go/mcp"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+	"go.uber.org/zap"
+
+	"github.com/pallasgw/pallasgw/agents"
+	"github.com/pallasgw/pallasgw/agents/llm"
+	"github.com/pallasgw/pallasgw/agents/mcpclient"
+	"github.com/pallasgw/pallasgw/gateway/config"
+	"github.com/pallasgw/pallasgw/metrics"
+	"github.com/pallasgw/pallasgw/policy"
+)
+
+// FakeDown is an in-memory Downstream and CatalogDownstream: per server a
+// tool list, canned results, prompts and resources. Call, when set, runs
+// instead of the canned result.
+type FakeDown struct {
+	mu        sync.Mutex
+	ToolLists map[string][]mcpgo.Tool
+	Results   map[string]*mcpgo.CallToolResult // "server/tool"
+	Prompts   map[string][]mcpgo.Prompt
+	Resources map[string][]mcpgo.Resource
+	Templates map[string][]mcpgo.ResourceTemplate
+	ListErr   map[string]error
+	Call      func(ctx context.Context, server, tool string, args map[string]any, onProgress mcpclient.ProgressFunc) (*mcpgo.CallToolResult, error)
+	calls     []string // "server/tool"
+	reads     []string // "server uri"
+	headers   []http.Header
+}
+
+func (f *FakeDown) Tools(_ context.Context, server string, hdr http.Header) ([]mcpgo.Tool, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.headers = append(f.headers, hdr)
+	if err := f.ListErr[server]; err != nil {
+		return nil, err
+	}
+	return append([]mcpgo.Tool(nil), f.ToolLists[server]...), nil
+}
+
+func (f *FakeDown) CallTool(ctx context.Context, server, tool string, args map[string]any, hdr http.Header, onProgress mcpclient.ProgressFunc) (*mcpgo.CallToolResult, error) {
+	f.mu.Lock()
+	f.calls = append(f.calls, server+"/"+tool)
+	f.headers = append(f.headers, hdr)
+	res, call := f.Results[server+"/"+tool], f.Call
+	f.mu.Unlock()
+	if call != nil {
+		return call(ctx, server, tool, args, onProgress)
+	}
+	if res == nil {
+		return nil, fmt.Errorf("downstream %q: tools/call %q: %w", server, tool, mcpgo.ErrInvalidParams)
+	}
+	return res, nil
+}
+
+func (f *FakeDown) Probe(context.Context, string, http.Header) error { return nil }
+
+func (f *FakeDown) ListPrompts(_ context.Context, server string, _ http.Header) (*mcpgo.ListPromptsResult, error) {
+	return &mcpgo.ListPromptsResult{Prompts: f.Prompts[server]}, nil
+}
+
+func (f *FakeDown) GetPrompt(_ context.Context, server, name string, args map[string]string, _ http.Header) (*mcpgo.GetPromptResult, error) {
+	return mcpgo.NewGetPromptResult(server+"/"+name+" "+args["who"], []mcpgo.PromptMessage{
+		mcpgo.NewPromptMessage(mcpgo.RoleUser, mcpgo.NewTextContent("hello "+args["who"])),
+	}), nil
+}
+
+func (f *FakeDown) ListResources(_ context.Context, server string, _ http.Header) (*mcpgo.ListResourcesResult, error) {
+	return &mcpgo.ListResourcesResult{Resources: f.Resources[server]}, nil
+}
+
+func (f *FakeDown) ListResourceTemplates(_ context.Context, server string, _ http.Header) (*mcpgo.ListResourceTemplatesResult, error) {
+	return &mcpgo.ListResourceTemplatesResult{ResourceTemplates: f.Templates[server]}, nil
+}
+
+func (f *FakeDown) ReadResource(_ context.Context, server, uri string, _ http.Header) (*mcpgo.ReadResourceResult, error) {
+	f.mu.Lock()
+	f.reads = append(f.reads, server+" "+uri)
+	f.mu.Unlock()
+	return &mcpgo.ReadResourceResult{Contents: []mcpgo.ResourceContents{
+		mcpgo.TextResourceContents{URI: uri, MIMEType: "text/plain", Text: "from " + server},
+	}}, nil
+}
+
+// CallLog lists the tools/calls that reached the downstream, "server/tool".
+func (f *FakeDown) CallLog() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]string(nil), f.calls...)
+}
+
+// Reads lists the resources/reads that reached the downstream, "server uri".
+func (f *FakeDown) Reads() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]string(nil), f.reads...)
+}
+
+// Headers lists the outbound headers of every list and call, in order.
+func (f *FakeDown) Headers() []http.Header {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]http.Header(nil), f.headers...)
+}
+
+// Agents is the agents of a config served on an httptest server at
+// "/<agent>". Requests name their caller in X-Test-Caller (what the
+// gateway's auth would have established); every request has request id
+// "rid-1".
+type Agents struct {
+	Set     *agents.Set
+	Metrics *metrics.Metrics
+	Srv     *httptest.Server
+}
+
+// New builds the agents of yaml over down and serves them.
+func New(t *testing.T, yaml string, down agents.Downstream) *Agents {
+	t.Helper()
+	return NewWith(t, yaml, down, nil)
+}
+
+// NewWith is New with LLM providers by key.
+func NewWith(t *testing.T, yaml string, down agents.Downstream, providers map[string]llm.Provider) *Agents {
+	t.Helper()
+	cfg, err := config.Parse("test.yaml", []byte(yaml))
+	if err != nil {
+		t.Fatalf("config: %v", err)
+	}
+	m := metrics.New("test")
+	rules := map[string]policy.Rule{}
+	for name, r := range cfg.Policy.Callers {
+		rules[name] = policy.Rule{Agents: r.Agents, Servers: r.Servers, ToolsAllow: r.Tools.Allow, ToolsDeny: r.Tools.Deny}
+	}
+	callers, err := policy.NewCallerPolicy(rules, nil, cfg.Policy.DenyOnMissingIdentity)
+	if err != nil {
+		t.Fatal(err)
+	}
+	set, err := agents.Build(agents.Deps{Config: cfg, Logger: zap.NewNop(), Metrics: m, Downstream: down, Providers: providers,
+		Composer: &policy.Composer{Blocklist: policy.NewBlocklist(nil), Metrics: m},
+		Auditor:  &policy.Auditor{Metrics: m}, Callers: callers, InboundAuthMayTravel: cfg.Auth.Mode != "tokens"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ta := &Agents{Set: set, Metrics: m}
+	ta.Srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		a := set.Get(strings.TrimPrefix(r.URL.Path, "/"))
+		if a == nil {
+			http.NotFound(w, r)
+			return
+		}
+		id := policy.Identity{Caller: r.Header.Get("X-Test-Caller")}
+		r = r.WithContext(agents.WithRequestID(policy.WithIdentity(r.Context(), id), "rid-1"))
+		tw, tr := agents.TrackStream(w, r)
+		a.Handler().ServeHTTP(tw, tr)
+	}))
+	t.Cleanup(ta.Srv.Close)
+	return ta
+}
+
+// CallerRT sets X-Test-Caller (when Caller is set) and X-Tenant "t-<caller>"
+// on every request.
+type CallerRT struct{ Caller string }
+
+func (c CallerRT) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	if c.Caller != "" {
+		r.Header.Set("X-Test-Caller", c.Caller)
+	}
+	r.Header.Set("X-Tenant", "t-"+c.Caller)
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+// Session connects an independent client (the official Go SDK) to agent as
+// caller, speaking version ("" = the SDK's latest).
+func (ta *Agents) Session(t *testing.T, agent, caller, version string, onProgress func(*sdk.ProgressNotificationParams)) *sdk.ClientSession {
+	t.Helper()
+	opts := &sdk.ClientOptions{}
+	if onProgress != nil {
+		opts.ProgressNotificationHandler = func(_ context.Context, r *sdk.ProgressNotificationClientRequest) { onProgress(r.Params) }
+	}
+	c := sdk.NewClient(&sdk.Implementation{Name: "unit", Version: "1"}, opts)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	cs, err := c.Connect(ctx, &sdk.StreamableClientTransport{Endpoint: ta.Srv.URL + "/" + agent, MaxRetries: -1,
+		HTTPClient: &http.Client{Transport: CallerRT{caller}}}, &sdk.ClientSessionOptions{ProtocolVersion: version})
+	if err != nil {
+		t.Fatalf("connect: %v", err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	return cs
+}
+
+// ToolNames lists the session's tools, sorted.
+func ToolNames(t *testing.T, cs *sdk.ClientSession) []string {
+	t.Helper()
+	res, err := cs.ListTools(context.Background(), nil)
+	if err != nil {
+		t.Fatalf("tools/list: %v", err)
+	}
+	var out []string
+	for _, tl := range res.Tools {
+		out = append(out, tl.Name)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// AllText is the text content of a result, concatenated.
+func AllText(r *sdk.CallToolResult) string {
+	var b strings.Builder
+	for _, c := range r.Content {
+		if tc, ok := c.(*sdk.TextContent); ok {
+			b.WriteString(tc.Text)
+		}
+	}
+	return b.String()
+}
+
+// RawCall posts as caller "bob" one tools/call without any SDK, in the session-based
+// style without initialize (allowed by the stateless endpoint) or the
+// sessionless 2026-07-28 style, and returns the messages in wire order.
+func (ta *Agents) RawCall(t *testing.T, agent, tool string, meta map[string]any, modern bool) []map[string]any {
+	t.Helper()
+	if meta == nil {
+		meta = map[string]any{}
+	}
+	if modern {
+		meta["io.modelcontextprotocol/protocolVersion"] = "2026-07-28"
+		meta["io.modelcontextprotocol/clientInfo"] = map[string]any{"name": "raw", "version": "1"}
+		meta["io.modelcontextprotocol/clientCapabilities"] = map[string]any{}
+	}
+	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+		"params": map[string]any{"name": tool, "arguments": map[string]any{}, "_meta": meta}})
+	req, _ := http.NewRequest("POST", ta.Srv.URL+"/"+agent, strings.NewReader(string(body)))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("X-Test-Caller", "bob")
+	if modern {
+		req.Header.Set("MCP-Protocol-Version", "2026-07-28")
+		req.Header.Set("Mcp-Method", "tools/call")
+		req.Header.Set("Mcp-Name", tool)
+	} else {
+		req.Header.Set("MCP-Protocol-Version", "2025-11-25")
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 200 {
+		t.Fatalf("HTTP %d: %s", resp.StatusCode, raw)
+	}
+	var out []map[string]any
+	if !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		var m map[string]any
+		if err := json.Unmarshal(raw, &m); err != nil {
+			t.Fatalf("bad JSON %q: %v", raw, err)
+		}
+		return append(out, m)
+	}
+	for _, line := range strings.Split(string(raw), "\n") {
+		if data, ok := strings.CutPrefix(line, "data: "); ok {
+			var m map[string]any
+			if err := json.Unmarshal([]byte(data), &m); err != nil {
+				t.Fatalf("bad SSE data %q: %v", data, err)
+			}
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// CounterValue is c's value, or -1 when it cannot be read.
+func CounterValue(c prometheus.Counter) float64 {
+	var m dto.Metric
+	if err := c.Write(&m); err != nil {
+		return -1
+	}
+	return m.GetCounter().GetValue()
+}
