@@ -15,12 +15,14 @@ import (
 // and its pool of sessions keyed by outbound header fingerprint. A stdio
 // server has at most one session, keyed "", whatever the headers.
 type remote struct {
-	m         *Manager
-	spec      ServerSpec
-	transport *http.Transport // shared by every session of this server
-	// http is for raw calls (raw.go), which set every header themselves;
-	// it runs on transport.
-	http *http.Client
+	m    *Manager
+	spec ServerSpec
+	// transport is shared by every session of this server and by its raw
+	// calls (raw.go), which set every header themselves and call its
+	// RoundTrip directly, as httputil.ReverseProxy does: no redirect is
+	// followed (see noRedirects), and http.Client's work per request is
+	// saved.
+	transport *http.Transport
 
 	secrets http.Header // serverSecrets (scrub.go)
 
@@ -29,12 +31,10 @@ type remote struct {
 }
 
 func newRemote(m *Manager, spec ServerSpec) *remote {
-	tr := newHTTPTransport()
 	return &remote{
 		m:         m,
 		spec:      spec,
-		transport: tr,
-		http:      &http.Client{Transport: tr, CheckRedirect: noRedirects},
+		transport: newHTTPTransport(),
 		secrets:   serverSecrets(spec),
 		pool:      make(map[string]*session),
 	}

@@ -106,7 +106,7 @@ func (c *rawCall) do(ctx context.Context, body []byte) (*RawResult, error) {
 		cancel()
 		return nil, err
 	}
-	resp, err := c.s.srv.http.Do(req)
+	resp, err := c.s.srv.transport.RoundTrip(req)
 	if err != nil {
 		cancel()
 		return nil, transport.NewError(fmt.Errorf("failed to send request: %w", err))
@@ -225,7 +225,7 @@ func (c *rawCall) resume(ctx context.Context, cur *sseCursor) (io.ReadCloser, er
 		return nil, err
 	}
 	req.Header.Set("Last-Event-ID", cur.lastID)
-	resp, err := c.s.srv.http.Do(req)
+	resp, err := c.s.srv.transport.RoundTrip(req)
 	if err != nil {
 		return nil, err
 	}
@@ -344,7 +344,7 @@ func (c *rawCall) reply(ctx context.Context, resp *transport.JSONRPCResponse) er
 	if err != nil {
 		return err
 	}
-	res, err := c.s.srv.http.Do(req)
+	res, err := c.s.srv.transport.RoundTrip(req)
 	if err != nil {
 		return err
 	}
