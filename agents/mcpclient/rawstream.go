@@ -245,10 +245,10 @@ func (c *rawCall) readEvents(ctx context.Context, body io.Reader, cur *sseCursor
 	for {
 		data, err := events.next()
 		switch {
-		case err == io.EOF:
-			return nil, true, nil
 		case err != nil && ctx.Err() != nil:
 			return nil, false, ctx.Err()
+		case err == io.EOF:
+			return nil, true, nil
 		case errors.Is(err, errTooLarge):
 			return nil, false, transport.NewError(errTooLarge)
 		case err != nil:
