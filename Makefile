@@ -44,9 +44,6 @@ fuzz: ## each native fuzz target for 30s
 	$(GO) test -run XXX -fuzz FuzzSSEReader -fuzztime 30s ./agents/llm/
 	$(GO) test -run XXX -fuzz FuzzLoad -fuzztime 30s ./gateway/config/
 	$(GO) test -run XXX -fuzz FuzzParseTurn -fuzztime 30s ./agents/
-	$(GO) test -run XXX -fuzz FuzzEach -fuzztime 30s ./agents/internal/jsonmember/
-	$(GO) test -run XXX -fuzz FuzzDecodeRawMessage -fuzztime 30s ./agents/mcpclient/
-	$(GO) test -run XXX -fuzz FuzzPeekResult -fuzztime 30s ./agents/mcpclient/
 
 clean:
 	rm -rf bin

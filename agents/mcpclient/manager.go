@@ -6,8 +6,8 @@
 // and log demultiplexing, the relay of a call's server-to-client requests to
 // its caller (relay.go), the cancellation of calls downstream (cancel.go),
 // tool-list caching, the raw tools/call that returns a result as the
-// downstream sent it (raw.go, rawstream.go) with its lean HTTP/1.1 transport
-// (h1.go) and the downstream metrics of SPEC §9.
+// downstream sent it (raw.go, rawstream.go) over each server's net/http
+// Transport (pool.go) and the downstream metrics of SPEC §9.
 //
 // It must not decide which headers leave the gateway: the caller (the agent
 // runtime, which consults policy) computes the outbound header set per request
@@ -244,7 +244,7 @@ func (m *Manager) Close() error {
 		wg.Wait()
 		m.wg.Wait()
 		for _, srv := range m.servers {
-			srv.http.CloseIdleConnections() // h1Transport's and the shared transport's
+			srv.transport.CloseIdleConnections()
 		}
 	})
 	return nil

@@ -15,12 +15,14 @@ import (
 // and its pool of sessions keyed by outbound header fingerprint. A stdio
 // server has at most one session, keyed "", whatever the headers.
 type remote struct {
-	m         *Manager
-	spec      ServerSpec
-	transport *http.Transport // shared by every session of this server
-	// http is for raw calls (raw.go), which set every header themselves:
-	// plain HTTP/1.1 over h1Transport (h1.go), the rest over transport.
-	http *http.Client
+	m    *Manager
+	spec ServerSpec
+	// transport is shared by every session of this server and by its raw
+	// calls (raw.go), which set every header themselves and call its
+	// RoundTrip directly, as httputil.ReverseProxy does: no redirect is
+	// followed (see noRedirects), and http.Client's work per request is
+	// saved.
+	transport *http.Transport
 
 	secrets http.Header // serverSecrets (scrub.go)
 
@@ -29,16 +31,10 @@ type remote struct {
 }
 
 func newRemote(m *Manager, spec ServerSpec) *remote {
-	tr := newHTTPTransport()
-	var raw http.RoundTripper = tr
-	if h1Usable {
-		raw = newH1Transport(tr)
-	}
 	return &remote{
 		m:         m,
 		spec:      spec,
-		transport: tr,
-		http:      &http.Client{Transport: raw, CheckRedirect: noRedirects},
+		transport: newHTTPTransport(),
 		secrets:   serverSecrets(spec),
 		pool:      make(map[string]*session),
 	}
@@ -50,20 +46,39 @@ func newRemote(m *Manager, spec ServerSpec) *remote {
 // configured to receive it). The caller gets the status as an error.
 func noRedirects(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 
-// newHTTPTransport is tuned for many concurrent calls to one host: keep-alive
-// and enough idle connections per host for a full session pool. It has no
-// overall timeout: per-call deadlines come from contexts, so long streamed
-// responses are not cut.
+// Limits of a server's HTTP transport.
+const (
+	// maxConnsIdle is the idle pool of a server's transport, sized for 256
+	// concurrent calls: a server is one host, and a pool smaller than the
+	// calls in flight makes net/http close the surplus connections when a
+	// burst ends and dial again on the next one.
+	maxConnsIdle    = 256
+	idleConnTimeout = 90 * time.Second
+	dialTimeout     = 10 * time.Second
+	dialKeepAlive   = 30 * time.Second
+	tlsTimeout      = 10 * time.Second
+)
+
+// newHTTPTransport is the transport of one downstream server, shared by its
+// sessions and its raw calls. Each server has its own (rather than one for
+// the Manager) so that a busy server's connections cannot take another's
+// place in the idle pool, and a server's idle connections close with it.
+// It is tuned for many concurrent calls to one host: keep-alive, an idle
+// pool per host as large as the calls in flight, and no transparent gzip
+// (MCP messages are small; compressing them costs CPU on both ends on every
+// call). It has no overall timeout (http.Client.Timeout would cut long
+// streamed responses): per-call deadlines come from the calls' contexts.
 func newHTTPTransport() *http.Transport {
 	return &http.Transport{
 		Proxy:                 http.ProxyFromEnvironment,
-		DialContext:           (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		DialContext:           (&net.Dialer{Timeout: dialTimeout, KeepAlive: dialKeepAlive}).DialContext,
 		ForceAttemptHTTP2:     true,
-		MaxIdleConns:          256,
-		MaxIdleConnsPerHost:   128,
-		IdleConnTimeout:       90 * time.Second,
-		TLSHandshakeTimeout:   10 * time.Second,
+		MaxIdleConns:          maxConnsIdle,
+		MaxIdleConnsPerHost:   maxConnsIdle,
+		IdleConnTimeout:       idleConnTimeout,
+		TLSHandshakeTimeout:   tlsTimeout,
 		ExpectContinueTimeout: time.Second,
+		DisableCompression:    true,
 	}
 }
 

@@ -25,14 +25,11 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
-
-	"github.com/pallasgw/pallasgw/agents/internal/jsonmember"
 )
 
 // RawResult is a tools/call result as the downstream sent it, with the
@@ -224,24 +221,6 @@ func callBody(id string, r rawRequest) []byte {
 // errNoResult is a response with neither a result nor an error.
 var errNoResult = errors.New("malformed response: neither a result nor an error")
 
-// readPeek reads peekResult's members out of raw, a valid JSON object (a
-// member of a decoded message), as encoding/json would (rawdecode.go);
-// false when it cannot be sure to.
-func readPeek(raw []byte, isError *bool, resultType *string, meta *json.RawMessage) bool {
-	ok := true
-	jsonmember.Each(raw, func(name string, v []byte) {
-		switch {
-		case strings.EqualFold(name, "isError"):
-			ok = ok && readBool(v, isError)
-		case strings.EqualFold(name, "resultType"):
-			ok = ok && readString(v, resultType)
-		case strings.EqualFold(name, "_meta"):
-			*meta = v
-		}
-	})
-	return ok
-}
-
 // peekResult reads the members a caller acts on out of a result. A result
 // that is not a JSON object is a malformed response.
 func peekResult(raw json.RawMessage) (*RawResult, error) {
@@ -256,11 +235,8 @@ func peekResult(raw json.RawMessage) (*RawResult, error) {
 	if raw[0] != '{' {
 		return nil, fmt.Errorf("malformed response: the result is not an object: %.40s", raw)
 	}
-	if !readPeek(raw, &peek.IsError, &peek.ResultType, &peek.Meta) {
-		peek.IsError, peek.ResultType, peek.Meta = false, "", nil
-		if err := json.Unmarshal(raw, &peek); err != nil {
-			return nil, fmt.Errorf("malformed response: the result: %w", err)
-		}
+	if err := json.Unmarshal(raw, &peek); err != nil {
+		return nil, fmt.Errorf("malformed response: the result: %w", err)
 	}
 	if string(peek.Meta) == "null" {
 		peek.Meta = nil

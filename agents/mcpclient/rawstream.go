@@ -1,7 +1,6 @@
 package mcpclient
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -10,7 +9,6 @@ import (
 	"io"
 	"mime"
 	"net/http"
-	"strconv"
 	"sync"
 	"time"
 
@@ -34,8 +32,6 @@ const (
 	// errorBodyLimit bounds the body of a refused request that is read for
 	// its JSON-RPC error.
 	errorBodyLimit = 64 << 10
-	// sseLineBuffer is the reader's buffer; longer lines are assembled.
-	sseLineBuffer = 16 << 10
 	// maxMessageBytes bounds one message of the downstream (a JSON body, an
 	// SSE line or event), so that a downstream cannot exhaust the gateway's
 	// memory with an endless one.
@@ -61,11 +57,14 @@ type rawCall struct {
 	handlers sync.WaitGroup     // server-to-client requests being answered
 }
 
-// rawMessage is a JSON-RPC message from the downstream, read once to
-// classify it.
+// rawMessage is a JSON-RPC message from the downstream, decoded once with
+// encoding/json to classify it: a response, a notification or a request.
+// Its id, params and result stay as the downstream sent them; the result
+// goes to the caller unchanged (RawResult).
 type rawMessage struct {
 	ID     json.RawMessage          `json:"id"`
 	Method string                   `json:"method"`
+	Params json.RawMessage          `json:"params"`
 	Result json.RawMessage          `json:"result"`
 	Error  *mcp.JSONRPCErrorDetails `json:"error"`
 }
@@ -107,7 +106,7 @@ func (c *rawCall) do(ctx context.Context, body []byte) (*RawResult, error) {
 		cancel()
 		return nil, err
 	}
-	resp, err := c.s.srv.http.Do(req)
+	resp, err := c.s.srv.transport.RoundTrip(req)
 	if err != nil {
 		cancel()
 		return nil, transport.NewError(fmt.Errorf("failed to send request: %w", err))
@@ -132,7 +131,7 @@ func (c *rawCall) do(ctx context.Context, body []byte) (*RawResult, error) {
 			return nil, answeredError{transport.NewError(errTooLarge)}
 		}
 		var msg rawMessage
-		if err := decodeRawMessage(b, &msg); err != nil {
+		if err := json.Unmarshal(b, &msg); err != nil {
 			return nil, answeredError{transport.NewError(fmt.Errorf("failed to decode response: %w", err))}
 		}
 		if !c.answers(&msg) {
@@ -159,14 +158,8 @@ func refused(resp *http.Response) error {
 
 // answers reports whether msg is the response to this call.
 func (c *rawCall) answers(msg *rawMessage) bool {
-	if msg.Method != "" {
-		return false
-	}
-	if match, sure := plainID(msg.ID, c.id); sure {
-		return match
-	}
 	var id string
-	return json.Unmarshal(msg.ID, &id) == nil && id == c.id
+	return msg.Method == "" && json.Unmarshal(msg.ID, &id) == nil && id == c.id
 }
 
 // answer turns the call's response into its result or error. Its errors
@@ -180,13 +173,6 @@ func answer(msg *rawMessage) (*RawResult, error) {
 		return nil, answeredError{transport.NewError(err)}
 	}
 	return res, nil
-}
-
-// sseCursor is what resuming a stream needs: the id of the last event and
-// the reconnection time the server asked for.
-type sseCursor struct {
-	lastID string
-	retry  time.Duration
 }
 
 // stream reads the call's SSE response until the answer, resuming the stream
@@ -239,7 +225,7 @@ func (c *rawCall) resume(ctx context.Context, cur *sseCursor) (io.ReadCloser, er
 		return nil, err
 	}
 	req.Header.Set("Last-Event-ID", cur.lastID)
-	resp, err := c.s.srv.http.Do(req)
+	resp, err := c.s.srv.transport.RoundTrip(req)
 	if err != nil {
 		return nil, err
 	}
@@ -255,93 +241,45 @@ func (c *rawCall) resume(ctx context.Context, cur *sseCursor) (io.ReadCloser, er
 // answer (res), an error, or the end of the stream (ended: the server ended
 // it; false: it broke off).
 func (c *rawCall) readEvents(ctx context.Context, body io.Reader, cur *sseCursor) (res *RawResult, ended bool, err error) {
-	br := bufio.NewReaderSize(body, sseLineBuffer)
-	var data, long []byte
-	var id string
-	hasID, hasData := false, false
+	events := newSSEEvents(body, cur)
 	for {
-		line, rerr := br.ReadSlice('\n')
-		if rerr == bufio.ErrBufferFull {
-			long = append(long[:0], line...)
-			for rerr == bufio.ErrBufferFull && len(long) <= maxMessageBytes {
-				line, rerr = br.ReadSlice('\n')
-				long = append(long, line...)
-			}
-			if len(long) > maxMessageBytes {
-				return nil, false, transport.NewError(errTooLarge)
-			}
-			line = long
-		}
-		if rerr != nil {
-			if ctx.Err() != nil {
-				return nil, false, ctx.Err()
-			}
-			if rerr != io.EOF {
-				return nil, false, transport.NewError(fmt.Errorf("SSE stream error: %w", rerr))
-			}
-			if hasData { // an unfinished last event is dispatched, its id not kept
-				if res, _, err := c.message(ctx, data); res != nil || err != nil {
-					return res, false, err
-				}
-			}
+		data, err := events.next()
+		switch {
+		case err != nil && ctx.Err() != nil:
+			return nil, false, ctx.Err()
+		case err == io.EOF:
 			return nil, true, nil
+		case errors.Is(err, errTooLarge):
+			return nil, false, transport.NewError(errTooLarge)
+		case err != nil:
+			return nil, false, transport.NewError(fmt.Errorf("SSE stream error: %w", err))
 		}
-		line = bytes.TrimRight(line, "\r\n")
-		if len(line) == 0 { // end of an event
-			if hasID {
-				cur.lastID, hasID = id, false
-			}
-			if hasData {
-				if res, _, err := c.message(ctx, data); res != nil || err != nil {
-					return res, false, err
-				}
-				data, hasData = data[:0], false
-			}
-			continue
-		}
-		field, value, _ := bytes.Cut(line, []byte(":"))
-		value = bytes.TrimPrefix(value, []byte(" "))
-		switch string(field) {
-		case "data":
-			if hasData {
-				data = append(data, '\n')
-			}
-			if data, hasData = append(data, value...), true; len(data) > maxMessageBytes {
-				return nil, false, transport.NewError(errTooLarge)
-			}
-		case "id":
-			if bytes.IndexByte(value, 0) < 0 {
-				id, hasID = string(value), true
-			}
-		case "retry":
-			if ms, err := strconv.ParseUint(string(value), 10, 31); err == nil {
-				cur.retry = time.Duration(ms) * time.Millisecond
-			}
+		if res, err := c.message(ctx, data); res != nil || err != nil {
+			return res, false, err
 		}
 	}
 }
 
 // message handles one message of the stream; it returns the call's result
 // or error when data is the answer.
-func (c *rawCall) message(ctx context.Context, data []byte) (*RawResult, bool, error) {
+func (c *rawCall) message(ctx context.Context, data []byte) (*RawResult, error) {
 	var msg rawMessage
-	if err := decodeRawMessage(data, &msg); err != nil {
+	if err := json.Unmarshal(data, &msg); err != nil {
 		c.s.srv.m.log.Debug("downstream stream: a message that is not JSON-RPC (skipped)",
 			zap.String(fieldServer, c.s.srv.spec.Name), zap.Int("bytes", len(data)), zap.Error(err))
-		return nil, false, nil
+		return nil, nil
 	}
 	switch {
 	case msg.Method != "" && isNullID(msg.ID):
-		c.notification(data)
+		c.notification(&msg)
 	case msg.Method != "":
-		c.serverRequest(ctx, data)
+		c.serverRequest(ctx, &msg)
 	case c.answers(&msg):
-		res, err := answer(&msg)
-		return res, true, err
+		return answer(&msg)
 	default:
 		c.s.srv.m.log.Debug("downstream stream: a response to another request (skipped)", zap.String(fieldServer, c.s.srv.spec.Name))
 	}
-	return nil, false, nil
+	return nil, nil
 }
 
 func isNullID(raw json.RawMessage) bool { return len(raw) == 0 || string(raw) == "null" }
@@ -349,10 +287,12 @@ func isNullID(raw json.RawMessage) bool { return len(raw) == 0 || string(raw) ==
 // notification routes one notification of the call's stream: log messages
 // to the call's Relay when it takes them (this stream is the call's, so no
 // tag is needed), everything else as the session's client would.
-func (c *rawCall) notification(data []byte) {
-	var n mcp.JSONRPCNotification
-	if err := json.Unmarshal(data, &n); err != nil {
-		return
+func (c *rawCall) notification(msg *rawMessage) {
+	n := mcp.JSONRPCNotification{JSONRPC: mcp.JSONRPC_VERSION, Notification: mcp.Notification{Method: msg.Method}}
+	if len(msg.Params) > 0 {
+		if err := json.Unmarshal(msg.Params, &n.Params); err != nil {
+			return
+		}
 	}
 	if r := c.relay; r != nil && r.Log != nil && n.Method == string(mcp.MethodNotificationMessage) {
 		params := make(map[string]any, len(n.Params.AdditionalFields)+1)
@@ -372,10 +312,13 @@ func (c *rawCall) notification(data []byte) {
 // a goroutine of its own (the stream goes on meanwhile), with the session's
 // handler, and POSTs the answer back. ctx is the call's: it carries the
 // Relay and the op mark serverRequest looks for.
-func (c *rawCall) serverRequest(ctx context.Context, data []byte) {
-	var req transport.JSONRPCRequest
-	if err := json.Unmarshal(data, &req); err != nil {
+func (c *rawCall) serverRequest(ctx context.Context, msg *rawMessage) {
+	req := transport.JSONRPCRequest{JSONRPC: mcp.JSONRPC_VERSION, Method: msg.Method}
+	if err := json.Unmarshal(msg.ID, &req.ID); err != nil {
 		return
+	}
+	if len(msg.Params) > 0 {
+		req.Params = msg.Params // relayed as the downstream sent them
 	}
 	c.handlers.Go(func() {
 		ctx, cancel := context.WithTimeout(ctx, serverRequestTimeout)
@@ -401,7 +344,7 @@ func (c *rawCall) reply(ctx context.Context, resp *transport.JSONRPCResponse) er
 	if err != nil {
 		return err
 	}
-	res, err := c.s.srv.http.Do(req)
+	res, err := c.s.srv.transport.RoundTrip(req)
 	if err != nil {
 		return err
 	}
