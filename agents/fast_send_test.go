@@ -323,7 +323,7 @@ func TestSendMessageFastCancel(t *testing.T) {
 }
 
 // The fast path does not check Mcp-Param-* headers: it relies on the
-// send_message schema binding none (fast_call.go).
+// send_message schema binding none (agents/fastcall).
 func TestSendMessageSchemaHasNoHeaderBindings(t *testing.T) {
 	p := newSendPair(t)
 	for name, st := range p.fast.set.Get("talk").mcp.ListTools() {

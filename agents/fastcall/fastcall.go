@@ -224,7 +224,7 @@ func protocolOf(h http.Header, meta callMeta) (*server.RequestProtocolInfo, bool
 // Mcp-Name header must name the tool (ValidateStandardHeaders).
 //
 // The arguments are decoded only when the handler will read them: a raw
-// downstream call (fast_raw.go) sends an object as the caller sent it.
+// downstream call (RawResponse) sends an object as the caller sent it.
 func toCallRequest(m *jsonrpc.Message, name string, meta callMeta, h http.Header, rawArgs bool) (mcp.CallToolRequest, any, bool) {
 	var req mcp.CallToolRequest
 	id, ok := decodeID(m.ID)

@@ -13,8 +13,8 @@ import (
 
 // Message is a POST body's JSON-RPC message, decoded once by the gateway to
 // check it (gateway/jsonrpc.go) and handed to the endpoint in the Body: the
-// endpoint dispatches on its method (endpoint.go) and the fast path reads
-// its params (fast_call.go) without decoding the body again. Members are
+// endpoint dispatches on its method (agents/endpoint.go) and the fast path reads
+// its params (agents/fastcall) without decoding the body again. Members are
 // kept raw: a member of the wrong type is the checker's to name, not a
 // decoding error. Decoding is encoding/json's, which matches member names
 // as mcp-go's decoding does (case-insensitively, the last of a name

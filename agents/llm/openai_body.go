@@ -17,6 +17,9 @@
 // the gateway 2617-2746 against 2205-2383 and 1956-2456. The Anthropic
 // encoder of the same kind was removed: the agent loop does not use it.
 //
+// The switch: PALLASGW_LLM_HAND_BODY=off in the gateway's environment
+// encodes every body through the SDK types (read at start).
+//
 // Parts, in order: the body (openAIBody), the SDK's object merge
 // (objectWriter), encoding/json's text appenders, the tool cache, the
 // messages.
@@ -29,6 +32,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"os"
 	"slices"
 	"strconv"
 	"sync"
@@ -36,6 +40,9 @@ import (
 
 	"github.com/openai/openai-go/v3/packages/param"
 )
+
+// handBody is the switch (file comment).
+var handBody = os.Getenv("PALLASGW_LLM_HAND_BODY") != "off"
 
 // openAIBody encodes req as a streaming Chat Completions request: byte for
 // byte the body openAIBodySDK builds from openai-go's param types, written
@@ -46,6 +53,9 @@ import (
 // and extra values the SDK drops (param.Omit) or refuses (NaN, a failing
 // MarshalJSON), still go through the SDK, so they fare exactly as before.
 func openAIBody(req Request, tools *toolJSON) ([]byte, error) {
+	if !handBody {
+		return openAIBodySDK(req, tools)
+	}
 	body, ok, err := openAIBodyDirect(req, tools)
 	if !ok {
 		return openAIBodySDK(req, tools)
