@@ -43,6 +43,8 @@ type Metrics struct {
 	ProviderUp          *prometheus.GaugeVec   // provider
 
 	PolicyDecisions          *prometheus.CounterVec // agent, decision, reason
+	AuthFailures             *prometheus.CounterVec // reason
+	TokenExchanges           *prometheus.CounterVec // server, outcome
 	ForwardedHeaderRejection *prometheus.CounterVec // server, reason
 
 	HistorySkipped *prometheus.CounterVec // agent, reason
@@ -130,6 +132,12 @@ func New(version string) *Metrics {
 	m.PolicyDecisions = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "pallasgw_policy_decisions_total", Help: "Policy decisions by agent, decision and reason.",
 	}, []string{"agent", "decision", "reason"})
+	m.AuthFailures = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "pallasgw_auth_failures_total", Help: "Inbound requests refused by authentication, by reason (expired, wrong_audience, ...).",
+	}, []string{"reason"})
+	m.TokenExchanges = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "pallasgw_token_exchanges_total", Help: "RFC 8693 token exchanges for downstream servers, by outcome (ok, cached, error).",
+	}, []string{"server", "outcome"})
 	m.ForwardedHeaderRejection = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "pallasgw_forwarded_header_rejections_total", Help: "Forwarded header values dropped by the sanitiser.",
 	}, []string{"server", "reason"})
@@ -155,7 +163,7 @@ func New(version string) *Metrics {
 		m.BuildInfo, m.HTTPRequests, m.HTTPDuration, m.Inflight, m.ToolCalls, m.ToolCallDuration,
 		m.DownstreamCalls, m.DownstreamDuration, m.DownstreamSessions, m.LLMRequests, m.GenAIDuration,
 		m.GenAITokens, m.LLMTokens, m.LLMCost, m.AgentIterations, m.AgentIterationLimit, m.AgentHealth,
-		m.ProviderUp, m.PolicyDecisions, m.ForwardedHeaderRejection, m.HistorySkipped, m.Progress,
+		m.ProviderUp, m.PolicyDecisions, m.AuthFailures, m.TokenExchanges, m.ForwardedHeaderRejection, m.HistorySkipped, m.Progress,
 		m.ConfigReloads, m.ConfigLastReloadOK, m.ConfigLastReloadSuccTS,
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),

@@ -56,8 +56,16 @@ type Auditor struct {
 // A reason that is not a short snake_case word is counted as "other", so
 // that a careless caller cannot grow the label set with free text.
 func (a *Auditor) Record(ctx context.Context, e AuditEvent) {
-	if e.Caller == "" && ctx != nil {
-		e.Caller = IdentityFrom(ctx).Caller
+	var rule string
+	if ctx != nil {
+		switch id := IdentityFrom(ctx); {
+		case id.Claims != nil:
+			// A JWT caller is decided by its rule (PolicyKey) and named by
+			// its identity claim.
+			e.Caller, rule = id.Caller, id.Rule
+		case e.Caller == "":
+			e.Caller = id.Caller
+		}
 	}
 	verdict := DecisionDeny
 	if e.Decision.Allowed {
@@ -67,6 +75,10 @@ func (a *Auditor) Record(ctx context.Context, e AuditEvent) {
 		a.Metrics.PolicyDecisions.WithLabelValues(e.Agent, verdict, metricReason(e.Decision.Reason)).Inc()
 	}
 	if a.Logger != nil {
+		ruleField := zap.Skip()
+		if rule != "" {
+			ruleField = zap.String("caller_rule", rule)
+		}
 		a.Logger.Info("policy decision",
 			zap.String(fieldRequestID, e.RequestID),
 			zap.String(fieldCaller, e.Caller),
@@ -76,6 +88,7 @@ func (a *Auditor) Record(ctx context.Context, e AuditEvent) {
 			zap.String(fieldDecision, verdict),
 			zap.String(fieldReason, e.Decision.Reason),
 			zap.Float64(fieldDurationMS, float64(e.Latency)/float64(time.Millisecond)),
+			ruleField,
 		)
 	}
 }

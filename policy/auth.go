@@ -15,6 +15,7 @@ import (
 const (
 	ModePassthrough = "passthrough"
 	ModeTokens      = "tokens"
+	ModeJWT         = "jwt" // identity provider tokens (JWTVerifier), static tokens beside them
 )
 
 // Reasons of an authentication check. They are bounded and may be used as
@@ -49,6 +50,7 @@ type credential struct {
 type Authenticator struct {
 	mode  string
 	creds []credential
+	jwt   *JWTVerifier // mode jwt
 }
 
 // NewAuthenticator builds an Authenticator. mode "" means passthrough. In
@@ -60,8 +62,8 @@ func NewAuthenticator(mode string, tokens []TokenSpec) (*Authenticator, error) {
 	if mode == "" {
 		mode = ModePassthrough
 	}
-	if mode != ModePassthrough && mode != ModeTokens {
-		return nil, fmt.Errorf("auth.mode: unknown mode %q (want %q or %q)", mode, ModePassthrough, ModeTokens)
+	if mode != ModePassthrough && mode != ModeTokens && mode != ModeJWT {
+		return nil, fmt.Errorf("auth.mode: unknown mode %q (want %q, %q or %q)", mode, ModePassthrough, ModeTokens, ModeJWT)
 	}
 	a := &Authenticator{mode: mode}
 	var errs []error
@@ -123,14 +125,51 @@ func tokenDigest(token string) ([sha256.Size]byte, error) {
 	return d, nil
 }
 
-// Mode returns ModePassthrough or ModeTokens.
+// NewJWTAuthenticator is NewAuthenticator for mode jwt: tokens are the
+// static tokens accepted beside v's (service callers).
+func NewJWTAuthenticator(v *JWTVerifier, tokens []TokenSpec) (*Authenticator, error) {
+	a, err := NewAuthenticator(ModeJWT, tokens)
+	if err != nil {
+		return nil, err
+	}
+	a.jwt = v
+	return a, nil
+}
+
+// Mode returns ModePassthrough, ModeTokens or ModeJWT.
 func (a *Authenticator) Mode() string { return a.mode }
 
-// Identity is who is calling. Caller is the token name in tokens mode and ""
-// when unknown (passthrough mode; a toolbox may later learn an agent_id).
+// JWT is the verifier of mode jwt, or nil.
+func (a *Authenticator) JWT() *JWTVerifier { return a.jwt }
+
+// Identity is who is calling. Caller is the token name of a static token,
+// the identity claim of a JWT, and "" when unknown (passthrough mode; a
+// toolbox may later learn an agent_id).
 type Identity struct {
 	Caller        string
 	Authenticated bool
+	// Claims are a JWT caller's verified claims (nil for other callers).
+	Claims Claims
+	// Rule is the policy.callers rule whose match the claims met, "" when
+	// none did (CallerPolicy.MatchRule).
+	Rule string
+}
+
+// jwtDefault is the policy key of a JWT caller no rule matched: no
+// configured caller name can equal it, so policy.default applies.
+const jwtDefault = "\x00jwt"
+
+// PolicyKey is the name policy.callers rules are looked up by: the rule a
+// JWT caller's claims matched, the token name of a static-token caller.
+// A JWT caller is never given a rule by its identity claim alone.
+func (id Identity) PolicyKey() string {
+	switch {
+	case id.Rule != "":
+		return id.Rule
+	case id.Claims != nil:
+		return jwtDefault
+	}
+	return id.Caller
 }
 
 // Check authenticates r for agent. status is 0 when the request may go on,
@@ -141,22 +180,41 @@ type Identity struct {
 // equal length are compared, so neither its length nor which token matched
 // leaks through timing.
 func (a *Authenticator) Check(r *http.Request, agent string) (Identity, int, string) {
-	if a.mode != ModeTokens {
-		return Identity{}, 0, AuthPassthrough
+	id, status, reason, _ := a.CheckFor(r, agent, "")
+	return id, status, reason
+}
+
+// CheckFor is Check for the resource the request is for (the agent's
+// canonical URL, a JWT's default audience). err says why a JWT was
+// refused, for the log; it never holds the token.
+func (a *Authenticator) CheckFor(r *http.Request, agent, resource string) (Identity, int, string, error) {
+	if a.mode == ModePassthrough {
+		return Identity{}, 0, AuthPassthrough, nil
 	}
 	token, ok := bearerToken(r)
 	if !ok {
-		return Identity{}, http.StatusUnauthorized, AuthMissingToken
+		return Identity{}, http.StatusUnauthorized, AuthMissingToken, nil
 	}
 	c, ok := match(a.creds, token)
+	if !ok && a.jwt != nil {
+		claims, caller, reason, err := a.jwt.Verify(r.Context(), token, resource)
+		if err != nil {
+			return Identity{}, http.StatusUnauthorized, reason, err
+		}
+		id := Identity{Caller: caller, Authenticated: true, Claims: claims}
+		if missing := MissingScopes(claims, a.jwt.RequiredScopes(agent)); len(missing) > 0 {
+			return id, http.StatusForbidden, AuthMissingScope, fmt.Errorf("the token lacks scopes %s", strings.Join(missing, " "))
+		}
+		return id, 0, AuthOK, nil
+	}
 	if !ok {
-		return Identity{}, http.StatusUnauthorized, AuthInvalidToken
+		return Identity{}, http.StatusUnauthorized, AuthInvalidToken, nil
 	}
 	id := Identity{Caller: c.name, Authenticated: true}
 	if !c.agents.Empty() && !c.agents.Match(agent) {
-		return id, http.StatusForbidden, AuthAgentNotAllowed
+		return id, http.StatusForbidden, AuthAgentNotAllowed, nil
 	}
-	return id, 0, AuthOK
+	return id, 0, AuthOK, nil
 }
 
 // match finds the credential whose digest equals the candidate's, looking at
@@ -236,7 +294,7 @@ func (a *Authenticator) Middleware(agentOf func(*http.Request) string, onDeny De
 				return
 			}
 			r = r.WithContext(WithIdentity(r.Context(), id))
-			if a.mode == ModeTokens {
+			if a.mode != ModePassthrough && id.Claims == nil {
 				r.Header = r.Header.Clone()
 				r.Header.Del("Authorization")
 			}

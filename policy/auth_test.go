@@ -91,7 +91,7 @@ func TestAuthenticatorTokens(t *testing.T) {
 				}
 				return
 			}
-			if !s.called || s.id != (Identity{Caller: tt.wantCaller, Authenticated: true}) {
+			if !s.called || s.id.Caller != tt.wantCaller || !s.id.Authenticated || s.id.Claims != nil {
 				t.Errorf("handler saw %+v, want caller %q", s, tt.wantCaller)
 			}
 			if s.auth != "" {
@@ -113,7 +113,7 @@ func TestAuthenticatorPassthrough(t *testing.T) {
 		t.Errorf("Mode() = %q", a.Mode())
 	}
 	rec, s, _ := serveAuth(t, a, "anything", "Bearer caller-bearer")
-	if rec.Code != 200 || !s.called || s.id != (Identity{}) || s.auth != "Bearer caller-bearer" {
+	if rec.Code != 200 || !s.called || (s.id.Caller != "" || s.id.Authenticated || s.id.Claims != nil) || s.auth != "Bearer caller-bearer" {
 		t.Errorf("passthrough: status %d, saw %+v; want 200, empty identity, bearer kept for forwarding", rec.Code, s)
 	}
 }
@@ -125,7 +125,7 @@ func TestNewAuthenticatorErrors(t *testing.T) {
 		tokens []TokenSpec
 		want   string
 	}{
-		{"unknown mode", "jwt", nil, `auth.mode: unknown mode "jwt"`},
+		{"unknown mode", "oauth", nil, `auth.mode: unknown mode "oauth"`},
 		{"tokens mode without tokens", ModeTokens, nil, "needs at least one token"},
 		{"missing name", ModeTokens, []TokenSpec{{Token: webToken}}, "auth.tokens[0]: name is required"},
 		{"duplicate name", ModeTokens, []TokenSpec{{Name: "a", Token: webToken}, {Name: "a", Token: opsToken}}, "auth.tokens[1] (a): duplicate name"},

@@ -36,6 +36,11 @@ func decision(reason string) Decision {
 type Rule struct {
 	Agents, Servers       []string
 	ToolsAllow, ToolsDeny []string
+	// Match, when set, makes the rule one for JWT callers whose claims
+	// match (MatchRule): claim -> value or []any of values. Order is the
+	// rule's rank among matching rules (its place in the file).
+	Match map[string]any
+	Order int
 }
 
 type compiledRule struct {
@@ -65,8 +70,16 @@ func compileRule(r Rule) (compiledRule, []error) {
 // for concurrent use.
 type CallerPolicy struct {
 	callers       map[string]compiledRule
+	matchers      []matcher // rules with a match, in file order
 	def           compiledRule
 	denyOnMissing bool
+}
+
+// matcher is one rule that JWT callers are assigned by their claims.
+type matcher struct {
+	name   string
+	claims map[string][]string // claim -> accepted values, as text
+	order  int
 }
 
 // NewCallerPolicy compiles the rules. def nil means the default rule allows
@@ -89,7 +102,11 @@ func NewCallerPolicy(callers map[string]Rule, def *Rule, denyOnMissingIdentity b
 		c, cerrs := compileRule(callers[name])
 		errs = append(errs, prefixAll("callers."+name+".", cerrs)...)
 		p.callers[name] = c
+		if m := callers[name].Match; len(m) > 0 {
+			p.matchers = append(p.matchers, matcher{name: name, claims: matchValues(m), order: callers[name].Order})
+		}
 	}
+	sort.SliceStable(p.matchers, func(i, j int) bool { return p.matchers[i].order < p.matchers[j].order })
 	if def != nil {
 		c, cerrs := compileRule(*def)
 		errs = append(errs, prefixAll("default.", cerrs)...)
@@ -181,4 +198,74 @@ func (p *CallerPolicy) DecideTool(agent ToolFilter, caller, server, tool string)
 		return Decision{Reason: ReasonToolNotAllowed}
 	}
 	return p.AllowTool(caller, server, tool)
+}
+
+// matchValues turns a rule's match into accepted texts per claim.
+func matchValues(m map[string]any) map[string][]string {
+	out := make(map[string][]string, len(m))
+	for claim, v := range m {
+		if list, ok := v.([]any); ok {
+			for _, e := range list {
+				out[claim] = append(out[claim], fmt.Sprint(e))
+			}
+			continue
+		}
+		out[claim] = []string{fmt.Sprint(v)}
+	}
+	return out
+}
+
+// MatchRule returns the name of the first rule (in file order) whose match
+// the claims meet, or "". Every claim of a match must be present with an
+// accepted value; a claim that is a list (groups, roles) meets it when any
+// element does.
+func (p *CallerPolicy) MatchRule(claims Claims) string {
+	for _, m := range p.matchers {
+		if claimsMeet(claims, m.claims) {
+			return m.name
+		}
+	}
+	return ""
+}
+
+func claimsMeet(claims Claims, want map[string][]string) bool {
+	for claim, accepted := range want {
+		v, ok := claims[claim]
+		if !ok {
+			return false
+		}
+		var have []string
+		switch v := v.(type) {
+		case []any:
+			for _, e := range v {
+				have = append(have, claimText(e))
+			}
+		default:
+			have = []string{claimText(v)}
+		}
+		if !anyIn(have, accepted) {
+			return false
+		}
+	}
+	return true
+}
+
+// claimText is a claim value as a match compares it: JSON numbers that are
+// whole print without a fraction.
+func claimText(v any) string {
+	if f, ok := v.(float64); ok && f == float64(int64(f)) {
+		return fmt.Sprint(int64(f))
+	}
+	return fmt.Sprint(v)
+}
+
+func anyIn(have, accepted []string) bool {
+	for _, h := range have {
+		for _, a := range accepted {
+			if h == a {
+				return true
+			}
+		}
+	}
+	return false
 }

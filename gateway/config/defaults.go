@@ -23,6 +23,7 @@ const (
 	DefaultAgentTimeout       = 300 * time.Second
 	DefaultProviderTimeout    = 300 * time.Second
 	DefaultServerTimeout      = 60 * time.Second
+	DefaultClockSkew          = 60 * time.Second
 	DefaultOpenAIBaseURL      = "https://api.openai.com/v1"
 	DefaultAnthropicBaseURL   = "https://api.anthropic.com"
 )
@@ -63,6 +64,23 @@ func (p *parser) applyDefaults(c *Config) {
 	for i := range c.Auth.Tokens {
 		if c.Auth.Tokens[i].Agents == nil {
 			c.Auth.Tokens[i].Agents = []string{"*"}
+		}
+	}
+	if j := c.Auth.JWT; j != nil {
+		if len(j.Algorithms) == 0 {
+			j.Algorithms = []string{"RS256", "ES256", "EdDSA"}
+		}
+		if lookup(p.root, []string{"auth", "jwt", "clock_skew"}) == nil {
+			j.ClockSkew = DefaultClockSkew
+		}
+		def(&j.IdentityClaim, "sub")
+		if len(j.AuthorizationServers) == 0 && j.Issuer != "" {
+			j.AuthorizationServers = []string{j.Issuer}
+		}
+	}
+	for name, r := range c.Policy.Callers {
+		if r != nil {
+			r.Line = lineOf(p.root, []string{"policy", "callers", name})
 		}
 	}
 	providerDefaults(c.Models.Providers.OpenAI, DefaultOpenAIBaseURL)

@@ -61,10 +61,28 @@ type Limits struct {
 	MaxToolResultBytes int   `yaml:"max_tool_result_bytes"` // default 102400
 }
 
-// Auth is inbound authentication (SPEC §7).
+// Auth is inbound authentication (SPEC §7, §13).
 type Auth struct {
-	Mode   string  `yaml:"mode"` // passthrough (default) | tokens
+	Mode   string  `yaml:"mode"` // passthrough (default) | tokens | jwt
 	Tokens []Token `yaml:"tokens"`
+	JWT    *JWT    `yaml:"jwt"` // required in mode jwt
+}
+
+// JWT configures callers that present an access token of an identity
+// provider (auth.mode jwt). Static tokens are accepted beside them.
+type JWT struct {
+	Issuer     string   `yaml:"issuer"`     // required
+	JWKSURL    string   `yaml:"jwks_url"`   // default: from the issuer's OIDC/OAuth discovery document
+	Audiences  []string `yaml:"audiences"`  // default: the agent's canonical URL
+	Algorithms []string `yaml:"algorithms"` // default [RS256, ES256, EdDSA]; asymmetric only
+	// ClockSkew is allowed between the gateway's clock and the issuer's
+	// for exp, nbf and iat; default 60s.
+	ClockSkew     time.Duration `yaml:"clock_skew"`
+	IdentityClaim string        `yaml:"identity_claim"` // default sub
+	// Scopes are the scopes a token needs, per agent glob; every glob that
+	// matches an agent adds its scopes.
+	Scopes               map[string][]string `yaml:"scopes"`
+	AuthorizationServers []string            `yaml:"authorization_servers"` // default [issuer]
 }
 
 // Token is one accepted bearer token.
@@ -127,6 +145,18 @@ type Server struct {
 	Args               []string          `yaml:"args"`
 	Env                map[string]Secret `yaml:"env"`
 	Dir                string            `yaml:"dir"`
+	TokenExchange      *TokenExchange    `yaml:"token_exchange"` // RFC 8693; needs auth.mode jwt
+}
+
+// TokenExchange trades the caller's access token for one meant for the
+// server (RFC 8693), sent as "Authorization: Bearer <token>".
+type TokenExchange struct {
+	TokenURL     string   `yaml:"token_url"` // required
+	ClientID     string   `yaml:"client_id"` // required: the gateway's own client
+	ClientSecret Secret   `yaml:"client_secret"`
+	Audience     string   `yaml:"audience"` // audience and/or resource name the server
+	Resource     string   `yaml:"resource"`
+	Scopes       []string `yaml:"scopes"`
 }
 
 // Policy is the caller and header policy (SPEC §7).
@@ -139,9 +169,17 @@ type Policy struct {
 
 // Rule narrows what one caller may use.
 type Rule struct {
-	Agents  []string  `yaml:"agents"`
-	Servers []string  `yaml:"servers"`
-	Tools   ToolRules `yaml:"tools"`
+	// Match defines a caller by the claims of its JWT: claim -> value, or
+	// a list of values (any of them). A claim whose value is a list
+	// matches when any element does. Callers with a match are JWT callers;
+	// one matching several rules gets the first in file order.
+	Match   map[string]any `yaml:"match"`
+	Agents  []string       `yaml:"agents"`
+	Servers []string       `yaml:"servers"`
+	Tools   ToolRules      `yaml:"tools"`
+
+	// Line is where the rule starts in the file (set by Load).
+	Line int `yaml:"-"`
 }
 
 // ToolRules are allow/deny globs; deny wins; empty allow = all.

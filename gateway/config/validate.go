@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 )
 
 var (
@@ -108,8 +109,13 @@ func (p *parser) validateHTTP(c *Config) {
 func (p *parser) validateAuth(c *Config) {
 	switch c.Auth.Mode {
 	case "passthrough", "tokens":
+		if c.Auth.JWT != nil {
+			c.Warnings = append(c.Warnings, fmt.Sprintf("%s:%d: auth.jwt: ignored unless auth.mode is jwt", p.file, lineOf(p.root, []string{"auth", "jwt"})))
+		}
+	case "jwt":
+		p.validateJWT(c.Auth.JWT)
 	default:
-		p.addPath([]string{"auth", "mode"}, fmt.Sprintf("unknown mode %q (want passthrough or tokens)", c.Auth.Mode))
+		p.addPath([]string{"auth", "mode"}, fmt.Sprintf("unknown mode %q (want passthrough, tokens or jwt)", c.Auth.Mode))
 	}
 	if c.Auth.Mode == "tokens" && len(c.Auth.Tokens) == 0 {
 		p.addPath([]string{"auth", "tokens"}, "mode tokens needs at least one token")
@@ -198,12 +204,74 @@ func (p *parser) validateServers(c *Config) {
 		default:
 			p.addPath(append(key, "transport"), fmt.Sprintf("unknown transport %q (want http, sse or stdio)", s.Transport))
 		}
-		if s.ForwardInboundAuth && c.Auth.Mode == "tokens" {
+		switch {
+		case s.ForwardInboundAuth && c.Auth.Mode == "tokens":
 			c.Warnings = append(c.Warnings, fmt.Sprintf("%s:%d: mcp.servers.%s.forward_inbound_auth: ignored in auth mode tokens (the gateway's token is never forwarded)",
 				p.file, lineOf(p.root, append(key, "forward_inbound_auth")), name))
+		case s.ForwardInboundAuth:
+			c.Warnings = append(c.Warnings, fmt.Sprintf("%s:%d: mcp.servers.%s.forward_inbound_auth: MCP 2026-07-28 forbids passing a client's token on to another service; "+
+				"use token_exchange (RFC 8693) to act for the caller", p.file, lineOf(p.root, append(key, "forward_inbound_auth")), name))
+		}
+		if te := s.TokenExchange; te != nil {
+			tkey := append(append([]string{}, key...), "token_exchange")
+			if u, err := url.Parse(te.TokenURL); te.TokenURL == "" || err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+				p.addPath(append(tkey, "token_url"), "must be the token endpoint's http(s) URL")
+			}
+			if te.ClientID == "" {
+				p.addPath(append(tkey, "client_id"), "is required (the gateway's own client)")
+			}
+			if te.Audience == "" && te.Resource == "" {
+				p.addPath(tkey, "needs audience or resource naming the server")
+			}
+			if c.Auth.Mode != "jwt" {
+				p.addPath(tkey, "needs auth.mode jwt (the caller's access token is the subject token)")
+			}
+			if s.Transport == "stdio" {
+				p.addPath(tkey, "a stdio server takes no HTTP credentials")
+			}
+			if s.ForwardInboundAuth {
+				p.addPath(append(key, "forward_inbound_auth"), "cannot be combined with token_exchange")
+			}
 		}
 		if s.Timeout < 0 {
 			p.addPath(append(key, "timeout"), "must not be negative")
+		}
+	}
+}
+
+// asymmetric are the JWS algorithms auth.jwt.algorithms may name: never
+// none, never HMAC (a shared secret an issuer's public key could pose as).
+var asymmetric = map[string]bool{"RS256": true, "RS384": true, "RS512": true, "PS256": true, "PS384": true, "PS512": true,
+	"ES256": true, "ES384": true, "ES512": true, "EdDSA": true}
+
+func (p *parser) validateJWT(j *JWT) {
+	key := []string{"auth", "jwt"}
+	if j == nil {
+		p.addPath(key, "mode jwt needs auth.jwt with an issuer")
+		return
+	}
+	if u, err := url.Parse(j.Issuer); j.Issuer == "" || err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+		p.addPath(append(key, "issuer"), "must be the issuer's http(s) URL")
+	}
+	if j.JWKSURL != "" {
+		if u, err := url.Parse(j.JWKSURL); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+			p.addPath(append(key, "jwks_url"), "must be an http(s) URL")
+		}
+	}
+	for i, a := range j.Algorithms {
+		if !asymmetric[a] {
+			p.addPath(append(key, "algorithms", strconv.Itoa(i)), fmt.Sprintf("%q is not accepted (asymmetric algorithms only: RS*, PS*, ES*, EdDSA)", a))
+		}
+	}
+	if j.ClockSkew < 0 || j.ClockSkew > 10*time.Minute {
+		p.addPath(append(key, "clock_skew"), "must be between 0 and 10m")
+	}
+	for _, g := range sortedKeys(j.Scopes) {
+		p.checkGlobs(append(key, "scopes"), []string{g})
+		for i, sc := range j.Scopes[g] {
+			if sc == "" || strings.ContainsAny(sc, " \"\\") {
+				p.addPath(append(key, "scopes", g, strconv.Itoa(i)), fmt.Sprintf("invalid scope %q", sc))
+			}
 		}
 	}
 }
@@ -218,6 +286,21 @@ func (p *parser) validatePolicy(c *Config) {
 func (p *parser) checkRule(key []string, r *Rule) {
 	if r == nil {
 		return
+	}
+	for _, claim := range sortedKeys(r.Match) {
+		switch v := r.Match[claim].(type) {
+		case string, int, bool:
+		case []any:
+			for i, e := range v {
+				switch e.(type) {
+				case string, int, bool:
+				default:
+					p.addPath(append(key, "match", claim, strconv.Itoa(i)), "must be a string, a number or a boolean")
+				}
+			}
+		default:
+			p.addPath(append(key, "match", claim), "must be a value or a list of values")
+		}
 	}
 	p.checkGlobs(append(key, "agents"), r.Agents)
 	p.checkGlobs(append(key, "servers"), r.Servers)
