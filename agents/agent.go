@@ -271,7 +271,7 @@ func outcomeOf(ctx context.Context, err error) string {
 var errDenied = errors.New("denied by policy")
 
 // callerOf is the caller identity the gateway's auth middleware stored.
-func callerOf(ctx context.Context) string { return policy.IdentityFrom(ctx).Caller }
+func callerOf(ctx context.Context) string { return policy.IdentityFrom(ctx).PolicyKey() }
 
 func trimForLog(s string, n int) string {
 	if len(s) <= n {

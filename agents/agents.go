@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"net/http"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -52,6 +53,9 @@ type Deps struct {
 	// InboundAuthMayTravel is false in auth mode tokens: the gateway's own
 	// token never goes downstream.
 	InboundAuthMayTravel bool
+	// Exchanger trades JWT callers' tokens for servers with
+	// token_exchange (nil: one per Set).
+	Exchanger *policy.Exchanger
 	// CallerRequests holds the sampling and roots requests waiting for
 	// callers' answers; shared by every snapshot (nil: one per Set).
 	CallerRequests *CallerRequests
@@ -67,6 +71,9 @@ type Set struct {
 // Build constructs every agent of the config. It starts nothing that
 // outlives Close.
 func Build(d Deps) (*Set, error) {
+	if d.Exchanger == nil {
+		d.Exchanger = &policy.Exchanger{}
+	}
 	if d.CallerRequests == nil {
 		d.CallerRequests = NewCallerRequests()
 	}
@@ -107,12 +114,43 @@ func (s *Set) Names() []string {
 }
 
 // outbound composes the headers a downstream server receives for a call
-// that arrived with inbound headers (SPEC §7).
-func (s *Set) outbound(server string, inbound http.Header) http.Header {
-	if s.deps.Config.MCP.Servers[server] != nil && s.deps.Config.MCP.Servers[server].Transport == "stdio" {
-		return nil
+// that arrived with inbound headers (SPEC §7), and for a server with
+// token_exchange the token exchanged for the caller's (SPEC §13). Only a
+// failed exchange is an error.
+func (s *Set) outbound(ctx context.Context, server string, inbound http.Header) (http.Header, error) {
+	srv := s.deps.Config.MCP.Servers[server]
+	if srv != nil && srv.Transport == "stdio" {
+		return nil, nil
 	}
-	return s.deps.Composer.Compose(s.rules[server], inbound, s.deps.InboundAuthMayTravel)
+	hdr := s.deps.Composer.Compose(s.rules[server], inbound, s.deps.InboundAuthMayTravel)
+	if srv == nil || srv.TokenExchange == nil {
+		return hdr, nil
+	}
+	if _, static := srv.Headers["Authorization"]; static {
+		return hdr, nil // a static header always wins (validation warns)
+	}
+	subject, ok := bearerOf(inbound)
+	if !ok || policy.IdentityFrom(ctx).Claims == nil {
+		return nil, fmt.Errorf("server %s takes a token exchanged for the caller's, and this caller has no identity provider token", server)
+	}
+	te := srv.TokenExchange
+	tok, err := s.deps.Exchanger.Token(ctx, policy.ExchangeSpec{Server: server, TokenURL: te.TokenURL, ClientID: te.ClientID,
+		ClientSecret: te.ClientSecret.Value(), Audience: te.Audience, Resource: te.Resource, Scopes: te.Scopes}, subject)
+	if err != nil {
+		return nil, err
+	}
+	if hdr == nil {
+		hdr = http.Header{}
+	}
+	hdr.Set("Authorization", "Bearer "+tok)
+	return hdr, nil
+}
+
+// bearerOf is the token of the caller's "Authorization: Bearer" header.
+func bearerOf(h http.Header) (string, bool) {
+	scheme, token, ok := strings.Cut(h.Get("Authorization"), " ")
+	token = strings.TrimSpace(token)
+	return token, ok && strings.EqualFold(scheme, "Bearer") && token != ""
 }
 
 // healthCache holds one agent's last health result for healthTTL.

@@ -79,7 +79,11 @@ func (a *Agent) probe(ctx context.Context, inbound http.Header) Health {
 			defer a.recoverCall(RequestID(ctx), "the probe of server "+srv, func(err error) { add(finding{statusDegraded, err.Error()}) })
 			pctx, cancel := context.WithTimeout(ctx, probeTimeout)
 			defer cancel()
-			if err := a.set.deps.Downstream.Probe(pctx, srv, a.set.outbound(srv, inbound)); err != nil {
+			hdr, err := a.set.outbound(pctx, srv, inbound)
+			if err == nil {
+				err = a.set.deps.Downstream.Probe(pctx, srv, hdr)
+			}
+			if err != nil {
 				add(finding{statusDegraded, fmt.Sprintf("MCP server %s unreachable: %s", srv, probeError(err))})
 			}
 		}()

@@ -155,7 +155,11 @@ func (r *llmRunner) callServer(ctx context.Context, c *Call, ref toolRef, tc llm
 	onProgress := func(progress float64, total *float64, msg string) {
 		relay.Send(downstreamProgress(progress, total, msg))
 	}
-	res, err := a.callTool(ctx, ref.server, ref.tool, args, a.set.outbound(ref.server, c.Inbound), onProgress)
+	hdr, err := a.set.outbound(ctx, ref.server, c.Inbound)
+	var res *mcp.CallToolResult
+	if err == nil {
+		res, err = a.callTool(ctx, ref.server, ref.tool, args, hdr, onProgress)
+	}
 	if err != nil {
 		c.Progress.Send(label + ": failed")
 		a.log.Warn("downstream tool failed", zap.String("request_id", c.RequestID), zap.String("server", ref.server),

@@ -39,7 +39,11 @@ func (a *Agent) buildToolset(ctx context.Context, inbound http.Header, filter po
 		if d := a.set.deps.Callers.AllowServer(caller, srv); !d.Allowed {
 			continue
 		}
-		tools, err := a.set.deps.Downstream.Tools(ctx, srv, a.set.outbound(srv, inbound))
+		hdr, err := a.set.outbound(ctx, srv, inbound)
+		var tools []mcp.Tool
+		if err == nil {
+			tools, err = a.set.deps.Downstream.Tools(ctx, srv, hdr)
+		}
 		if err != nil {
 			problems = append(problems, fmt.Sprintf("server %s is unavailable: %v", srv, err))
 			continue

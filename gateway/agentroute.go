@@ -6,10 +6,12 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/go-chi/chi/v5"
 	"github.com/mark3labs/mcp-go/mcp"
+	"go.uber.org/zap"
 
 	"github.com/pallasgw/pallasgw/agents"
 	"github.com/pallasgw/pallasgw/agents/jsonrpc"
@@ -48,6 +50,13 @@ func (g *Gateway) serveAgent(w http.ResponseWriter, r *http.Request, s *Snapshot
 		return
 	}
 	r = r.WithContext(policy.WithIdentity(r.Context(), id))
+	if id.Authenticated && id.Claims == nil && s.auth.Mode() == policy.ModeJWT {
+		// A static token is the gateway's own credential: it never travels
+		// (a JWT caller's token may, to forward_inbound_auth servers, and is
+		// the subject of a token exchange).
+		r.Header = r.Header.Clone()
+		r.Header.Del("Authorization")
+	}
 	switch r.Method {
 	case http.MethodPost, http.MethodDelete:
 	case http.MethodGet:
@@ -206,27 +215,72 @@ func (g *Gateway) agentRoute(w http.ResponseWriter, r *http.Request) {
 	g.serveAgent(w, r, s, chi.URLParam(r, "name"))
 }
 
-// authorize applies inbound auth (SPEC §7) and the caller's agent rule,
-// auditing every decision: 401 with WWW-Authenticate or 403 when refused.
+// authorize applies inbound auth (SPEC §7, §13) and the caller's agent
+// rule, auditing every decision: 401 with WWW-Authenticate or 403 when
+// refused. A refused token's reason is logged and counted, the token never.
 func (g *Gateway) authorize(w http.ResponseWriter, r *http.Request, s *Snapshot, agent, rid string) (policy.Identity, bool) {
 	start := time.Now()
-	id, status, reason := s.auth.Check(r, agent)
+	id, status, reason, err := s.auth.CheckFor(r, agent, s.resourceURL(r, agent))
+	if id.Claims != nil {
+		id.Rule = s.callers.MatchRule(id.Claims)
+	}
 	d := policy.Decision{Allowed: status == 0, Reason: reason}
 	if d.Allowed {
-		d = s.callers.AllowAgent(id.Caller, agent)
+		d = s.callers.AllowAgent(id.PolicyKey(), agent)
 		if !d.Allowed {
 			status = http.StatusForbidden
 		}
 	}
-	if s.auth.Mode() == policy.ModeTokens || !d.Allowed {
+	if s.auth.Mode() != policy.ModePassthrough || !d.Allowed {
 		s.auditor.Record(r.Context(), policy.AuditEvent{RequestID: rid, Caller: id.Caller, Agent: agent, Decision: d, Latency: time.Since(start)})
 	}
 	if d.Allowed {
 		return id, true
 	}
-	if status == http.StatusUnauthorized {
-		w.Header().Set("WWW-Authenticate", `Bearer realm="pallasgw"`)
+	if status == http.StatusUnauthorized || reason == policy.AuthMissingScope {
+		g.metrics.AuthFailures.WithLabelValues(reason).Inc()
+		g.log.Info("authentication refused", zap.String("request_id", rid), zap.String("agent", agent),
+			zap.String("reason", reason), zap.Error(err))
 	}
-	writeError(w, status, rid, "access denied: "+d.Reason)
+	if c := s.challenge(r, agent, status, reason); c != "" {
+		w.Header().Set("WWW-Authenticate", c)
+	}
+	msg := "access denied: " + d.Reason
+	if reason == policy.AuthMissingScope && err != nil {
+		msg += ": " + err.Error()
+	}
+	writeError(w, status, rid, msg)
 	return id, false
+}
+
+// challenge is the WWW-Authenticate of a refusal: in mode jwt the MCP
+// authorization spec's (RFC 9728 resource_metadata, the agent's scopes,
+// RFC 6750 error codes), else a plain Bearer realm on 401.
+func (s *Snapshot) challenge(r *http.Request, agent string, status int, reason string) string {
+	v := s.auth.JWT()
+	if v == nil {
+		if status != http.StatusUnauthorized {
+			return ""
+		}
+		if reason == policy.AuthInvalidToken {
+			return `Bearer realm="pallasgw", error="invalid_token"`
+		}
+		return `Bearer realm="pallasgw"`
+	}
+	meta := fmt.Sprintf(`resource_metadata=%q`, s.metadataURL(r, agent))
+	scopes := strings.Join(v.RequiredScopes(agent), " ")
+	switch {
+	case reason == policy.AuthMissingScope:
+		return fmt.Sprintf(`Bearer error="insufficient_scope", scope=%q, %s`, scopes, meta)
+	case status != http.StatusUnauthorized:
+		return ""
+	}
+	c := "Bearer " + meta
+	if scopes != "" {
+		c += fmt.Sprintf(`, scope=%q`, scopes)
+	}
+	if reason != policy.AuthMissingToken {
+		c += `, error="invalid_token"`
+	}
+	return c
 }

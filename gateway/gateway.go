@@ -22,6 +22,7 @@ import (
 	"github.com/pallasgw/pallasgw/agents/fastcall"
 	"github.com/pallasgw/pallasgw/gateway/config"
 	"github.com/pallasgw/pallasgw/metrics"
+	"github.com/pallasgw/pallasgw/policy"
 )
 
 // Options configure a Gateway.
@@ -50,6 +51,7 @@ type Gateway struct {
 	listeners   *listenerSet
 	downstreams *downstreamCache       // shared across snapshots
 	callerReqs  *agents.CallerRequests // shared across snapshots
+	exchanger   *policy.Exchanger      // shared across snapshots: exchanged tokens survive a reload
 	main        *http.Server
 	mainLn      net.Listener
 
@@ -77,6 +79,7 @@ func New(opts Options) (*Gateway, error) {
 	g.listeners = newListenerSet(g)
 	g.downstreams = newDownstreamCache(g)
 	g.callerReqs = agents.NewCallerRequests()
+	g.exchanger = &policy.Exchanger{Observe: func(server, outcome string) { g.metrics.TokenExchanges.WithLabelValues(server, outcome).Inc() }}
 	cfg, err := LoadConfig(opts.ConfigPath)
 	if err != nil {
 		return nil, err

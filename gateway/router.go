@@ -19,6 +19,8 @@ func (g *Gateway) router() http.Handler {
 	r := chi.NewRouter()
 	r.Method(http.MethodGet, "/.well-known/mcp/server.json", g.chain("registry", http.HandlerFunc(g.registryMain)))
 	r.Handle("/agents/{name}/mcp", g.chain("agent", http.HandlerFunc(g.agentRoute)))
+	r.Method(http.MethodGet, metadataPath, g.chain("registry", http.HandlerFunc(g.resourceMetadata)))
+	r.Method(http.MethodGet, metadataPath+"/agents/{name}/mcp", g.chain("registry", http.HandlerFunc(g.resourceMetadata)))
 	r.Method(http.MethodGet, "/metrics", g.chain("metrics", g.metrics.Handler()))
 	r.Method(http.MethodGet, "/healthz", g.chain("health", http.HandlerFunc(g.healthz)))
 	r.Method(http.MethodGet, "/readyz", g.chain("health", http.HandlerFunc(g.readyz)))
@@ -85,19 +87,7 @@ func (s *Snapshot) baseURL(r *http.Request) string {
 	if s.cfg.PublicURL != "" {
 		return strings.TrimRight(s.cfg.PublicURL, "/")
 	}
-	scheme, host := "http", r.Host
-	if r.TLS != nil {
-		scheme = "https"
-	}
-	if s.trusted.contains(r.RemoteAddr) {
-		if p := firstValue(r.Header.Get("X-Forwarded-Proto")); p == "http" || p == "https" {
-			scheme = p
-		}
-		if h := firstValue(r.Header.Get("X-Forwarded-Host")); h != "" && validHost(h) {
-			host = h
-		}
-	}
-	return scheme + "://" + host
+	return s.requestBase(r)
 }
 
 func firstValue(v string) string {

@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"sync"
@@ -34,7 +35,8 @@ type Snapshot struct {
 	ports      map[int]portRole // legacy ports → what they serve
 	preflight  *preflight
 
-	done      chan struct{} // closed when retired: stops the health loop
+	stop      context.CancelFunc // ends what runs for the snapshot (the JWT key source)
+	done      chan struct{}      // closed when retired: stops the health loop
 	active    atomic.Int64
 	retired   atomic.Bool
 	closeOnce sync.Once
@@ -49,16 +51,21 @@ type portRole struct {
 
 // buildSnapshot constructs a complete snapshot without touching the serving
 // one. Nothing it starts runs until used; Close releases it.
-func (g *Gateway) buildSnapshot(cfg *config.Config) (*Snapshot, error) {
-	s := &Snapshot{cfg: cfg, loadedAt: time.Now(), log: g.log, ports: map[int]portRole{}, origins: map[string]bool{}, done: make(chan struct{})}
-	var err error
+func (g *Gateway) buildSnapshot(cfg *config.Config) (_ *Snapshot, err error) {
+	ctx, stop := context.WithCancel(context.Background())
+	defer func() {
+		if err != nil {
+			stop()
+		}
+	}()
+	s := &Snapshot{cfg: cfg, loadedAt: time.Now(), log: g.log, ports: map[int]portRole{}, origins: map[string]bool{}, done: make(chan struct{}), stop: stop}
 	if s.trusted, err = newTrustedProxies(cfg.TrustedProxies); err != nil {
 		return nil, err
 	}
 	for _, o := range cfg.AllowedOrigins {
 		s.origins[o] = true
 	}
-	if s.auth, err = policy.NewAuthenticator(cfg.Auth.Mode, tokenSpecs(cfg)); err != nil {
+	if s.auth, err = g.buildAuth(ctx, cfg); err != nil {
 		return nil, fmt.Errorf("auth: %w", err)
 	}
 	if s.callers, err = policy.NewCallerPolicy(callerRules(cfg), ruleOf(cfg.Policy.Default), cfg.Policy.DenyOnMissingIdentity); err != nil {
@@ -81,6 +88,7 @@ func (g *Gateway) buildSnapshot(cfg *config.Config) (*Snapshot, error) {
 		Callers:              s.callers,
 		InboundAuthMayTravel: cfg.Auth.Mode != "tokens",
 		CallerRequests:       g.callerReqs,
+		Exchanger:            g.exchanger,
 	})
 	if err != nil {
 		s.downstream.close()
@@ -130,6 +138,25 @@ func serverSpecs(cfg *config.Config) []mcpclient.ServerSpec {
 	return out
 }
 
+// buildAuth makes the snapshot's Authenticator; in mode jwt its key source
+// runs until ctx ends (the snapshot closes).
+func (g *Gateway) buildAuth(ctx context.Context, cfg *config.Config) (*policy.Authenticator, error) {
+	j := cfg.Auth.JWT
+	if cfg.Auth.Mode != policy.ModeJWT || j == nil {
+		return policy.NewAuthenticator(cfg.Auth.Mode, tokenSpecs(cfg))
+	}
+	log := g.log.Named("auth")
+	v, err := policy.NewJWTVerifier(ctx, policy.JWTOptions{Issuer: j.Issuer, JWKSURL: j.JWKSURL, Audiences: j.Audiences,
+		Algorithms: j.Algorithms, ClockSkew: j.ClockSkew, IdentityClaim: j.IdentityClaim, Scopes: j.Scopes,
+		OnKeyError: func(err error) {
+			log.Warn("identity provider keys unavailable; the last good keys stay in use", zap.Error(err))
+		}})
+	if err != nil {
+		return nil, err
+	}
+	return policy.NewJWTAuthenticator(v, tokenSpecs(cfg))
+}
+
 func tokenSpecs(cfg *config.Config) []policy.TokenSpec {
 	out := make([]policy.TokenSpec, len(cfg.Auth.Tokens))
 	for i, t := range cfg.Auth.Tokens {
@@ -142,7 +169,7 @@ func ruleOf(r *config.Rule) *policy.Rule {
 	if r == nil {
 		return nil
 	}
-	return &policy.Rule{Agents: r.Agents, Servers: r.Servers, ToolsAllow: r.Tools.Allow, ToolsDeny: r.Tools.Deny}
+	return &policy.Rule{Agents: r.Agents, Servers: r.Servers, ToolsAllow: r.Tools.Allow, ToolsDeny: r.Tools.Deny, Match: r.Match, Order: r.Line}
 }
 
 func callerRules(cfg *config.Config) map[string]policy.Rule {
@@ -196,6 +223,7 @@ func (s *Snapshot) retire() {
 
 func (s *Snapshot) close() {
 	s.closeOnce.Do(func() {
+		s.stop()
 		s.downstream.close()
 	})
 }

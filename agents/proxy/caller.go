@@ -63,7 +63,11 @@ func (p *Proxy) AnswerSetLevel(w http.ResponseWriter, r *http.Request, id json.R
 		var wg sync.WaitGroup
 		for _, srv := range p.servers(callerOf(ctx)) {
 			wg.Go(func() {
-				if err := down.SetLogLevel(ctx, srv, level, p.d.Outbound(srv, r.Header)); err != nil {
+				hdr, err := p.d.Outbound(ctx, srv, r.Header)
+				if err == nil {
+					err = down.SetLogLevel(ctx, srv, level, hdr)
+				}
+				if err != nil {
 					p.d.Logger.Warn("forwarding logging/setLevel failed", zap.String("request_id", p.d.RequestID(ctx)),
 						zap.String("server", srv), zap.String("outcome", mcpclient.Outcome(err)), zap.Error(err))
 				}

@@ -105,7 +105,7 @@ type Deps struct {
 	Auditor    *policy.Auditor
 	// Outbound composes the headers server receives for a call that
 	// arrived with inbound headers (SPEC §7).
-	Outbound func(server string, inbound http.Header) http.Header
+	Outbound func(ctx context.Context, server string, inbound http.Header) (http.Header, error)
 	// Observe records one call's outcome in the tool metrics; Outcome names
 	// the outcome of a call that ended with err.
 	Observe func(tool, outcome string, start time.Time)
@@ -253,7 +253,11 @@ func (p *Proxy) toolView(ctx context.Context, inbound http.Header) []mcp.Tool {
 	out := []mcp.Tool{}
 	var names []string
 	for _, srv := range p.servers(caller) {
-		list, err := p.d.Downstream.Tools(ctx, srv, p.d.Outbound(srv, inbound))
+		hdr, err := p.d.Outbound(ctx, srv, inbound)
+		var list []mcp.Tool
+		if err == nil {
+			list, err = p.d.Downstream.Tools(ctx, srv, hdr)
+		}
 		if err != nil {
 			p.listFailed(ctx, "tools/list", srv, err)
 			continue
@@ -365,12 +369,14 @@ func (p *Proxy) forward(ctx context.Context, req mcp.CallToolRequest, raw RawDow
 	relay, rel := p.relayFor(ctx, req)
 	defer relay.end() // also on a panic: no request may be written after the call
 	ctx = mcpclient.WithRelay(ctx, rel)
-	outbound := p.d.Outbound(r.server, req.Header)
+	outbound, err := p.d.Outbound(ctx, r.server, req.Header)
 	isError := false
-	if raw != nil {
+	switch {
+	case err != nil:
+	case raw != nil:
 		rr, err = raw.CallToolRaw(ctx, r.server, r.name, rawArguments(req), outbound, relay.ProgressFunc())
 		isError = err == nil && rr != nil && rr.IsError
-	} else {
+	default:
 		res, err = p.d.Downstream.CallTool(ctx, r.server, r.name, req.GetArguments(), outbound, relay.ProgressFunc())
 		isError = err == nil && res != nil && res.IsError
 	}
@@ -405,11 +411,24 @@ func isRPCError(err error) bool {
 }
 
 // callerOf is the caller identity the gateway's auth middleware stored.
-func callerOf(ctx context.Context) string { return policy.IdentityFrom(ctx).Caller }
+func callerOf(ctx context.Context) string { return policy.IdentityFrom(ctx).PolicyKey() }
 
 func progressToken(m *mcp.Meta) mcp.ProgressToken {
 	if m == nil {
 		return nil
 	}
 	return m.ProgressToken
+}
+
+// outbound composes srv's headers for a listing or a read; a failure (a
+// token exchange) leaves the caller's request without anything from srv,
+// as an unreachable server does, and is logged.
+func (p *Proxy) outbound(ctx context.Context, srv string, inbound http.Header) http.Header {
+	hdr, err := p.d.Outbound(ctx, srv, inbound)
+	if err != nil {
+		p.d.Logger.Warn("composing the downstream's credentials failed", zap.String("request_id", p.d.RequestID(ctx)),
+			zap.String("server", srv), zap.Error(err))
+		return nil
+	}
+	return hdr
 }

@@ -81,7 +81,7 @@ type Deps struct {
 	Auditor     *policy.Auditor
 	// Outbound composes the headers server receives for a call that
 	// arrived with inbound headers (SPEC §7).
-	Outbound func(server string, inbound http.Header) http.Header
+	Outbound func(ctx context.Context, server string, inbound http.Header) (http.Header, error)
 	// Observe records one call's outcome in the tool metrics.
 	Observe func(tool, outcome string, start time.Time)
 	// RequestID is the request id of ctx.
@@ -204,7 +204,7 @@ func tbOutcome(code string) string {
 
 func (tb *toolbox) run(ctx context.Context, c *tbCall, req mcp.CallToolRequest, h tbHandler) (*mcp.CallToolResult, error) {
 	args := req.GetArguments()
-	c.caller = policy.IdentityFrom(ctx).Caller
+	c.caller = policy.IdentityFrom(ctx).PolicyKey()
 	if tb.d.Passthrough {
 		switch id := args["agent_id"].(type) {
 		case nil:
@@ -354,7 +354,11 @@ func (tb *toolbox) getServerTools(ctx context.Context, c *tbCall, req mcp.CallTo
 	if err != nil {
 		return nil, err
 	}
-	tools, err := tb.d.Downstream.Tools(ctx, c.server, tb.d.Outbound(c.server, req.Header))
+	hdr, err := tb.d.Outbound(ctx, c.server, req.Header)
+	if err != nil {
+		return nil, tb.downstreamError(ctx, c, err)
+	}
+	tools, err := tb.d.Downstream.Tools(ctx, c.server, hdr)
 	if err != nil {
 		return nil, tb.downstreamError(ctx, c, err)
 	}
@@ -439,7 +443,10 @@ func (tb *toolbox) executeTool(ctx context.Context, c *tbCall, req mcp.CallToolR
 		callCtx, cancel = context.WithTimeout(ctx, timeout)
 		defer cancel()
 	}
-	hdr := tb.d.Outbound(c.server, req.Header)
+	hdr, err := tb.d.Outbound(callCtx, c.server, req.Header)
+	if err != nil {
+		return nil, tb.downstreamError(ctx, c, err)
+	}
 	tools, err := tb.d.Downstream.Tools(callCtx, c.server, hdr)
 	if err != nil {
 		return nil, tb.downstreamError(ctx, c, err)
