@@ -18,6 +18,7 @@ import (
 	"github.com/pallasgw/pallasgw/agents/toolbox"
 	"github.com/pallasgw/pallasgw/gateway/config"
 	"github.com/pallasgw/pallasgw/policy"
+	"github.com/pallasgw/pallasgw/policy/quota"
 )
 
 // Agent is one served agent: its config, its MCP server and HTTP handler,
@@ -213,6 +214,12 @@ func (a *Agent) handleSendMessage(ctx context.Context, req mcp.CallToolRequest) 
 	a.log.Info("send_message", ridField, toolField, zap.String("conversation_id", turn.ConversationID),
 		zap.String("outcome", outcome), zap.Int64("duration_ms", time.Since(start).Milliseconds()),
 		zap.Int("history", len(turn.History)), zap.Error(err))
+	if errors.Is(err, quota.ErrExceeded) || errors.Is(err, quota.ErrStore) {
+		// Over a limit: a JSON-RPC error, which tells a caller (and a model
+		// calling this agent as a tool) when to try again; not a failure of
+		// the agent.
+		return nil, fmt.Errorf("%s: %w (request id %s)", a.Name, err, rid)
+	}
 	if err != nil {
 		return mcp.NewToolResultError(fmt.Sprintf("%s: %v (request id %s)", a.Name, err, rid)), nil
 	}

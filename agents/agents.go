@@ -25,6 +25,7 @@ import (
 	"github.com/pallasgw/pallasgw/gateway/config"
 	"github.com/pallasgw/pallasgw/metrics"
 	"github.com/pallasgw/pallasgw/policy"
+	"github.com/pallasgw/pallasgw/policy/quota"
 )
 
 // Downstream is what agents need of the downstream MCP clients
@@ -56,6 +57,8 @@ type Deps struct {
 	// Exchanger trades JWT callers' tokens for servers with
 	// token_exchange (nil: one per Set).
 	Exchanger *policy.Exchanger
+	// Quotas bound callers' LLM tokens (nil: no limits).
+	Quotas *quota.Guard
 	// CallerRequests holds the sampling and roots requests waiting for
 	// callers' answers; shared by every snapshot (nil: one per Set).
 	CallerRequests *CallerRequests

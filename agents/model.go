@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/pallasgw/pallasgw/agents/llm"
+	"github.com/pallasgw/pallasgw/policy"
 	"github.com/pallasgw/pallasgw/gateway/config"
 )
 
@@ -62,6 +63,13 @@ func (m *modelRef) chat(ctx context.Context, a *Agent, req llm.Request, c *Call)
 			req.Header = http.Header{"Authorization": {v}}
 		}
 	}
+	guard := a.set.deps.Quotas
+	id := policy.IdentityFrom(ctx)
+	qkey, qlabel := id.QuotaKey()
+	limits := a.set.deps.Callers.Limits(id.PolicyKey())
+	if err := guard.Tokens(ctx, qkey, qlabel, limits); err != nil {
+		return nil, err // a quota.ExceededError: the caller gets a JSON-RPC error saying when to retry
+	}
 	start := time.Now()
 	resp, err := m.provider.Chat(ctx, req)
 	met := a.set.deps.Metrics
@@ -75,6 +83,7 @@ func (m *modelRef) chat(ctx context.Context, a *Agent, req llm.Request, c *Call)
 		return nil, fmt.Errorf("%w: %s: %w", errProvider, m.ref, err)
 	}
 	u := resp.Usage
+	guard.Spend(ctx, qkey, limits, int64(u.InputTokens+u.OutputTokens))
 	met.GenAITokens.WithLabelValues(m.providerName, m.model, "input").Observe(float64(u.InputTokens))
 	met.GenAITokens.WithLabelValues(m.providerName, m.model, "output").Observe(float64(u.OutputTokens))
 	met.LLMTokens.WithLabelValues(a.Name, m.ref, "input").Add(float64(u.InputTokens))

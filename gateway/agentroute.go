@@ -46,7 +46,7 @@ func (g *Gateway) serveAgent(w http.ResponseWriter, r *http.Request, s *Snapshot
 		return
 	}
 	id, ok := g.authorize(w, r, s, name, rid)
-	if !ok {
+	if !ok || (r.Method == http.MethodPost && !g.takeRequest(w, r, s, id, rid)) {
 		return
 	}
 	r = r.WithContext(policy.WithIdentity(r.Context(), id))

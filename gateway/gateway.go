@@ -52,6 +52,7 @@ type Gateway struct {
 	downstreams *downstreamCache       // shared across snapshots
 	callerReqs  *agents.CallerRequests // shared across snapshots
 	exchanger   *policy.Exchanger      // shared across snapshots: exchanged tokens survive a reload
+	quotaStores quotaStores            // shared across snapshots: counters survive a reload
 	main        *http.Server
 	mainLn      net.Listener
 
@@ -187,6 +188,7 @@ func (g *Gateway) Shutdown() {
 	g.wg.Wait()
 	g.listeners.closeAll()
 	g.current.Load().retire()
+	g.quotaStores.close()
 	g.log.Info("stopped")
 }
 

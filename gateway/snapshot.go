@@ -15,6 +15,7 @@ import (
 	"github.com/pallasgw/pallasgw/agents/mcpclient"
 	"github.com/pallasgw/pallasgw/gateway/config"
 	"github.com/pallasgw/pallasgw/policy"
+	"github.com/pallasgw/pallasgw/policy/quota"
 	"github.com/pallasgw/pallasgw/registry"
 )
 
@@ -30,6 +31,7 @@ type Snapshot struct {
 	auth       *policy.Authenticator
 	callers    *policy.CallerPolicy
 	auditor    *policy.Auditor
+	quotas     *quota.Guard // nil: no caller has limits
 	origins    map[string]bool
 	trusted    *trustedProxies
 	ports      map[int]portRole // legacy ports → what they serve
@@ -74,6 +76,9 @@ func (g *Gateway) buildSnapshot(cfg *config.Config) (_ *Snapshot, err error) {
 	// One audit line per call, always from the same line of code: without
 	// the caller, which zap finds by walking the stack.
 	s.auditor = &policy.Auditor{Logger: g.log.Named("audit").WithOptions(zap.WithCaller(false)), Metrics: g.metrics}
+	if s.quotas, err = g.buildQuotas(cfg); err != nil {
+		return nil, err
+	}
 	providers, err := buildProviders(cfg)
 	if err != nil {
 		return nil, err
@@ -89,6 +94,7 @@ func (g *Gateway) buildSnapshot(cfg *config.Config) (_ *Snapshot, err error) {
 		InboundAuthMayTravel: cfg.Auth.Mode != "tokens",
 		CallerRequests:       g.callerReqs,
 		Exchanger:            g.exchanger,
+		Quotas:               s.quotas,
 	})
 	if err != nil {
 		s.downstream.close()
@@ -169,7 +175,8 @@ func ruleOf(r *config.Rule) *policy.Rule {
 	if r == nil {
 		return nil
 	}
-	return &policy.Rule{Agents: r.Agents, Servers: r.Servers, ToolsAllow: r.Tools.Allow, ToolsDeny: r.Tools.Deny, Match: r.Match, Order: r.Line}
+	return &policy.Rule{Agents: r.Agents, Servers: r.Servers, ToolsAllow: r.Tools.Allow, ToolsDeny: r.Tools.Deny, Match: r.Match, Order: r.Line,
+		Limits: quota.Limits{RequestsPerMinute: r.Limits.RequestsPerMinute, TokensPerDay: r.Limits.TokensPerDay}}
 }
 
 func callerRules(cfg *config.Config) map[string]policy.Rule {

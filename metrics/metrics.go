@@ -44,6 +44,8 @@ type Metrics struct {
 
 	PolicyDecisions          *prometheus.CounterVec // agent, decision, reason
 	AuthFailures             *prometheus.CounterVec // reason
+	QuotaRejections          *prometheus.CounterVec // caller, reason
+	QuotaStoreErrors         *prometheus.CounterVec // op
 	TokenExchanges           *prometheus.CounterVec // server, outcome
 	ForwardedHeaderRejection *prometheus.CounterVec // server, reason
 
@@ -135,6 +137,12 @@ func New(version string) *Metrics {
 	m.AuthFailures = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "pallasgw_auth_failures_total", Help: "Inbound requests refused by authentication, by reason (expired, wrong_audience, ...).",
 	}, []string{"reason"})
+	m.QuotaRejections = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "pallasgw_quota_rejections_total", Help: "Calls refused over a caller's limit, by caller rule and reason (requests_per_minute, tokens_per_day).",
+	}, []string{"caller", "reason"})
+	m.QuotaStoreErrors = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "pallasgw_quota_store_errors_total", Help: "Failed operations of the quota store (quotas.store), by operation.",
+	}, []string{"op"})
 	m.TokenExchanges = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "pallasgw_token_exchanges_total", Help: "RFC 8693 token exchanges for downstream servers, by outcome (ok, cached, error).",
 	}, []string{"server", "outcome"})
@@ -163,7 +171,7 @@ func New(version string) *Metrics {
 		m.BuildInfo, m.HTTPRequests, m.HTTPDuration, m.Inflight, m.ToolCalls, m.ToolCallDuration,
 		m.DownstreamCalls, m.DownstreamDuration, m.DownstreamSessions, m.LLMRequests, m.GenAIDuration,
 		m.GenAITokens, m.LLMTokens, m.LLMCost, m.AgentIterations, m.AgentIterationLimit, m.AgentHealth,
-		m.ProviderUp, m.PolicyDecisions, m.AuthFailures, m.TokenExchanges, m.ForwardedHeaderRejection, m.HistorySkipped, m.Progress,
+		m.ProviderUp, m.PolicyDecisions, m.AuthFailures, m.QuotaRejections, m.QuotaStoreErrors, m.TokenExchanges, m.ForwardedHeaderRejection, m.HistorySkipped, m.Progress,
 		m.ConfigReloads, m.ConfigLastReloadOK, m.ConfigLastReloadSuccTS,
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),

@@ -155,6 +155,24 @@ type Identity struct {
 	Rule string
 }
 
+// QuotaKey is whom a caller's quota counters belong to (its identity; one
+// shared bucket for anonymous callers) and label the bounded name of its
+// rule, for metrics and messages.
+func (id Identity) QuotaKey() (key, label string) {
+	label = id.PolicyKey()
+	if label == jwtDefault || label == "" {
+		label = "default"
+	}
+	key = id.Caller
+	if id.Claims != nil {
+		key = "jwt:" + id.Caller
+	}
+	if key == "" {
+		key = "anonymous"
+	}
+	return key, label
+}
+
 // jwtDefault is the policy key of a JWT caller no rule matched: no
 // configured caller name can equal it, so policy.default applies.
 const jwtDefault = "\x00jwt"

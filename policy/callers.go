@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+
+	"github.com/pallasgw/pallasgw/policy/quota"
 )
 
 // Reasons of a Decision; the reason label of pallasgw_policy_decisions_total.
@@ -41,15 +43,18 @@ type Rule struct {
 	// rule's rank among matching rules (its place in the file).
 	Match map[string]any
 	Order int
+	// Limits bound the caller's request rate and LLM tokens (0 = none).
+	Limits quota.Limits
 }
 
 type compiledRule struct {
 	agents, servers Globs // empty = all
 	tools           ToolFilter
+	limits          quota.Limits
 }
 
 func compileRule(r Rule) (compiledRule, []error) {
-	var c compiledRule
+	c := compiledRule{limits: r.Limits}
 	var errs []error
 	var err error
 	if c.agents, err = CompileGlobs(r.Agents); err != nil {
@@ -199,6 +204,9 @@ func (p *CallerPolicy) DecideTool(agent ToolFilter, caller, server, tool string)
 	}
 	return p.AllowTool(caller, server, tool)
 }
+
+// Limits are the quota limits of the caller with policy key caller.
+func (p *CallerPolicy) Limits(caller string) quota.Limits { return p.rule(caller).limits }
 
 // matchValues turns a rule's match into accepted texts per claim.
 func matchValues(m map[string]any) map[string][]string {

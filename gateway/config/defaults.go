@@ -38,6 +38,8 @@ func (p *parser) applyDefaults(c *Config) {
 	def(&c.Namespace, c.Name)
 	def(&c.Listen, DefaultListen)
 	def(&c.Auth.Mode, "passthrough")
+	def(&c.Quotas.Store, "memory")
+	def(&c.Quotas.OnStoreError, "open")
 	def(&c.Models.Default, DefaultModel)
 	if c.ShutdownTimeout == 0 {
 		c.ShutdownTimeout = DefaultShutdownTimeout

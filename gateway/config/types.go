@@ -27,6 +27,7 @@ type Config struct {
 	Admin           Admin             `yaml:"admin"`
 	Limits          Limits            `yaml:"limits"`
 	Auth            Auth              `yaml:"auth"`
+	Quotas          Quotas            `yaml:"quotas"`
 	Models          Models            `yaml:"models"`
 	MCP             MCP               `yaml:"mcp"`
 	Policy          Policy            `yaml:"policy"`
@@ -167,6 +168,18 @@ type Policy struct {
 	DenyOnMissingIdentity bool             `yaml:"deny_on_missing_identity"`
 }
 
+// Quotas is where the callers' limits are counted (SPEC §14).
+type Quotas struct {
+	Store        string `yaml:"store"`          // memory (default) | redis://host:6379/0 (shared by replicas)
+	OnStoreError string `yaml:"on_store_error"` // open (default): calls go on | closed: calls are refused
+}
+
+// QuotaLimits bound one caller; 0 means unlimited.
+type QuotaLimits struct {
+	RequestsPerMinute int   `yaml:"requests_per_minute"` // token bucket, bursts up to the rate
+	TokensPerDay      int64 `yaml:"tokens_per_day"`      // LLM tokens (input + output), UTC days
+}
+
 // Rule narrows what one caller may use.
 type Rule struct {
 	// Match defines a caller by the claims of its JWT: claim -> value, or
@@ -177,6 +190,7 @@ type Rule struct {
 	Agents  []string       `yaml:"agents"`
 	Servers []string       `yaml:"servers"`
 	Tools   ToolRules      `yaml:"tools"`
+	Limits  QuotaLimits    `yaml:"limits"`
 
 	// Line is where the rule starts in the file (set by Load).
 	Line int `yaml:"-"`

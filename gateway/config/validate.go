@@ -33,6 +33,7 @@ func (p *parser) validate(c *Config) {
 	p.validateModels(c)
 	p.validateServers(c)
 	p.validatePolicy(c)
+	p.validateQuotas(c)
 	for _, name := range sortedKeys(c.Agents) {
 		p.validateAgent(c, c.Agents[name])
 	}
@@ -276,6 +277,18 @@ func (p *parser) validateJWT(j *JWT) {
 	}
 }
 
+func (p *parser) validateQuotas(c *Config) {
+	q := c.Quotas
+	if q.Store != "memory" {
+		if u, err := url.Parse(q.Store); err != nil || (u.Scheme != "redis" && u.Scheme != "rediss") || u.Host == "" {
+			p.addPath([]string{"quotas", "store"}, "must be memory or a redis:// URL")
+		}
+	}
+	if q.OnStoreError != "open" && q.OnStoreError != "closed" {
+		p.addPath([]string{"quotas", "on_store_error"}, fmt.Sprintf("unknown value %q (want open or closed)", q.OnStoreError))
+	}
+}
+
 func (p *parser) validatePolicy(c *Config) {
 	for _, name := range sortedKeys(c.Policy.Callers) {
 		p.checkRule([]string{"policy", "callers", name}, c.Policy.Callers[name])
@@ -301,6 +314,9 @@ func (p *parser) checkRule(key []string, r *Rule) {
 		default:
 			p.addPath(append(key, "match", claim), "must be a value or a list of values")
 		}
+	}
+	if r.Limits.RequestsPerMinute < 0 || r.Limits.TokensPerDay < 0 {
+		p.addPath(append(key, "limits"), "must not be negative (0 = unlimited)")
 	}
 	p.checkGlobs(append(key, "agents"), r.Agents)
 	p.checkGlobs(append(key, "servers"), r.Servers)

@@ -1,0 +1,168 @@
+package quota
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// stores runs f against the memory store and, when redis-server is
+// installed, a Redis store on a server of the test's own.
+func stores(t *testing.T, f func(t *testing.T, s Store)) {
+	t.Run("memory", func(t *testing.T) { f(t, NewMemory()) })
+	t.Run("redis", func(t *testing.T) {
+		url := startRedis(t)
+		s, err := NewRedis(url, time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		f(t, s)
+	})
+}
+
+// startRedis starts redis-server on a free loopback port without
+// persistence and returns its URL; it skips when redis-server is absent
+// (.ci/install-e2e-tools installs it), unless PALLASGW_E2E_REQUIRE is set.
+func startRedis(t *testing.T) string {
+	t.Helper()
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		if os.Getenv("PALLASGW_E2E_REQUIRE") != "" {
+			t.Fatal("redis-server is required: ", err)
+		}
+		t.Skip("redis-server not installed (apt-get install redis-server; .ci/install-e2e-tools does)")
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	ln.Close()
+	cmd := exec.Command(bin, "--port", fmt.Sprint(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+		if err == nil {
+			c.Close()
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("redis-server did not start: ", err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return fmt.Sprintf("redis://127.0.0.1:%d/0", port)
+}
+
+func TestAllow(t *testing.T) {
+	stores(t, func(t *testing.T, s Store) {
+		ctx := context.Background()
+		key := "alice-" + t.Name()
+		for i := range 5 {
+			if ok, _, err := s.Allow(ctx, key, 5); err != nil || !ok {
+				t.Fatalf("request %d of a burst of 5: %v %v", i+1, ok, err)
+			}
+		}
+		ok, retry, err := s.Allow(ctx, key, 5)
+		if err != nil || ok || retry <= 0 || retry > 13*time.Second {
+			t.Fatalf("6th request: ok %v, retry after %v, %v; want refused, about 12 s", ok, retry, err)
+		}
+		if ok, _, _ := s.Allow(ctx, "bob-"+t.Name(), 5); !ok {
+			t.Error("another caller shares alice's bucket")
+		}
+	})
+}
+
+func TestTokens(t *testing.T) {
+	stores(t, func(t *testing.T, s Store) {
+		ctx := context.Background()
+		key := "alice-" + t.Name()
+		if n, err := s.Used(ctx, key); err != nil || n != 0 {
+			t.Fatalf("used %d %v", n, err)
+		}
+		for range 3 {
+			if err := s.Spend(ctx, key, 40); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if n, err := s.Used(ctx, key); err != nil || n != 120 {
+			t.Errorf("used %d %v, want 120", n, err)
+		}
+	})
+}
+
+func TestGuard(t *testing.T) {
+	var rejected atomic.Int64
+	g := &Guard{Store: NewMemory(), OnReject: func(caller, reason string) {
+		if caller == "web" && reason == "tokens_per_day" {
+			rejected.Add(1)
+		}
+	}}
+	ctx := context.Background()
+	l := Limits{TokensPerDay: 100}
+	if err := g.Tokens(ctx, "k", "web", l); err != nil {
+		t.Fatal(err)
+	}
+	g.Spend(ctx, "k", l, 100)
+	err := g.Tokens(ctx, "k", "web", l)
+	var over *ExceededError
+	if !errors.As(err, &over) || !errors.Is(err, ErrExceeded) || !strings.Contains(err.Error(), "retry after") || over.RetryAfter <= 0 || rejected.Load() != 1 {
+		t.Errorf("over budget: %v", err)
+	}
+	var nilGuard *Guard
+	if nilGuard.Request(ctx, "k", "web", Limits{RequestsPerMinute: 1}) != nil || nilGuard.Tokens(ctx, "k", "web", l) != nil {
+		t.Error("a nil Guard refused")
+	}
+}
+
+// A store that is down: fail open lets calls through, fail closed refuses
+// them; each failure is reported; neither waits past the store's timeout.
+func TestGuardStoreDown(t *testing.T) {
+	ln, _ := net.Listen("tcp", "127.0.0.1:0")
+	addr := ln.Addr().String()
+	ln.Close()
+	s, err := NewRedis("redis://"+addr+"/0", 200*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var failures atomic.Int64
+	for _, open := range []bool{true, false} {
+		g := &Guard{Store: s, FailOpen: open, OnStoreError: func(string, error) { failures.Add(1) }}
+		start := time.Now()
+		err := g.Request(context.Background(), "k", "web", Limits{RequestsPerMinute: 10})
+		if open != (err == nil) || (!open && !errors.Is(err, ErrStore)) {
+			t.Errorf("fail open %v: %v", open, err)
+		}
+		if d := time.Since(start); d > 2*time.Second {
+			t.Errorf("a down store held the call %v", d)
+		}
+	}
+	if failures.Load() != 2 {
+		t.Errorf("%d store failures reported, want 2", failures.Load())
+	}
+	if _, err := NewRedis("redis://:hunter2@[bad", time.Second); err == nil || strings.Contains(err.Error(), "hunter2") {
+		t.Errorf("bad URL: %v", err)
+	}
+}
+
+func BenchmarkMemoryAllow(b *testing.B) {
+	s := NewMemory()
+	ctx := context.Background()
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		s.Allow(ctx, "caller", 1<<30)
+	}
+}
