@@ -135,8 +135,6 @@ func TestConformanceThroughProxy(t *testing.T) {
 	gw := startGateway(t, fmt.Sprintf(`
 name: conformance
 listen: "127.0.0.1:{{PORT}}"
-# The suite's DNS-rebinding scenario sends Origin http://<host of the URL>.
-allowed_origins: ["http://127.0.0.1:{{PORT}}", "http://localhost:{{PORT}}"]
 mcp:
   servers:
     conf: {url: %q, timeout: 60s}
