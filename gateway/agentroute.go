@@ -4,7 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"strings"
 	"time"
@@ -41,8 +43,8 @@ func (g *Gateway) serveAgent(w http.ResponseWriter, r *http.Request, s *Snapshot
 		writeError(w, http.StatusNotFound, rid, "unknown agent "+quoteClipped(name))
 		return
 	}
-	if o := r.Header.Get("Origin"); o != "" && !s.origins[o] && !s.origins["*"] {
-		writeError(w, http.StatusForbidden, rid, "origin "+quoteClipped(o)+" is not in allowed_origins")
+	if o := r.Header.Get("Origin"); o != "" && !originAllowed(s.origins, o, r.Host) {
+		writeError(w, http.StatusForbidden, rid, "origin "+quoteClipped(o)+" is not in allowed_origins (nor a loopback page calling a loopback host)")
 		return
 	}
 	id, ok := g.authorize(w, r, s, name, rid)
@@ -206,6 +208,44 @@ func isUnroutableCancel(msg *jsonrpc.Message, h http.Header) bool {
 	modern := mcp.IsModernProtocol(h.Get(mcp.HeaderProtocolVersion)) ||
 		mcp.IsModernProtocol(msg.MetaString(mcp.MetaKeyProtocolVersion))
 	return h.Get("Mcp-Session-Id") == "" || modern
+}
+
+// originAllowed is the DNS-rebinding guard: a request that carries an
+// Origin (a browser's) passes when the Origin is in allowed_origins (or
+// "*"), or when both the Origin's host and the request's Host are loopback
+// names (localhost, 127.0.0.1, [::1], any port): a page served from the
+// operator's own machine calling the gateway on it. A rebinding page has
+// the attacker's name in both (Host: evil.example.com, Origin:
+// http://evil.example.com), and a page on evil.example.com calling
+// localhost has a non-loopback Origin: both are refused.
+func originAllowed(allowed map[string]bool, origin, host string) bool {
+	if allowed[origin] || allowed["*"] {
+		return true
+	}
+	u, err := url.Parse(origin)
+	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
+		return false // "null", opaque and malformed Origins
+	}
+	return isLoopbackName(u.Hostname()) && isLoopbackName(hostName(host))
+}
+
+// hostName is a Host header's name without its port and IPv6 brackets.
+func hostName(host string) string {
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		return h
+	}
+	return strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
+}
+
+// isLoopbackName is true for the names a DNS answer cannot rebind:
+// localhost and the loopback literals (127.0.0.1 and ::1 only, as the MCP
+// transport's guidance lists them).
+func isLoopbackName(h string) bool {
+	switch strings.ToLower(h) {
+	case "localhost", "127.0.0.1", "::1":
+		return true
+	}
+	return false
 }
 
 // agentRoute is the main port's /agents/{name}/mcp.

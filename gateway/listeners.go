@@ -134,8 +134,8 @@ func sortedPorts[V any](m map[int]V) []int {
 	return out
 }
 
-// legacyHandler serves one legacy port: /mcp for an agent's port, the
-// registry for registry_port. What the port serves is read from the
+// legacyHandler serves one legacy port: /mcp (and its /mcp/server-card)
+// for an agent's port, the registry for registry_port. What the port serves is read from the
 // snapshot of each request, so a reload can move an agent between ports.
 func (g *Gateway) legacyHandler(port int) http.Handler {
 	agent := g.chain("legacy_agent", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -148,6 +148,11 @@ func (g *Gateway) legacyHandler(port int) http.Handler {
 		defer s.release()
 		g.registryLegacy(w, r, s)
 	}))
+	card := g.chain("discovery", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s := g.acquire()
+		defer s.release()
+		g.serverCardLegacy(w, r, s, port)
+	}))
 	notFound := g.requestID(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, agents.RequestID(r.Context()), "no route for "+quoteClipped(r.URL.Path)+" on legacy port "+strconv.Itoa(port))
 	}))
@@ -156,6 +161,8 @@ func (g *Gateway) legacyHandler(port int) http.Handler {
 		switch {
 		case r.URL.Path == "/mcp" && role.agent != "":
 			agent.ServeHTTP(w, r)
+		case r.URL.Path == "/mcp/server-card" && role.agent != "":
+			card.ServeHTTP(w, r)
 		case r.URL.Path == "/.well-known/mcp/server.json" && role.registry && r.Method == http.MethodGet:
 			reg.ServeHTTP(w, r)
 		default:

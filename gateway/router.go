@@ -21,6 +21,8 @@ func (g *Gateway) router() http.Handler {
 	r.Handle("/agents/{name}/mcp", g.chain("agent", http.HandlerFunc(g.agentRoute)))
 	r.Method(http.MethodGet, metadataPath, g.chain("registry", http.HandlerFunc(g.resourceMetadata)))
 	r.Method(http.MethodGet, metadataPath+"/agents/{name}/mcp", g.chain("registry", http.HandlerFunc(g.resourceMetadata)))
+	r.Handle("/agents/{name}/mcp/server-card", g.chain("registry", http.HandlerFunc(g.serverCard)))
+	r.Handle("/.well-known/ai-catalog.json", g.chain("registry", http.HandlerFunc(g.aiCatalog)))
 	r.Method(http.MethodGet, "/metrics", g.chain("metrics", g.metrics.Handler()))
 	r.Method(http.MethodGet, "/healthz", g.chain("health", http.HandlerFunc(g.healthz)))
 	r.Method(http.MethodGet, "/readyz", g.chain("health", http.HandlerFunc(g.readyz)))
@@ -144,6 +146,8 @@ func newTrustedProxies(list []string) (*trustedProxies, error) {
 	}
 	return t, nil
 }
+
+func (t *trustedProxies) any() bool { return len(t.prefixes) > 0 }
 
 func (t *trustedProxies) contains(remoteAddr string) bool {
 	if len(t.prefixes) == 0 {

@@ -1,6 +1,7 @@
 // Package registry owns the agent registry document of SPEC §5 (the
 // /.well-known/mcp/server.json served on the main port and the legacy
-// registry port). It builds the document's immutable parts from a config
+// registry port), and the server cards and AI catalog made from it
+// (SPEC §15, card.go). It builds the document's immutable parts from a config
 // once per snapshot and fills in the remote URLs per request, because they
 // depend on how the caller reached the gateway. It does not route requests
 // or decide which URL base to trust; the gateway passes a URL function.
@@ -54,15 +55,20 @@ type Capabilities struct {
 	MaxOutputTokens int    `json:"max_output_tokens,omitempty"`
 }
 
-// Registry holds the per-snapshot template of the document.
+// Registry holds the per-snapshot templates of the document, the agents'
+// server cards and the AI catalog (card.go).
 type Registry struct {
-	entries []template
+	name      string // the config's name: the catalog's host
+	updatedAt string // when the snapshot loaded, RFC 3339
+	entries   []template
+	index     map[string]int // agent → entries index
 }
 
 type template struct {
 	agent string
 	port  int
 	entry Entry
+	card  Card // without its remote URL
 }
 
 // New builds the registry of a config loaded at loadedAt.
@@ -75,7 +81,8 @@ func New(c *config.Config, loadedAt time.Time) *Registry {
 	meta := map[string]any{"io.modelcontextprotocol.registry/official": map[string]any{
 		"status": "active", "updatedAt": loadedAt.UTC().Format(time.RFC3339), "isLatest": true,
 	}}
-	r := &Registry{}
+	r := &Registry{name: c.Name, updatedAt: loadedAt.UTC().Format(time.RFC3339), index: make(map[string]int, len(names))}
+	auth := authRequired(c)
 	for _, n := range names {
 		a := c.Agents[n]
 		r.entries = append(r.entries, template{agent: n, port: a.Port, entry: Entry{
@@ -90,6 +97,9 @@ func New(c *config.Config, loadedAt time.Time) *Registry {
 			},
 			Meta: meta,
 		}})
+		t := &r.entries[len(r.entries)-1]
+		t.card = card(t.entry, auth)
+		r.index[n] = len(r.entries) - 1
 	}
 	return r
 }

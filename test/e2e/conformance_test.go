@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -22,16 +23,91 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// The proxy kind must behave like the server it fronts (SPEC §6): the
-// official conformance suite (@modelcontextprotocol/conformance, Node 22)
-// is run against the Go SDK's conformance server directly and through a
-// proxy agent, and the proxy may not score lower on any scenario.
+// The official conformance suite (@modelcontextprotocol/conformance, pinned
+// in package.json; Node 22) runs its frozen requirement sets,
+// `--requirements 2026-07-28` and `--requirements 2025-11-25`, against the
+// Go SDK's conformance server directly and through a proxy agent, and the
+// protocol-level scenarios against an llm agent. A scored check that fails
+// fails the test unless it is listed in knownFailures with its reason;
+// every scenario's score is logged.
 
-// score is one scenario's result: checks by status.
-type score struct{ passed, failed, warnings int }
+// conformanceVersion is the suite version the scenario names and the known
+// failures below were checked against.
+const conformanceVersion = "0.2.0-alpha.12"
+
+// knownFailure is a scored check allowed to fail, and why. scenario may end
+// in "*" (a prefix); check "" means every check of the scenario.
+type knownFailure struct{ scenario, check, why string }
+
+func (k knownFailure) matches(scenario, check string) bool {
+	if p, ok := strings.CutSuffix(k.scenario, "*"); ok {
+		if !strings.HasPrefix(scenario, p) {
+			return false
+		}
+	} else if scenario != k.scenario {
+		return false
+	}
+	return k.check == "" || k.check == check
+}
+
+// bridgingFailures are the checks that wait for issue 18's input-required
+// bridging (MRTR): the gateway relays a 2025-era downstream's elicitation,
+// sampling and roots requests to session-based callers only, so a
+// 2026-07-28 caller gets neither an InputRequiredResult nor -32021 yet.
+var bridgingFailures = []knownFailure{
+	{"input-required-result-*", "", "issue 18, input-required bridging: no InputRequiredResult for a downstream's elicitation/sampling/roots yet"},
+	{"server-stateless", "sep-2575-server-rejects-undeclared-capability", "issue 18, input-required bridging: -32021 when the call needs a client capability the caller did not declare"},
+	{"server-stateless", "sep-2575-missing-capability-http-400", "issue 18, input-required bridging: the HTTP 400 of that -32021 (untestable without it)"},
+}
+
+// llmAgentFailures are the protocol-level checks an llm agent may fail:
+// the bridging ones, the ones that need the suite fixture's diagnostic
+// tools (an llm agent has one tool, its message tool), and what the suite
+// asks of every server whatever it declares.
+var llmAgentFailures = append([]knownFailure{
+	{"server-stateless", "sep-2575-server-rejects-undeclared-capability", "not applicable: needs the fixture's tool test_missing_capability (and, for an agent's downstream, issue 18's bridging)"},
+	{"server-stateless", "sep-2575-missing-capability-http-400", "not applicable: same"},
+	{"server-stateless", "sep-2575-http-server-no-independent-requests-on-stream", "not applicable: needs the fixture's tool test_streaming_elicitation"},
+	{"server-stateless", "sep-2575-server-no-log-without-loglevel", "not applicable: needs the fixture's tool test_logging_tool"},
+	// Not listed: sep-2575-server-sends-subscription-ack and
+	// -tags-subscription-id fail about one run in eight against an llm
+	// agent (the agent declares no listChanged, so mcp-go acknowledges and
+	// ends the call at once, and the suite then sees the result as the only
+	// frame). judge's one retry covers that; a second failure fails.
+	{"caching", "sep-2549-resources-list-caching-hints", "not applicable: an llm agent serves no resources and answers resources/list -32601; the suite calls it regardless"},
+	{"caching", "sep-2549-resources-templates-list-caching-hints", "not applicable: same, resources/templates/list"},
+}, bridgingFailures...)
+
+// llmProtocolScenarios are the suite's protocol-level scenarios, run one by
+// one against an llm agent at the revision named.
+var llmProtocolScenarios = []struct{ scenario, rev string }{
+	{"server-stateless", "2026-07-28"},
+	{"caching", "2026-07-28"},
+	{"dns-rebinding-protection", "2026-07-28"},
+	{"dns-rebinding-protection", "2025-11-25"},
+	// Pending in 2026-07-28 (run but unscored by --requirements); held
+	// to the same rule here.
+	{"http-header-validation", "2026-07-28"},
+}
+
+// check is one check of a scenario's checks.json.
+type check struct {
+	ID, Status, ErrorMessage string
+}
+
+// score is one scenario's result: checks by status, and the failed ones.
+type score struct {
+	passed, failed, warnings int
+	failures                 []check
+	retried                  bool
+}
 
 func (s score) String() string {
-	return fmt.Sprintf("%d passed, %d failed, %d warnings", s.passed, s.failed, s.warnings)
+	r := fmt.Sprintf("%d passed, %d failed, %d warnings", s.passed, s.failed, s.warnings)
+	if s.retried {
+		r += " (retried alone)"
+	}
+	return r
 }
 
 // buildConformanceServer builds the Go SDK's conformance everything-server
@@ -66,27 +142,45 @@ func startConformanceServer(t *testing.T) string {
 	return fmt.Sprintf("http://127.0.0.1:%d/mcp", port)
 }
 
-// runConformance runs the suite's active server scenarios against url and
-// reads each scenario's checks.json.
-func runConformance(t *testing.T, url string) map[string]score {
+// conformanceCLI returns node and the suite's entry point, skipping (or
+// failing under PALLASGW_E2E_REQUIRE) when the installed suite is not the
+// pinned version: the requirement sets and scenario names are its.
+func conformanceCLI(t *testing.T) (node, cli string) {
 	t.Helper()
-	node := nodeBin(t)
-	cli := npmFile(t, "@modelcontextprotocol/conformance", "dist/index.js")
+	node = nodeBin(t)
+	raw, err := os.ReadFile(npmFile(t, "@modelcontextprotocol/conformance", "package.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pkg struct{ Version string }
+	json.Unmarshal(raw, &pkg)
+	if pkg.Version != conformanceVersion {
+		err = fmt.Errorf("found %q in %s, want %s", pkg.Version, toolsDir(), conformanceVersion)
+	}
+	need(t, "npm package @modelcontextprotocol/conformance "+conformanceVersion, err)
+	return node, npmFile(t, "@modelcontextprotocol/conformance", "dist/index.js")
+}
+
+// conformance runs the suite with args (after `server --url url`) and reads
+// each scenario's checks.json.
+func conformance(t *testing.T, url string, args ...string) map[string]score {
+	t.Helper()
+	node, cli := conformanceCLI(t)
 	out := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, node, cli, "server", "--url", url, "-o", out)
+	cmd := exec.CommandContext(ctx, node, append([]string{cli, "server", "--url", url, "-o", out}, args...)...)
 	cmd.Dir = t.TempDir()
 	cmd.Env = append(os.Environ(), "HOME="+t.TempDir())
 	log, err := cmd.CombinedOutput()
 	if ctx.Err() != nil {
-		t.Fatalf("conformance run against %s timed out:\n%s", url, tail(string(log), 4000))
+		t.Fatalf("conformance %v against %s timed out:\n%s", args, url, tail(string(log), 4000))
 	}
 	// A non-zero exit only means some check failed; the checks say which.
 	_ = err
 	entries, err := os.ReadDir(out)
 	if err != nil || len(entries) == 0 {
-		t.Fatalf("conformance wrote no results (%v):\n%s", err, tail(string(log), 4000))
+		t.Fatalf("conformance %v wrote no results (%v):\n%s", args, err, tail(string(log), 4000))
 	}
 	stamp := regexp.MustCompile(`^server-(.+)-\d{4}-\d{2}-\d{2}T[\d-]+Z$`)
 	scores := map[string]score{}
@@ -99,9 +193,7 @@ func runConformance(t *testing.T, url string) map[string]score {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var checks []struct {
-			ID, Status, ErrorMessage string
-		}
+		var checks []check
 		if err := json.Unmarshal(raw, &checks); err != nil {
 			t.Fatalf("%s: %v", e.Name(), err)
 		}
@@ -120,7 +212,7 @@ func runConformance(t *testing.T, url string) map[string]score {
 				}
 			case "FAILURE":
 				s.failed++
-				t.Logf("%s: %s FAILURE: %s", url, c.ID, c.ErrorMessage)
+				s.failures = append(s.failures, c)
 			case "WARNING":
 				s.warnings++
 			}
@@ -130,44 +222,152 @@ func runConformance(t *testing.T, url string) map[string]score {
 	return scores
 }
 
+// scoredScenarios lists the server scenarios a requirement set scores.
+func scoredScenarios(t *testing.T, rev string) []string {
+	t.Helper()
+	node, cli := conformanceCLI(t)
+	out, err := exec.Command(node, cli, "list", "--server", "--requirements", rev).CombinedOutput()
+	if err != nil {
+		t.Fatalf("conformance list --requirements %s: %v\n%s", rev, err, out)
+	}
+	var names []string
+	in := false
+	for _, line := range strings.Split(string(out), "\n") {
+		switch {
+		case strings.HasPrefix(line, "Server scenarios"):
+			in = true
+		case in && strings.HasPrefix(line, "  - "):
+			names = append(names, strings.TrimPrefix(line, "  - "))
+		case in && strings.TrimSpace(line) == "":
+			if len(names) > 0 {
+				return names
+			}
+		}
+	}
+	if len(names) == 0 {
+		t.Fatalf("no server scenarios listed for %s:\n%s", rev, out)
+	}
+	return names
+}
+
+// unexpected is the failures of a scenario that no known failure covers.
+func unexpected(scenario string, s score, known []knownFailure) []check {
+	var out []check
+	for _, c := range s.failures {
+		if !slices.ContainsFunc(known, func(k knownFailure) bool { return k.matches(scenario, c.ID) }) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// judge fails the test on every failed check of scenario that known does
+// not list, after one retry of the scenario alone at rev (the suite reads
+// some streams within 800 ms, which two busy cores can miss); listed
+// failures are logged with their reason.
+func judge(t *testing.T, url, rev, scenario string, s score, known []knownFailure) score {
+	t.Helper()
+	if first := unexpected(scenario, s, known); len(first) > 0 {
+		for _, c := range first {
+			t.Logf("%s %s (%s): %s failed (%s); retrying the scenario alone", url, scenario, rev, c.ID, c.ErrorMessage)
+		}
+		if again, ok := conformance(t, url, "--scenario", scenario, "--spec-version", rev)[scenario]; ok {
+			again.retried = true
+			s = again
+		}
+	}
+	for _, c := range s.failures {
+		i := slices.IndexFunc(known, func(k knownFailure) bool { return k.matches(scenario, c.ID) })
+		if i < 0 {
+			t.Errorf("%s %s (%s): %s FAILED: %s", url, scenario, rev, c.ID, c.ErrorMessage)
+		} else {
+			t.Logf("%s %s (%s): %s fails, known: %s", url, scenario, rev, c.ID, known[i].why)
+		}
+	}
+	return s
+}
+
+// TestConformanceThroughProxy runs both frozen requirement sets against
+// go-sdk's everything server directly and through a proxy agent (no
+// allowed_origins: the DNS-rebinding scenario passes on the loopback rule).
+// Every scored check through the proxy passes but the known bridging ones.
 func TestConformanceThroughProxy(t *testing.T) {
 	direct := startConformanceServer(t)
 	gw := startGateway(t, fmt.Sprintf(`
 name: conformance
 listen: "127.0.0.1:{{PORT}}"
-# The suite's DNS-rebinding scenario sends Origin http://<host of the URL>.
-allowed_origins: ["http://127.0.0.1:{{PORT}}", "http://localhost:{{PORT}}"]
 mcp:
   servers:
     conf: {url: %q, timeout: 60s}
 agents:
   conf: {kind: proxy, servers: [conf]}
 `, direct))
-	want := runConformance(t, direct)
-	got := runConformance(t, gw.Base+"/agents/conf/mcp")
+	proxy := gw.Base + "/agents/conf/mcp"
+	for _, rev := range []string{"2026-07-28", "2025-11-25"} {
+		t.Run(rev, func(t *testing.T) {
+			scored := scoredScenarios(t, rev)
+			want := conformance(t, direct, "--requirements", rev)
+			got := conformance(t, proxy, "--requirements", rev)
+			var table strings.Builder
+			var passDirect, passProxy int
+			for _, n := range scored {
+				g, ok := got[n]
+				if !ok {
+					t.Errorf("scored scenario %s did not run through the proxy", n)
+					continue
+				}
+				g = judge(t, proxy, rev, n, g, bridgingFailures)
+				w := want[n]
+				if w.failed == 0 {
+					passDirect++
+				}
+				if g.failed == 0 {
+					passProxy++
+				}
+				fmt.Fprintf(&table, "  %-46s direct: %-34s proxy: %s\n", n, w, g)
+			}
+			var unscored []string
+			for n, g := range got {
+				if !slices.Contains(scored, n) {
+					unscored = append(unscored, fmt.Sprintf("%s (proxy: %v; direct: %v)", n, g, want[n]))
+				}
+			}
+			sort.Strings(unscored)
+			t.Logf("conformance %s, --requirements %s: %d scored scenarios\n%sSCORED: direct %d/%d, proxy %d/%d\nnot scored: %s",
+				conformanceVersion, rev, len(scored), table.String(), passDirect, len(scored), passProxy, len(scored), strings.Join(unscored, "; "))
+		})
+	}
+}
 
-	var names []string
-	for n := range want {
-		names = append(names, n)
-	}
-	sort.Strings(names)
+// TestConformanceLLMAgent runs the protocol-level scenarios against an llm
+// agent of the quickstart kind (built-in passthrough model, no downstream).
+func TestConformanceLLMAgent(t *testing.T) {
+	gw := startGateway(t, `
+name: conformance-llm
+listen: "127.0.0.1:{{PORT}}"
+models:
+  default: passthrough
+agents:
+  echo:
+    title: Echo Agent
+    description: Answers with your own message (built-in passthrough model).
+`)
+	url := gw.Base + "/agents/echo/mcp"
 	var table strings.Builder
-	var tw, tg score
-	for _, n := range names {
-		w, g := want[n], got[n]
-		tw.passed, tw.failed, tw.warnings = tw.passed+w.passed, tw.failed+w.failed, tw.warnings+w.warnings
-		tg.passed, tg.failed, tg.warnings = tg.passed+g.passed, tg.failed+g.failed, tg.warnings+g.warnings
-		fmt.Fprintf(&table, "%-32s direct: %-36s proxy: %s\n", n, w, g)
-		if g.passed < w.passed || g.failed > w.failed || g.warnings > w.warnings {
-			t.Errorf("%s scores lower through the proxy: direct %v, proxy %v", n, w, g)
+	passed := 0
+	for _, sc := range llmProtocolScenarios {
+		got, ok := conformance(t, url, "--scenario", sc.scenario, "--spec-version", sc.rev)[sc.scenario]
+		if !ok {
+			t.Errorf("scenario %s did not run at %s (not in conformance %s?)", sc.scenario, sc.rev, conformanceVersion)
+			continue
 		}
-	}
-	for n := range got {
-		if _, ok := want[n]; !ok {
-			t.Errorf("scenario %s ran only through the proxy", n)
+		got = judge(t, url, sc.rev, sc.scenario, got, llmAgentFailures)
+		if got.failed == 0 {
+			passed++
 		}
+		fmt.Fprintf(&table, "  %-28s %-11s %s\n", sc.scenario, sc.rev, got)
 	}
-	t.Logf("conformance scores (%d scenarios):\n%sTOTAL direct: %v; proxy: %v", len(names), table.String(), tw, tg)
+	t.Logf("conformance %s, protocol-level scenarios against an llm agent:\n%sPASSED: %d/%d", conformanceVersion, table.String(), passed, len(llmProtocolScenarios))
 }
 
 // The proxy kind in front of @modelcontextprotocol/server-everything, over

@@ -264,6 +264,12 @@ func TestHTTPSurface(t *testing.T) {
 		{"allowed origin", func() (*http.Response, error) {
 			return post(f.Base+"/agents/echo/mcp", listTools, map[string]string{"Origin": "https://ui.example.com"})
 		}, 200, "send_message"},
+		{"dns rebinding", func() (*http.Response, error) {
+			return post(f.Base+"/agents/echo/mcp", listTools, map[string]string{"Host": "evil.example.com", "Origin": "http://evil.example.com"})
+		}, 403, "allowed_origins"},
+		{"loopback page on a loopback host", func() (*http.Response, error) {
+			return post(f.Base+"/agents/echo/mcp", listTools, map[string]string{"Host": "localhost:8200", "Origin": "http://localhost:3000"})
+		}, 200, "send_message"},
 		{"non-loopback host", func() (*http.Response, error) {
 			return post(f.Base+"/agents/echo/mcp", listTools, map[string]string{"Host": "agents.example.com"})
 		}, 200, "send_message"},
