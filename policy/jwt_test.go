@@ -33,7 +33,7 @@ type idp struct {
 	fetches atomic.Int64
 }
 
-func newIDP(t *testing.T) *idp {
+func newIDP(t testing.TB) *idp {
 	t.Helper()
 	p := &idp{}
 	var err error
@@ -65,7 +65,7 @@ func newIDP(t *testing.T) *idp {
 func b64(b []byte) string { return base64.RawURLEncoding.EncodeToString(b) }
 
 // keySet is the JWKS with the RSA key under rsaKid and the EC key under ecKid.
-func (p *idp) keySet(t *testing.T, rsaKid, ecKid string) string {
+func (p *idp) keySet(t testing.TB, rsaKid, ecKid string) string {
 	pad := func(b *big.Int) []byte { out := make([]byte, 32); return b.FillBytes(out) }
 	set := map[string]any{"keys": []map[string]any{
 		{"kty": "RSA", "kid": rsaKid, "alg": "RS256", "use": "sig", "n": b64(p.rsa.N.Bytes()), "e": b64(big.NewInt(int64(p.rsa.E)).Bytes())},
@@ -96,7 +96,7 @@ func (p *idp) claims(mod func(jwt.MapClaims)) jwt.MapClaims {
 	return c
 }
 
-func (p *idp) sign(t *testing.T, method jwt.SigningMethod, kid string, key any, c jwt.MapClaims) string {
+func (p *idp) sign(t testing.TB, method jwt.SigningMethod, kid string, key any, c jwt.MapClaims) string {
 	t.Helper()
 	tok := jwt.NewWithClaims(method, c)
 	if kid != "" {
@@ -109,7 +109,7 @@ func (p *idp) sign(t *testing.T, method jwt.SigningMethod, kid string, key any, 
 	return s
 }
 
-func newVerifier(t *testing.T, p *idp, mod func(*JWTOptions)) *JWTVerifier {
+func newVerifier(t testing.TB, p *idp, mod func(*JWTOptions)) *JWTVerifier {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)

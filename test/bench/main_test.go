@@ -120,7 +120,7 @@ func printSummary() {
 		return rows[i].metric < rows[j].metric
 	})
 	fmt.Println()
-	fmt.Println("SPEC §12 summary (ratio: gateway against the direct path of the same run, against nginx's hop where the row says so, or measured/target where no direct path exists)")
+	fmt.Println("SPEC §12 summary (ratio: gateway against the direct path of the same run, against nginx's hop or the gateway without auth where the row says so, or measured/target where no direct path exists)")
 	fmt.Println(table([]string{"metric", "target", "measured", "direct", "ratio"}, func(add func(...string)) {
 		for _, r := range rows {
 			add(r.metric, r.target, r.measured, r.direct, r.ratio)

@@ -79,6 +79,14 @@ func fmtAdded(v float64) string {
 
 func us(d time.Duration) string { return fmt.Sprintf("%.0f µs", float64(d)/float64(time.Microsecond)) }
 
+// fmtRatio formats a ratio as a multiple; "n/a" for NaN.
+func fmtRatio(v float64) string {
+	if math.IsNaN(v) {
+		return "n/a"
+	}
+	return fmt.Sprintf("%.2f×", v)
+}
+
 func fmtRate(v float64) string { return fmt.Sprintf("%.0f calls/s", v) }
 
 func fmtMB(v float64) string { return fmt.Sprintf("%.1f MB", v/(1<<20)) }

@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -33,6 +34,12 @@ import (
 // figures. nginx, when installed, is the other floor, and its CPU per call
 // (master and workers, read as the gateway's is) is the yardstick of the
 // gateway's.
+//
+// A second gateway, the same proxy agent in auth.mode jwt against an
+// identity provider in this process (discovery, JWKS, RS256), runs in the
+// same rounds as the gateway path, every call carrying a valid bearer token
+// for the agent's canonical URL: its throughput and added latency are
+// printed against the gateway without auth of the same run.
 func BenchmarkRoutingSessionless(b *testing.B) { benchRouting(b, load.Sessionless, 1) }
 
 func BenchmarkRoutingSession(b *testing.B) { benchRouting(b, load.Session, 2) }
@@ -41,6 +48,7 @@ func BenchmarkRoutingSession(b *testing.B) { benchRouting(b, load.Session, 2) }
 const (
 	targetAddedP50  = 0.15 // ms over direct, at 1 caller
 	targetCPUvNginx = 3.0  // gateway CPU per call ≤ this × an nginx hop's
+	targetJWTRatio  = 0.90 // JWT-on throughput at 64 callers ≥ this × no auth's
 )
 
 // targetThroughput is the share of the direct path's throughput the
@@ -63,11 +71,19 @@ agents:
   px: {kind: proxy, servers: [down]}
 `
 
+// jwtAuth is added to routingConfig for the JWT-on gateway: the audience is
+// the default, the agent's canonical URL.
+const jwtAuth = `
+auth:
+  mode: jwt
+  jwt: {issuer: %q, algorithms: [RS256]}
+`
+
 // routingRun is one round's figures for one path.
 type routingRun struct{ p50, p99, rate float64 } // ms, ms, calls/s
 
 // routingPaths are the rounds of each path at one concurrency.
-type routingPaths struct{ direct, gw, floor, nginx []routingRun }
+type routingPaths struct{ direct, gw, jwt, floor, nginx []routingRun }
 
 // routingCost is CPU and allocations over every measured run.
 type routingCost struct {
@@ -78,21 +94,32 @@ type routingCost struct {
 	directCalls, gatewayCalls int
 	nginx                     time.Duration // nginx's processes, on the nginx path
 	nginxCalls                int
+	jwt                       usage // the JWT-on gateway process, on its path
+	jwtCalls                  int
 }
 
 func benchRouting(b *testing.B, style load.Style, order int) {
 	d := newDownstream(b)
 	g := startGateway(b, fmt.Sprintf(routingConfig, d.url()))
+	issuer := newIDP(b)
+	gj := startGateway(b, fmt.Sprintf(routingConfig, d.url())+fmt.Sprintf(jwtAuth, issuer.URL))
 	floor := newForwarder(b, d.ts.URL)
 	nginx := startNginx(b, d.ts.URL) // nil without nginx
 	opts := func(url string, c, n int) load.Options {
 		return load.Options{URL: url, Style: style, Concurrency: c, Requests: n, Tool: "echo", Arguments: map[string]any{"text": "hi"},
 			Client: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 2 * c, MaxConnsPerHost: 2 * c}}}
 	}
+	bearer := http.Header{"Authorization": {"Bearer " + issuer.token(b, gj.agentURL("px"))}}
+	jwtOpts := func(c, n int) load.Options {
+		o := opts(gj.agentURL("px"), c, n)
+		o.Header = bearer
+		return o
+	}
 	// Warm up both paths (connections, the proxy's tool registration, the
 	// downstream session pool).
 	runLoad(b, opts(d.url(), 64, 256))
 	runLoad(b, opts(g.agentURL("px"), 64, 256))
+	runLoad(b, jwtOpts(64, 256))
 	runLoad(b, opts(floor+"/mcp", 64, 256))
 	if nginx != nil {
 		runLoad(b, opts(nginx.url+"/mcp", 64, 256))
@@ -102,21 +129,21 @@ func benchRouting(b *testing.B, style load.Style, order int) {
 	}
 	figures := map[int]*routingPaths{1: {}, 64: {}}
 	var cost routingCost
-	run := func(url string, c int) (routingRun, int, time.Duration) {
+	run := func(o load.Options) (routingRun, int, time.Duration) {
 		t0 := selfCPU(b)
-		res := runLoad(b, opts(url, c, calls(b)))
+		res := runLoad(b, o)
 		return routingRun{ms(res.Percentile(50)), ms(res.Percentile(99)), res.Rate()}, res.Calls, selfCPU(b) - t0
 	}
 	for r := 0; r < rounds(); r++ {
 		for _, c := range []int{1, 64} {
 			direct := func() {
-				fig, calls, cpu := run(d.url(), c)
+				fig, calls, cpu := run(opts(d.url(), c, calls(b)))
 				figures[c].direct = append(figures[c].direct, fig)
 				cost.directCalls, cost.benchDirect = cost.directCalls+calls, cost.benchDirect+cpu
 			}
 			gw := func() {
 				before := g.usage()
-				fig, calls, cpu := run(g.agentURL("px"), c)
+				fig, calls, cpu := run(opts(g.agentURL("px"), c, calls(b)))
 				after := g.usage()
 				figures[c].gw = append(figures[c].gw, fig)
 				cost.gatewayCalls, cost.benchGW = cost.gatewayCalls+calls, cost.benchGW+cpu
@@ -127,25 +154,41 @@ func benchRouting(b *testing.B, style load.Style, order int) {
 					cost.gw1, cost.gw1Calls = cost.gw1+after.cpu-before.cpu, cost.gw1Calls+calls
 				}
 			}
-			if r%2 == 0 { // ABBA: neither path always runs first
-				direct()
-				gw()
-			} else {
-				gw()
-				direct()
+			jwtGW := func() {
+				before := gj.usage()
+				fig, calls, _ := run(jwtOpts(c, calls(b)))
+				after := gj.usage()
+				figures[c].jwt = append(figures[c].jwt, fig)
+				cost.jwtCalls += calls
+				cost.jwt.cpu += after.cpu - before.cpu
+				cost.jwt.mallocs += after.mallocs - before.mallocs
+				cost.jwt.bytes += after.bytes - before.bytes
 			}
-			fig, _, _ := run(floor+"/mcp", c)
+			// ABBA: no path always runs first, and the gateway without auth
+			// sits between the two it is compared with.
+			paths := []func(){direct, gw, jwtGW}
+			if r%2 == 1 {
+				slices.Reverse(paths)
+			}
+			for _, p := range paths {
+				p()
+			}
+			fig, _, _ := run(opts(floor+"/mcp", c, calls(b)))
 			figures[c].floor = append(figures[c].floor, fig)
 			if nginx != nil {
 				before := nginx.cpu(b)
-				fig, calls, _ := run(nginx.url+"/mcp", c)
+				fig, calls, _ := run(opts(nginx.url+"/mcp", c, calls(b)))
 				cost.nginx += nginx.cpuSince(b, before)
 				cost.nginxCalls += calls
 				figures[c].nginx = append(figures[c].nginx, fig)
 			}
 		}
 	}
+	if n := issuer.keyFetches.Load(); n != 1 {
+		b.Errorf("the JWT-on gateway fetched the key set %d times, want once (cached)", n)
+	}
 	g.profileLoad("routing-"+string(style), opts(g.agentURL("px"), 64, 0))
+	gj.profileLoad("routing-"+string(style)+"-jwt", jwtOpts(64, 0))
 	reportRouting(b, style, order, summarize(figures[1]), summarize(figures[64]), cost)
 }
 
@@ -156,12 +199,19 @@ type routingSummary struct {
 	dP50, dP99, gP50, gP99, addP50, addP99, dRate, gRate, ratio float64
 	fAddP50, fRatio                                             float64
 	nAddP50, nRatio                                             float64 // nginx's; NaN without it
+	// The JWT-on gateway's: p50, added p50 and throughput ratio against
+	// the direct path; jOwnP50 and jRatioGW against the gateway without
+	// auth (medians of per-round differences and ratios).
+	jP50, jRate, jAddP50, jRatio, jOwnP50, jRatioGW float64
 }
 
 func summarize(p *routingPaths) routingSummary {
 	var add50, add99, ratio, d50, d99, g50, g99, dr, gr, fAdd50, fRatio, nAdd50, nRatio []float64
+	var j50, jr, jAdd50, jRatio, jOwn50, jRatioGW []float64
 	for i := range p.direct {
-		d, w, f := p.direct[i], p.gw[i], p.floor[i]
+		d, w, f, j := p.direct[i], p.gw[i], p.floor[i], p.jwt[i]
+		j50, jr, jAdd50, jRatio = append(j50, j.p50), append(jr, j.rate), append(jAdd50, j.p50-d.p50), append(jRatio, j.rate/d.rate)
+		jOwn50, jRatioGW = append(jOwn50, j.p50-w.p50), append(jRatioGW, j.rate/w.rate)
 		add50, add99, ratio = append(add50, w.p50-d.p50), append(add99, w.p99-d.p99), append(ratio, w.rate/d.rate)
 		d50, d99, g50, g99 = append(d50, d.p50), append(d99, d.p99), append(g50, w.p50), append(g99, w.p99)
 		dr, gr = append(dr, d.rate), append(gr, w.rate)
@@ -173,7 +223,8 @@ func summarize(p *routingPaths) routingSummary {
 	}
 	return routingSummary{dP50: median(d50), dP99: median(d99), gP50: median(g50), gP99: median(g99),
 		addP50: median(add50), addP99: median(add99), dRate: median(dr), gRate: median(gr), ratio: median(ratio),
-		fAddP50: median(fAdd50), fRatio: median(fRatio), nAddP50: medianOrNaN(nAdd50), nRatio: medianOrNaN(nRatio)}
+		fAddP50: median(fAdd50), fRatio: median(fRatio), nAddP50: medianOrNaN(nAdd50), nRatio: medianOrNaN(nRatio),
+		jP50: median(j50), jRate: median(jr), jAddP50: median(jAdd50), jRatio: median(jRatio), jOwnP50: median(jOwn50), jRatioGW: median(jRatioGW)}
 }
 
 // newForwarder starts a bare reverse proxy to target in a process of its
@@ -403,12 +454,22 @@ func reportRouting(b *testing.B, style load.Style, order int, one, many routingS
 		nginxCPU = cost.nginx / time.Duration(cost.nginxCalls)
 		nginxRatio = float64(cpu) / float64(max(nginxCPU, 1))
 	}
+	jCPU, jAllocs, jBytes := perCall(usage{}, cost.jwt, cost.jwtCalls)
+	jCPURatio := float64(jCPU) / float64(max(cpu, 1))
+	// The JWT-on gateway's added p50 at 1 caller as a multiple of the one
+	// without auth (NaN when that is not above zero: no ratio to show).
+	jAddRatio := math.NaN()
+	if one.addP50 > 0 {
+		jAddRatio = one.jAddP50 / one.addP50
+	}
 	reportGateway(b, cpu, allocs, bytes)
 	b.ReportMetric(one.addP50*1000, "c1-added-p50-µs")
 	b.ReportMetric(one.addP99*1000, "c1-added-p99-µs")
 	b.ReportMetric(many.addP50*1000, "c64-added-p50-µs")
 	b.ReportMetric(many.addP99*1000, "c64-added-p99-µs")
 	b.ReportMetric(many.ratio, "c64-throughput-ratio")
+	b.ReportMetric(one.jAddP50*1000, "jwt-c1-added-p50-µs")
+	b.ReportMetric(many.jRatioGW, "jwt/noauth-c64-throughput")
 	if haveNginx {
 		b.ReportMetric(float64(nginxCPU)/float64(time.Microsecond), "nginx-cpu-µs/call")
 		b.ReportMetric(nginxRatio, "gw/nginx-cpu-ratio")
@@ -427,6 +488,12 @@ func reportRouting(b *testing.B, style load.Style, order int, one, many routingS
 			add("", "  of which the gateway", "", us(cpu), "", "")
 			add("1", "  the gateway's, 1 caller", "", us(cost.gw1/time.Duration(max(cost.gw1Calls, 1))), "", "")
 			add("", "gateway allocs/call", "", fmt.Sprintf("%.0f (%.1f kB)", allocs, bytes/1024), "", "")
+			add("1", "p50, JWT on", fmtMS(one.dP50), fmtMS(one.jP50), fmtAdded(one.jAddP50), "")
+			add("1", "  added p50, JWT on ÷ no auth", "", "", fmtRatio(jAddRatio)+" ("+fmtAdded(one.jOwnP50)+")", "")
+			add("64", "calls/s, JWT on", fmtRate(many.dRate), fmtRate(many.jRate), fmt.Sprintf("%.2f", many.jRatio), "")
+			add("64", "  calls/s, JWT on ÷ no auth", "", "", fmt.Sprintf("%.2f", many.jRatioGW), fmt.Sprintf("≥ %.2f ", targetJWTRatio)+verdict(many.jRatioGW >= targetJWTRatio))
+			add("", "gateway CPU/call, JWT on", "", us(jCPU), fmt.Sprintf("%.2f× no auth's", jCPURatio), "")
+			add("", "gateway allocs/call, JWT on", "", fmt.Sprintf("%.0f (%.1f kB)", jAllocs, jBytes/1024), "", "")
 			add("1", "p50, bare reverse proxy", "", "", fmtAdded(one.fAddP50), "for scale")
 			add("64", "calls/s, bare reverse proxy", "", "", fmt.Sprintf("%.2f", many.fRatio), "for scale")
 			if !math.IsNaN(one.nAddP50) {
@@ -452,6 +519,14 @@ func reportRouting(b *testing.B, style load.Style, order int, one, many routingS
 		record(o+6, m+"gateway CPU per call against an nginx hop's", cpuTarget,
 			us(cpu), "nginx "+us(nginxCPU), fmt.Sprintf("%.2f× nginx's (%.2f× target)", nginxRatio, nginxRatio/targetCPUvNginx))
 	}
+	j := m + "JWT on (RS256, key cached): "
+	record(o+9, j+"added p50, 1 caller, against no auth", "", fmt.Sprintf("%s (no auth %s)", fmtAdded(one.jAddP50), fmtAdded(one.addP50)),
+		fmtMS(one.dP50), fmt.Sprintf("%s no auth's added p50 (JWT's own %s)", fmtRatio(jAddRatio), fmtAdded(one.jOwnP50)))
+	record(o+9, j+"throughput, 64 callers, against no auth", fmt.Sprintf("≥ %.0f%% of no auth", 100*targetJWTRatio),
+		fmt.Sprintf("%s (no auth %s)", fmtRate(many.jRate), fmtRate(many.gRate)), fmtRate(many.dRate),
+		fmt.Sprintf("%.0f%% of no auth (%.0f%% of direct)", 100*many.jRatioGW, 100*many.jRatio))
+	record(o+9, j+"gateway CPU per call (allocs), against no auth", "",
+		fmt.Sprintf("%s (%.0f allocs, %.1f kB); no auth %s", us(jCPU), jAllocs, jBytes/1024, us(cpu)), "", fmt.Sprintf("%.2f× no auth's", jCPURatio))
 	record(o+7, m+"a bare reverse proxy instead, for scale: added p50, 1 caller; throughput, 64 callers", "",
 		fmt.Sprintf("%s; %.0f%%", fmtAdded(one.fAddP50), 100*many.fRatio), "", "")
 	if !math.IsNaN(one.nAddP50) {
