@@ -2,7 +2,9 @@
 // (send_message or its tool_name, get_health, the {agent}_history prompt),
 // the kinds of SPEC §6 (llm tool loop, chain, router, parallel; the proxy
 // and toolbox kinds are agents/proxy and agents/toolbox, which it
-// constructs), progress reporting and health. It consults policy for outbound
+// constructs), progress reporting and health. Each agent's HTTP endpoint
+// is agents/endpoint, which it constructs with the agent's MCP server and
+// fast-path target. It consults policy for outbound
 // headers and tool rules and uses mcpclient for downstream servers and llm
 // for models. It does not route HTTP, watch files or swap snapshots: the
 // gateway builds a Set per config and serves its handlers.
@@ -19,6 +21,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"go.uber.org/zap"
 
+	"github.com/pallasgw/pallasgw/agents/endpoint"
 	"github.com/pallasgw/pallasgw/agents/llm"
 	"github.com/pallasgw/pallasgw/agents/mcpclient"
 	"github.com/pallasgw/pallasgw/gateway/config"
@@ -54,7 +57,7 @@ type Deps struct {
 	InboundAuthMayTravel bool
 	// CallerRequests holds the sampling and roots requests waiting for
 	// callers' answers; shared by every snapshot (nil: one per Set).
-	CallerRequests *CallerRequests
+	CallerRequests *endpoint.CallerRequests
 }
 
 // Set is the agents of one snapshot, by name.
@@ -68,7 +71,7 @@ type Set struct {
 // outlives Close.
 func Build(d Deps) (*Set, error) {
 	if d.CallerRequests == nil {
-		d.CallerRequests = NewCallerRequests()
+		d.CallerRequests = endpoint.NewCallerRequests()
 	}
 	s := &Set{deps: d, agents: map[string]*Agent{}, rules: map[string]policy.HeaderRules{}}
 	for name, srv := range d.Config.MCP.Servers {

@@ -18,7 +18,7 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/pallasgw/pallasgw/agents"
+	"github.com/pallasgw/pallasgw/agents/endpoint"
 	"github.com/pallasgw/pallasgw/agents/fastcall"
 	"github.com/pallasgw/pallasgw/gateway/config"
 	"github.com/pallasgw/pallasgw/metrics"
@@ -48,8 +48,8 @@ type Gateway struct {
 	lastReload atomic.Pointer[reloadStatus]
 
 	listeners   *listenerSet
-	downstreams *downstreamCache       // shared across snapshots
-	callerReqs  *agents.CallerRequests // shared across snapshots
+	downstreams *downstreamCache         // shared across snapshots
+	callerReqs  *endpoint.CallerRequests // shared across snapshots
 	main        *http.Server
 	mainLn      net.Listener
 
@@ -76,7 +76,7 @@ func New(opts Options) (*Gateway, error) {
 	g.baseCtx, g.cancelBase = context.WithCancel(context.Background())
 	g.listeners = newListenerSet(g)
 	g.downstreams = newDownstreamCache(g)
-	g.callerReqs = agents.NewCallerRequests()
+	g.callerReqs = endpoint.NewCallerRequests()
 	cfg, err := LoadConfig(opts.ConfigPath)
 	if err != nil {
 		return nil, err
