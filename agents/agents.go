@@ -4,10 +4,10 @@
 // and toolbox kinds are agents/proxy and agents/toolbox, which it
 // constructs), progress reporting and health. Each agent's HTTP endpoint
 // is agents/endpoint, which it constructs with the agent's MCP server and
-// fast-path target. It consults policy for outbound
-// headers and tool rules and uses mcpclient for downstream servers and llm
-// for models. It does not route HTTP, watch files or swap snapshots: the
-// gateway builds a Set per config and serves its handlers.
+// fast-path target. It consults policy for outbound headers and tool rules
+// and uses mcpclient for downstream servers and llm for models. It does not
+// route HTTP, watch files or swap snapshots: the gateway builds a Set per
+// config and serves its handlers.
 package agents
 
 import (
