@@ -13,6 +13,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 	"go.uber.org/zap"
 
+	"github.com/pallasgw/pallasgw/agents/endpoint"
 	"github.com/pallasgw/pallasgw/agents/mcpclient"
 	"github.com/pallasgw/pallasgw/agents/proxy"
 	"github.com/pallasgw/pallasgw/agents/toolbox"
@@ -28,7 +29,7 @@ type Agent struct {
 	Config  *config.Agent
 	set     *Set
 	mcp     *server.MCPServer
-	handler *endpoint
+	handler *endpoint.Endpoint
 	run     runner
 	log     *zap.Logger
 	health  healthCache
@@ -88,22 +89,24 @@ func newAgent(s *Set, c *config.Agent) (*Agent, error) {
 	}
 	a.mcp = server.NewMCPServer(c.Name, s.deps.Config.Version, opts...)
 	a.registerTools()
-	a.handler = newEndpoint(a, server.NewStreamableHTTPServer(a.mcp,
-		server.WithStateLess(true),
-		// Behind nginx/Caddy the Host is not loopback; SPEC §4 guards by Origin.
-		server.WithDisableLocalhostProtection(true),
-		server.WithStreamableHTTPLogger(mcpclient.SlogLogger(a.log)),
-	))
+	d := endpoint.Deps{Agent: a.Name, Requests: s.deps.CallerRequests,
+		MCP: server.NewStreamableHTTPServer(a.mcp,
+			server.WithStateLess(true),
+			// Behind nginx/Caddy the Host is not loopback; SPEC §4 guards by Origin.
+			server.WithDisableLocalhostProtection(true),
+			server.WithStreamableHTTPLogger(mcpclient.SlogLogger(a.log)),
+		)}
 	switch {
 	case a.proxy != nil:
-		a.handler.fast = a.proxy
+		d.Fast, d.SetLevel = a.proxy, a.proxy
 	case a.run != nil:
-		a.handler.fast = sendMessage{a}
+		d.Fast = endpoint.Tool{Name: c.ToolName, Handler: a.handleSendMessage, Self: a.self()}
 	}
+	a.handler = endpoint.New(d)
 	return a, nil
 }
 
-// Handler is the agent's Streamable HTTP endpoint (see endpoint.go).
+// Handler is the agent's Streamable HTTP endpoint (agents/endpoint).
 func (a *Agent) Handler() http.Handler { return a.handler }
 
 func (a *Agent) registerTools() {
@@ -143,13 +146,13 @@ func (a *Agent) proxyDeps() proxy.Deps {
 		Metrics: d.Metrics, Downstream: d.Downstream, Callers: d.Callers, Auditor: d.Auditor, Outbound: a.set.outbound,
 		Observe: a.observe, Outcome: outcomeOf, RequestID: RequestID, Health: a.handleHealth, StreamOf: streamOf,
 		Request: func(ctx context.Context, relay *proxy.Relay, method string, params json.RawMessage) (json.RawMessage, error) {
-			return a.handler.request(ctx, relay, method, params) // the endpoint is built after the proxy
+			return a.handler.Request(ctx, relay, method, params) // the endpoint is built after the proxy
 		}}
 }
 
 // streamOf is the tracked response of the request of ctx, or nil.
 func streamOf(ctx context.Context) proxy.Stream {
-	if t := trackerFrom(ctx); t != nil {
+	if t := endpoint.TrackerFrom(ctx); t != nil {
 		return t
 	}
 	return nil

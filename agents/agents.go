@@ -2,10 +2,12 @@
 // (send_message or its tool_name, get_health, the {agent}_history prompt),
 // the kinds of SPEC §6 (llm tool loop, chain, router, parallel; the proxy
 // and toolbox kinds are agents/proxy and agents/toolbox, which it
-// constructs), progress reporting and health. It consults policy for outbound
-// headers and tool rules and uses mcpclient for downstream servers and llm
-// for models. It does not route HTTP, watch files or swap snapshots: the
-// gateway builds a Set per config and serves its handlers.
+// constructs), progress reporting and health. Each agent's HTTP endpoint
+// is agents/endpoint, which it constructs with the agent's MCP server and
+// fast-path target. It consults policy for outbound headers and tool rules
+// and uses mcpclient for downstream servers and llm for models. It does not
+// route HTTP, watch files or swap snapshots: the gateway builds a Set per
+// config and serves its handlers.
 package agents
 
 import (
@@ -20,6 +22,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"go.uber.org/zap"
 
+	"github.com/pallasgw/pallasgw/agents/endpoint"
 	"github.com/pallasgw/pallasgw/agents/llm"
 	"github.com/pallasgw/pallasgw/agents/mcpclient"
 	"github.com/pallasgw/pallasgw/gateway/config"
@@ -61,7 +64,7 @@ type Deps struct {
 	Quotas *quota.Guard
 	// CallerRequests holds the sampling and roots requests waiting for
 	// callers' answers; shared by every snapshot (nil: one per Set).
-	CallerRequests *CallerRequests
+	CallerRequests *endpoint.CallerRequests
 }
 
 // Set is the agents of one snapshot, by name.
@@ -78,7 +81,7 @@ func Build(d Deps) (*Set, error) {
 		d.Exchanger = &policy.Exchanger{}
 	}
 	if d.CallerRequests == nil {
-		d.CallerRequests = NewCallerRequests()
+		d.CallerRequests = endpoint.NewCallerRequests()
 	}
 	s := &Set{deps: d, agents: map[string]*Agent{}, rules: map[string]policy.HeaderRules{}}
 	for name, srv := range d.Config.MCP.Servers {

@@ -3,13 +3,13 @@ package agents
 import (
 	"context"
 	"errors"
-	"net/http"
 	"sync"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/pallasgw/pallasgw/agents/endpoint"
 	"github.com/pallasgw/pallasgw/agents/fastcall"
 	"github.com/pallasgw/pallasgw/metrics"
 )
@@ -29,7 +29,7 @@ type progressState struct {
 	token   mcp.ProgressToken
 	counter float64
 	sent    int
-	stream  *StreamTracker
+	stream  *endpoint.StreamTracker
 	metrics *metrics.Metrics
 	notify  func(method string, params map[string]any) error // nil: nowhere to send
 }
@@ -38,7 +38,7 @@ func newReporter(ctx context.Context, token mcp.ProgressToken, m *metrics.Metric
 	if token == nil {
 		return nil
 	}
-	return &Reporter{shared: &progressState{ctx: ctx, token: token, stream: trackerFrom(ctx), metrics: m, notify: notifier(ctx)}}
+	return &Reporter{shared: &progressState{ctx: ctx, token: token, stream: endpoint.TrackerFrom(ctx), metrics: m, notify: notifier(ctx)}}
 }
 
 // Prefixed returns a reporter whose messages start with prefix.
@@ -119,67 +119,4 @@ func (r *Reporter) flush(timeout time.Duration) {
 	want := s.sent
 	s.mu.Unlock()
 	s.stream.WaitEvents(s.ctx, want, timeout)
-}
-
-// StreamTracker counts the SSE events written to one HTTP response; the
-// gateway installs it per agent request with TrackStream.
-type StreamTracker struct {
-	w *trackingWriter // the response the events go to
-
-	mu     sync.Mutex
-	events int
-	wake   chan struct{}
-}
-
-type trackerKey struct{}
-
-func trackerFrom(ctx context.Context) *StreamTracker {
-	t, _ := ctx.Value(trackerKey{}).(*StreamTracker)
-	return t
-}
-
-// TrackStream wraps w so that the agent can wait for its notifications to
-// be written, and marks SSE responses with X-Accel-Buffering: no so that
-// nginx streams them.
-func TrackStream(w http.ResponseWriter, r *http.Request) (http.ResponseWriter, *http.Request) {
-	t := &StreamTracker{wake: make(chan struct{})}
-	t.w = &trackingWriter{ResponseWriter: w, t: t, rid: RequestID(r.Context())}
-	return t.w, r.WithContext(context.WithValue(r.Context(), trackerKey{}, t))
-}
-
-func (t *StreamTracker) wrote(events int) {
-	t.mu.Lock()
-	t.events += events
-	close(t.wake)
-	t.wake = make(chan struct{})
-	t.mu.Unlock()
-}
-
-// Events is the number of events written to the response so far.
-func (t *StreamTracker) Events() int {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.events
-}
-
-// WaitEvents waits until n events have been written, ctx ends or timeout
-// passes.
-func (t *StreamTracker) WaitEvents(ctx context.Context, n int, timeout time.Duration) {
-	timer := time.NewTimer(timeout)
-	defer timer.Stop()
-	for {
-		t.mu.Lock()
-		done, wake := t.events >= n, t.wake
-		t.mu.Unlock()
-		if done {
-			return
-		}
-		select {
-		case <-wake:
-		case <-ctx.Done():
-			return
-		case <-timer.C:
-			return
-		}
-	}
 }

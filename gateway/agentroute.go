@@ -16,6 +16,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/pallasgw/pallasgw/agents"
+	"github.com/pallasgw/pallasgw/agents/endpoint"
 	"github.com/pallasgw/pallasgw/agents/jsonrpc"
 	"github.com/pallasgw/pallasgw/policy"
 )
@@ -23,7 +24,7 @@ import (
 // serveAgent is the MCP endpoint of one agent, on the main port
 // (/agents/{name}/mcp) and on legacy ports (/mcp). The checks run in this
 // order: snapshot → agent exists → Origin → inbound auth → method → body
-// limit → cancellation guard → the agent's handler (agents/endpoint.go:
+// limit → cancellation guard → the agent's handler (agents/endpoint:
 // session ids, a proxy's fast tools/call, then mcp-go).
 func (g *Gateway) serveAgent(w http.ResponseWriter, r *http.Request, s *Snapshot, name string) {
 	rid := agents.RequestID(r.Context())
@@ -87,7 +88,7 @@ func (g *Gateway) serveAgent(w http.ResponseWriter, r *http.Request, s *Snapshot
 	inflight := g.metrics.Inflight.WithLabelValues(name) // one lookup for both ends (P7)
 	inflight.Inc()
 	defer inflight.Dec()
-	tw, tr := agents.TrackStream(w, r)
+	tw, tr := endpoint.TrackStream(w, r, rid)
 	a.Handler().ServeHTTP(tw, tr)
 }
 
@@ -118,7 +119,7 @@ func (g *Gateway) readBody(w http.ResponseWriter, r *http.Request, s *Snapshot, 
 		writeJSONRPCError(w, http.StatusBadRequest, e.id, e.code, rid, e.msg)
 		return nil, false
 	}
-	r.Body = agents.NewBody(body, msg)
+	r.Body = endpoint.NewBody(body, msg)
 	if isUnroutableCancel(msg, r.Header) {
 		// In stateless mode mcp-go keys in-flight requests by
 		// "<Mcp-Session-Id>:"+id, so a cancel without a session id (or of

@@ -18,7 +18,7 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/pallasgw/pallasgw/agents"
+	"github.com/pallasgw/pallasgw/agents/endpoint"
 	"github.com/pallasgw/pallasgw/agents/fastcall"
 	"github.com/pallasgw/pallasgw/gateway/config"
 	"github.com/pallasgw/pallasgw/metrics"
@@ -49,10 +49,10 @@ type Gateway struct {
 	lastReload atomic.Pointer[reloadStatus]
 
 	listeners   *listenerSet
-	downstreams *downstreamCache       // shared across snapshots
-	callerReqs  *agents.CallerRequests // shared across snapshots
-	exchanger   *policy.Exchanger      // shared across snapshots: exchanged tokens survive a reload
-	quotaStores quotaStores            // shared across snapshots: counters survive a reload
+	downstreams *downstreamCache         // shared across snapshots
+	callerReqs  *endpoint.CallerRequests // shared across snapshots
+	exchanger   *policy.Exchanger        // shared across snapshots: exchanged tokens survive a reload
+	quotaStores quotaStores              // shared across snapshots: counters survive a reload
 	main        *http.Server
 	mainLn      net.Listener
 
@@ -79,7 +79,7 @@ func New(opts Options) (*Gateway, error) {
 	g.baseCtx, g.cancelBase = context.WithCancel(context.Background())
 	g.listeners = newListenerSet(g)
 	g.downstreams = newDownstreamCache(g)
-	g.callerReqs = agents.NewCallerRequests()
+	g.callerReqs = endpoint.NewCallerRequests()
 	g.exchanger = &policy.Exchanger{Observe: func(server, outcome string) { g.metrics.TokenExchanges.WithLabelValues(server, outcome).Inc() }}
 	cfg, err := LoadConfig(opts.ConfigPath)
 	if err != nil {

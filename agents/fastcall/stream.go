@@ -155,7 +155,7 @@ func (s *Stream) writeEvent(msg any, flush bool) {
 }
 
 // inject writes msg, a server-to-client request of the endpoint's own
-// (callerrequest.go), as the next event: after the notifications taken so
+// (endpoint.Request), as the next event: after the notifications taken so
 // far, switching the response to SSE if it is the first.
 func (s *Stream) Inject(msg json.RawMessage) error {
 	if s.flusher == nil {

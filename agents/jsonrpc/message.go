@@ -13,7 +13,7 @@ import (
 
 // Message is a POST body's JSON-RPC message, decoded once by the gateway to
 // check it (gateway/jsonrpc.go) and handed to the endpoint in the Body: the
-// endpoint dispatches on its method (agents/endpoint.go) and the fast path reads
+// endpoint dispatches on its method (agents/endpoint) and the fast path reads
 // its params (agents/fastcall) without decoding the body again. Members are
 // kept raw: a member of the wrong type is the checker's to name, not a
 // decoding error. Decoding is encoding/json's, which matches member names

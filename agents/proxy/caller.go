@@ -5,7 +5,7 @@ package proxy
 // downstream's log messages and its server-to-client requests.
 //
 //   - logging/setLevel from a session-based caller is answered by the
-//     endpoint (package agents, endpoint.go) and forwarded to the downstream session of each
+//     endpoint (agents/endpoint) and forwarded to the downstream session of each
 //     server the caller may use. Downstream sessions are pooled per outbound
 //     header set (agents/mcpclient), so callers that send the same
 //     credentials share one level: the last one set wins. A 2026-07-28

@@ -15,64 +15,9 @@ import (
 	"github.com/pallasgw/pallasgw/agents/mcpclient"
 )
 
-const proxyOneServer = `
-name: unit
-mcp:
-  servers:
-    files: {url: "http://127.0.0.1:1/mcp", forward_headers: {X-Tenant: X-Tenant}}
-policy:
-  callers:
-    alice: {tools: {deny: ["files__write"]}}
-agents:
-  px: {kind: proxy, servers: [files], tools: {deny: ["files__admin_*"]}}
-`
-
-func oneServerDown() *agenttest.FakeDown {
-	img := mcpgo.NewImageContent("iVBORw0KGgo=", "image/png")
-	img.Meta = mcpgo.NewMetaFromMap(map[string]any{"k": "v"})
-	rich := &mcpgo.CallToolResult{
-		Result:            mcpgo.Result{Meta: mcpgo.NewMetaFromMap(map[string]any{"trace": "abc"})},
-		Content:           []mcpgo.Content{mcpgo.NewTextContent("hi"), img, mcpgo.NewAudioContent("UklGRg==", "audio/wav")},
-		StructuredContent: map[string]any{"n": float64(3)},
-		IsError:           true,
-	}
-	return &agenttest.FakeDown{
-		ToolLists: map[string][]mcpgo.Tool{"files": {
-			mcpgo.NewTool("read", mcpgo.WithDescription("reads"), mcpgo.WithString("path", mcpgo.Required())),
-			mcpgo.NewTool("write"), mcpgo.NewTool("admin_wipe"),
-		}},
-		Results: map[string]*mcpgo.CallToolResult{"files/read": rich, "files/write": mcpgo.NewToolResultText("written")},
-	}
-}
-
-const proxyTwoServers = `
-name: unit
-mcp:
-  servers:
-    a: {url: "http://127.0.0.1:1/mcp"}
-    b: {url: "http://127.0.0.1:2/mcp"}
-agents:
-  px: {kind: proxy, servers: [a, b]}
-`
-
-func twoServersDown() *agenttest.FakeDown {
-	return &agenttest.FakeDown{
-		ToolLists: map[string][]mcpgo.Tool{"a": {mcpgo.NewTool("echo")}, "b": {mcpgo.NewTool("echo"), mcpgo.NewTool("get_health")}},
-		Results: map[string]*mcpgo.CallToolResult{
-			"a/echo": mcpgo.NewToolResultText("from a"), "b/echo": mcpgo.NewToolResultText("from b"),
-		},
-		Prompts: map[string][]mcpgo.Prompt{"a": {mcpgo.NewPrompt("greet", mcpgo.WithArgument("who"))}},
-		Resources: map[string][]mcpgo.Resource{
-			"a": {mcpgo.NewResource("test://a/doc", "doc")},
-			"b": {mcpgo.NewResource("test://b/doc", "doc")},
-		},
-		Templates: map[string][]mcpgo.ResourceTemplate{"b": {mcpgo.NewResourceTemplate("test://items/{id}", "item")}},
-	}
-}
-
 func TestProxyOneServer(t *testing.T) {
-	down := oneServerDown()
-	ta := agenttest.New(t, proxyOneServer, down)
+	down := agenttest.OneServerDown()
+	ta := agenttest.New(t, agenttest.ProxyOneServer, down)
 	for _, v := range []string{"", "2025-11-25"} {
 		t.Run("protocol "+v, func(t *testing.T) {
 			bob := ta.Session(t, "px", "bob", v, nil)
@@ -123,7 +68,7 @@ func TestProxyOneServer(t *testing.T) {
 }
 
 func TestProxyCallWithoutList(t *testing.T) {
-	ta := agenttest.New(t, proxyOneServer, oneServerDown())
+	ta := agenttest.New(t, agenttest.ProxyOneServer, agenttest.OneServerDown())
 	cs := ta.Session(t, "px", "bob", "", nil)
 	res, err := cs.CallTool(context.Background(), &sdk.CallToolParams{Name: "write"})
 	if err != nil || agenttest.AllText(res) != "written" {
@@ -132,8 +77,8 @@ func TestProxyCallWithoutList(t *testing.T) {
 }
 
 func TestProxyTwoServers(t *testing.T) {
-	down := twoServersDown()
-	ta := agenttest.New(t, proxyTwoServers, down)
+	down := agenttest.TwoServersDown()
+	ta := agenttest.New(t, agenttest.ProxyTwoServers, down)
 	cs := ta.Session(t, "px", "", "2025-11-25", nil)
 	ctx := context.Background()
 	if got, want := agenttest.ToolNames(t, cs), []string{"a__echo", "b__echo", "b__get_health", "get_health"}; !reflect.DeepEqual(got, want) {
@@ -180,7 +125,7 @@ func TestProxyTwoServers(t *testing.T) {
 }
 
 func TestProxyProgressRelay(t *testing.T) {
-	down := oneServerDown()
+	down := agenttest.OneServerDown()
 	down.Call = func(ctx context.Context, _, _ string, _ map[string]any, onProgress mcpclient.ProgressFunc) (*mcpgo.CallToolResult, error) {
 		if onProgress == nil {
 			return mcpgo.NewToolResultText("no token asked"), nil
@@ -192,7 +137,7 @@ func TestProxyProgressRelay(t *testing.T) {
 		onProgress(10, &ten, "done")
 		return mcpgo.NewToolResultText("finished"), nil
 	}
-	ta := agenttest.New(t, proxyOneServer, down)
+	ta := agenttest.New(t, agenttest.ProxyOneServer, down)
 	for _, modern := range []bool{false, true} {
 		t.Run(fmt.Sprintf("modern=%v", modern), func(t *testing.T) {
 			msgs := ta.RawCall(t, "px", "read", map[string]any{"progressToken": "tok-9"}, modern)
@@ -225,12 +170,12 @@ func TestProxyProgressRelay(t *testing.T) {
 }
 
 func TestProxyDownstreamFailures(t *testing.T) {
-	down := twoServersDown()
+	down := agenttest.TwoServersDown()
 	down.ListErr = map[string]error{"b": fmt.Errorf("downstream %q: %w", "b", mcpclient.ErrUnavailable)}
 	down.Call = func(ctx context.Context, server, _ string, _ map[string]any, _ mcpclient.ProgressFunc) (*mcpgo.CallToolResult, error) {
 		return nil, fmt.Errorf("downstream %q: tools/call: %w", server, mcpclient.ErrUnavailable)
 	}
-	ta := agenttest.New(t, proxyTwoServers, down)
+	ta := agenttest.New(t, agenttest.ProxyTwoServers, down)
 	cs := ta.Session(t, "px", "", "", nil)
 	if got, want := agenttest.ToolNames(t, cs), []string{"a__echo", "get_health"}; !reflect.DeepEqual(got, want) {
 		t.Errorf("tools %v, want %v", got, want)
@@ -243,14 +188,14 @@ func TestProxyDownstreamFailures(t *testing.T) {
 
 func TestProxyProgressBurst(t *testing.T) {
 	const n = 350
-	down := oneServerDown()
+	down := agenttest.OneServerDown()
 	down.Call = func(ctx context.Context, _, _ string, _ map[string]any, onProgress mcpclient.ProgressFunc) (*mcpgo.CallToolResult, error) {
 		for i := 1; i <= n; i++ {
 			onProgress(float64(i), nil, fmt.Sprintf("m%d", i))
 		}
 		return mcpgo.NewToolResultText("burst done"), nil
 	}
-	ta := agenttest.New(t, proxyOneServer, down)
+	ta := agenttest.New(t, agenttest.ProxyOneServer, down)
 	msgs := ta.RawCall(t, "px", "read", map[string]any{"progressToken": 5}, false)
 	if len(msgs) != n+1 || msgs[n]["result"] == nil {
 		t.Fatalf("got %d messages, want %d notifications and the result", len(msgs), n)

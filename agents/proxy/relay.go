@@ -59,7 +59,7 @@ type notice struct {
 }
 
 // Stream is the response the events of a request are written to
-// (agents.StreamTracker): how many it has written, and a wait for more.
+// (endpoint.StreamTracker): how many it has written, and a wait for more.
 type Stream interface {
 	Events() int
 	WaitEvents(ctx context.Context, n int, timeout time.Duration)

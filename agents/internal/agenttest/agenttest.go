@@ -1,8 +1,9 @@
 // Package agenttest holds what the tests of the agents packages share: an
-// in-memory downstream (FakeDown) and a Set of agents built from a YAML
-// config and served on an httptest server (New), with the official Go
-// SDK as the caller (Session). It is for tests only; nothing else may
-// import it.
+// in-memory downstream (FakeDown), a scripted model (ScriptLLM), and a Set
+// of agents built from a YAML config and served on an httptest server
+// (New) the way the gateway serves them (agents/endpoint's TrackStream),
+// with the official Go SDK (Session) or raw posts (Send, RawCall) as the
+// caller. It is for tests only; nothing else may import it.
 package agenttest
 
 import (
@@ -25,6 +26,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/pallasgw/pallasgw/agents"
+	"github.com/pallasgw/pallasgw/agents/endpoint"
 	"github.com/pallasgw/pallasgw/agents/llm"
 	"github.com/pallasgw/pallasgw/agents/mcpclient"
 	"github.com/pallasgw/pallasgw/gateway/config"
@@ -72,6 +74,14 @@ func (f *FakeDown) CallTool(ctx context.Context, server, tool string, args map[s
 		return nil, fmt.Errorf("downstream %q: tools/call %q: %w", server, tool, mcpgo.ErrInvalidParams)
 	}
 	return res, nil
+}
+
+// Edit runs fn with f locked, for changing its tools or Call while the
+// agents may be using it.
+func (f *FakeDown) Edit(fn func()) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	fn()
 }
 
 func (f *FakeDown) Probe(context.Context, string, http.Header) error { return nil }
@@ -129,9 +139,11 @@ func (f *FakeDown) Headers() []http.Header {
 // gateway's auth would have established); every request has request id
 // "rid-1".
 type Agents struct {
-	Set     *agents.Set
-	Metrics *metrics.Metrics
-	Srv     *httptest.Server
+	Set      *agents.Set
+	Config   *config.Config
+	Metrics  *metrics.Metrics
+	Requests *endpoint.CallerRequests // the Set's
+	Srv      *httptest.Server
 }
 
 // New builds the agents of yaml over down and serves them.
@@ -156,13 +168,15 @@ func NewWith(t *testing.T, yaml string, down agents.Downstream, providers map[st
 	if err != nil {
 		t.Fatal(err)
 	}
+	reqs := endpoint.NewCallerRequests()
 	set, err := agents.Build(agents.Deps{Config: cfg, Logger: zap.NewNop(), Metrics: m, Downstream: down, Providers: providers,
 		Composer: &policy.Composer{Blocklist: policy.NewBlocklist(nil), Metrics: m},
-		Auditor:  &policy.Auditor{Metrics: m}, Callers: callers, InboundAuthMayTravel: cfg.Auth.Mode != "tokens"})
+		Auditor:  &policy.Auditor{Metrics: m}, Callers: callers, InboundAuthMayTravel: cfg.Auth.Mode != "tokens",
+		CallerRequests: reqs})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ta := &Agents{Set: set, Metrics: m}
+	ta := &Agents{Set: set, Config: cfg, Metrics: m, Requests: reqs}
 	ta.Srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		a := set.Get(strings.TrimPrefix(r.URL.Path, "/"))
 		if a == nil {
@@ -171,7 +185,7 @@ func NewWith(t *testing.T, yaml string, down agents.Downstream, providers map[st
 		}
 		id := policy.Identity{Caller: r.Header.Get("X-Test-Caller")}
 		r = r.WithContext(agents.WithRequestID(policy.WithIdentity(r.Context(), id), "rid-1"))
-		tw, tr := agents.TrackStream(w, r)
+		tw, tr := endpoint.TrackStream(w, r, "rid-1")
 		a.Handler().ServeHTTP(tw, tr)
 	}))
 	t.Cleanup(ta.Srv.Close)

@@ -1,4 +1,4 @@
-package agents
+package endpoint
 
 import (
 	"encoding/json"
@@ -11,8 +11,8 @@ import (
 // writes as JSON because it saw no notification, becomes the last event.
 func TestInjectUpgradesAndReframesTheJSONAnswer(t *testing.T) {
 	rec := httptest.NewRecorder()
-	w, r := TrackStream(rec, httptest.NewRequest(http.MethodPost, "/", nil))
-	tw := trackerFrom(r.Context()).w
+	w, r := TrackStream(rec, httptest.NewRequest(http.MethodPost, "/", nil), "")
+	tw := TrackerFrom(r.Context()).w
 	if err := tw.inject([]byte(`{"jsonrpc":"2.0","id":"pgw-r-1","method":"roots/list"}`)); err != nil {
 		t.Fatal(err)
 	}
@@ -30,7 +30,7 @@ func TestInjectUpgradesAndReframesTheJSONAnswer(t *testing.T) {
 	if ct := rec.Result().Header.Get("Content-Type"); ct != "text/event-stream" { // as sent
 		t.Errorf("Content-Type %q", ct)
 	}
-	if n := trackerFrom(r.Context()).events; n != 2 {
+	if n := TrackerFrom(r.Context()).events; n != 2 {
 		t.Errorf("%d events counted, want 2", n)
 	}
 }
@@ -39,11 +39,11 @@ func TestInjectUpgradesAndReframesTheJSONAnswer(t *testing.T) {
 // and its own events pass unchanged; on a JSON answer nothing can be added.
 func TestInjectOnAStreamAndAfterJSON(t *testing.T) {
 	rec := httptest.NewRecorder()
-	w, r := TrackStream(rec, httptest.NewRequest(http.MethodPost, "/", nil))
+	w, r := TrackStream(rec, httptest.NewRequest(http.MethodPost, "/", nil), "")
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.WriteHeader(http.StatusOK)
 	_, _ = w.Write([]byte("event: message\ndata: {\"n\":1}\n\n"))
-	if err := trackerFrom(r.Context()).w.inject([]byte(`{"n":2}`)); err != nil {
+	if err := TrackerFrom(r.Context()).w.inject([]byte(`{"n":2}`)); err != nil {
 		t.Fatal(err)
 	}
 	_, _ = w.Write([]byte("event: message\ndata: {\"n\":3}\n\n"))
@@ -53,10 +53,10 @@ func TestInjectOnAStreamAndAfterJSON(t *testing.T) {
 	}
 
 	rec = httptest.NewRecorder()
-	w, r = TrackStream(rec, httptest.NewRequest(http.MethodPost, "/", nil))
+	w, r = TrackStream(rec, httptest.NewRequest(http.MethodPost, "/", nil), "")
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusOK)
-	if err := trackerFrom(r.Context()).w.inject([]byte(`{}`)); err != errNotStreaming {
+	if err := TrackerFrom(r.Context()).w.inject([]byte(`{}`)); err != errNotStreaming {
 		t.Errorf("inject after a JSON answer began: %v, want errNotStreaming", err)
 	}
 }
@@ -98,7 +98,7 @@ func TestTrackingWriterAddsTheRequestID(t *testing.T) {
 	} {
 		rec := httptest.NewRecorder()
 		req := httptest.NewRequest(http.MethodPost, "/", nil)
-		w, _ := TrackStream(rec, req.WithContext(WithRequestID(req.Context(), "rid-7")))
+		w, _ := TrackStream(rec, req, "rid-7")
 		w.Header().Set("Content-Type", tc.ct)
 		if n, err := w.Write([]byte(tc.in)); err != nil || n != len(tc.in) {
 			t.Errorf("%s: Write = %d, %v", tc.name, n, err)

@@ -1,4 +1,14 @@
-package agents
+// Package endpoint owns an agent's MCP endpoint: what turns one HTTP request
+// into calls. It dispatches on the decoded JSON-RPC method (session ids,
+// cancellation, callers' answers, the fast path, else mcp-go's Streamable
+// HTTP server), sends server-to-client requests to session-based callers
+// (CallerRequests), and wraps the response (TrackStream) so that the agent
+// can wait for its notifications and error answers carry the request id.
+// It is handed what it needs of an agent (Deps); it does not build agents,
+// run their kinds or decide policy, and it never imports package agents:
+// agents → agents/endpoint → agents/fastcall, agents/jsonrpc,
+// agents/mcpclient, agents/proxy.
+package endpoint
 
 // The agent's MCP endpoint: mcp-go's Streamable HTTP handler in stateless
 // mode (SPEC §6), plus what that mode lacks for session-based callers
@@ -66,12 +76,30 @@ import (
 	"github.com/pallasgw/pallasgw/agents/jsonrpc"
 )
 
-// endpoint is an agent's http.Handler.
-type endpoint struct {
-	a       *Agent
-	mcp     http.Handler
-	fast    fastcall.Target // the agent kind's fast tools/call, or nil
-	fastOff bool            // tests: every tools/call through mcp-go
+// Deps is what the endpoint is handed of its agent.
+type Deps struct {
+	Agent string          // the agent's name
+	MCP   http.Handler    // mcp-go's Streamable HTTP server of the agent (stateless mode)
+	Fast  fastcall.Target // the agent kind's fast tools/call, or nil
+	// SetLevel answers a session-based caller's logging/setLevel in place
+	// of mcp-go (a proxy agent, which forwards the level downstream); nil:
+	// mcp-go answers.
+	SetLevel SetLevelAnswerer
+	// Requests is the gateway's table of callers' pending answers and
+	// running calls, shared by every snapshot.
+	Requests *CallerRequests
+}
+
+// SetLevelAnswerer answers a session-based caller's logging/setLevel (id is
+// its JSON-RPC id); *proxy.Proxy implements it.
+type SetLevelAnswerer interface {
+	AnswerSetLevel(w http.ResponseWriter, r *http.Request, id json.RawMessage, level mcp.LoggingLevel)
+}
+
+// Endpoint is an agent's http.Handler.
+type Endpoint struct {
+	d       Deps
+	fastOff bool // tests: every tools/call through mcp-go
 }
 
 // requestState is what the endpoint knows of one POST, for the agent's
@@ -119,13 +147,14 @@ func bufferedBody(r *http.Request) ([]byte, *jsonrpc.Message, bool) {
 	return body, nil, err == nil
 }
 
-func newEndpoint(a *Agent, h http.Handler) *endpoint {
-	return &endpoint{a: a, mcp: h}
+// New returns the endpoint of the agent d describes.
+func New(d Deps) *Endpoint {
+	return &Endpoint{d: d}
 }
 
-func (e *endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+func (e *Endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPost {
-		e.mcp.ServeHTTP(w, r)
+		e.d.MCP.ServeHTTP(w, r)
 		return
 	}
 	body, msg, ok := bufferedBody(r)
@@ -133,7 +162,7 @@ func (e *endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		msg, _ = jsonrpc.Parse(body)
 	}
 	if msg == nil {
-		e.mcp.ServeHTTP(w, r) // mcp-go answers the broken body
+		e.d.MCP.ServeHTTP(w, r) // mcp-go answers the broken body
 		return
 	}
 	rs := &requestState{
@@ -145,14 +174,14 @@ func (e *endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if rs.legacy {
 		switch {
 		case method == "" && answersUs(msg):
-			e.a.set.deps.CallerRequests.take(w, r, answerID(msg), body)
+			e.d.Requests.take(w, r, answerID(msg), body)
 			return
 		case method == string(mcp.MethodInitialize):
 			w.Header().Set(server.HeaderKeySessionID, newSessionID(declared(msg)))
-		case method == string(mcp.MethodSetLogLevel) && e.a.proxy != nil && !jsonrpc.IsNull(msg.ID) && knownVersion(r.Header):
+		case method == string(mcp.MethodSetLogLevel) && e.d.SetLevel != nil && !jsonrpc.IsNull(msg.ID) && knownVersion(r.Header):
 			var level string
 			_ = json.Unmarshal(msg.Params.Level, &level)
-			e.a.proxy.AnswerSetLevel(w, r, msg.ID, mcp.LoggingLevel(level))
+			e.d.SetLevel.AnswerSetLevel(w, r, msg.ID, mcp.LoggingLevel(level))
 			return
 		default:
 			rs.sessionID = r.Header.Get(server.HeaderKeySessionID)
@@ -161,14 +190,14 @@ func (e *endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case method == string(mcp.MethodNotificationCancelled) && rs.sessionID != "":
 		e.cancelTracked(r, msg, body, rs.sessionID) // then mcp-go cancels its own, if any, and answers 202
-	case method == string(mcp.MethodToolsCall) && e.fast != nil && !e.fastOff &&
-		fastcall.Serve(w, r.WithContext(context.WithValue(r.Context(), requestStateKey{}, rs)), msg, e.fast, rs.sessionID, e.trackFast):
+	case method == string(mcp.MethodToolsCall) && e.d.Fast != nil && !e.fastOff &&
+		fastcall.Serve(w, r.WithContext(context.WithValue(r.Context(), requestStateKey{}, rs)), msg, e.d.Fast, rs.sessionID, e.trackFast):
 		return
 	}
 	if rs.sessionID != "" {
 		defer e.trackRequest(msg, rs.sessionID)()
 	}
-	e.mcp.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), requestStateKey{}, rs)))
+	e.d.MCP.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), requestStateKey{}, rs)))
 }
 
 // trackRequest records a session-based request that mcp-go serves in the
@@ -176,7 +205,7 @@ func (e *endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // reaches the next snapshot after a reload can be handed to this one's
 // mcp-go, which knows the request. It returns the function that removes
 // the entry.
-func (e *endpoint) trackRequest(msg *jsonrpc.Message, session string) (untrack func()) {
+func (e *Endpoint) trackRequest(msg *jsonrpc.Message, session string) (untrack func()) {
 	var id any
 	if msg.MethodName() == "" || json.Unmarshal(msg.ID, &id) != nil || id == nil {
 		return func() {} // not a request
@@ -192,19 +221,19 @@ func (e *endpoint) trackRequest(msg *jsonrpc.Message, session string) (untrack f
 // the table is full). The table is the gateway's (CallerRequests), so a
 // cancel that reaches the next snapshot's endpoint after a reload still
 // finds the call.
-func (e *endpoint) track(key string, call *runningCall) (untrack func()) {
-	return e.a.set.deps.CallerRequests.track(e.a.Name+"\x00"+key, call)
+func (e *Endpoint) track(key string, call *runningCall) (untrack func()) {
+	return e.d.Requests.track(e.d.Agent+"\x00"+key, call)
 }
 
 // trackFast records a fast call (fastcall.Track).
-func (e *endpoint) trackFast(key string, cancel context.CancelFunc) (untrack func()) {
+func (e *Endpoint) trackFast(key string, cancel context.CancelFunc) (untrack func()) {
 	return e.track(key, &runningCall{cancel: cancel, owner: e})
 }
 
 // cancelTracked cancels the fast call a notifications/cancelled names, when
 // mcp-go would take the message for one (a notification of a session-based
 // request it accepts) and would key it so (server.go handleNotification).
-func (e *endpoint) cancelTracked(r *http.Request, msg *jsonrpc.Message, body []byte, session string) {
+func (e *Endpoint) cancelTracked(r *http.Request, msg *jsonrpc.Message, body []byte, session string) {
 	h := r.Header
 	var id any
 	if string(msg.JSONRPC) != `"2.0"` || !jsonrpc.IsNull(msg.ID) || !knownVersion(h) || !fastcall.JSONContent(h.Get("Content-Type")) ||
@@ -212,7 +241,7 @@ func (e *endpoint) cancelTracked(r *http.Request, msg *jsonrpc.Message, body []b
 		mcp.IsModernProtocol(msg.MetaString(mcp.MetaKeyProtocolVersion)) {
 		return
 	}
-	call := e.a.set.deps.CallerRequests.remove(e.a.Name + "\x00" + fmt.Sprintf("%s:%v", session, id))
+	call := e.d.Requests.remove(e.d.Agent + "\x00" + fmt.Sprintf("%s:%v", session, id))
 	switch {
 	case call == nil:
 	case call.cancel != nil: // a fast call
@@ -222,7 +251,7 @@ func (e *endpoint) cancelTracked(r *http.Request, msg *jsonrpc.Message, body []b
 		// have without the reload; this request's mcp-go answers.
 		r2 := r.Clone(r.Context())
 		r2.Body = io.NopCloser(bytes.NewReader(body))
-		call.owner.mcp.ServeHTTP(discardWriter{h: http.Header{}}, r2)
+		call.owner.d.MCP.ServeHTTP(discardWriter{h: http.Header{}}, r2)
 	}
 }
 

@@ -1,4 +1,4 @@
-package agents
+package endpoint
 
 import (
 	"bytes"

@@ -1,10 +1,9 @@
-package agents
+package endpoint_test
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
 	"sync"
@@ -13,6 +12,9 @@ import (
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/pallasgw/pallasgw/agents"
+	"github.com/pallasgw/pallasgw/agents/endpoint"
+	"github.com/pallasgw/pallasgw/agents/internal/agenttest"
 	"github.com/pallasgw/pallasgw/agents/mcpclient"
 )
 
@@ -99,8 +101,9 @@ func fastResult(ctx context.Context, tool string, onProgress mcpclient.ProgressF
 // raw results (rawFakeDown), and with every call through mcp-go and typed
 // results (the reference).
 type fastPair struct {
-	fast, slow *testAgents
-	via        map[*testAgents]*viaLog
+	fast, slow *agenttest.Agents
+	via        map[*agenttest.Agents]*viaLog
+	down       map[*agenttest.Agents]*agenttest.FakeDown
 }
 
 // viaLog records, per tool called, whether the call ran inside mcp-go's
@@ -129,14 +132,14 @@ func (v *viaLog) count() int {
 
 func newFastPair(t *testing.T) *fastPair {
 	t.Helper()
-	p := &fastPair{via: map[*testAgents]*viaLog{}}
+	p := &fastPair{via: map[*agenttest.Agents]*viaLog{}, down: map[*agenttest.Agents]*agenttest.FakeDown{}}
 	for _, slow := range []bool{false, true} {
 		v := &viaLog{entered: make(chan string, 16)}
-		down := &fakeDown{tools: map[string][]mcpgo.Tool{"files": nil}}
+		down := &agenttest.FakeDown{ToolLists: map[string][]mcpgo.Tool{"files": nil}}
 		for _, n := range fastTools {
-			down.tools["files"] = append(down.tools["files"], mcpgo.NewTool(n))
+			down.ToolLists["files"] = append(down.ToolLists["files"], mcpgo.NewTool(n))
 		}
-		down.call = func(ctx context.Context, _, tool string, _ map[string]any, onProgress mcpclient.ProgressFunc) (*mcpgo.CallToolResult, error) {
+		down.Call = func(ctx context.Context, _, tool string, _ map[string]any, onProgress mcpclient.ProgressFunc) (*mcpgo.CallToolResult, error) {
 			path := "fast"
 			if server.ClientSessionFromContext(ctx) != nil {
 				path = "mcp-go"
@@ -150,13 +153,13 @@ func newFastPair(t *testing.T) *fastPair {
 			}
 			return fastResult(ctx, tool, onProgress)
 		}
-		var d Downstream = down
+		var d agents.Downstream = down
 		if !slow {
 			d = rawFakeDown{down} // the fast path passes results through as raw JSON
 		}
-		ta := newTestAgents(t, proxyFastConfig, d)
-		ta.set.Get("px").handler.fastOff = slow
-		p.via[ta] = v
+		ta := agenttest.New(t, proxyFastConfig, d)
+		endpoint.SetFastOff(ta.Set.Get("px").Handler(), slow)
+		p.via[ta], p.down[ta] = v, down
 		if slow {
 			p.slow = ta
 		} else {
@@ -169,55 +172,23 @@ func newFastPair(t *testing.T) *fastPair {
 // listTools makes both agents register the downstream's tools.
 func (p *fastPair) listTools(t *testing.T) {
 	t.Helper()
-	for _, ta := range []*testAgents{p.fast, p.slow} {
-		if resp, body := ta.post(t, "px", `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`, nil); resp.StatusCode != 200 {
+	for _, ta := range []*agenttest.Agents{p.fast, p.slow} {
+		if resp, body := post(t, ta, "px", `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`, nil); resp.StatusCode != 200 {
 			t.Fatalf("tools/list: HTTP %d %s", resp.StatusCode, body)
 		}
 	}
 }
 
-// exchange is what a caller sees of one response.
-type exchange struct {
-	status  int
-	headers string
-	body    string
-}
-
-func (x exchange) String() string { return fmt.Sprintf("HTTP %d %s\n%s", x.status, x.headers, x.body) }
-
-// send posts body with exactly hdr (and the test caller) and returns what
-// came back.
-func send(t *testing.T, ta *testAgents, body string, hdr map[string]string) exchange {
+// send posts body to the proxy agent with exactly hdr (and the test
+// caller) and returns what came back.
+func send(t *testing.T, ta *agenttest.Agents, body string, hdr map[string]string) agenttest.Exchange {
 	t.Helper()
-	return sendTo(t, ta, "px", body, hdr)
-}
-
-// sendTo is send to agent.
-func sendTo(t *testing.T, ta *testAgents, agent, body string, hdr map[string]string) exchange {
-	t.Helper()
-	req, _ := http.NewRequest("POST", ta.srv.URL+"/"+agent, strings.NewReader(body))
-	req.Header.Set("X-Test-Caller", "bob")
-	for k, v := range hdr {
-		req.Header.Set(k, v)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	var h []string
-	for _, k := range []string{"Content-Type", "Cache-Control", "Connection", "X-Accel-Buffering", "Mcp-Session-Id", "Content-Length"} {
-		h = append(h, k+"="+resp.Header.Get(k))
-	}
-	h = append(h, fmt.Sprintf("chunked=%v", len(resp.TransferEncoding) > 0))
-	return exchange{resp.StatusCode, strings.Join(h, " "), string(b)}
+	return ta.Send(t, "px", body, hdr)
 }
 
 // Protocol styles a caller may use.
 var (
-	legacySSE = map[string]string{"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
-		"MCP-Protocol-Version": "2025-11-25", "Mcp-Session-Id": "pgw-0123"}
+	legacySSE  = agenttest.LegacySSE
 	legacyJSON = map[string]string{"Content-Type": "application/json; charset=utf-8", "Accept": "application/json"}
 	modern     = map[string]string{"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
 		"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call"}
@@ -306,16 +277,16 @@ func TestProxyFastMatchesMCPGo(t *testing.T) {
 	t.Run("denied", func(t *testing.T) {
 		for _, hdr := range []map[string]string{legacySSE, with(modern, "Mcp-Name", "text")} {
 			hdr = with(hdr, "X-Test-Caller", "alice")
-			before := counterValue(p.fast.metrics.PolicyDecisions.WithLabelValues("px", "deny", "tool_denied"))
+			before := agenttest.CounterValue(p.fast.Metrics.PolicyDecisions.WithLabelValues("px", "deny", "tool_denied"))
 			meta := ""
 			if hdr["Mcp-Method"] != "" {
 				meta = modernMeta
 			}
 			got, want := send(t, p.fast, callBody("8", "text", meta), hdr), send(t, p.slow, callBody("8", "text", meta), hdr)
-			if !sameExchange(got, want) || !strings.Contains(got.body, "denied by policy") {
+			if !sameExchange(got, want) || !strings.Contains(got.Body, "denied by policy") {
 				t.Errorf("denied call:\nfast:   %s\nmcp-go: %s", got, want)
 			}
-			if after := counterValue(p.fast.metrics.PolicyDecisions.WithLabelValues("px", "deny", "tool_denied")); after != before+1 {
+			if after := agenttest.CounterValue(p.fast.Metrics.PolicyDecisions.WithLabelValues("px", "deny", "tool_denied")); after != before+1 {
 				t.Errorf("policy decisions deny/tool_denied %v → %v, want one more", before, after)
 			}
 		}
@@ -384,15 +355,15 @@ func TestProxyFastFallsBack(t *testing.T) {
 func TestProxyFastCancel(t *testing.T) {
 	p := newFastPair(t)
 	p.listTools(t)
-	for _, ta := range []*testAgents{p.fast, p.slow} {
+	for _, ta := range []*agenttest.Agents{p.fast, p.slow} {
 		v := p.via[ta]
-		answer := make(chan exchange, 1)
+		answer := make(chan agenttest.Exchange, 1)
 		go func() { answer <- send(t, ta, callBody("7", "block", ""), legacySSE) }()
 		if tool := <-v.entered; tool != "block" {
 			t.Fatalf("entered %s", tool)
 		}
 		cancelMsg := `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":7,"reason":"user"}}`
-		if x := send(t, ta, cancelMsg, with(legacySSE, "Mcp-Session-Id", "pgw-other")); x.status != 202 {
+		if x := send(t, ta, cancelMsg, with(legacySSE, "Mcp-Session-Id", "pgw-other")); x.Status != 202 {
 			t.Errorf("cancel of another session: %s", x)
 		}
 		select {
@@ -400,11 +371,11 @@ func TestProxyFastCancel(t *testing.T) {
 			t.Fatalf("another session's cancel ended the call: %s", x)
 		default:
 		}
-		if x := send(t, ta, cancelMsg, legacySSE); x.status != 202 || x.body != "" {
+		if x := send(t, ta, cancelMsg, legacySSE); x.Status != 202 || x.Body != "" {
 			t.Errorf("cancel answered %s, want 202 and no body", x)
 		}
 		x := <-answer
-		if x.status != 200 || !strings.Contains(x.body, "context canceled (request id rid-1)") {
+		if x.Status != 200 || !strings.Contains(x.Body, "context canceled (request id rid-1)") {
 			t.Errorf("cancelled call answered %s", x)
 		}
 		if ta == p.fast && v.last() != "block fast" {
@@ -416,14 +387,9 @@ func TestProxyFastCancel(t *testing.T) {
 
 // noTrackedCalls waits until no call of ta is tracked for cancellation: a
 // call is untracked once its answer is written, after its metrics.
-func noTrackedCalls(t *testing.T, ta *testAgents) {
+func noTrackedCalls(t *testing.T, ta *agenttest.Agents) {
 	t.Helper()
-	reqs := ta.set.deps.CallerRequests
-	waitFor(t, "no tracked calls left over", func() bool {
-		reqs.mu.Lock()
-		defer reqs.mu.Unlock()
-		return len(reqs.running) == 0
-	})
+	waitFor(t, "no tracked calls left over", func() bool { return endpoint.Running(ta.Requests) == 0 })
 }
 
 // Closing the connection ends the fast call's downstream call.
@@ -431,7 +397,7 @@ func TestProxyFastDisconnect(t *testing.T) {
 	p := newFastPair(t)
 	p.listTools(t)
 	ctx, cancel := context.WithCancel(context.Background())
-	req, _ := http.NewRequestWithContext(ctx, "POST", p.fast.srv.URL+"/px", strings.NewReader(callBody("7", "block", "")))
+	req, _ := http.NewRequestWithContext(ctx, "POST", p.fast.Srv.URL+"/px", strings.NewReader(callBody("7", "block", "")))
 	for k, v := range legacySSE {
 		req.Header.Set(k, v)
 	}
@@ -447,7 +413,7 @@ func TestProxyFastDisconnect(t *testing.T) {
 	cancel()
 	<-done
 	waitFor(t, "the call to end as canceled", func() bool {
-		return counterValue(p.fast.metrics.ToolCalls.WithLabelValues("px", "block", "canceled")) == 1
+		return agenttest.CounterValue(p.fast.Metrics.ToolCalls.WithLabelValues("px", "block", "canceled")) == 1
 	})
 }
 
@@ -465,7 +431,7 @@ func TestProxyFastProgressBurst(t *testing.T) {
 		if via := p.via[p.fast].last(); via != "burst fast" {
 			t.Errorf("the call went through %s", via)
 		}
-		events := strings.Split(strings.TrimSuffix(x.body, "\n\n"), "\n\n")
+		events := strings.Split(strings.TrimSuffix(x.Body, "\n\n"), "\n\n")
 		if len(events) != burstSize+1 || !strings.Contains(events[burstSize], `"burst done"`) {
 			t.Fatalf("got %d events, want %d notifications and the result", len(events), burstSize)
 		}
@@ -475,23 +441,7 @@ func TestProxyFastProgressBurst(t *testing.T) {
 			}
 		}
 	}
-	if dropped := counterValue(p.fast.metrics.Progress.WithLabelValues("dropped")); dropped != 0 {
+	if dropped := agenttest.CounterValue(p.fast.Metrics.Progress.WithLabelValues("dropped")); dropped != 0 {
 		t.Errorf("%v notifications dropped", dropped)
-	}
-}
-
-// The fast path does not check Mcp-Param-* headers: it relies on no tool
-// of a proxy's mcp-go registry binding one (agents/proxy, fast.go).
-func TestProxyRegistryHasNoHeaderBindings(t *testing.T) {
-	p := newFastPair(t)
-	p.listTools(t)
-	tools := p.fast.set.Get("px").mcp.ListTools()
-	if len(tools) != len(fastTools)+1 {
-		t.Fatalf("%d tools registered, want %d", len(tools), len(fastTools)+1)
-	}
-	for name, st := range tools {
-		if b := mcpgo.ExtractParamHeaderBindings(&st.Tool); len(b) != 0 {
-			t.Errorf("%s binds headers %v", name, b)
-		}
 	}
 }

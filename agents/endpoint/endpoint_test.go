@@ -1,10 +1,10 @@
-package agents
+package endpoint_test
 
 import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
+	"maps"
 	"net/http"
 	"reflect"
 	"regexp"
@@ -20,12 +20,14 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/pallasgw/pallasgw/agents/endpoint"
+	"github.com/pallasgw/pallasgw/agents/internal/agenttest"
 	"github.com/pallasgw/pallasgw/agents/mcpclient"
 )
 
-// levelDown is a fakeDown that also takes forwarded log levels.
+// levelDown is a FakeDown that also takes forwarded log levels.
 type levelDown struct {
-	*fakeDown
+	*agenttest.FakeDown
 	mu     sync.Mutex
 	levels []string // "server level X-Tenant"
 }
@@ -43,30 +45,19 @@ func (d *levelDown) got() []string {
 	return append([]string(nil), d.levels...)
 }
 
-// post sends one raw JSON-RPC message to agent and returns the response
-// with its body read.
-func (ta *testAgents) post(t *testing.T, agent, body string, hdr map[string]string) (*http.Response, string) {
+// post sends one raw JSON-RPC message to agent, as JSON that accepts SSE
+// unless hdr says otherwise, and returns the response with its body read.
+func post(t *testing.T, ta *agenttest.Agents, agent, body string, hdr map[string]string) (*http.Response, string) {
 	t.Helper()
-	req, _ := http.NewRequest("POST", ta.srv.URL+"/"+agent, strings.NewReader(body))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set("X-Test-Caller", "bob")
-	for k, v := range hdr {
-		req.Header.Set(k, v)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp, string(b)
+	h := map[string]string{"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+	maps.Copy(h, hdr)
+	return ta.Post(t, agent, body, h)
 }
 
 const initBody = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":%s,"clientInfo":{"name":"raw","version":"1"}}}`
 
 func TestEndpointSessionIDs(t *testing.T) {
-	ta := newTestAgents(t, proxyOneServer+"  talk: {model: passthrough}\n", oneServerDown())
+	ta := agenttest.New(t, agenttest.ProxyOneServer+"  talk: {model: passthrough}\n", agenttest.OneServerDown())
 	plain, elicit := regexp.MustCompile(`^pgw-[0-9a-f]{32}$`), regexp.MustCompile(`^pgw-e-[0-9a-f]{32}$`)
 	for _, c := range []struct {
 		name, agent, body string
@@ -82,7 +73,7 @@ func TestEndpointSessionIDs(t *testing.T) {
 		{"tools/list", "px", `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`, nil, nil},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			resp, body := ta.post(t, c.agent, c.body, c.hdr)
+			resp, body := post(t, ta, c.agent, c.body, c.hdr)
 			got := resp.Header.Get("Mcp-Session-Id")
 			switch {
 			case c.want == nil && got != "":
@@ -92,19 +83,19 @@ func TestEndpointSessionIDs(t *testing.T) {
 			}
 		})
 	}
-	_, a := ta.post(t, "px", fmt.Sprintf(initBody, `{}`), nil)
-	r1, _ := ta.post(t, "px", fmt.Sprintf(initBody, `{}`), nil)
-	r2, _ := ta.post(t, "px", fmt.Sprintf(initBody, `{}`), nil)
+	_, a := post(t, ta, "px", fmt.Sprintf(initBody, `{}`), nil)
+	r1, _ := post(t, ta, "px", fmt.Sprintf(initBody, `{}`), nil)
+	r2, _ := post(t, ta, "px", fmt.Sprintf(initBody, `{}`), nil)
 	if r1.Header.Get("Mcp-Session-Id") == r2.Header.Get("Mcp-Session-Id") {
 		t.Errorf("two initializes got the same session id (%s)", a)
 	}
 }
 
 func TestProxySetLevel(t *testing.T) {
-	down := &levelDown{fakeDown: twoServersDown()}
-	ta := newTestAgents(t, proxyTwoServersWithTenant, down)
+	down := &levelDown{FakeDown: agenttest.TwoServersDown()}
+	ta := agenttest.New(t, proxyTwoServersWithTenant, down)
 	sid := map[string]string{"Mcp-Session-Id": "pgw-1", "X-Tenant": "acme"}
-	resp, body := ta.post(t, "px", `{"jsonrpc":"2.0","id":3,"method":"logging/setLevel","params":{"level":"debug"}}`, sid)
+	resp, body := post(t, ta, "px", `{"jsonrpc":"2.0","id":3,"method":"logging/setLevel","params":{"level":"debug"}}`, sid)
 	if resp.StatusCode != 200 || !strings.Contains(body, `"result":{}`) {
 		t.Fatalf("setLevel: HTTP %d %s", resp.StatusCode, body)
 	}
@@ -112,11 +103,11 @@ func TestProxySetLevel(t *testing.T) {
 	if !strings.Contains(got, "a debug acme") || !strings.Contains(got, "b debug acme") || len(down.got()) != 2 {
 		t.Errorf("forwarded %q, want debug to both servers with the caller's headers", got)
 	}
-	if _, body := ta.post(t, "px", `{"jsonrpc":"2.0","id":4,"method":"logging/setLevel","params":{"level":"loud"}}`, sid); !strings.Contains(body, `"code":-32602`) {
+	if _, body := post(t, ta, "px", `{"jsonrpc":"2.0","id":4,"method":"logging/setLevel","params":{"level":"loud"}}`, sid); !strings.Contains(body, `"code":-32602`) {
 		t.Errorf("invalid level answered %s", body)
 	}
 	// 2026-07-28 removed logging/setLevel: mcp-go refuses it.
-	_, body = ta.post(t, "px", `{"jsonrpc":"2.0","id":5,"method":"logging/setLevel","params":{"level":"info","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"r","version":"1"},"io.modelcontextprotocol/clientCapabilities":{}}}}`,
+	_, body = post(t, ta, "px", `{"jsonrpc":"2.0","id":5,"method":"logging/setLevel","params":{"level":"info","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"r","version":"1"},"io.modelcontextprotocol/clientCapabilities":{}}}}`,
 		map[string]string{"Mcp-Protocol-Version": "2026-07-28", "Mcp-Method": "logging/setLevel"})
 	if !strings.Contains(body, `"error"`) || len(down.got()) != 2 {
 		t.Errorf("modern setLevel answered %s and forwarded %v", body, down.got())
@@ -137,8 +128,8 @@ agents:
 // the call's progress; a 2026-07-28 caller gets those at its level or above,
 // and none when it states no level (the downstream is then not asked).
 func TestProxyLogRelay(t *testing.T) {
-	down := oneServerDown()
-	down.call = func(ctx context.Context, _, _ string, _ map[string]any, onProgress mcpclient.ProgressFunc) (*mcpgo.CallToolResult, error) {
+	down := agenttest.OneServerDown()
+	down.Call = func(ctx context.Context, _, _ string, _ map[string]any, onProgress mcpclient.ProgressFunc) (*mcpgo.CallToolResult, error) {
 		rel := mcpclient.RelayFrom(ctx)
 		if rel == nil || rel.Log == nil {
 			return mcpgo.NewToolResultText("no logs asked"), nil
@@ -150,7 +141,7 @@ func TestProxyLogRelay(t *testing.T) {
 		rel.Log(map[string]any{"level": "debug", "data": map[string]any{"n": 2.0}})
 		return mcpgo.NewToolResultText("level " + string(rel.LogLevel)), nil
 	}
-	ta := newTestAgents(t, proxyOneServer, down)
+	ta := agenttest.New(t, agenttest.ProxyOneServer, down)
 	summary := func(msgs []map[string]any) string {
 		var out []string
 		for _, m := range msgs {
@@ -179,7 +170,7 @@ func TestProxyLogRelay(t *testing.T) {
 		{"2026-07-28 without a level", map[string]any{"progressToken": "p"}, true, `no logs asked`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			if got := summary(ta.rawCall(t, "px", "read", c.meta, c.modern)); got != c.want {
+			if got := summary(ta.RawCall(t, "px", "read", c.meta, c.modern)); got != c.want {
 				t.Errorf("got %s\nwant %s", got, c.want)
 			}
 		})
@@ -189,9 +180,9 @@ func TestProxyLogRelay(t *testing.T) {
 // elicitingDown is a downstream whose tool "read" elicits through the call's
 // relay and returns the answer (or the error) as text; a call with argument
 // hold waits for release before returning.
-func elicitingDown(release <-chan struct{}) *fakeDown {
-	down := oneServerDown()
-	down.call = func(ctx context.Context, _, _ string, args map[string]any, _ mcpclient.ProgressFunc) (*mcpgo.CallToolResult, error) {
+func elicitingDown(release <-chan struct{}) *agenttest.FakeDown {
+	down := agenttest.OneServerDown()
+	down.Call = func(ctx context.Context, _, _ string, args map[string]any, _ mcpclient.ProgressFunc) (*mcpgo.CallToolResult, error) {
 		rel := mcpclient.RelayFrom(ctx)
 		if rel == nil || rel.Request == nil {
 			return mcpgo.NewToolResultText("no relay"), nil
@@ -209,13 +200,13 @@ func elicitingDown(release <-chan struct{}) *fakeDown {
 	return down
 }
 
-func (ta *testAgents) sessionWith(t *testing.T, agent, version string, opts *sdk.ClientOptions) *sdk.ClientSession {
+func sessionWith(t *testing.T, ta *agenttest.Agents, agent, version string, opts *sdk.ClientOptions) *sdk.ClientSession {
 	t.Helper()
 	c := sdk.NewClient(&sdk.Implementation{Name: "unit", Version: "1"}, opts)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	cs, err := c.Connect(ctx, &sdk.StreamableClientTransport{Endpoint: ta.srv.URL + "/" + agent, MaxRetries: -1,
-		HTTPClient: &http.Client{Transport: callerRT{"bob"}}}, &sdk.ClientSessionOptions{ProtocolVersion: version})
+	cs, err := c.Connect(ctx, &sdk.StreamableClientTransport{Endpoint: ta.Srv.URL + "/" + agent, MaxRetries: -1,
+		HTTPClient: &http.Client{Transport: agenttest.CallerRT{Caller: "bob"}}}, &sdk.ClientSessionOptions{ProtocolVersion: version})
 	if err != nil {
 		t.Fatalf("connect: %v", err)
 	}
@@ -231,12 +222,12 @@ func callText(t *testing.T, cs *sdk.ClientSession, args map[string]any) string {
 	if err != nil {
 		t.Fatalf("tools/call: %v", err)
 	}
-	return allText(res)
+	return agenttest.AllText(res)
 }
 
 func TestProxyElicitation(t *testing.T) {
 	release := make(chan struct{})
-	ta := newTestAgents(t, proxyOneServer, elicitingDown(release))
+	ta := agenttest.New(t, agenttest.ProxyOneServer, elicitingDown(release))
 	var asked sync.Map // message → requested schema
 	answer := func(_ context.Context, r *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
 		b, _ := json.Marshal(r.Params.RequestedSchema)
@@ -244,7 +235,7 @@ func TestProxyElicitation(t *testing.T) {
 		return &sdk.ElicitResult{Action: "accept", Content: map[string]any{"name": "bo"}}, nil
 	}
 	t.Run("answered", func(t *testing.T) {
-		cs := ta.sessionWith(t, "px", "2025-11-25", &sdk.ClientOptions{ElicitationHandler: answer})
+		cs := sessionWith(t, ta, "px", "2025-11-25", &sdk.ClientOptions{ElicitationHandler: answer})
 		if got := callText(t, cs, nil); got != `{"action":"accept","content":{"name":"bo"}}` {
 			t.Errorf("downstream got %s", got)
 		}
@@ -258,18 +249,18 @@ func TestProxyElicitation(t *testing.T) {
 		want          string
 	}{
 		{"not declared", "2025-11-25", &sdk.ClientOptions{}, "the caller did not declare the elicitation capability"},
-		{"2026-07-28", "", &sdk.ClientOptions{ElicitationHandler: answer}, errRequestModern.Error()},
+		{"2026-07-28", "", &sdk.ClientOptions{ElicitationHandler: answer}, endpoint.ErrRequestModern.Error()},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			cs := ta.sessionWith(t, "px", c.version, c.opts)
+			cs := sessionWith(t, ta, "px", c.version, c.opts)
 			if got := callText(t, cs, nil); !strings.Contains(got, c.want) {
 				t.Errorf("downstream got %q, want %q", got, c.want)
 			}
 		})
 	}
 	t.Run("no session id", func(t *testing.T) {
-		msgs := ta.rawCall(t, "px", "read", nil, false)
-		if got := fmt.Sprint(msgs[len(msgs)-1]["result"]); !strings.Contains(got, errRequestNoSession.Error()) {
+		msgs := ta.RawCall(t, "px", "read", nil, false)
+		if got := fmt.Sprint(msgs[len(msgs)-1]["result"]); !strings.Contains(got, endpoint.ErrRequestNoSession.Error()) {
 			t.Errorf("downstream got %s", got)
 		}
 	})
@@ -282,7 +273,7 @@ func TestProxyElicitation(t *testing.T) {
 			answered.Add(1)
 			return answer(ctx, r)
 		}
-		cs := ta.sessionWith(t, "px", "2025-11-25", &sdk.ClientOptions{ElicitationHandler: count})
+		cs := sessionWith(t, ta, "px", "2025-11-25", &sdk.ClientOptions{ElicitationHandler: count})
 		first := make(chan string, 1)
 		go func() {
 			res, err := cs.CallTool(context.Background(), &sdk.CallToolParams{Name: "read", Arguments: map[string]any{"hold": true}})
@@ -290,7 +281,7 @@ func TestProxyElicitation(t *testing.T) {
 				first <- err.Error()
 				return
 			}
-			first <- allText(res)
+			first <- agenttest.AllText(res)
 		}()
 		// The first call has its answer and holds; the second elicits while
 		// it runs.
@@ -307,12 +298,7 @@ func TestProxyElicitation(t *testing.T) {
 
 // waiting is the number of the agents' requests waiting for a caller's
 // answer.
-func waiting(ta *testAgents) int {
-	reqs := ta.set.deps.CallerRequests
-	reqs.mu.Lock()
-	defer reqs.mu.Unlock()
-	return len(reqs.waiting)
-}
+func waiting(ta *agenttest.Agents) int { return endpoint.Waiting(ta.Requests) }
 
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
@@ -334,13 +320,13 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 // none may hold anything once the requests are over.
 func TestEndpointKeepsNoSessionState(t *testing.T) {
 	base := runtime.NumGoroutine()
-	down := &levelDown{fakeDown: elicitingDown(nil)}
-	ta := newTestAgents(t, proxyOneServer+"  talk: {model: passthrough}\n", down)
+	down := &levelDown{FakeDown: elicitingDown(nil)}
+	ta := agenttest.New(t, agenttest.ProxyOneServer+"  talk: {model: passthrough}\n", down)
 	answer := func(context.Context, *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
 		return &sdk.ElicitResult{Action: "decline"}, nil
 	}
 	for i := range 20 {
-		cs := ta.sessionWith(t, "px", "2025-11-25", &sdk.ClientOptions{ElicitationHandler: answer})
+		cs := sessionWith(t, ta, "px", "2025-11-25", &sdk.ClientOptions{ElicitationHandler: answer})
 		if got := callText(t, cs, nil); got != `{"action":"decline"}` {
 			t.Fatalf("session %d: %s", i, got)
 		}
@@ -360,12 +346,12 @@ func TestEndpointKeepsNoSessionState(t *testing.T) {
 				`{"jsonrpc":"2.0","id":99,"result":{"action":"accept"}}`,
 				`{"jsonrpc":"2.0","id":4,"method":"resources/subscribe","params":{"uri":"res://x"}}`,
 			} {
-				ta.post(t, agent, body, sid)
+				post(t, ta, agent, body, sid)
 			}
 			if i%10 != 0 {
 				continue // most callers never DELETE (mcp-go would clean up then)
 			}
-			req, _ := http.NewRequest("DELETE", ta.srv.URL+"/"+agent, nil)
+			req, _ := http.NewRequest("DELETE", ta.Srv.URL+"/"+agent, nil)
 			req.Header.Set("Mcp-Session-Id", sid["Mcp-Session-Id"])
 			if resp, err := http.DefaultClient.Do(req); err == nil {
 				resp.Body.Close()
@@ -373,8 +359,7 @@ func TestEndpointKeepsNoSessionState(t *testing.T) {
 		}
 	}
 	for _, name := range []string{"px", "talk"} {
-		a := ta.set.Get(name)
-		for what, n := range mcpSessionState(t, a) {
+		for what, n := range mcpSessionState(t, ta.Set.Get(name).Handler()) {
 			if n != 0 {
 				t.Errorf("agent %s: mcp-go's %s holds %d entries", name, what, n)
 			}
@@ -386,15 +371,15 @@ func TestEndpointKeepsNoSessionState(t *testing.T) {
 	if got := len(down.got()); got != 20+200 {
 		t.Errorf("%d levels forwarded, want 220", got)
 	}
-	ta.srv.CloseClientConnections()
+	ta.Srv.CloseClientConnections()
 	waitFor(t, "the goroutines to end", func() bool { return runtime.NumGoroutine() <= base+5 })
 }
 
 // mcpSessionState counts the entries of every map mcp-go (v1.2.1) keys by
-// session id, on the agent's StreamableHTTPServer and MCPServer. The fields
-// are unexported: a library update that renames one fails here, which is
-// the point (re-check what it stores per session).
-func mcpSessionState(t *testing.T, a *Agent) map[string]int {
+// session id, on the StreamableHTTPServer behind the agent's endpoint h and
+// its MCPServer. The fields are unexported: a library update that renames
+// one fails here, which is the point (re-check what it stores per session).
+func mcpSessionState(t *testing.T, h http.Handler) map[string]int {
 	t.Helper()
 	field := func(v reflect.Value, name string) reflect.Value {
 		f := v.FieldByName(name)
@@ -408,16 +393,16 @@ func mcpSessionState(t *testing.T, a *Agent) map[string]int {
 		v.Addr().Interface().(*sync.Map).Range(func(any, any) bool { n++; return true })
 		return n
 	}
-	h := reflect.ValueOf(a.handler.mcp.(*server.StreamableHTTPServer)).Elem()
-	s := reflect.ValueOf(a.mcp).Elem()
+	sh := reflect.ValueOf(endpoint.MCPHandler(h).(*server.StreamableHTTPServer)).Elem()
+	s := field(sh, "server").Elem()
 	out := map[string]int{
-		"sessionLogLevels":         field(field(h, "sessionLogLevels").Elem(), "logs").Len(),
-		"sessionTools":             field(field(h, "sessionTools").Elem(), "tools").Len(),
-		"sessionResources":         field(field(h, "sessionResources").Elem(), "resources").Len(),
-		"sessionResourceTemplates": field(field(h, "sessionResourceTemplates").Elem(), "templates").Len(),
+		"sessionLogLevels":         field(field(sh, "sessionLogLevels").Elem(), "logs").Len(),
+		"sessionTools":             field(field(sh, "sessionTools").Elem(), "tools").Len(),
+		"sessionResources":         field(field(sh, "sessionResources").Elem(), "resources").Len(),
+		"sessionResourceTemplates": field(field(sh, "sessionResourceTemplates").Elem(), "templates").Len(),
 	}
 	for _, name := range []string{"activeSessions", "sessionLastActive", "resumableStreams", "listeningStreams", "listeningPumpStops"} {
-		out[name] = syncMapLen(field(h, name))
+		out[name] = syncMapLen(field(sh, name))
 	}
 	for _, name := range []string{"sessions", "listenSessions", "inflightCancels"} {
 		out["MCPServer."+name] = syncMapLen(field(s, name))

@@ -1,4 +1,4 @@
-package agents
+package endpoint_test
 
 import (
 	"context"
@@ -11,6 +11,8 @@ import (
 
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/pallasgw/pallasgw/agents/endpoint"
+	"github.com/pallasgw/pallasgw/agents/internal/agenttest"
 	"github.com/pallasgw/pallasgw/agents/mcpclient"
 )
 
@@ -19,10 +21,10 @@ import (
 // the answer. mcp-go's client handles a server's request in a goroutine of
 // its own, with a context that ends when the call returns; here that
 // goroutine runs after delay and reports what Relay.Request returned.
-func lateSamplingAgents(t *testing.T, delay time.Duration, fastOff bool, done chan<- string) *testAgents {
+func lateSamplingAgents(t *testing.T, delay time.Duration, fastOff bool, done chan<- string) *agenttest.Agents {
 	t.Helper()
-	down := &fakeDown{tools: map[string][]mcpgo.Tool{"files": {mcpgo.NewTool("late")}}}
-	down.call = func(ctx context.Context, _, _ string, _ map[string]any, _ mcpclient.ProgressFunc) (*mcpgo.CallToolResult, error) {
+	down := &agenttest.FakeDown{ToolLists: map[string][]mcpgo.Tool{"files": {mcpgo.NewTool("late")}}}
+	down.Call = func(ctx context.Context, _, _ string, _ map[string]any, _ mcpclient.ProgressFunc) (*mcpgo.CallToolResult, error) {
 		rel := mcpclient.RelayFrom(ctx)
 		hctx, cancel := context.WithCancel(ctx)
 		go func() {
@@ -33,9 +35,9 @@ func lateSamplingAgents(t *testing.T, delay time.Duration, fastOff bool, done ch
 		defer cancel()
 		return mcpgo.NewToolResultText("done without waiting"), nil
 	}
-	ta := newTestAgents(t, proxyFastConfig, down)
-	ta.set.Get("px").handler.fastOff = fastOff
-	if resp, body := ta.post(t, "px", `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`, nil); resp.StatusCode != 200 {
+	ta := agenttest.New(t, proxyFastConfig, down)
+	endpoint.SetFastOff(ta.Set.Get("px").Handler(), fastOff)
+	if resp, body := post(t, ta, "px", `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`, nil); resp.StatusCode != 200 {
 		t.Fatalf("tools/list: %d %s", resp.StatusCode, body)
 	}
 	return ta
@@ -63,7 +65,7 @@ func TestLateSamplingRequestIsRefused(t *testing.T) {
 				var wg sync.WaitGroup
 				for i := range calls {
 					wg.Go(func() {
-						_, body := ta.post(t, "px", fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"late"}}`, i+2), hdr)
+						_, body := post(t, ta, "px", fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"late"}}`, i+2), hdr)
 						// Without a delay the request may be sent while the call
 						// still runs: then it comes before the answer, never after.
 						answer, request := strings.Index(body, "done without waiting"), strings.Index(body, "sampling/createMessage")

@@ -1,10 +1,10 @@
-package agents
+package endpoint
 
 // Server-to-client requests the endpoint sends a caller itself: a proxied
 // downstream's elicitation/create, sampling/createMessage and roots/list
 // (see endpoint.go for why not through mcp-go). Each goes on the response stream of the caller's
 // request it is for, with an id of the endpoint's own, and waits for the
-// caller's answer, which endpoint.ServeHTTP hands to CallerRequests.take
+// caller's answer, which Endpoint.ServeHTTP hands to CallerRequests.take
 // before mcp-go sees it.
 
 import (
@@ -55,14 +55,14 @@ func callerCapability(method string) (byte, bool) {
 	return 0, false
 }
 
-// request sends method with params to the caller of the request of ctx, on
+// Request sends method with params to the caller of the request of ctx, on
 // that request's response stream, and returns the caller's result. relay is
 // the request's notification relay (may be nil); the request is written
 // between its notifications, never into one. Reasons it cannot be sent are
 // *mcpclient.RPCError (for the downstream that asked), as is the caller's
 // own error answer.
-func (e *endpoint) request(ctx context.Context, relay *proxy.Relay, method string, params json.RawMessage) (json.RawMessage, error) {
-	rs, t := requestStateFrom(ctx), trackerFrom(ctx)
+func (e *Endpoint) Request(ctx context.Context, relay *proxy.Relay, method string, params json.RawMessage) (json.RawMessage, error) {
+	rs, t := requestStateFrom(ctx), TrackerFrom(ctx)
 	err := canRequest(rs, t, method)
 	if err == nil && relay == nil {
 		// Without the call's relay the write cannot be ordered before the
@@ -73,7 +73,7 @@ func (e *endpoint) request(ctx context.Context, relay *proxy.Relay, method strin
 		return nil, &mcpclient.RPCError{Code: mcp.INVALID_REQUEST,
 			Message: fmt.Sprintf("%s is not available through pallasgw for this call: %v", method, err)}
 	}
-	reqs := e.a.set.deps.CallerRequests
+	reqs := e.d.Requests
 	id, wait, err := reqs.expect(rs.sessionID)
 	if err != nil {
 		return nil, &mcpclient.RPCError{Code: mcp.INTERNAL_ERROR, Message: err.Error()}
@@ -156,7 +156,7 @@ func capabilityName(c byte) string {
 // CallerRequests holds what a caller's later POST must find of a running
 // call: the requests waiting for the caller's answers, and the running fast
 // calls (agents/fastcall) a notifications/cancelled may name. One lives as long
-// as the gateway (Deps.CallerRequests): the POST must find them after a
+// as the gateway, which hands it to every snapshot's endpoints: the POST must find them after a
 // reload has swapped the snapshot, and with it the endpoint, that the call
 // runs on.
 type CallerRequests struct {
@@ -168,7 +168,7 @@ type CallerRequests struct {
 // runningCall is one tracked call of a session-based caller.
 type runningCall struct {
 	cancel context.CancelFunc // a fast call's; nil for a call mcp-go serves
-	owner  *endpoint          // the endpoint (so the snapshot) serving it
+	owner  *Endpoint          // the endpoint (so the snapshot) serving it
 }
 
 // maxRunning bounds the tracked calls: past it, calls are not tracked (a

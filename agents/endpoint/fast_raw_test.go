@@ -1,4 +1,4 @@
-package agents
+package endpoint_test
 
 import (
 	"context"
@@ -11,13 +11,14 @@ import (
 
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/pallasgw/pallasgw/agents/internal/agenttest"
 	"github.com/pallasgw/pallasgw/agents/mcpclient"
 )
 
-// rawFakeDown is fakeDown with CallToolRaw: the result is the bytes a
+// rawFakeDown is a FakeDown with CallToolRaw: the result is the bytes a
 // downstream built on mcp-go sends for it (json.Marshal), unless sent
 // overrides them for a tool.
-type rawFakeDown struct{ *fakeDown }
+type rawFakeDown struct{ *agenttest.FakeDown }
 
 // rawSent are results sent as they are, in ways mcp-go's client would
 // normalize or refuse: member order, an unknown member, HTML characters
@@ -74,14 +75,14 @@ func (f rawFakeDown) CallToolRaw(ctx context.Context, server, tool string, args 
 // the result with sorted members. For a result that mcp-go leaves as it is
 // (every case of fastResult but the decorated ones) the bytes are the same
 // too, which TestProxyFastRawBytes checks.
-func sameExchange(a, b exchange) bool {
+func sameExchange(a, b agenttest.Exchange) bool {
 	if a.String() == b.String() {
 		return true
 	}
-	if a.status != b.status || a.headers != b.headers {
+	if a.Status != b.Status || a.Headers != b.Headers {
 		return false
 	}
-	ma, mb := messages(a.body), messages(b.body)
+	ma, mb := messages(a.Body), messages(b.Body)
 	return ma != nil && reflect.DeepEqual(ma, mb)
 }
 
@@ -115,34 +116,30 @@ func messages(body string) []any {
 // its own encoding of them.
 func TestProxyFastRawBytes(t *testing.T) {
 	p := newFastPair(t)
-	for _, ta := range []*testAgents{p.fast, p.slow} {
-		down := ta.set.deps.Downstream
-		if r, ok := down.(rawFakeDown); ok {
-			down = r.fakeDown
-		}
-		f := down.(*fakeDown)
-		f.mu.Lock()
-		for name := range rawSent {
-			f.tools["files"] = append(f.tools["files"], mcpgo.NewTool(name))
-		}
-		prev := f.call
-		f.call = func(ctx context.Context, server, tool string, args map[string]any, onProgress mcpclient.ProgressFunc) (*mcpgo.CallToolResult, error) {
-			sent, ok := rawSent[tool]
-			if !ok {
-				return prev(ctx, server, tool, args, onProgress)
+	for _, ta := range []*agenttest.Agents{p.fast, p.slow} {
+		f := p.down[ta]
+		f.Edit(func() {
+			for name := range rawSent {
+				f.ToolLists["files"] = append(f.ToolLists["files"], mcpgo.NewTool(name))
 			}
-			_, _ = prev(ctx, server, "text", args, onProgress) // records the path taken
-			raw := json.RawMessage(sent)
-			res, err := mcpgo.ParseCallToolResult(&raw) // what mcp-go's client makes of it
-			if err != nil {
-				return nil, fmt.Errorf("downstream %q: %w", server, err)
+			prev := f.Call
+			f.Call = func(ctx context.Context, server, tool string, args map[string]any, onProgress mcpclient.ProgressFunc) (*mcpgo.CallToolResult, error) {
+				sent, ok := rawSent[tool]
+				if !ok {
+					return prev(ctx, server, tool, args, onProgress)
+				}
+				_, _ = prev(ctx, server, "text", args, onProgress) // records the path taken
+				raw := json.RawMessage(sent)
+				res, err := mcpgo.ParseCallToolResult(&raw) // what mcp-go's client makes of it
+				if err != nil {
+					return nil, fmt.Errorf("downstream %q: %w", server, err)
+				}
+				return res, nil
 			}
-			return res, nil
-		}
-		f.mu.Unlock()
+		})
 	}
 	p.listTools(t)
-	id, _ := json.Marshal(mcpgo.Implementation{Name: "px", Version: p.fast.set.deps.Config.Version, Title: "Files", Description: "files, proxied"})
+	id, _ := json.Marshal(mcpgo.Implementation{Name: "px", Version: p.fast.Config.Version, Title: "Files", Description: "files, proxied"})
 	info := `{"_meta":{"io.modelcontextprotocol/serverInfo":` + string(id) + `}`
 	for _, c := range []struct {
 		tool, style, want string
@@ -163,24 +160,24 @@ func TestProxyFastRawBytes(t *testing.T) {
 			}
 			got := send(t, p.fast, callBody("7", c.tool, meta), hdr)
 			want := fmt.Sprintf(`{"jsonrpc":"2.0","id":7,"result":%s}`, c.want)
-			if !strings.Contains(got.body, "data: "+want+"\n") && got.body != want+"\n" {
-				t.Errorf("fast path wrote\n%s\nwant the result\n%s", got.body, want)
+			if !strings.Contains(got.Body, "data: "+want+"\n") && got.Body != want+"\n" {
+				t.Errorf("fast path wrote\n%s\nwant the result\n%s", got.Body, want)
 			}
 			if c.tool == "normalized" {
 				// mcp-go's path: "zeta" dropped, members sorted, HTML
 				// escaped (structuredContent it keeps raw).
 				slow := send(t, p.slow, callBody("7", c.tool, meta), hdr)
 				const norm = `"result":{"content":[{"type":"text","text":"\u003cb\u003e\u0026\u003c/b\u003e"}],"structuredContent":{"n":12345678901234567890}}`
-				if !strings.Contains(slow.body, norm) {
-					t.Errorf("mcp-go's path no longer normalizes this way (update the README's P9 note): %s", slow.body)
+				if !strings.Contains(slow.Body, norm) {
+					t.Errorf("mcp-go's path no longer normalizes this way (update the README's P9 note): %s", slow.Body)
 				}
 			}
 			if c.tool == "verbatim" && c.style == "legacy" {
 				// mcp-go's client refuses a content type it does not know:
 				// through its types this result is an error.
 				slow := send(t, p.slow, callBody("7", c.tool, meta), hdr)
-				if !strings.Contains(slow.body, "unknown content type: future") {
-					t.Errorf("mcp-go's path no longer normalizes (update the README's P9 note): %s", slow.body)
+				if !strings.Contains(slow.Body, "unknown content type: future") {
+					t.Errorf("mcp-go's path no longer normalizes (update the README's P9 note): %s", slow.Body)
 				}
 			}
 		})

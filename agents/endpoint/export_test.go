@@ -1,0 +1,32 @@
+package endpoint
+
+import "net/http"
+
+// Test hooks for package endpoint_test.
+
+// SetFastOff sends every tools/call of the agent endpoint h through mcp-go
+// (off), or offers it to the fast path again.
+func SetFastOff(h http.Handler, off bool) { h.(*Endpoint).fastOff = off }
+
+// MCPHandler is mcp-go's Streamable HTTP server behind the endpoint h.
+func MCPHandler(h http.Handler) http.Handler { return h.(*Endpoint).d.MCP }
+
+// Waiting is the number of requests waiting for a caller's answer.
+func Waiting(c *CallerRequests) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.waiting)
+}
+
+// Running is the number of calls tracked for cancellation.
+func Running(c *CallerRequests) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.running)
+}
+
+// Reasons a request cannot be sent to a caller.
+var (
+	ErrRequestModern    = errRequestModern
+	ErrRequestNoSession = errRequestNoSession
+)

@@ -1,0 +1,77 @@
+package endpoint
+
+// The response of one agent request, tracked: how many SSE events were
+// written to it, and the writer (writer.go) the endpoint injects its own
+// requests through.
+
+import (
+	"context"
+	"net/http"
+	"sync"
+	"time"
+)
+
+// StreamTracker counts the SSE events written to one HTTP response; the
+// gateway installs it per agent request with TrackStream.
+type StreamTracker struct {
+	w *trackingWriter // the response the events go to
+
+	mu     sync.Mutex
+	events int
+	wake   chan struct{}
+}
+
+type trackerKey struct{}
+
+// TrackerFrom is the tracked response of the request of ctx, or nil.
+func TrackerFrom(ctx context.Context) *StreamTracker {
+	t, _ := ctx.Value(trackerKey{}).(*StreamTracker)
+	return t
+}
+
+// TrackStream wraps w so that the agent can wait for its notifications to
+// be written, marks SSE responses with X-Accel-Buffering: no so that nginx
+// streams them, and adds requestID to the message of a JSON-RPC error
+// answer (withRequestID).
+func TrackStream(w http.ResponseWriter, r *http.Request, requestID string) (http.ResponseWriter, *http.Request) {
+	t := &StreamTracker{wake: make(chan struct{})}
+	t.w = &trackingWriter{ResponseWriter: w, t: t, rid: requestID}
+	return t.w, r.WithContext(context.WithValue(r.Context(), trackerKey{}, t))
+}
+
+func (t *StreamTracker) wrote(events int) {
+	t.mu.Lock()
+	t.events += events
+	close(t.wake)
+	t.wake = make(chan struct{})
+	t.mu.Unlock()
+}
+
+// Events is the number of events written to the response so far.
+func (t *StreamTracker) Events() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.events
+}
+
+// WaitEvents waits until n events have been written, ctx ends or timeout
+// passes.
+func (t *StreamTracker) WaitEvents(ctx context.Context, n int, timeout time.Duration) {
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	for {
+		t.mu.Lock()
+		done, wake := t.events >= n, t.wake
+		t.mu.Unlock()
+		if done {
+			return
+		}
+		select {
+		case <-wake:
+		case <-ctx.Done():
+			return
+		case <-timer.C:
+			return
+		}
+	}
+}

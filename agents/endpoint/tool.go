@@ -1,0 +1,48 @@
+package endpoint
+
+// An agent's send_message on the fast path (agents/fastcall), for the kinds
+// that have one (llm, chain, router, parallel): the same handler (package
+// agents' handleSendMessage) under mcp-go's recovery middleware, its
+// progress notifications on the fast path's stream (agents.Reporter), and
+// the answer written as mcp-go would write it. mcp-go's server side was
+// about a fifth of the gateway's CPU in an agent loop with one tool call.
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/pallasgw/pallasgw/agents/fastcall"
+)
+
+// Tool is the fast path's target of one tool that an mcp-go handler
+// answers: an agent's send_message. The agent's MCP server must run its
+// handlers under server.WithRecovery, as Answer does.
+type Tool struct {
+	Name    string                 // the tool (config.Agent.ToolName; never get_health)
+	Handler server.ToolHandlerFunc // the handler mcp-go's registry holds for Name
+	Self    mcp.Implementation     // the agent's identity as its MCP server gives it
+}
+
+// Answers is the tool's name.
+func (t Tool) Answers(name string) bool { return name == t.Name }
+
+// RawArgs: the handler reads the arguments decoded.
+func (Tool) RawArgs() bool { return false }
+
+func (t Tool) Answer(ctx context.Context, req mcp.CallToolRequest, id any, modern bool) any {
+	res, err := t.recovered(ctx, req)
+	return fastcall.ToolAnswer(id, req.Params.Name, res, err, modern, t.Self)
+}
+
+// recovered is the handler under mcp-go's WithRecovery middleware.
+func (t Tool) recovered(ctx context.Context, req mcp.CallToolRequest) (res *mcp.CallToolResult, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			res, err = nil, fmt.Errorf("panic recovered in %s tool handler: %v", req.Params.Name, r)
+		}
+	}()
+	return t.Handler(ctx, req)
+}
