@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // stores runs f against the memory store and, when redis-server is
@@ -31,7 +33,7 @@ func stores(t *testing.T, f func(t *testing.T, s Store)) {
 // startRedis starts redis-server on a free loopback port without
 // persistence and returns its URL; it skips when redis-server is absent
 // (.ci/install-e2e-tools installs it), unless PALLASGW_E2E_REQUIRE is set.
-func startRedis(t *testing.T) string {
+func startRedis(t testing.TB) string {
 	t.Helper()
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
@@ -163,6 +165,71 @@ func BenchmarkMemoryAllow(b *testing.B) {
 	ctx := context.Background()
 	b.ReportAllocs()
 	for i := 0; b.Loop(); i++ {
+		s.Allow(ctx, "caller", 1<<30)
+	}
+}
+
+// countHook counts the commands a client sends (pipelines count once).
+type countHook struct{ n atomic.Int64 }
+
+func (h *countHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h *countHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if !handshake(cmd) {
+			h.n.Add(1)
+		}
+		return next(ctx, cmd)
+	}
+}
+func (h *countHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		if !handshake(cmds[0]) {
+			h.n.Add(1)
+		}
+		return next(ctx, cmds)
+	}
+}
+
+// handshake reports a command of a new connection's setup, which is not a
+// round trip of the operation.
+func handshake(c redis.Cmder) bool { return c.Name() == "hello" || c.Name() == "client" }
+
+// A rate check with Redis is one round trip (after the script is loaded),
+// a token check one, spending one pipeline.
+func TestRedisRoundTrips(t *testing.T) {
+	s, err := NewRedis(startRedis(t), time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	h := &countHook{}
+	s.rdb.AddHook(h)
+	ctx := context.Background()
+	s.Allow(ctx, "warm", 100) // loads the script once
+	for _, c := range []struct {
+		name string
+		op   func()
+	}{
+		{"allow", func() { s.Allow(ctx, "alice", 100) }},
+		{"used", func() { s.Used(ctx, "alice") }},
+		{"spend", func() { s.Spend(ctx, "alice", 5) }},
+	} {
+		before := h.n.Load()
+		c.op()
+		if n := h.n.Load() - before; n != 1 {
+			t.Errorf("%s: %d round trips, want 1", c.name, n)
+		}
+	}
+}
+
+func BenchmarkRedisAllow(b *testing.B) {
+	s, err := NewRedis(startRedis(b), time.Second)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	ctx := context.Background()
+	for b.Loop() {
 		s.Allow(ctx, "caller", 1<<30)
 	}
 }

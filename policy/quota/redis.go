@@ -64,7 +64,7 @@ func (r *Redis) Used(ctx context.Context, key string) (int64, error) {
 
 func (r *Redis) Spend(ctx context.Context, key string, n int64) error {
 	k := keyPrefix + "tokens:" + dayKey(key, time.Now())
-	pipe := r.rdb.TxPipeline()
+	pipe := r.rdb.Pipeline()
 	pipe.IncrBy(ctx, k, n)
 	pipe.Expire(ctx, k, 48*time.Hour) // the day's counter outlives the day, then goes
 	_, err := pipe.Exec(ctx)
