@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/pallasgw/pallasgw/agents/llm"
-	"github.com/pallasgw/pallasgw/policy"
 	"github.com/pallasgw/pallasgw/gateway/config"
+	"github.com/pallasgw/pallasgw/policy"
 )
 
 // modelRef is an agent's model: its provider, model name and parameters.
