@@ -12,6 +12,7 @@ package policy
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -72,7 +73,29 @@ type JWTVerifier struct {
 	ready chan struct{} // closed once keys were looked for the first time
 	mu    sync.RWMutex
 	keys  keyfunc.Keyfunc // nil until the key set is known
+
+	// verified remembers tokens whose signature and claims were checked,
+	// by digest of token and resource, for at most verifiedTTL and never
+	// past their exp: a client sends the same token on every request, and
+	// the signature check is nearly all of a verification's cost (RS256
+	// 35-50 µs on the development machine, ES256 75-150 µs).
+	vmu      sync.Mutex
+	verified map[[sha256.Size]byte]verifiedToken
 }
+
+type verifiedToken struct {
+	claims Claims
+	id     string
+	until  time.Time
+}
+
+// verifiedTTL bounds how long a verified token is trusted without a new
+// check (a key the issuer withdraws stops working within it); maxVerified
+// bounds the cache.
+const (
+	verifiedTTL = time.Minute
+	maxVerified = 10000
+)
 
 type scopeRule struct {
 	agents Globs
@@ -87,7 +110,7 @@ const keyWait = 5 * time.Second
 // returns at once: a snapshot is never held up by an identity provider
 // that is down, and requests meanwhile are refused as jwks_unavailable.
 func NewJWTVerifier(ctx context.Context, o JWTOptions) (*JWTVerifier, error) {
-	v := &JWTVerifier{opts: o, ready: make(chan struct{})}
+	v := &JWTVerifier{opts: o, ready: make(chan struct{}), verified: map[[sha256.Size]byte]verifiedToken{}}
 	for glob, scopes := range o.Scopes {
 		g, err := CompileGlobs([]string{glob})
 		if err != nil {
@@ -231,6 +254,14 @@ func (v *JWTVerifier) Verify(ctx context.Context, token, resource string) (Claim
 	if len(token) > maxTokenBytes {
 		return nil, "", AuthOversized, errors.New("token larger than 8 KiB")
 	}
+	key := sha256.Sum256([]byte(resource + "\x00" + token))
+	now := time.Now()
+	v.vmu.Lock()
+	if c, ok := v.verified[key]; ok && now.Before(c.until) {
+		v.vmu.Unlock()
+		return c.claims, c.id, AuthOK, nil
+	}
+	v.vmu.Unlock()
 	select {
 	case <-v.ready:
 	default: // only until the first key set was looked for
@@ -263,7 +294,34 @@ func (v *JWTVerifier) Verify(ctx context.Context, token, resource string) (Claim
 	if !ok || id == "" {
 		return nil, "", AuthMissingClaim, fmt.Errorf("the token has no string claim %q", v.opts.IdentityClaim)
 	}
+	until := now.Add(verifiedTTL)
+	if exp, err := claims.GetExpirationTime(); err == nil && exp != nil && exp.Before(until) {
+		until = exp.Time
+	}
+	v.remember(key, verifiedToken{claims: Claims(claims), id: id, until: until})
 	return Claims(claims), id, AuthOK, nil
+}
+
+// remember caches a verified token, making room by dropping expired
+// entries, then arbitrary ones.
+func (v *JWTVerifier) remember(key [sha256.Size]byte, t verifiedToken) {
+	v.vmu.Lock()
+	defer v.vmu.Unlock()
+	if len(v.verified) >= maxVerified {
+		now := time.Now()
+		for k, c := range v.verified {
+			if !now.Before(c.until) {
+				delete(v.verified, k)
+			}
+		}
+		for k := range v.verified {
+			if len(v.verified) < maxVerified {
+				break
+			}
+			delete(v.verified, k)
+		}
+	}
+	v.verified[key] = t
 }
 
 // jwtReason maps a parse error to its bounded reason.

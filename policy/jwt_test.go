@@ -288,3 +288,30 @@ func TestMatchRule(t *testing.T) {
 		t.Error("a JWT caller got a static caller's rule by its identity claim")
 	}
 }
+
+// A verified token is trusted again without a new signature check, but
+// only for the same resource and never past its exp.
+func TestJWTVerifiedCache(t *testing.T) {
+	p := newIDP(t)
+	v := newVerifier(t, p, func(o *JWTOptions) { o.ClockSkew = 0 })
+	tok := p.sign(t, jwt.SigningMethodRS256, "rsa-1", p.rsa, p.claims(func(c jwt.MapClaims) { c["exp"] = time.Now().Add(1500 * time.Millisecond).Unix() }))
+	for range 2 {
+		if _, _, reason, err := v.Verify(context.Background(), tok, resource); reason != AuthOK {
+			t.Fatal(reason, err)
+		}
+	}
+	if _, _, reason, _ := v.Verify(context.Background(), tok, "https://gw.example.com/agents/other/mcp"); reason != AuthWrongAudience {
+		t.Errorf("another resource: %s, want the audience checked again", reason)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		_, _, reason, _ := v.Verify(context.Background(), tok, resource)
+		if reason == AuthExpired {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("an expired token is still served from the cache: %s", reason)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
