@@ -8,7 +8,6 @@ package gateway
 import (
 	"encoding/json"
 	"net/http"
-	"strings"
 
 	"github.com/go-chi/chi/v5"
 
@@ -86,5 +85,5 @@ func (s *Snapshot) requestBase(r *http.Request) string {
 			host = h
 		}
 	}
-	return scheme + "://" + strings.TrimSuffix(host, "/")
+	return scheme + "://" + host
 }
