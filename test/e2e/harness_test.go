@@ -2,9 +2,9 @@
 
 // Package e2e runs the real pallasgw binary behind and beside the real
 // programs operators use with it: nginx, Caddy, Prometheus, docker-compose,
-// the official TypeScript MCP SDK and @modelcontextprotocol/server-everything.
-// The programs are installed by .ci/install-e2e-tools (Debian packages, and
-// npm packages into .tools/). A test whose program is missing skips with a
+// the official TypeScript MCP SDK and @modelcontextprotocol/server-everything,
+// Ory Hydra. The programs are installed by .ci/install-e2e-tools (Debian
+// packages, npm packages into .tools/, Go programs into .tools/bin). A test whose program is missing skips with a
 // message naming it, unless PALLASGW_E2E_REQUIRE=1 (CI), where it fails.
 //
 // Run with `make e2e`. Everything listens on 127.0.0.1 and free ports.
