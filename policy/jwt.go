@@ -218,7 +218,10 @@ func (v *JWTVerifier) newKeyfunc(ctx context.Context, url string) (keyfunc.Keyfu
 		NoErrorReturnFirstHTTPReq: &strict,
 		RefreshInterval:           10 * time.Minute,
 		RefreshUnknownKID:         rate.NewLimiter(rate.Every(30*time.Second), 1),
-		RateLimitWaitMax:          time.Millisecond, // over the limit: refuse now, do not queue
+		// The wait bounds the refetch itself too (jwkset fetches with the
+		// same context); over the limit the wait would pass it, so the
+		// limiter refuses at once instead of queueing.
+		RateLimitWaitMax: 5 * time.Second,
 		RefreshErrorHandlerFunc: func(u string) func(context.Context, error) {
 			return func(_ context.Context, err error) { v.opts.OnKeyError(fmt.Errorf("auth.jwt: key set %s: %w", u, err)) }
 		},

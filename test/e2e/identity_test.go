@@ -577,11 +577,14 @@ func TestIdentityJWT(t *testing.T) {
 	}
 
 	// The audit log names JWT callers by their claims.
-	logs := gw.Logs()
+	// (The log is flushed each second: poll.)
 	for _, who := range []string{"alice-app", "narrow-app"} {
-		if !strings.Contains(logs, who) {
-			t.Errorf("the gateway's log never names %s", who)
-		}
+		waitFor(t, "the gateway's log to name "+who, 10*time.Second, nil, func() error {
+			if !strings.Contains(gw.Logs(), `"caller":"`+who+`"`) {
+				return fmt.Errorf("not yet")
+			}
+			return nil
+		})
 	}
 	t.Logf("auth failures: %v", authFailures(t, gw))
 	checkNotLogged(t, gw, secrets)
