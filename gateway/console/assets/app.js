@@ -176,6 +176,7 @@ async function send(ev) {
   steps.replaceChildren();
   answer.replaceChildren();
   answer.className = "";
+  answer.dataset.state = "running";
   bar.hidden = false;
   bar.removeAttribute("value");
   const ctl = new AbortController();
@@ -202,6 +203,7 @@ async function send(ev) {
     setStatus(`done in ${Math.round(performance.now() - started)} ms`);
   } catch (e) {
     answer.className = "is-error";
+    answer.dataset.state = "error";
     answer.append(el("pre", { class: "error" }, e.name === "AbortError" ? "canceled" : e.message));
     setStatus(e instanceof McpError && e.status === 401 ? "refused: check the token" : "failed", true);
   } finally {

@@ -64,7 +64,7 @@ function renderStatus(st) {
     el("dt", {}, "agents"), el("dd", {}, String((st.agents || []).length)));
   const rows = (st.reloads || []).slice().reverse().map((r) => el("tr", { class: r.ok ? "" : "failed" },
     el("td", {}, fmtTime(r.at)), el("td", {}, r.trigger || ""), el("td", {}, r.ok ? "ok" : "failed"),
-    el("td", { class: "mono" }, (r.config_hash || "").slice(0, 12)), el("td", { class: "mono" }, r.error || "")));
+    el("td", { class: "mono" }, (r.config_hash || "").slice(0, 8)), el("td", { class: "mono" }, r.error || "")));
   $("#ops-reloads tbody").replaceChildren(...rows);
   $("#ops-listeners").replaceChildren(...(st.listeners || []).map((l) => el("li", { class: "mono" }, l)));
 }
