@@ -32,8 +32,10 @@ func (g *Gateway) router() http.Handler {
 	notFound := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, agents.RequestID(r.Context()), "no route for "+quoteClipped(r.URL.Path))
 	})
-	console := g.chain("console", g.consoleHandler(notFound)) // 404 when the config says console: false
-	r.Method(http.MethodGet, "/", console)
+	// The console: 404 when the config says console: false; GET and HEAD
+	// (the handler answers 405 to the rest).
+	console := g.chain("console", g.consoleHandler(notFound))
+	r.Handle("/", console)
 	r.Handle("/console/*", console)
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) { g.requestID(notFound).ServeHTTP(w, r) })
 	return r
