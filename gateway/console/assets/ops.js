@@ -6,6 +6,7 @@ import { el, $ } from "./dom.js";
 
 const ADMIN_KEY = "pallasgw.console.admin";
 const POLL_SECONDS = 2;
+const LOCKED_POLL_SECONDS = 30; // while /-/status refuses: ask again now and then
 const POINTS = 60;
 
 const series = { calls: [], errors: [], tokens: [] };
@@ -48,6 +49,8 @@ async function poll() {
 }
 
 function lock(why) {
+  clearTimeout(timer);
+  timer = setTimeout(poll, LOCKED_POLL_SECONDS * 1000);
   $("#ops-locked").hidden = false;
   $("#ops-body").hidden = true;
   $("#ops-why").textContent = why;
