@@ -22,13 +22,14 @@ func (g *Gateway) statusHandler(w http.ResponseWriter, r *http.Request) {
 		Port    int      `json:"port,omitempty"`
 	}
 	out := struct {
-		ConfigFile string        `json:"config_file"`
-		ConfigHash string        `json:"config_hash"`
-		LoadedAt   time.Time     `json:"loaded_at"`
-		LastReload *reloadStatus `json:"last_reload"`
-		Agents     []agentStatus `json:"agents"`
-		Listeners  []string      `json:"listeners"`
-	}{ConfigFile: s.cfg.File, ConfigHash: s.cfg.Hash, LoadedAt: s.loadedAt.UTC(), LastReload: g.lastReload.Load(), Agents: []agentStatus{}}
+		ConfigFile string         `json:"config_file"`
+		ConfigHash string         `json:"config_hash"`
+		LoadedAt   time.Time      `json:"loaded_at"`
+		LastReload *reloadStatus  `json:"last_reload"`
+		Reloads    []reloadStatus `json:"reloads"` // the last maxReloadHistory results, oldest first
+		Agents     []agentStatus  `json:"agents"`
+		Listeners  []string       `json:"listeners"`
+	}{ConfigFile: s.cfg.File, ConfigHash: s.cfg.Hash, LoadedAt: s.loadedAt.UTC(), LastReload: g.lastReload.Load(), Reloads: g.reloads.snapshot(), Agents: []agentStatus{}}
 	for _, name := range s.agents.Names() {
 		a := s.cfg.Agents[name]
 		servers := a.Servers

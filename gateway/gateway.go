@@ -47,6 +47,7 @@ type Gateway struct {
 
 	reloadMu   sync.Mutex // serialises reloads
 	lastReload atomic.Pointer[reloadStatus]
+	reloads    reloadRing // recent results, for /-/status
 
 	listeners   *listenerSet
 	downstreams *downstreamCache         // shared across snapshots
@@ -67,9 +68,11 @@ type Gateway struct {
 
 // reloadStatus is the outcome of the last load attempt.
 type reloadStatus struct {
-	At    time.Time `json:"at"`
-	OK    bool      `json:"ok"`
-	Error string    `json:"error,omitempty"`
+	At         time.Time `json:"at"`
+	OK         bool      `json:"ok"`
+	Error      string    `json:"error,omitempty"`
+	Trigger    string    `json:"trigger,omitempty"`     // start, file, poll, sighup, api
+	ConfigHash string    `json:"config_hash,omitempty"` // the config serving after it
 }
 
 // New loads the config for the first time and builds the first snapshot.
@@ -88,7 +91,7 @@ func New(opts Options) (*Gateway, error) {
 	if opts.Listen != "" {
 		cfg.Listen = opts.Listen
 	}
-	if err := g.apply(cfg); err != nil {
+	if err := g.apply(cfg, "start"); err != nil {
 		g.listeners.closeAll()
 		return nil, err
 	}

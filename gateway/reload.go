@@ -5,6 +5,7 @@ import (
 	"net"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"go.uber.org/zap"
@@ -39,10 +40,10 @@ func (g *Gateway) Reload(trigger string) (ReloadResult, error) {
 		err = fmt.Errorf("%s: listen: changing the main listen address needs a restart (serving %s)", cfg.File, old.cfg.Listen)
 	}
 	if err == nil {
-		err = g.apply(cfg)
+		err = g.apply(cfg, trigger)
 	}
 	if err != nil {
-		g.recordReload(false, err)
+		g.recordReload(trigger, old.cfg.Hash, err)
 		g.log.Error("config reload failed; keeping the serving config", zap.String("trigger", trigger),
 			zap.String("config_hash", old.cfg.Hash), zap.String("error", err.Error()))
 		return ReloadResult{Hash: old.cfg.Hash}, err
@@ -54,7 +55,7 @@ func (g *Gateway) Reload(trigger string) (ReloadResult, error) {
 
 // apply builds a snapshot for cfg, binds its new legacy ports, swaps it in
 // and retires the old one. On error nothing changed.
-func (g *Gateway) apply(cfg *config.Config) error {
+func (g *Gateway) apply(cfg *config.Config, trigger string) error {
 	for _, w := range cfg.Warnings {
 		g.log.Warn(w)
 	}
@@ -73,7 +74,7 @@ func (g *Gateway) apply(cfg *config.Config) error {
 	if old != nil {
 		old.retire()
 	}
-	g.recordReload(true, nil)
+	g.recordReload(trigger, cfg.Hash, nil)
 	for _, name := range s.agents.Names() {
 		g.metrics.Inflight.WithLabelValues(name) // the series exists before the first call
 	}
@@ -82,9 +83,11 @@ func (g *Gateway) apply(cfg *config.Config) error {
 	return nil
 }
 
-func (g *Gateway) recordReload(ok bool, err error) {
-	st := &reloadStatus{At: time.Now().UTC(), OK: ok}
-	if ok {
+// recordReload publishes a load's outcome: metrics, last_reload and the
+// ring of recent results in /-/status. hash is the config serving after it.
+func (g *Gateway) recordReload(trigger, hash string, err error) {
+	st := &reloadStatus{At: time.Now().UTC(), OK: err == nil, Trigger: trigger, ConfigHash: hash}
+	if st.OK {
 		g.metrics.ConfigReloads.WithLabelValues("success").Inc()
 		g.metrics.ConfigLastReloadOK.Set(1)
 		g.metrics.ConfigLastReloadSuccTS.SetToCurrentTime()
@@ -94,6 +97,7 @@ func (g *Gateway) recordReload(ok bool, err error) {
 		g.metrics.ConfigLastReloadOK.Set(0)
 	}
 	g.lastReload.Store(st)
+	g.reloads.add(*st)
 }
 
 // diff names the agents and servers added, removed and changed.
@@ -139,3 +143,27 @@ func diffMap[V any](kind string, a, b map[string]V, same func(x, y V) bool) []st
 }
 
 var _ = strings.TrimSpace
+
+// maxReloadHistory bounds the recent reload results /-/status lists.
+const maxReloadHistory = 20
+
+// reloadRing is the last maxReloadHistory load results, oldest first.
+type reloadRing struct {
+	mu   sync.Mutex
+	list []reloadStatus
+}
+
+func (r *reloadRing) add(st reloadStatus) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.list) == maxReloadHistory {
+		r.list = append(r.list[:0], r.list[1:]...)
+	}
+	r.list = append(r.list, st)
+}
+
+func (r *reloadRing) snapshot() []reloadStatus {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]reloadStatus{}, r.list...)
+}

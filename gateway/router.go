@@ -29,11 +29,15 @@ func (g *Gateway) router() http.Handler {
 	r.Method(http.MethodPost, "/-/reload", g.chain("admin", g.adminGuard(http.HandlerFunc(g.reloadHandler))))
 	r.Method(http.MethodGet, "/-/status", g.chain("admin", g.adminGuard(http.HandlerFunc(g.statusHandler))))
 	r.Mount("/debug", g.chain("admin", g.adminGuard(middleware.Profiler()))) // pprof, admin only
-	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
-		g.requestID(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			writeError(w, http.StatusNotFound, agents.RequestID(r.Context()), "no route for "+quoteClipped(r.URL.Path))
-		})).ServeHTTP(w, r)
+	notFound := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, http.StatusNotFound, agents.RequestID(r.Context()), "no route for "+quoteClipped(r.URL.Path))
 	})
+	// The console: 404 when the config says console: false; GET and HEAD
+	// (the handler answers 405 to the rest).
+	console := g.chain("console", g.consoleHandler(notFound))
+	r.Handle("/", console)
+	r.Handle("/console/*", console)
+	r.NotFound(func(w http.ResponseWriter, r *http.Request) { g.requestID(notFound).ServeHTTP(w, r) })
 	return r
 }
 

@@ -47,6 +47,10 @@ func (p *parser) applyDefaults(c *Config) {
 	if c.Reload.Debounce == 0 {
 		c.Reload.Debounce = DefaultDebounce
 	}
+	// console: on unless written false.
+	if lookup(p.root, []string{"console"}) == nil {
+		c.Console = true
+	}
 	// poll_interval: 0 written explicitly means off; absent means the default.
 	if lookup(p.root, []string{"reload", "poll_interval"}) == nil {
 		c.Reload.PollInterval = DefaultPollInterval

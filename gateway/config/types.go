@@ -23,6 +23,7 @@ type Config struct {
 	AllowedOrigins  []string          `yaml:"allowed_origins"`  // default none
 	EnvFile         string            `yaml:"env_file"`         // default ""
 	ShutdownTimeout time.Duration     `yaml:"shutdown_timeout"` // default 30s
+	Console         bool              `yaml:"console"`          // the web console at "/"; default true
 	Reload          Reload            `yaml:"reload"`
 	Admin           Admin             `yaml:"admin"`
 	Limits          Limits            `yaml:"limits"`
