@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"strings"
 )
 
 // AdminGuard protects the admin endpoints (/-/reload, /-/status).
@@ -64,7 +65,28 @@ func checkLoopback(r *http.Request) (int, string) {
 			return http.StatusForbidden, AuthAdminProxied
 		}
 	}
+	if !loopbackName(r.Host) {
+		// DNS rebinding: a page at evil.example.com whose name resolves to
+		// 127.0.0.1 reaches us from loopback, same-origin (no Origin
+		// header), but with its own name as Host.
+		return http.StatusForbidden, AuthAdminNotLoopbackHost
+	}
 	return 0, AuthOK
+}
+
+// loopbackName reports a Host naming this machine: localhost or a loopback
+// address, any port.
+func loopbackName(hostport string) bool {
+	host, _, err := net.SplitHostPort(hostport)
+	if err != nil {
+		host = hostport
+	}
+	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	addr, err := netip.ParseAddr(host)
+	return err == nil && addr.Unmap().IsLoopback()
 }
 
 // isLoopback reports whether a RemoteAddr ("host:port" or a bare address)

@@ -21,13 +21,14 @@ const (
 // Reasons of an authentication check. They are bounded and may be used as
 // metric labels or audit reasons; none holds request data.
 const (
-	AuthOK               = "ok"
-	AuthPassthrough      = "passthrough"
-	AuthMissingToken     = "missing_token"     // 401: no "Authorization: Bearer <token>"
-	AuthInvalidToken     = "invalid_token"     // 401: bearer matches no configured token
-	AuthAgentNotAllowed  = "agent_not_allowed" // 403: token's agents globs exclude the agent
-	AuthAdminNotLoopback = "not_loopback"      // 403: admin without token from a non-loopback peer
-	AuthAdminProxied     = "proxied"           // 403: admin without token, relayed by a proxy
+	AuthOK                   = "ok"
+	AuthPassthrough          = "passthrough"
+	AuthMissingToken         = "missing_token"     // 401: no "Authorization: Bearer <token>"
+	AuthInvalidToken         = "invalid_token"     // 401: bearer matches no configured token
+	AuthAgentNotAllowed      = "agent_not_allowed" // 403: token's agents globs exclude the agent
+	AuthAdminNotLoopback     = "not_loopback"      // 403: admin without token from a non-loopback peer
+	AuthAdminProxied         = "proxied"           // 403: admin without token, relayed by a proxy
+	AuthAdminNotLoopbackHost = "host_not_loopback" // 403: admin without token, Host names another machine (DNS rebinding)
 )
 
 const sha256Prefix = "sha256:"
