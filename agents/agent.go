@@ -11,6 +11,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
+	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 
 	"github.com/pallasgw/pallasgw/agents/endpoint"
@@ -20,6 +21,7 @@ import (
 	"github.com/pallasgw/pallasgw/gateway/config"
 	"github.com/pallasgw/pallasgw/policy"
 	"github.com/pallasgw/pallasgw/policy/quota"
+	"github.com/pallasgw/pallasgw/tracing"
 )
 
 // Agent is one served agent: its config, its MCP server and HTTP handler,
@@ -216,7 +218,7 @@ func (a *Agent) handleSendMessage(ctx context.Context, req mcp.CallToolRequest) 
 	a.observe(a.Config.ToolName, outcome, start)
 	a.log.Info("send_message", ridField, toolField, zap.String("conversation_id", turn.ConversationID),
 		zap.String("outcome", outcome), zap.Int64("duration_ms", time.Since(start).Milliseconds()),
-		zap.Int("history", len(turn.History)), zap.Error(err))
+		zap.Int("history", len(turn.History)), zap.Error(err), tracing.LogField(ctx))
 	if errors.Is(err, quota.ErrExceeded) || errors.Is(err, quota.ErrStore) {
 		// Over a limit: a JSON-RPC error, which tells a caller (and a model
 		// calling this agent as a tool) when to try again; not a failure of
@@ -235,6 +237,11 @@ func (a *Agent) Run(ctx context.Context, c *Call) (string, error) {
 	if a.run == nil { // config validation refuses such a sub-agent
 		return "", fmt.Errorf("agent %s is kind %s, which has no %s", a.Name, a.Config.Kind, config.DefaultToolName)
 	}
+	ctx, span := tracing.Start(ctx, trace.SpanKindInternal, tracing.OpInvokeAgent, a.Name)
+	defer span.End()
+	if span.IsRecording() {
+		span.SetAttributes(tracing.GenAIOperation.String(tracing.OpInvokeAgent), tracing.GenAIAgentName.String(a.Name))
+	}
 	ctx, cancel := context.WithTimeout(ctx, a.Config.Timeout)
 	defer cancel()
 	answer, err := a.run.run(ctx, c)
@@ -244,6 +251,7 @@ func (a *Agent) Run(ctx context.Context, c *Call) (string, error) {
 	if err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
 		err = fmt.Errorf("agent timeout %s exceeded: %w", a.Config.Timeout, err)
 	}
+	tracing.Fail(span, err, outcomeOf(ctx, err))
 	return answer, err
 }
 

@@ -19,6 +19,7 @@ import (
 	"github.com/pallasgw/pallasgw/agents/mcpclient"
 	"github.com/pallasgw/pallasgw/gateway/config"
 	"github.com/pallasgw/pallasgw/policy"
+	"github.com/pallasgw/pallasgw/tracing"
 )
 
 // llmRunner is the llm kind: the tool loop of SPEC §6.
@@ -163,7 +164,7 @@ func (r *llmRunner) callServer(ctx context.Context, c *Call, ref toolRef, tc llm
 	if err != nil {
 		c.Progress.Send(label + ": failed")
 		a.log.Warn("downstream tool failed", zap.String("request_id", c.RequestID), zap.String("server", ref.server),
-			zap.String("tool", ref.tool), zap.String("outcome", mcpclient.Outcome(err)), zap.Error(err))
+			zap.String("tool", ref.tool), zap.String("outcome", mcpclient.Outcome(err)), zap.Error(err), tracing.LogField(ctx))
 		return llm.Message{Role: llm.RoleTool, ToolCallID: tc.ID, IsError: true, Text: fmt.Sprintf("tool %s failed: %v", tc.Name, err)}
 	}
 	if res.IsError {

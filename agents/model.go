@@ -6,9 +6,12 @@ import (
 	"net/http"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/pallasgw/pallasgw/agents/llm"
 	"github.com/pallasgw/pallasgw/gateway/config"
 	"github.com/pallasgw/pallasgw/policy"
+	"github.com/pallasgw/pallasgw/tracing"
 )
 
 // modelRef is an agent's model: its provider, model name and parameters.
@@ -55,13 +58,30 @@ func newModelRef(a *Agent, ref string) (*modelRef, error) {
 	return m, nil
 }
 
-// chat runs one model turn and records the LLM metrics.
-func (m *modelRef) chat(ctx context.Context, a *Agent, req llm.Request, c *Call) (*llm.Response, error) {
+// chat runs one model turn, records the LLM metrics and its span ("chat
+// {model}", a client span of the GenAI conventions), and sends the span's
+// trace context to the provider.
+func (m *modelRef) chat(ctx context.Context, a *Agent, req llm.Request, c *Call) (_ *llm.Response, err error) {
 	req.Model, req.Params = m.model, m.params
 	if m.forwardAuth {
 		if v := c.Inbound.Get("Authorization"); v != "" {
 			req.Header = http.Header{"Authorization": {v}}
 		}
+	}
+	ctx, span := tracing.Start(ctx, trace.SpanKindClient, tracing.OpChat, m.model)
+	defer span.End()
+	if span.IsRecording() {
+		span.SetAttributes(tracing.GenAIOperation.String(tracing.OpChat), tracing.GenAIProvider.String(m.providerName),
+			tracing.GenAIRequestModel.String(m.model))
+		// The gateway's own headers, added after any forwarded one.
+		h := req.Header.Clone()
+		if h == nil {
+			h = http.Header{}
+		}
+		if tracing.Inject(ctx, h) {
+			req.Header = h
+		}
+		defer func() { tracing.Fail(span, err, outcomeOf(ctx, err)) }()
 	}
 	guard := a.set.deps.Quotas
 	id := policy.IdentityFrom(ctx)
@@ -83,6 +103,12 @@ func (m *modelRef) chat(ctx context.Context, a *Agent, req llm.Request, c *Call)
 		return nil, fmt.Errorf("%w: %s: %w", errProvider, m.ref, err)
 	}
 	u := resp.Usage
+	if span.IsRecording() {
+		span.SetAttributes(tracing.GenAIInputTokens.Int64(u.InputTokens), tracing.GenAIOutputTokens.Int64(u.OutputTokens))
+		if resp.FinishReason != "" {
+			span.SetAttributes(tracing.GenAIFinishReasons.StringSlice([]string{resp.FinishReason}))
+		}
+	}
 	guard.Spend(ctx, qkey, limits, int64(u.InputTokens+u.OutputTokens))
 	met.GenAITokens.WithLabelValues(m.providerName, m.model, "input").Observe(float64(u.InputTokens))
 	met.GenAITokens.WithLabelValues(m.providerName, m.model, "output").Observe(float64(u.OutputTokens))

@@ -88,6 +88,8 @@ func (g *Gateway) serveAgent(w http.ResponseWriter, r *http.Request, s *Snapshot
 	inflight := g.metrics.Inflight.WithLabelValues(name) // one lookup for both ends (P7)
 	inflight.Inc()
 	defer inflight.Dec()
+	r, span := s.traceRequest(r, msg) // tracing.go; nil when off
+	defer endRequest(span, w)
 	tw, tr := endpoint.TrackStream(w, r, rid)
 	a.Handler().ServeHTTP(tw, tr)
 }

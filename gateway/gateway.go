@@ -16,6 +16,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.uber.org/zap"
 
 	"github.com/pallasgw/pallasgw/agents/endpoint"
@@ -33,6 +34,9 @@ type Options struct {
 	Logger  *zap.Logger
 	Version string
 	Commit  string
+	// TraceExporter, when set, turns tracing on whatever the config's
+	// tracing.endpoint, exporting every span to it as it ends (tests).
+	TraceExporter sdktrace.SpanExporter
 }
 
 // Gateway is one running pallasgw process.
@@ -190,7 +194,9 @@ func (g *Gateway) Shutdown() {
 	g.stopWatcher()
 	g.wg.Wait()
 	g.listeners.closeAll()
-	g.current.Load().retire()
+	last := g.current.Load()
+	last.shutdownTraces() // before exit: the last spans leave now
+	last.retire()
 	g.quotaStores.close()
 	g.log.Info("stopped")
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/pallasgw/pallasgw/policy"
 	"github.com/pallasgw/pallasgw/policy/quota"
 	"github.com/pallasgw/pallasgw/registry"
+	"github.com/pallasgw/pallasgw/tracing"
 )
 
 // Snapshot is everything built from one config. It is immutable: handlers
@@ -36,6 +37,8 @@ type Snapshot struct {
 	trusted    *trustedProxies
 	ports      map[int]portRole // legacy ports → what they serve
 	preflight  *preflight
+	tracer     *tracing.Provider // nil: tracing off
+	tracesOnce sync.Once
 
 	stop      context.CancelFunc // ends what runs for the snapshot (the JWT key source)
 	done      chan struct{}      // closed when retired: stops the health loop
@@ -79,6 +82,14 @@ func (g *Gateway) buildSnapshot(cfg *config.Config) (_ *Snapshot, err error) {
 	if s.quotas, err = g.buildQuotas(cfg); err != nil {
 		return nil, err
 	}
+	if s.tracer, err = g.buildTracer(cfg); err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			s.shutdownTraces()
+		}
+	}()
 	providers, err := buildProviders(cfg)
 	if err != nil {
 		return nil, err
@@ -232,6 +243,7 @@ func (s *Snapshot) close() {
 	s.closeOnce.Do(func() {
 		s.stop()
 		s.downstream.close()
+		go s.shutdownTraces() // the provider's last spans, exported in the background
 	})
 }
 

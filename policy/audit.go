@@ -7,6 +7,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/pallasgw/pallasgw/metrics"
+	"github.com/pallasgw/pallasgw/tracing"
 )
 
 // Audit log field keys (SPEC §10).
@@ -75,9 +76,12 @@ func (a *Auditor) Record(ctx context.Context, e AuditEvent) {
 		a.Metrics.PolicyDecisions.WithLabelValues(e.Agent, verdict, metricReason(e.Decision.Reason)).Inc()
 	}
 	if a.Logger != nil {
-		ruleField := zap.Skip()
+		ruleField, traceField := zap.Skip(), zap.Skip()
 		if rule != "" {
 			ruleField = zap.String("caller_rule", rule)
+		}
+		if ctx != nil {
+			traceField = tracing.LogField(ctx)
 		}
 		a.Logger.Info("policy decision",
 			zap.String(fieldRequestID, e.RequestID),
@@ -88,7 +92,7 @@ func (a *Auditor) Record(ctx context.Context, e AuditEvent) {
 			zap.String(fieldDecision, verdict),
 			zap.String(fieldReason, e.Decision.Reason),
 			zap.Float64(fieldDurationMS, float64(e.Latency)/float64(time.Millisecond)),
-			ruleField,
+			ruleField, traceField,
 		)
 	}
 }

@@ -13,7 +13,8 @@
 // caller maps its typed config onto Rule, HeaderRules, TokenSpec, ...),
 // opens no connection and keeps no state across requests. Everything built
 // here is immutable after construction and safe for concurrent use, so it
-// can live in a config snapshot. It imports no project package but metrics.
+// can live in a config snapshot. It imports no project package but the
+// leaves metrics and tracing.
 //
 // It must never log, return or count a secret: token values, header values
 // (static or forwarded) and Authorization never appear in a log line, an

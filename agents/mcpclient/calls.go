@@ -46,6 +46,7 @@ func (m *Manager) Tools(ctx context.Context, server string, hdr http.Header) ([]
 // error here.
 func (m *Manager) CallTool(ctx context.Context, server, tool string, args map[string]any, hdr http.Header, onProgress ProgressFunc) (*mcp.CallToolResult, error) {
 	start := time.Now()
+	ctx, span := m.startCall(ctx, server, tool) // trace.go
 	var req mcp.CallToolRequest
 	req.Params.Name = tool
 	req.Params.Arguments = args
@@ -53,6 +54,12 @@ func (m *Manager) CallTool(ctx context.Context, server, tool string, args map[st
 		token, unregister := m.progress.register(onProgress)
 		defer unregister()
 		req.Params.Meta = &mcp.Meta{ProgressToken: token}
+	}
+	if f := traceMeta(ctx); f != nil {
+		if req.Params.Meta == nil {
+			req.Params.Meta = &mcp.Meta{}
+		}
+		req.Params.Meta.AdditionalFields = f
 	}
 	var res *mcp.CallToolResult
 	op := callOp(tool)
@@ -63,6 +70,7 @@ func (m *Manager) CallTool(ctx context.Context, server, tool string, args map[st
 		return err
 	})
 	m.observe(server, start, err == nil && res != nil && res.IsError, err)
+	endCall(span, err == nil && res != nil && res.IsError, err)
 	if err != nil {
 		return nil, err
 	}

@@ -13,7 +13,7 @@
 // runtime, which consults policy) computes the outbound header set per request
 // and this package sends exactly that set plus the protocol's own headers. It
 // never shares a session between two header sets, and it never logs header
-// values. It imports no project package but metrics.
+// values. It imports no project package but metrics and tracing.
 //
 // Protocol version: every client pins the session-based revision
 // mcp.LATEST_LEGACY_PROTOCOL_VERSION (2025-11-25) through initialize; a server

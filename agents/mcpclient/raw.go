@@ -30,6 +30,8 @@ import (
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/pallasgw/pallasgw/tracing"
 )
 
 // RawResult is a tools/call result as the downstream sent it, with the
@@ -66,6 +68,7 @@ func (s *session) noteWire(cli *client.Client, version string) {
 // error here.
 func (m *Manager) CallToolRaw(ctx context.Context, server, tool string, args json.RawMessage, hdr http.Header, onProgress ProgressFunc) (*RawResult, error) {
 	start := time.Now()
+	ctx, span := m.startCall(ctx, server, tool) // trace.go
 	r, done := m.rawRequest(ctx, tool, args, onProgress)
 	defer done()
 	var res *RawResult
@@ -79,6 +82,7 @@ func (m *Manager) CallToolRaw(ctx context.Context, server, tool string, args jso
 		return err
 	})
 	m.observe(server, start, err == nil && res.IsError, err)
+	endCall(span, err == nil && res.IsError, err)
 	if err != nil {
 		return nil, err
 	}
@@ -91,6 +95,8 @@ type rawRequest struct {
 	args  json.RawMessage
 	token string // progress token; "" for none
 	relay *Relay
+
+	traceparent, tracestate string // the call span's W3C trace context, for _meta; "" for none
 }
 
 // rawRequest is the request of a call of tool with args, with a progress
@@ -98,6 +104,7 @@ type rawRequest struct {
 // the token once the call has returned.
 func (m *Manager) rawRequest(ctx context.Context, tool string, args json.RawMessage, onProgress ProgressFunc) (r rawRequest, done func()) {
 	r = rawRequest{tool: tool, args: args, relay: RelayFrom(ctx)}
+	r.traceparent, r.tracestate = tracing.Context(ctx)
 	if onProgress == nil {
 		return r, func() {}
 	}
@@ -116,6 +123,7 @@ func (m *Manager) rawRequest(ctx context.Context, tool string, args json.RawMess
 // asks for input has not done the work. Other sessions take mcp-go's path.
 func (m *Manager) CallToolJSON(ctx context.Context, server, tool string, args json.RawMessage, hdr http.Header, onProgress ProgressFunc) (*mcp.CallToolResult, error) {
 	start := time.Now()
+	ctx, span := m.startCall(ctx, server, tool) // trace.go
 	r, done := m.rawRequest(ctx, tool, args, onProgress)
 	defer done()
 	var res *mcp.CallToolResult
@@ -138,6 +146,7 @@ func (m *Manager) CallToolJSON(ctx context.Context, server, tool string, args js
 		return err
 	})
 	m.observe(server, start, err == nil && res != nil && res.IsError, err)
+	endCall(span, err == nil && res != nil && res.IsError, err)
 	if err != nil {
 		return nil, err
 	}
@@ -155,8 +164,17 @@ func typedRequest(r rawRequest) (mcp.CallToolRequest, error) {
 		}
 		req.Params.Arguments = args
 	}
+	if r.token != "" || r.traceparent != "" {
+		req.Params.Meta = &mcp.Meta{}
+	}
 	if r.token != "" {
-		req.Params.Meta = &mcp.Meta{ProgressToken: r.token}
+		req.Params.Meta.ProgressToken = r.token
+	}
+	if r.traceparent != "" {
+		req.Params.Meta.AdditionalFields = map[string]any{tracing.KeyTraceparent: r.traceparent}
+		if r.tracestate != "" {
+			req.Params.Meta.AdditionalFields[tracing.KeyTracestate] = r.tracestate
+		}
 	}
 	return req, nil
 }
@@ -210,9 +228,22 @@ func callBody(id string, r rawRequest) []byte {
 		b = append(b, `,"arguments":`...)
 		b = append(b, r.args...)
 	}
-	if r.token != "" {
-		b = append(b, `,"_meta":{"progressToken":`...)
-		b = strconv.AppendQuote(b, r.token)
+	if r.token != "" || r.traceparent != "" {
+		b = append(b, `,"_meta":{`...)
+		sep := false
+		member := func(key, v string) {
+			if v == "" {
+				return
+			}
+			if sep {
+				b = append(b, ',')
+			}
+			sep = true
+			b = strconv.AppendQuote(append(strconv.AppendQuote(b, key), ':'), v)
+		}
+		member("progressToken", r.token)
+		member(tracing.KeyTraceparent, r.traceparent)
+		member(tracing.KeyTracestate, r.tracestate)
 		b = append(b, '}')
 	}
 	return append(b, "}}"...)

@@ -15,6 +15,8 @@ import (
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 	"go.uber.org/zap"
+
+	"github.com/pallasgw/pallasgw/tracing"
 )
 
 // The wire side of a raw tools/call (raw.go): the POST, the answer as JSON
@@ -92,6 +94,7 @@ func (c *rawCall) newRequest(ctx context.Context, method string, body []byte, ac
 	for name, vals := range c.s.hdr {
 		h[name] = vals
 	}
+	tracing.Inject(ctx, h) // the gateway's own: after the outbound set
 	return req, nil
 }
 

@@ -13,6 +13,8 @@ import (
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 	"go.uber.org/zap"
+
+	"github.com/pallasgw/pallasgw/tracing"
 )
 
 // session is one downstream MCP session for one header fingerprint (or the
@@ -334,6 +336,11 @@ func (rt *headerRoundTripper) RoundTrip(req *http.Request) (*http.Response, erro
 }
 
 func (rt *headerRoundTripper) roundTrip(req *http.Request) (*http.Response, error) {
+	if _, ok := req.Header["Traceparent"]; !ok && tracing.Active(req.Context()) {
+		// mcp-go's request of a traced call: the call span's context.
+		req = req.Clone(req.Context())
+		tracing.Inject(req.Context(), req.Header)
+	}
 	missing := false
 	for name := range rt.hdr {
 		if _, ok := req.Header[name]; !ok {

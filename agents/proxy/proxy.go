@@ -72,6 +72,7 @@ import (
 	"github.com/pallasgw/pallasgw/gateway/config"
 	"github.com/pallasgw/pallasgw/metrics"
 	"github.com/pallasgw/pallasgw/policy"
+	"github.com/pallasgw/pallasgw/tracing"
 )
 
 // CatalogDownstream is what the proxy needs beyond Downstream to re-expose
@@ -393,7 +394,7 @@ func (p *Proxy) forward(ctx context.Context, req mcp.CallToolRequest, raw RawDow
 		return nil, nil, err
 	}
 	p.d.Logger.Warn("downstream tool failed", zap.String("request_id", rid), zap.String("server", r.server),
-		zap.String("tool", r.name), zap.String("outcome", mcpclient.Outcome(err)), zap.Error(err))
+		zap.String("tool", r.name), zap.String("outcome", mcpclient.Outcome(err)), zap.Error(err), tracing.LogField(ctx))
 	return mcp.NewToolResultError(fmt.Sprintf("%s: %v (request id %s)", p.d.Agent, err, rid)), nil, nil
 }
 

@@ -26,6 +26,7 @@ const (
 	DefaultClockSkew          = 60 * time.Second
 	DefaultOpenAIBaseURL      = "https://api.openai.com/v1"
 	DefaultAnthropicBaseURL   = "https://api.anthropic.com"
+	DefaultServiceName        = "pallasgw"
 )
 
 func (p *parser) applyDefaults(c *Config) {
@@ -40,6 +41,11 @@ func (p *parser) applyDefaults(c *Config) {
 	def(&c.Auth.Mode, "passthrough")
 	def(&c.Quotas.Store, "memory")
 	def(&c.Quotas.OnStoreError, "open")
+	def(&c.Tracing.ServiceName, DefaultServiceName)
+	// sampling: 0 written explicitly keeps no new trace; absent means 1.
+	if lookup(p.root, []string{"tracing", "sampling"}) == nil {
+		c.Tracing.Sampling = 1
+	}
 	def(&c.Models.Default, DefaultModel)
 	if c.ShutdownTimeout == 0 {
 		c.ShutdownTimeout = DefaultShutdownTimeout

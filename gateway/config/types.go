@@ -29,6 +29,7 @@ type Config struct {
 	Limits          Limits            `yaml:"limits"`
 	Auth            Auth              `yaml:"auth"`
 	Quotas          Quotas            `yaml:"quotas"`
+	Tracing         Tracing           `yaml:"tracing"`
 	Models          Models            `yaml:"models"`
 	MCP             MCP               `yaml:"mcp"`
 	Policy          Policy            `yaml:"policy"`
@@ -173,6 +174,19 @@ type Policy struct {
 type Quotas struct {
 	Store        string `yaml:"store"`          // memory (default) | redis://host:6379/0 (shared by replicas)
 	OnStoreError string `yaml:"on_store_error"` // open (default): calls go on | closed: calls are refused
+}
+
+// Tracing exports OpenTelemetry traces over OTLP/HTTP (SPEC §14). The
+// exporter also honours the standard OTEL_EXPORTER_OTLP_* variables
+// (headers, timeout, TLS) and OTEL_RESOURCE_ATTRIBUTES.
+type Tracing struct {
+	// Endpoint is the collector's OTLP/HTTP base URL, e.g.
+	// http://127.0.0.1:4318 (/v1/traces is added when it has no path);
+	// default "": OTEL_EXPORTER_OTLP_TRACES_ENDPOINT or
+	// OTEL_EXPORTER_OTLP_ENDPOINT when set, else tracing is off.
+	Endpoint    string  `yaml:"endpoint"`
+	Sampling    float64 `yaml:"sampling"`     // ratio of new traces kept, 0 to 1; default 1.0 (a caller's sampled flag wins)
+	ServiceName string  `yaml:"service_name"` // default "pallasgw"
 }
 
 // QuotaLimits bound one caller; 0 means unlimited.

@@ -34,6 +34,7 @@ func (p *parser) validate(c *Config) {
 	p.validateServers(c)
 	p.validatePolicy(c)
 	p.validateQuotas(c)
+	p.validateTracing(c)
 	for _, name := range sortedKeys(c.Agents) {
 		p.validateAgent(c, c.Agents[name])
 	}
@@ -286,6 +287,18 @@ func (p *parser) validateQuotas(c *Config) {
 	}
 	if q.OnStoreError != "open" && q.OnStoreError != "closed" {
 		p.addPath([]string{"quotas", "on_store_error"}, fmt.Sprintf("unknown value %q (want open or closed)", q.OnStoreError))
+	}
+}
+
+func (p *parser) validateTracing(c *Config) {
+	t := c.Tracing
+	if t.Endpoint != "" {
+		if u, err := url.Parse(t.Endpoint); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			p.addPath([]string{"tracing", "endpoint"}, "must be an http:// or https:// URL (OTLP/HTTP), e.g. http://127.0.0.1:4318")
+		}
+	}
+	if t.Sampling < 0 || t.Sampling > 1 || t.Sampling != t.Sampling {
+		p.addPath([]string{"tracing", "sampling"}, fmt.Sprintf("must be between 0 and 1, not %v", t.Sampling))
 	}
 }
 

@@ -4,9 +4,11 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
+	"io"
 	"math"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
 	"os"
@@ -15,6 +17,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -40,15 +43,21 @@ import (
 // same rounds as the gateway path, every call carrying a valid bearer token
 // for the agent's canonical URL: its throughput and added latency are
 // printed against the gateway without auth of the same run.
+//
+// A third gateway, the same proxy agent with tracing on (sampling 1.0,
+// every span exported over OTLP/HTTP to a sink in this process that
+// accepts and discards), runs in the same rounds too: its throughput at 64
+// callers is printed against the gateway with tracing off.
 func BenchmarkRoutingSessionless(b *testing.B) { benchRouting(b, load.Sessionless, 1) }
 
 func BenchmarkRoutingSession(b *testing.B) { benchRouting(b, load.Session, 2) }
 
 // The routing targets (printed against, never asserted).
 const (
-	targetAddedP50  = 0.15 // ms over direct, at 1 caller
-	targetCPUvNginx = 3.0  // gateway CPU per call ≤ this × an nginx hop's
-	targetJWTRatio  = 0.90 // JWT-on throughput at 64 callers ≥ this × no auth's
+	targetAddedP50   = 0.15 // ms over direct, at 1 caller
+	targetCPUvNginx  = 3.0  // gateway CPU per call ≤ this × an nginx hop's
+	targetJWTRatio   = 0.90 // JWT-on throughput at 64 callers ≥ this × no auth's
+	targetTraceRatio = 0.90 // tracing-on throughput at 64 callers ≥ this × tracing off's
 )
 
 // targetThroughput is the share of the direct path's throughput the
@@ -79,11 +88,30 @@ auth:
   jwt: {issuer: %q, algorithms: [RS256]}
 `
 
+// tracingOn is added to routingConfig for the tracing-on gateway.
+const tracingOn = `
+tracing: {endpoint: %q, sampling: 1.0}
+`
+
+// newOTLPSink is an OTLP/HTTP collector that accepts every export and
+// discards it; exports counts the requests.
+func newOTLPSink(b *testing.B) (url string, exports *atomic.Int64) {
+	exports = new(atomic.Int64)
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		exports.Add(1)
+		w.Header().Set("Content-Type", "application/x-protobuf")
+		w.WriteHeader(http.StatusOK)
+	}))
+	b.Cleanup(ts.Close)
+	return ts.URL, exports
+}
+
 // routingRun is one round's figures for one path.
 type routingRun struct{ p50, p99, rate float64 } // ms, ms, calls/s
 
 // routingPaths are the rounds of each path at one concurrency.
-type routingPaths struct{ direct, gw, jwt, floor, nginx []routingRun }
+type routingPaths struct{ direct, gw, jwt, trace, floor, nginx []routingRun }
 
 // routingCost is CPU and allocations over every measured run.
 type routingCost struct {
@@ -96,6 +124,8 @@ type routingCost struct {
 	nginxCalls                int
 	jwt                       usage // the JWT-on gateway process, on its path
 	jwtCalls                  int
+	trace                     usage // the tracing-on gateway process, on its path
+	traceCalls                int
 }
 
 func benchRouting(b *testing.B, style load.Style, order int) {
@@ -103,6 +133,8 @@ func benchRouting(b *testing.B, style load.Style, order int) {
 	g := startGateway(b, fmt.Sprintf(routingConfig, d.url()))
 	issuer := newIDP(b)
 	gj := startGateway(b, fmt.Sprintf(routingConfig, d.url())+fmt.Sprintf(jwtAuth, issuer.URL))
+	sink, exports := newOTLPSink(b)
+	gt := startGateway(b, fmt.Sprintf(routingConfig, d.url())+fmt.Sprintf(tracingOn, sink))
 	floor := newForwarder(b, d.ts.URL)
 	nginx := startNginx(b, d.ts.URL) // nil without nginx
 	opts := func(url string, c, n int) load.Options {
@@ -120,6 +152,7 @@ func benchRouting(b *testing.B, style load.Style, order int) {
 	runLoad(b, opts(d.url(), 64, 256))
 	runLoad(b, opts(g.agentURL("px"), 64, 256))
 	runLoad(b, jwtOpts(64, 256))
+	runLoad(b, opts(gt.agentURL("px"), 64, 256))
 	runLoad(b, opts(floor+"/mcp", 64, 256))
 	if nginx != nil {
 		runLoad(b, opts(nginx.url+"/mcp", 64, 256))
@@ -164,9 +197,19 @@ func benchRouting(b *testing.B, style load.Style, order int) {
 				cost.jwt.mallocs += after.mallocs - before.mallocs
 				cost.jwt.bytes += after.bytes - before.bytes
 			}
-			// ABBA: no path always runs first, and the gateway without auth
-			// sits between the two it is compared with.
-			paths := []func(){direct, gw, jwtGW}
+			traceGW := func() {
+				before := gt.usage()
+				fig, calls, _ := run(opts(gt.agentURL("px"), c, calls(b)))
+				after := gt.usage()
+				figures[c].trace = append(figures[c].trace, fig)
+				cost.traceCalls += calls
+				cost.trace.cpu += after.cpu - before.cpu
+				cost.trace.mallocs += after.mallocs - before.mallocs
+				cost.trace.bytes += after.bytes - before.bytes
+			}
+			// ABBA: no path always runs first, and the plain gateway sits
+			// between the two variants it is compared with.
+			paths := []func(){direct, jwtGW, gw, traceGW}
 			if r%2 == 1 {
 				slices.Reverse(paths)
 			}
@@ -187,6 +230,9 @@ func benchRouting(b *testing.B, style load.Style, order int) {
 	if n := issuer.keyFetches.Load(); n != 1 {
 		b.Errorf("the JWT-on gateway fetched the key set %d times, want once (cached)", n)
 	}
+	if exports.Load() == 0 {
+		b.Errorf("the tracing-on gateway exported no spans")
+	}
 	g.profileLoad("routing-"+string(style), opts(g.agentURL("px"), 64, 0))
 	gj.profileLoad("routing-"+string(style)+"-jwt", jwtOpts(64, 0))
 	reportRouting(b, style, order, summarize(figures[1]), summarize(figures[64]), cost)
@@ -203,13 +249,19 @@ type routingSummary struct {
 	// the direct path; jOwnP50 and jRatioGW against the gateway without
 	// auth (medians of per-round differences and ratios).
 	jP50, jRate, jAddP50, jRatio, jOwnP50, jRatioGW float64
+	// The tracing-on gateway's throughput, its own added p50 and its
+	// throughput ratio against the gateway with tracing off.
+	tRate, tOwnP50, tRatioGW float64
 }
 
 func summarize(p *routingPaths) routingSummary {
 	var add50, add99, ratio, d50, d99, g50, g99, dr, gr, fAdd50, fRatio, nAdd50, nRatio []float64
 	var j50, jr, jAdd50, jRatio, jOwn50, jRatioGW []float64
+	var tr, tOwn50, tRatioGW []float64
 	for i := range p.direct {
 		d, w, f, j := p.direct[i], p.gw[i], p.floor[i], p.jwt[i]
+		t := p.trace[i]
+		tr, tOwn50, tRatioGW = append(tr, t.rate), append(tOwn50, t.p50-w.p50), append(tRatioGW, t.rate/w.rate)
 		j50, jr, jAdd50, jRatio = append(j50, j.p50), append(jr, j.rate), append(jAdd50, j.p50-d.p50), append(jRatio, j.rate/d.rate)
 		jOwn50, jRatioGW = append(jOwn50, j.p50-w.p50), append(jRatioGW, j.rate/w.rate)
 		add50, add99, ratio = append(add50, w.p50-d.p50), append(add99, w.p99-d.p99), append(ratio, w.rate/d.rate)
@@ -224,7 +276,8 @@ func summarize(p *routingPaths) routingSummary {
 	return routingSummary{dP50: median(d50), dP99: median(d99), gP50: median(g50), gP99: median(g99),
 		addP50: median(add50), addP99: median(add99), dRate: median(dr), gRate: median(gr), ratio: median(ratio),
 		fAddP50: median(fAdd50), fRatio: median(fRatio), nAddP50: medianOrNaN(nAdd50), nRatio: medianOrNaN(nRatio),
-		jP50: median(j50), jRate: median(jr), jAddP50: median(jAdd50), jRatio: median(jRatio), jOwnP50: median(jOwn50), jRatioGW: median(jRatioGW)}
+		jP50: median(j50), jRate: median(jr), jAddP50: median(jAdd50), jRatio: median(jRatio), jOwnP50: median(jOwn50), jRatioGW: median(jRatioGW),
+		tRate: median(tr), tOwnP50: median(tOwn50), tRatioGW: median(tRatioGW)}
 }
 
 // newForwarder starts a bare reverse proxy to target in a process of its
@@ -470,6 +523,8 @@ func reportRouting(b *testing.B, style load.Style, order int, one, many routingS
 	b.ReportMetric(many.ratio, "c64-throughput-ratio")
 	b.ReportMetric(one.jAddP50*1000, "jwt-c1-added-p50-µs")
 	b.ReportMetric(many.jRatioGW, "jwt/noauth-c64-throughput")
+	b.ReportMetric(many.tRatioGW, "traced/untraced-c64-throughput")
+	tCPU, tAllocs, tBytes := perCall(usage{}, cost.trace, cost.traceCalls)
 	if haveNginx {
 		b.ReportMetric(float64(nginxCPU)/float64(time.Microsecond), "nginx-cpu-µs/call")
 		b.ReportMetric(nginxRatio, "gw/nginx-cpu-ratio")
@@ -494,6 +549,11 @@ func reportRouting(b *testing.B, style load.Style, order int, one, many routingS
 			add("64", "  calls/s, JWT on ÷ no auth", "", "", fmt.Sprintf("%.2f", many.jRatioGW), fmt.Sprintf("≥ %.2f ", targetJWTRatio)+verdict(many.jRatioGW >= targetJWTRatio))
 			add("", "gateway CPU/call, JWT on", "", us(jCPU), fmt.Sprintf("%.2f× no auth's", jCPURatio), "")
 			add("", "gateway allocs/call, JWT on", "", fmt.Sprintf("%.0f (%.1f kB)", jAllocs, jBytes/1024), "", "")
+			add("1", "  added p50, tracing on − off", "", "", fmtAdded(one.tOwnP50), "")
+			add("64", "calls/s, tracing on (100%, OTLP)", fmtRate(many.dRate), fmtRate(many.tRate), "", "")
+			add("64", "  calls/s, tracing on ÷ off", "", "", fmt.Sprintf("%.2f", many.tRatioGW), fmt.Sprintf("≥ %.2f ", targetTraceRatio)+verdict(many.tRatioGW >= targetTraceRatio))
+			add("", "gateway CPU/call, tracing on", "", us(tCPU), fmt.Sprintf("%.2f× off's", float64(tCPU)/float64(max(cpu, 1))), "")
+			add("", "gateway allocs/call, tracing on", "", fmt.Sprintf("%.0f (%.1f kB)", tAllocs, tBytes/1024), "", "")
 			add("1", "p50, bare reverse proxy", "", "", fmtAdded(one.fAddP50), "for scale")
 			add("64", "calls/s, bare reverse proxy", "", "", fmt.Sprintf("%.2f", many.fRatio), "for scale")
 			if !math.IsNaN(one.nAddP50) {
@@ -527,6 +587,8 @@ func reportRouting(b *testing.B, style load.Style, order int, one, many routingS
 		fmt.Sprintf("%.0f%% of no auth (%.0f%% of direct)", 100*many.jRatioGW, 100*many.jRatio))
 	record(o+9, j+"gateway CPU per call (allocs), against no auth", "",
 		fmt.Sprintf("%s (%.0f allocs, %.1f kB); no auth %s", us(jCPU), jAllocs, jBytes/1024, us(cpu)), "", fmt.Sprintf("%.2f× no auth's", jCPURatio))
+	record(o+9, m+"tracing on (100%, OTLP/HTTP): throughput, 64 callers, against off", fmt.Sprintf("≥ %.0f%% of off", 100*targetTraceRatio),
+		fmt.Sprintf("%s (off %s)", fmtRate(many.tRate), fmtRate(many.gRate)), "", fmt.Sprintf("%.0f%% of off; CPU/call %s (off %s)", 100*many.tRatioGW, us(tCPU), us(cpu)))
 	record(o+7, m+"a bare reverse proxy instead, for scale: added p50, 1 caller; throughput, 64 callers", "",
 		fmt.Sprintf("%s; %.0f%%", fmtAdded(one.fAddP50), 100*many.fRatio), "", "")
 	if !math.IsNaN(one.nAddP50) {

@@ -1,0 +1,61 @@
+package mcpclient
+
+// The client span of a downstream tools/call ("tools/call {tool}", MCP
+// semantic conventions) and the trace context it sends: W3C headers on
+// every HTTP request of the call, and params._meta's traceparent and
+// tracestate in the request the gateway builds. All of it is nothing when
+// the call's context carries no tracer (package tracing).
+
+import (
+	"context"
+	"net/url"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/pallasgw/pallasgw/tracing"
+)
+
+// startCall starts the span of one tools/call of tool on server.
+func (m *Manager) startCall(ctx context.Context, server, tool string) (context.Context, trace.Span) {
+	ctx, span := tracing.Start(ctx, trace.SpanKindClient, string(mcp.MethodToolsCall), tool)
+	if span.IsRecording() {
+		span.SetAttributes(tracing.MCPMethod.String(string(mcp.MethodToolsCall)), tracing.GenAIToolName.String(tool),
+			tracing.GenAIOperation.String("execute_tool"), tracing.Server.String(server))
+		if srv := m.servers[server]; srv != nil && srv.spec.URL != "" {
+			if u, err := url.Parse(srv.spec.URL); err == nil {
+				span.SetAttributes(tracing.ServerAddress.String(u.Hostname()))
+			}
+		}
+	}
+	return ctx, span
+}
+
+// endCall ends span with the call's outcome: an error, or a result with
+// isError (error.type tool_error).
+func endCall(span trace.Span, isError bool, err error) {
+	if span.IsRecording() {
+		if err != nil {
+			tracing.Fail(span, err, Outcome(err))
+		} else if isError {
+			span.SetAttributes(tracing.ErrorType.String(tracing.ToolError))
+			span.SetStatus(codes.Error, tracing.ToolError)
+		}
+	}
+	span.End()
+}
+
+// traceMeta is the trace context of ctx as typed _meta fields, nil when
+// none.
+func traceMeta(ctx context.Context) map[string]any {
+	tp, ts := tracing.Context(ctx)
+	if tp == "" {
+		return nil
+	}
+	f := map[string]any{tracing.KeyTraceparent: tp}
+	if ts != "" {
+		f[tracing.KeyTracestate] = ts
+	}
+	return f
+}
