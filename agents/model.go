@@ -3,7 +3,6 @@ package agents
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"time"
 
 	"github.com/pallasgw/pallasgw/agents/llm"
@@ -14,11 +13,11 @@ import (
 // modelRef is an agent's model: its provider, model name and parameters.
 type modelRef struct {
 	provider     llm.Provider
-	providerName string // config key: openai, anthropic, builtin
+	providerName string // config key under models.providers, or builtin
 	model        string // without the provider prefix
 	ref          string // provider.model as configured
 	params       llm.Params
-	forwardAuth  bool
+	headers      *policy.HeaderRules // nil: the provider sends no per-call headers
 	price        *config.Price
 }
 
@@ -41,13 +40,10 @@ func newModelRef(a *Agent, ref string) (*modelRef, error) {
 		if m.provider == nil {
 			return nil, fmt.Errorf("model %s: provider %s is not configured", ref, provName)
 		}
-		var pc *config.Provider
-		if provName == "openai" {
-			pc = d.Config.Models.Providers.OpenAI
-		} else {
-			pc = d.Config.Models.Providers.Anthropic
+		if pc := d.Config.Models.Providers[provName]; pc != nil && (len(pc.Headers) > 0 || len(pc.ForwardHeaders) > 0 || pc.ForwardInboundAuth) {
+			rules := ProviderHeaderRules(provName, pc)
+			m.headers = &rules
 		}
-		m.forwardAuth = pc != nil && pc.ForwardInboundAuth && d.InboundAuthMayTravel
 	}
 	if p, ok := d.Config.Models.Prices[ref]; ok {
 		m.price = &p
@@ -58,10 +54,14 @@ func newModelRef(a *Agent, ref string) (*modelRef, error) {
 // chat runs one model turn and records the LLM metrics.
 func (m *modelRef) chat(ctx context.Context, a *Agent, req llm.Request, c *Call) (*llm.Response, error) {
 	req.Model, req.Params = m.model, m.params
-	if m.forwardAuth {
-		if v := c.Inbound.Get("Authorization"); v != "" {
-			req.Header = http.Header{"Authorization": {v}}
+	if m.headers != nil {
+		// Static headers ride here too (the client sends them as well), so
+		// that the provider redacts their values from its errors.
+		comp := a.set.deps.Composer
+		if comp == nil {
+			comp = &policy.Composer{}
 		}
+		req.Header = comp.Compose(*m.headers, c.Inbound, a.set.deps.InboundAuthMayTravel)
 	}
 	guard := a.set.deps.Quotas
 	id := policy.IdentityFrom(ctx)

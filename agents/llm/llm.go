@@ -115,6 +115,9 @@ type ProviderConfig struct {
 	Kind    string // "openai" or "anthropic"
 	BaseURL string
 	APIKey  string
+	// Headers are static headers sent with every request (chat and
+	// preflight); their values are secrets, redacted from errors.
+	Headers map[string]string
 	Timeout time.Duration // whole-call timeout; 0 = none
 	// MaxRetries on 429/5xx/connection errors before the first byte of the
 	// stream. 0 means the default, 2; a negative value disables retries.

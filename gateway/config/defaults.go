@@ -85,8 +85,13 @@ func (p *parser) applyDefaults(c *Config) {
 			r.Line = lineOf(p.root, []string{"policy", "callers", name})
 		}
 	}
-	providerDefaults(c.Models.Providers.OpenAI, DefaultOpenAIBaseURL)
-	providerDefaults(c.Models.Providers.Anthropic, DefaultAnthropicBaseURL)
+	for name, pr := range c.Models.Providers {
+		if pr == nil {
+			pr = &Provider{}
+			c.Models.Providers[name] = pr
+		}
+		providerDefaults(name, pr)
+	}
 	for _, s := range c.MCP.Servers {
 		if s == nil {
 			continue
@@ -117,12 +122,17 @@ func (p *parser) applyDefaults(c *Config) {
 	}
 }
 
-func providerDefaults(p *Provider, baseURL string) {
-	if p == nil {
-		return
+func providerDefaults(name string, p *Provider) {
+	p.Name = name
+	if p.Type == "" && (name == ProviderOpenAI || name == ProviderAnthropic) {
+		p.Type = name
 	}
-	if p.BaseURL == "" {
-		p.BaseURL = baseURL
+	switch {
+	case p.BaseURL != "":
+	case p.Type == ProviderOpenAI:
+		p.BaseURL = DefaultOpenAIBaseURL
+	case p.Type == ProviderAnthropic:
+		p.BaseURL = DefaultAnthropicBaseURL
 	}
 	if p.Timeout == 0 {
 		p.Timeout = DefaultProviderTimeout

@@ -101,19 +101,29 @@ type Models struct {
 	Prices       map[string]Price        `yaml:"prices"`
 }
 
-// Providers holds the two provider families.
-type Providers struct {
-	OpenAI    *Provider `yaml:"openai"`
-	Anthropic *Provider `yaml:"anthropic"`
-}
+// Providers are the LLM providers by name (SPEC §16); a model is
+// "<provider name>.<model>". Names are letters, digits, '_' and '-'.
+type Providers map[string]*Provider
+
+// Provider types: the API a provider speaks.
+const (
+	ProviderOpenAI    = "openai"
+	ProviderAnthropic = "anthropic"
+)
 
 // Provider is one LLM provider's connection settings.
 type Provider struct {
-	BaseURL            string        `yaml:"base_url"`             // openai: https://api.openai.com/v1; anthropic: https://api.anthropic.com
-	APIKey             Secret        `yaml:"api_key"`              // default ""
-	ForwardInboundAuth bool          `yaml:"forward_inbound_auth"` // default false
-	Timeout            time.Duration `yaml:"timeout"`              // default 300s
-	MaxRetries         *int          `yaml:"max_retries"`          // default 2
+	Type               string            `yaml:"type"`                 // openai | anthropic; default: the name when it is openai or anthropic
+	BaseURL            string            `yaml:"base_url"`             // openai: https://api.openai.com/v1; anthropic: https://api.anthropic.com
+	APIKey             Secret            `yaml:"api_key"`              // default ""
+	Headers            map[string]Secret `yaml:"headers"`              // static, on every request; default none
+	ForwardHeaders     map[string]string `yaml:"forward_headers"`      // inbound -> outbound, per call; default none
+	ForwardInboundAuth bool              `yaml:"forward_inbound_auth"` // default false
+	Timeout            time.Duration     `yaml:"timeout"`              // default 300s
+	MaxRetries         *int              `yaml:"max_retries"`          // default 2
+
+	// Name is the provider's key (set by Load).
+	Name string `yaml:"-"`
 }
 
 // Capabilities are published in the registry for a model.
