@@ -20,6 +20,8 @@ const (
 	DefaultModel              = "passthrough"
 	DefaultToolName           = "send_message"
 	DefaultMaxIterations      = 12
+	DefaultMinRating          = "GOOD"
+	DefaultMaxRefinements     = 3
 	DefaultAgentTimeout       = 300 * time.Second
 	DefaultProviderTimeout    = 300 * time.Second
 	DefaultServerTimeout      = 60 * time.Second
@@ -110,8 +112,17 @@ func (p *parser) applyDefaults(c *Config) {
 		def(&a.Kind, KindLLM)
 		def(&a.Title, TitleFromName(name))
 		def(&a.ToolName, DefaultToolName)
-		if a.Model == "" && (a.Kind == KindLLM || a.Kind == KindRouter) {
+		if a.Model == "" && (a.Kind == KindLLM || a.Kind == KindRouter || a.Kind == KindOrchestrator) {
 			a.Model = c.Models.Default
+		}
+		if a.Kind == KindEvaluatorOptimizer {
+			def(&a.MinRating, DefaultMinRating)
+			if lookup(p.root, []string{"agents", name, "max_refinements"}) == nil {
+				a.MaxRefinements = DefaultMaxRefinements
+			}
+		}
+		if a.Kind == KindOrchestrator {
+			def(&a.Plan, PlanFull)
 		}
 		if a.MaxIterations == 0 {
 			a.MaxIterations = DefaultMaxIterations

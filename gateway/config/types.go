@@ -227,6 +227,21 @@ const (
 	KindParallel = "parallel"
 	KindProxy    = "proxy"
 	KindToolbox  = "toolbox"
+	// KindEvaluatorOptimizer refines a generator's draft until an
+	// evaluator rates it min_rating (SPEC §16).
+	KindEvaluatorOptimizer = "evaluator_optimizer"
+	// KindOrchestrator plans steps over child agents with an LLM, runs
+	// them and synthesizes the answer (SPEC §16).
+	KindOrchestrator = "orchestrator"
+)
+
+// Ratings of an evaluator, worst first.
+var Ratings = []string{"POOR", "FAIR", "GOOD", "EXCELLENT"}
+
+// Orchestrator plan modes.
+const (
+	PlanFull      = "full"
+	PlanIterative = "iterative"
 )
 
 // Agent is one served agent.
@@ -248,6 +263,13 @@ type Agent struct {
 	Sequence      []string       `yaml:"sequence"`       // chain
 	FanOut        []string       `yaml:"fan_out"`        // parallel
 	FanIn         string         `yaml:"fan_in"`         // parallel
+	// evaluator_optimizer
+	Generator      string `yaml:"generator"`
+	Evaluator      string `yaml:"evaluator"`
+	MinRating      string `yaml:"min_rating"`      // EXCELLENT | GOOD | FAIR | POOR; default GOOD
+	MaxRefinements int    `yaml:"max_refinements"` // default 3; 0 written explicitly = evaluate once, never refine
+	// orchestrator (also agents, model, max_iterations: the steps it may run)
+	Plan string `yaml:"plan"` // full (default) | iterative
 
 	// Name is the agent's key (set by Load).
 	Name string `yaml:"-"`

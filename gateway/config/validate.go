@@ -21,7 +21,8 @@ var (
 		"presence_penalty": true, "frequency_penalty": true, "seed": true, "response_format": true,
 		"tool_choice": true, "extra": true, "playback": true,
 	}
-	knownKinds = map[string]bool{KindLLM: true, KindChain: true, KindRouter: true, KindParallel: true, KindProxy: true, KindToolbox: true}
+	knownKinds = map[string]bool{KindLLM: true, KindChain: true, KindRouter: true, KindParallel: true, KindProxy: true, KindToolbox: true,
+		KindEvaluatorOptimizer: true, KindOrchestrator: true}
 )
 
 func (p *parser) validate(c *Config) {
