@@ -39,13 +39,15 @@ func (r *llmRunner) run(ctx context.Context, c *Call) (string, error) {
 		system += "\n\nNote: " + strings.Join(problems, "; ")
 	}
 	var last string
+	text := newTextStream(c.Progress, a.Name, a.Config.StreamText)
 	iterations := 0
 	// One observation per run: the number of model turns it took.
 	defer func() { a.set.deps.Metrics.AgentIterations.Observe(float64(iterations)) }()
 	for i := 1; i <= r.maxIter; i++ {
 		c.Progress.Send(fmt.Sprintf("%s step %d (llm)", a.Name, i))
 		iterations = i
-		resp, err := r.model.chat(ctx, a, llm.Request{System: system, Messages: msgs, Tools: tools.defs}, c)
+		resp, err := r.model.chat(ctx, a, llm.Request{System: system, Messages: msgs, Tools: tools.defs, OnText: text.onText()}, c)
+		text.flush()
 		if err != nil {
 			return "", err
 		}

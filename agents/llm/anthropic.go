@@ -80,7 +80,7 @@ func (p *anthropicProvider) Chat(ctx context.Context, req Request) (*Response, e
 	if isHTML(resp.Header.Get("Content-Type")) {
 		return nil, fmt.Errorf("anthropic: %w", errHTML)
 	}
-	out, err := readAnthropicStream(resp.Body)
+	out, err := readAnthropicStream(resp.Body, req.OnText)
 	if err != nil {
 		return nil, redactStream(streamErr("anthropic", ctx, err), p.apiKey, req.Header)
 	}

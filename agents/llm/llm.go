@@ -80,6 +80,10 @@ type Request struct {
 	// Header carries extra outbound headers for this call (e.g. the caller's
 	// Authorization when the provider has forward_inbound_auth). May be nil.
 	Header http.Header
+	// OnText, when set, is given each text delta of the answer as it
+	// streams in, on the goroutine that called Chat (the built-in models
+	// give their whole answer once). The Response still holds all of it.
+	OnText func(delta string)
 }
 
 // Usage is token accounting for one turn (final, not cumulative deltas).

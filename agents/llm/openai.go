@@ -95,7 +95,7 @@ func (p *openAIProvider) Chat(ctx context.Context, req Request) (*Response, erro
 		return nil, sdkError("openai", ctx, err, &a, p.apiKey, req.Header)
 	}
 	defer resp.Body.Close()
-	out, err := readOpenAIBody(resp)
+	out, err := readOpenAIBody(resp, req.OnText)
 	if err != nil {
 		return nil, redactStream(streamErr("openai", ctx, err), p.apiKey, req.Header)
 	}

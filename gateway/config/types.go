@@ -260,9 +260,12 @@ type Agent struct {
 	Params        map[string]any `yaml:"params"`
 	MaxIterations int            `yaml:"max_iterations"` // default 12
 	Timeout       time.Duration  `yaml:"timeout"`        // default 300s
-	Sequence      []string       `yaml:"sequence"`       // chain
-	FanOut        []string       `yaml:"fan_out"`        // parallel
-	FanIn         string         `yaml:"fan_in"`         // parallel
+	// StreamText sends an llm agent's text deltas as progress messages
+	// "{agent} text: ..." to callers that passed a progress token; default false.
+	StreamText bool     `yaml:"stream_text"`
+	Sequence   []string `yaml:"sequence"` // chain
+	FanOut     []string `yaml:"fan_out"`  // parallel
+	FanIn      string   `yaml:"fan_in"`   // parallel
 	// evaluator_optimizer
 	Generator      string `yaml:"generator"`
 	Evaluator      string `yaml:"evaluator"`
