@@ -212,6 +212,13 @@ type ToolRules struct {
 	Deny  []string `yaml:"deny"`
 }
 
+// Overrides are the send_message arguments a caller may use (SPEC §16).
+type Overrides struct {
+	Params bool `yaml:"params"` // params: sampling parameters over the agent's
+	System bool `yaml:"system"` // system_override, system_append
+	Tools  bool `yaml:"tools"`  // tools: globs narrowing the agent's tools
+}
+
 // Icon is a registry icon.
 type Icon struct {
 	Src      string `yaml:"src" json:"src"`
@@ -262,10 +269,13 @@ type Agent struct {
 	Timeout       time.Duration  `yaml:"timeout"`        // default 300s
 	// StreamText sends an llm agent's text deltas as progress messages
 	// "{agent} text: ..." to callers that passed a progress token; default false.
-	StreamText bool     `yaml:"stream_text"`
-	Sequence   []string `yaml:"sequence"` // chain
-	FanOut     []string `yaml:"fan_out"`  // parallel
-	FanIn      string   `yaml:"fan_in"`   // parallel
+	StreamText bool `yaml:"stream_text"`
+	// Overrides lets callers change an llm agent's run per call through
+	// send_message arguments; default: nothing.
+	Overrides Overrides `yaml:"overrides"`
+	Sequence  []string  `yaml:"sequence"` // chain
+	FanOut    []string  `yaml:"fan_out"`  // parallel
+	FanIn     string    `yaml:"fan_in"`   // parallel
 	// evaluator_optimizer
 	Generator      string `yaml:"generator"`
 	Evaluator      string `yaml:"evaluator"`

@@ -95,6 +95,9 @@ func (p *parser) validateKind(c *Config, a *Agent, key []string) {
 		need(a.Plan == PlanFull || a.Plan == PlanIterative, "plan", fmt.Sprintf("unknown plan %q (want full or iterative)", a.Plan))
 		p.checkModel(c, append(append([]string{}, key...), "model"), a.Model)
 	}
+	if a.Kind != KindLLM && (a.Overrides != Overrides{} || a.StreamText) {
+		p.addPath(append(append([]string{}, key...), "overrides"), "overrides and stream_text belong to kind llm")
+	}
 	if a.Kind != KindEvaluatorOptimizer && (a.Generator != "" || a.Evaluator != "") {
 		p.addPath(append(append([]string{}, key...), "generator"), "generator and evaluator belong to kind evaluator_optimizer")
 	}
