@@ -117,7 +117,7 @@ func (p *parser) applyDefaults(c *Config) {
 		}
 		if a.Kind == KindEvaluatorOptimizer {
 			def(&a.MinRating, DefaultMinRating)
-			if lookup(p.root, []string{"agents", name, "max_refinements"}) == nil {
+			if p.agentKey(name, "max_refinements") == nil {
 				a.MaxRefinements = DefaultMaxRefinements
 			}
 		}

@@ -32,6 +32,9 @@ type Config struct {
 	MCP             MCP               `yaml:"mcp"`
 	Policy          Policy            `yaml:"policy"`
 	Agents          map[string]*Agent `yaml:"agents"`
+	// AgentCards are directories of agent cards (*.md, SPEC §16), relative
+	// to the config's directory; their agents join Agents. Default none.
+	AgentCards []string `yaml:"agent_cards"`
 
 	// File is the path the config was loaded from; Hash the hex SHA-256 of
 	// the raw file bytes plus the env_file bytes. Not YAML keys.
@@ -41,6 +44,9 @@ type Config struct {
 	Warnings []string `yaml:"-"`
 	// EnvFilePath is env_file resolved against the config's directory.
 	EnvFilePath string `yaml:"-"`
+	// AgentCardDirs are AgentCards resolved against the config's
+	// directory (watched for reloads).
+	AgentCardDirs []string `yaml:"-"`
 }
 
 // Reload configures the file watcher.
