@@ -36,6 +36,7 @@ type Snapshot struct {
 	trusted    *trustedProxies
 	ports      map[int]portRole // legacy ports → what they serve
 	preflight  *preflight
+	directory  *agents.Directory // POST /mcp; nil unless agents_endpoint
 
 	stop      context.CancelFunc // ends what runs for the snapshot (the JWT key source)
 	done      chan struct{}      // closed when retired: stops the health loop
@@ -99,6 +100,9 @@ func (g *Gateway) buildSnapshot(cfg *config.Config) (_ *Snapshot, err error) {
 	if err != nil {
 		s.downstream.close()
 		return nil, err
+	}
+	if cfg.AgentsEndpoint {
+		s.directory = s.agents.NewDirectory()
 	}
 	s.registry = registry.New(cfg, s.loadedAt)
 	for name, a := range cfg.Agents {

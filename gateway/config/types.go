@@ -35,6 +35,9 @@ type Config struct {
 	// AgentCards are directories of agent cards (*.md, SPEC §16), relative
 	// to the config's directory; their agents join Agents. Default none.
 	AgentCards []string `yaml:"agent_cards"`
+	// AgentsEndpoint serves POST /mcp: every agent the caller may use as
+	// one tool; default false.
+	AgentsEndpoint bool `yaml:"agents_endpoint"`
 
 	// File is the path the config was loaded from; Hash the hex SHA-256 of
 	// the raw file bytes plus the env_file bytes. Not YAML keys.
