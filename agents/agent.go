@@ -51,6 +51,7 @@ type Call struct {
 	RequestID string
 	Caller    string
 	Depth     int
+	overrides *callOverrides // this call's own; sub-calls have none
 }
 
 const sendMessageSchema = `{
@@ -120,7 +121,7 @@ func (a *Agent) registerTools() {
 	case config.KindToolbox:
 		toolbox.Register(a.mcp, a.toolboxDeps())
 	default:
-		a.mcp.AddTool(mcp.NewToolWithRawSchema(a.Config.ToolName, a.toolDescription(), json.RawMessage(sendMessageSchema)), a.handleSendMessage)
+		a.mcp.AddTool(mcp.NewToolWithRawSchema(a.Config.ToolName, a.toolDescription(), sendMessageSchemaFor(a.Config.Overrides)), a.handleSendMessage)
 		a.mcp.AddPrompt(mcp.NewPrompt(a.Name+"_history", mcp.WithPromptDescription("Conversation history (always empty: history lives on the client).")),
 			func(context.Context, mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
 				return mcp.NewGetPromptResult("History lives on the client; pass it in send_message's history.", []mcp.PromptMessage{}), nil
@@ -201,6 +202,10 @@ func (a *Agent) handleSendMessage(ctx context.Context, req mcp.CallToolRequest) 
 	skipped := map[string]int{} // reason → count; one log line per call, not per entry
 	turn, err := parseTurn(req.GetArguments(), a.set.deps.Config.Limits.MaxHistoryEntries, a.set.deps.Config.Limits.MaxImageBytes,
 		func(_ int, reason string) { skipped[reason]++ })
+	var ov *callOverrides
+	if err == nil {
+		ov, err = parseOverrides(req.GetArguments(), a.Config.Overrides)
+	}
 	for reason, n := range skipped {
 		m.HistorySkipped.WithLabelValues(a.Name, reason).Add(float64(n))
 	}
@@ -211,7 +216,7 @@ func (a *Agent) handleSendMessage(ctx context.Context, req mcp.CallToolRequest) 
 		a.observe(a.Config.ToolName, "error", start)
 		return mcp.NewToolResultError(fmt.Sprintf("%v (request id %s)", err, rid)), nil
 	}
-	call := &Call{Turn: turn, Inbound: req.Header, Progress: progress, RequestID: rid, Caller: callerOf(ctx)}
+	call := &Call{Turn: turn, Inbound: req.Header, Progress: progress, RequestID: rid, Caller: callerOf(ctx), overrides: ov}
 	answer, err := a.Run(ctx, call)
 	progress.flush(2 * time.Second)
 	outcome := outcomeOf(ctx, err)

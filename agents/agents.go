@@ -45,8 +45,8 @@ type Deps struct {
 	Logger     *zap.Logger
 	Metrics    *metrics.Metrics
 	Downstream Downstream
-	// Providers by provider key ("openai", "anthropic"); built-ins are made
-	// per agent by the Set.
+	// Providers by provider name (the keys of models.providers); built-ins
+	// are made per agent by the Set.
 	Providers map[string]llm.Provider
 	// Preflight reports the last preflight result of a provider key (nil =
 	// ok or unknown).
@@ -104,6 +104,17 @@ func HeaderRules(name string, s *config.Server) policy.HeaderRules {
 		static[k] = v.Value()
 	}
 	return policy.HeaderRules{Server: name, Static: static, Forward: s.ForwardHeaders, ForwardInboundAuth: s.ForwardInboundAuth}
+}
+
+// ProviderHeaderRules maps an LLM provider's config onto the policy's
+// header rules: its static headers, forward_headers and
+// forward_inbound_auth, composed per model call like a server's.
+func ProviderHeaderRules(name string, p *config.Provider) policy.HeaderRules {
+	static := make(map[string]string, len(p.Headers))
+	for k, v := range p.Headers {
+		static[k] = v.Value()
+	}
+	return policy.HeaderRules{Server: "provider:" + name, Static: static, Forward: p.ForwardHeaders, ForwardInboundAuth: p.ForwardInboundAuth}
 }
 
 // Get returns the named agent or nil.

@@ -27,6 +27,14 @@ func newRunner(a *Agent) (runner, error) {
 		return &routerRunner{a: a, model: m}, nil
 	case config.KindParallel:
 		return &parallelRunner{a: a}, nil
+	case config.KindEvaluatorOptimizer:
+		return &evalOptRunner{a: a, min: config.RatingRank(a.Config.MinRating)}, nil
+	case config.KindOrchestrator:
+		m, err := newModelRef(a, a.Config.Model)
+		if err != nil {
+			return nil, err
+		}
+		return &orchestratorRunner{a: a, model: m}, nil
 	}
 	return nil, nil // proxy and toolbox have no send_message
 }

@@ -33,20 +33,27 @@ type llmRunner struct {
 
 func (r *llmRunner) run(ctx context.Context, c *Call) (string, error) {
 	a := r.a
+	model, err := c.overrides.model(r.model, a.Config.Params)
+	if err != nil {
+		return "", err
+	}
 	tools, problems := a.buildToolset(ctx, c.Inbound, r.filter, c.Caller)
+	tools = c.overrides.narrow(tools)
 	msgs := append(append([]llm.Message{}, c.History...), llm.Message{Role: llm.RoleUser, Text: c.Message, Images: c.Images})
-	system := a.Config.Instruction
+	system := c.overrides.systemPrompt(a.Config.Instruction)
 	if len(problems) > 0 {
 		system += "\n\nNote: " + strings.Join(problems, "; ")
 	}
 	var last string
+	text := newTextStream(c.Progress, a.Name, a.Config.StreamText)
 	iterations := 0
 	// One observation per run: the number of model turns it took.
 	defer func() { a.set.deps.Metrics.AgentIterations.Observe(float64(iterations)) }()
 	for i := 1; i <= r.maxIter; i++ {
 		c.Progress.Send(fmt.Sprintf("%s step %d (llm)", a.Name, i))
 		iterations = i
-		resp, err := r.model.chat(ctx, a, llm.Request{System: system, Messages: msgs, Tools: tools.defs}, c)
+		resp, err := model.chat(ctx, a, llm.Request{System: system, Messages: msgs, Tools: tools.defs, OnText: text.onText()}, c)
+		text.flush()
 		if err != nil {
 			return "", err
 		}

@@ -2,8 +2,8 @@ package agents
 
 import (
 	"context"
-	"fmt"
 	"net/http"
+	"fmt"
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
@@ -17,11 +17,11 @@ import (
 // modelRef is an agent's model: its provider, model name and parameters.
 type modelRef struct {
 	provider     llm.Provider
-	providerName string // config key: openai, anthropic, builtin
+	providerName string // config key under models.providers, or builtin
 	model        string // without the provider prefix
 	ref          string // provider.model as configured
 	params       llm.Params
-	forwardAuth  bool
+	headers      *policy.HeaderRules // nil: the provider sends no per-call headers
 	price        *config.Price
 }
 
@@ -44,13 +44,10 @@ func newModelRef(a *Agent, ref string) (*modelRef, error) {
 		if m.provider == nil {
 			return nil, fmt.Errorf("model %s: provider %s is not configured", ref, provName)
 		}
-		var pc *config.Provider
-		if provName == "openai" {
-			pc = d.Config.Models.Providers.OpenAI
-		} else {
-			pc = d.Config.Models.Providers.Anthropic
+		if pc := d.Config.Models.Providers[provName]; pc != nil && (len(pc.Headers) > 0 || len(pc.ForwardHeaders) > 0 || pc.ForwardInboundAuth) {
+			rules := ProviderHeaderRules(provName, pc)
+			m.headers = &rules
 		}
-		m.forwardAuth = pc != nil && pc.ForwardInboundAuth && d.InboundAuthMayTravel
 	}
 	if p, ok := d.Config.Models.Prices[ref]; ok {
 		m.price = &p
@@ -63,10 +60,14 @@ func newModelRef(a *Agent, ref string) (*modelRef, error) {
 // trace context to the provider.
 func (m *modelRef) chat(ctx context.Context, a *Agent, req llm.Request, c *Call) (_ *llm.Response, err error) {
 	req.Model, req.Params = m.model, m.params
-	if m.forwardAuth {
-		if v := c.Inbound.Get("Authorization"); v != "" {
-			req.Header = http.Header{"Authorization": {v}}
+	if m.headers != nil {
+		// Static headers ride here too (the client sends them as well), so
+		// that the provider redacts their values from its errors.
+		comp := a.set.deps.Composer
+		if comp == nil {
+			comp = &policy.Composer{}
 		}
+		req.Header = comp.Compose(*m.headers, c.Inbound, a.set.deps.InboundAuthMayTravel)
 	}
 	ctx, span := tracing.Start(ctx, trace.SpanKindClient, tracing.OpChat, m.model)
 	defer span.End()

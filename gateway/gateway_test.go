@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -128,5 +129,46 @@ func TestCallCounter(t *testing.T) {
 	go c.done()
 	if !c.waitZero(5 * time.Second) {
 		t.Fatal("not zero after done")
+	}
+}
+
+// Named providers: each is built by its type under its name, and its
+// header rules are checked like a server's.
+func TestNamedProviderConfig(t *testing.T) {
+	raw := `
+name: t
+models:
+  providers:
+    openai: {}
+    claude: {type: anthropic, headers: {Host: x}, forward_headers: {X-A: Content-Length}}
+    local: {type: openai, base_url: "http://127.0.0.1:1/v1", headers: {X-Static: v}}
+`
+	_, err := config.Parse("t.yaml", []byte(raw), policyChecks)
+	if err == nil {
+		t.Fatal("blocked provider headers loaded")
+	}
+	for _, want := range []string{`t.yaml:6: models.providers.claude.headers.Host: "Host" is a blocked header`,
+		`t.yaml:6: models.providers.claude.forward_headers.X-A: target "Content-Length" is a blocked header`} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("missing %q in:\n%v", want, err)
+		}
+	}
+	cfg, err := config.Parse("t.yaml", []byte(strings.Replace(raw, "headers: {Host: x}, forward_headers: {X-A: Content-Length}", "api_key: k", 1)), policyChecks)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps, err := buildProviders(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for name, p := range ps {
+		got[name] = p.Name()
+	}
+	if want := map[string]string{"openai": "openai", "claude": "anthropic", "local": "openai"}; fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("providers = %v, want %v", got, want)
+	}
+	if cfg.Models.Providers["claude"].BaseURL != config.DefaultAnthropicBaseURL {
+		t.Errorf("claude base_url = %q", cfg.Models.Providers["claude"].BaseURL)
 	}
 }

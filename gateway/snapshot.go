@@ -39,6 +39,7 @@ type Snapshot struct {
 	preflight  *preflight
 	tracer     *tracing.Provider // nil: tracing off
 	tracesOnce sync.Once
+	directory  *agents.Directory // POST /mcp; nil unless agents_endpoint
 
 	stop      context.CancelFunc // ends what runs for the snapshot (the JWT key source)
 	done      chan struct{}      // closed when retired: stops the health loop
@@ -111,6 +112,9 @@ func (g *Gateway) buildSnapshot(cfg *config.Config) (_ *Snapshot, err error) {
 		s.downstream.close()
 		return nil, err
 	}
+	if cfg.AgentsEndpoint {
+		s.directory = s.agents.NewDirectory()
+	}
 	s.registry = registry.New(cfg, s.loadedAt)
 	for name, a := range cfg.Agents {
 		if a.Port != 0 {
@@ -125,19 +129,21 @@ func (g *Gateway) buildSnapshot(cfg *config.Config) (_ *Snapshot, err error) {
 
 func buildProviders(cfg *config.Config) (map[string]llm.Provider, error) {
 	out := map[string]llm.Provider{}
-	for kind, p := range map[string]*config.Provider{"openai": cfg.Models.Providers.OpenAI, "anthropic": cfg.Models.Providers.Anthropic} {
-		if p == nil {
-			continue
-		}
+	for name, p := range cfg.Models.Providers {
 		retries := *p.MaxRetries
 		if retries == 0 {
 			retries = -1 // llm: 0 means its default, negative means none
 		}
-		prov, err := llm.New(llm.ProviderConfig{Kind: kind, BaseURL: p.BaseURL, APIKey: p.APIKey.Value(), Timeout: p.Timeout, MaxRetries: retries})
-		if err != nil {
-			return nil, fmt.Errorf("provider %s: %w", kind, err)
+		static := make(map[string]string, len(p.Headers))
+		for k, v := range p.Headers {
+			static[k] = v.Value()
 		}
-		out[kind] = prov
+		prov, err := llm.New(llm.ProviderConfig{Kind: p.Type, BaseURL: p.BaseURL, APIKey: p.APIKey.Value(), Headers: static,
+			Timeout: p.Timeout, MaxRetries: retries})
+		if err != nil {
+			return nil, fmt.Errorf("provider %s: %w", name, err)
+		}
+		out[name] = prov
 	}
 	return out, nil
 }
@@ -206,7 +212,12 @@ func policyChecks(c *config.Config, report func(path []string, msg string)) {
 	bl := policy.NewBlocklist(c.Policy.ExtraBlockedHeaders)
 	for name, s := range c.MCP.Servers {
 		for _, err := range bl.Validate(agents.HeaderRules(name, s)) {
-			report(ruleErrorPath(name, err), ruleErrorMsg(err))
+			report(ruleErrorPath([]string{"mcp", "servers", name}, err), ruleErrorMsg(err))
+		}
+	}
+	for name, p := range c.Models.Providers {
+		for _, err := range bl.Validate(agents.ProviderHeaderRules(name, p)) {
+			report(ruleErrorPath([]string{"models", "providers", name}, err), ruleErrorMsg(err))
 		}
 	}
 }
@@ -247,12 +258,14 @@ func (s *Snapshot) close() {
 	})
 }
 
-func ruleErrorPath(server string, err error) []string {
+// ruleErrorPath is the config key of a header rule problem under base (a
+// server's or a provider's key).
+func ruleErrorPath(base []string, err error) []string {
 	var re *policy.RuleError
 	if errors.As(err, &re) {
-		return []string{"mcp", "servers", server, re.Field, re.Key}
+		return append(base, re.Field, re.Key)
 	}
-	return []string{"mcp", "servers", server}
+	return base
 }
 
 func ruleErrorMsg(err error) string {

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/fsnotify/fsnotify"
@@ -82,7 +83,15 @@ func (g *Gateway) watched() (files map[string]bool, dirs map[string]bool) {
 	}
 	add(g.opts.ConfigPath)
 	add(g.current.Load().cfg.EnvFilePath)
+	for _, d := range g.current.Load().cfg.AgentCardDirs {
+		dirs[d] = true // its *.md files: see relevant
+	}
 	return files, dirs
+}
+
+// isCard reports whether name is a *.md file of an agent_cards directory.
+func (g *Gateway) isCard(name string) bool {
+	return filepath.Ext(name) == ".md" && slices.Contains(g.current.Load().cfg.AgentCardDirs, filepath.Dir(name))
 }
 
 // watchLoop runs the watch until ctx ends. lastHash is the content hash
@@ -134,7 +143,7 @@ func (g *Gateway) watchLoop(ctx context.Context, w *fsnotify.Watcher, armed map[
 // Kubernetes ..data symlink and the timestamped directories behind it.
 func (g *Gateway) relevant(name string) bool {
 	files, _ := g.watched()
-	if files[name] {
+	if files[name] || g.isCard(name) {
 		return true
 	}
 	base := filepath.Base(name)
@@ -151,6 +160,14 @@ func (g *Gateway) fileHash() [32]byte {
 		}
 		b, _ := os.ReadFile(p)
 		h.Write(b)
+	}
+	for _, d := range g.current.Load().cfg.AgentCardDirs {
+		cards, _ := filepath.Glob(filepath.Join(d, "*.md")) // sorted
+		for _, p := range cards {
+			b, _ := os.ReadFile(p)
+			h.Write([]byte(p))
+			h.Write(b)
+		}
 	}
 	var out [32]byte
 	copy(out[:], h.Sum(nil))

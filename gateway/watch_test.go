@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -50,4 +51,68 @@ func TestWatchCatchesAChangeBeforeItStarted(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// An edit of an agent card reloads the config: valid → invalid (the old
+// snapshot stays) → valid, and a new card adds an agent.
+func TestWatchReloadsAgentCards(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "pallasgw.yaml")
+	cards := filepath.Join(dir, "cards")
+	if err := os.Mkdir(cards, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cfg := "name: w\nlisten: \"127.0.0.1:0\"\nreload: {debounce: 20ms, poll_interval: 0}\nagent_cards: [cards]\n"
+	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	card := func(name, front string) {
+		if err := os.WriteFile(filepath.Join(cards, name), []byte("---\n"+front+"\n---\nYou help.\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	card("echo.md", "description: first")
+	g, err := New(Options{ConfigPath: path, Logger: zap.NewNop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(func() {
+		cancel()
+		g.cancelBase()
+		g.wg.Wait()
+		g.listeners.closeAll()
+	})
+	if err := g.Watch(ctx); err != nil {
+		t.Fatal(err)
+	}
+	waitFor := func(what string, ok func() bool) {
+		t.Helper()
+		for deadline := time.Now().Add(10 * time.Second); !ok(); time.Sleep(10 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("timed out waiting for %s", what)
+			}
+		}
+	}
+	desc := func() string {
+		if a := g.current.Load().cfg.Agents["echo"]; a != nil {
+			return a.Description
+		}
+		return ""
+	}
+	card("echo.md", "description: second")
+	waitFor("the edited card", func() bool { return desc() == "second" })
+	card("echo.md", "description: third\ncolour: red")
+	waitFor("the failed reload", func() bool {
+		st := g.lastReload.Load()
+		return st != nil && !st.OK && strings.Contains(st.Error, "echo.md:3: agents.echo.colour: unknown key")
+	})
+	if desc() != "second" {
+		t.Fatalf("a bad card replaced the config: %q", desc())
+	}
+	card("echo.md", "description: fourth")
+	card("more.md", "description: new")
+	waitFor("the fixed card and the new one", func() bool {
+		return desc() == "fourth" && g.current.Load().cfg.Agents["more"] != nil
+	})
 }

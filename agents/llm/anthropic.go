@@ -21,6 +21,7 @@ import (
 // cumulative usage.
 type anthropicProvider struct {
 	apiKey  string
+	static  http.Header // cfg.Headers, redacted from errors
 	timeout func(context.Context) (context.Context, context.CancelFunc)
 	client  anthropic.Client
 }
@@ -47,8 +48,12 @@ func NewAnthropic(cfg ProviderConfig) (Provider, error) {
 	if cfg.APIKey != "" {
 		opts = append(opts, option.WithAPIKey(cfg.APIKey))
 	}
+	for k, v := range cfg.Headers {
+		opts = append(opts, option.WithHeader(k, v))
+	}
 	return &anthropicProvider{
 		apiKey:  cfg.APIKey,
+		static:  staticHeaders(cfg.Headers),
 		timeout: callTimeout(cfg.Timeout),
 		client:  anthropic.NewClient(opts...),
 	}, nil
@@ -75,7 +80,7 @@ func (p *anthropicProvider) Chat(ctx context.Context, req Request) (*Response, e
 	if isHTML(resp.Header.Get("Content-Type")) {
 		return nil, fmt.Errorf("anthropic: %w", errHTML)
 	}
-	out, err := readAnthropicStream(resp.Body)
+	out, err := readAnthropicStream(resp.Body, req.OnText)
 	if err != nil {
 		return nil, redactStream(streamErr("anthropic", ctx, err), p.apiKey, req.Header)
 	}
@@ -105,7 +110,7 @@ func (p *anthropicProvider) Preflight(ctx context.Context, model string) error {
 	if err == nil {
 		return nil
 	}
-	err = sdkError("anthropic", ctx, err, nil, p.apiKey, nil)
+	err = sdkError("anthropic", ctx, err, nil, p.apiKey, p.static)
 	var he *HTTPError
 	if errors.As(err, &he) && he.Status == http.StatusNotFound {
 		return fmt.Errorf("anthropic: model %q not listed: %w", model, err)

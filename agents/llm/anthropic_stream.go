@@ -55,14 +55,16 @@ type anAccumulator struct {
 	byIndex map[int]*anBlock
 	stop    string
 	usage   Usage
-	done    bool // message_stop seen
+	done    bool         // message_stop seen
+	onText  func(string) // Request.OnText; nil = none
 }
 
 var errNoStopReason = errors.New("stream ended without stop_reason")
 
-// readAnthropicStream reads an SSE body until message_stop or EOF.
-func readAnthropicStream(body io.Reader) (*Response, error) {
-	acc := &anAccumulator{byIndex: map[int]*anBlock{}}
+// readAnthropicStream reads an SSE body until message_stop or EOF, handing
+// each text delta to onText (when not nil) as it arrives.
+func readAnthropicStream(body io.Reader, onText func(string)) (*Response, error) {
+	acc := &anAccumulator{byIndex: map[int]*anBlock{}, onText: onText}
 	sse := newSSEReader(body)
 	defer sse.release()
 	for !acc.done {
@@ -98,6 +100,9 @@ func (a *anAccumulator) feed(data []byte) error {
 		if b := a.byIndex[ev.Index]; b != nil {
 			b.text.WriteString(ev.Delta.Text)
 			b.text.WriteString(ev.Delta.PartialJSON)
+			if a.onText != nil && b.kind == "text" && ev.Delta.Text != "" {
+				a.onText(ev.Delta.Text)
+			}
 		}
 	case "message_delta":
 		if ev.Delta.StopReason != "" {

@@ -25,7 +25,7 @@ func (passthrough) Chat(ctx context.Context, req Request) (*Response, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	return &Response{Text: lastUserText(req.Messages), FinishReason: "stop"}, nil
+	return textAnswer(req, lastUserText(req.Messages)), nil
 }
 
 // lastUserText is the text of the last user message ("" when none).
@@ -61,5 +61,13 @@ func (p *playback) Chat(ctx context.Context, req Request) (*Response, error) {
 		return &Response{Text: playbackEmpty, FinishReason: "stop"}, nil
 	}
 	i := (p.next.Add(1) - 1) % uint64(len(list))
-	return &Response{Text: list[i], FinishReason: "stop"}, nil
+	return textAnswer(req, list[i]), nil
+}
+
+// textAnswer is a built-in model's answer, given to req.OnText whole.
+func textAnswer(req Request, text string) *Response {
+	if req.OnText != nil && text != "" {
+		req.OnText(text)
+	}
+	return &Response{Text: text, FinishReason: "stop"}
 }

@@ -80,6 +80,10 @@ type Request struct {
 	// Header carries extra outbound headers for this call (e.g. the caller's
 	// Authorization when the provider has forward_inbound_auth). May be nil.
 	Header http.Header
+	// OnText, when set, is given each text delta of the answer as it
+	// streams in, on the goroutine that called Chat (the built-in models
+	// give their whole answer once). The Response still holds all of it.
+	OnText func(delta string)
 }
 
 // Usage is token accounting for one turn (final, not cumulative deltas).
@@ -115,6 +119,9 @@ type ProviderConfig struct {
 	Kind    string // "openai" or "anthropic"
 	BaseURL string
 	APIKey  string
+	// Headers are static headers sent with every request (chat and
+	// preflight); their values are secrets, redacted from errors.
+	Headers map[string]string
 	Timeout time.Duration // whole-call timeout; 0 = none
 	// MaxRetries on 429/5xx/connection errors before the first byte of the
 	// stream. 0 means the default, 2; a negative value disables retries.

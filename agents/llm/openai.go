@@ -20,6 +20,7 @@ import (
 type openAIProvider struct {
 	baseURL string // without trailing slash, e.g. https://api.openai.com/v1
 	apiKey  string
+	static  http.Header // cfg.Headers, redacted from errors
 	timeout func(context.Context) (context.Context, context.CancelFunc)
 	client  openai.Client
 	tools   *toolJSON
@@ -35,6 +36,7 @@ func NewOpenAI(cfg ProviderConfig) (Provider, error) {
 	return &openAIProvider{
 		baseURL: base,
 		apiKey:  cfg.APIKey,
+		static:  staticHeaders(cfg.Headers),
 		tools:   newToolJSON(encodeOpenAITool),
 		timeout: callTimeout(cfg.Timeout),
 		client:  openai.NewClient(openAIOptions(base, cfg)...),
@@ -56,6 +58,9 @@ func openAIOptions(base string, cfg ProviderConfig) []option.RequestOption {
 	}
 	for _, name := range openAIEnvHeaders() {
 		opts = append(opts, option.WithHeaderDel(name))
+	}
+	for k, v := range cfg.Headers {
+		opts = append(opts, option.WithHeader(k, v))
 	}
 	return append(opts, option.WithAdminAPIKey(""), option.WithAPIKey(cfg.APIKey))
 }
@@ -90,7 +95,7 @@ func (p *openAIProvider) Chat(ctx context.Context, req Request) (*Response, erro
 		return nil, sdkError("openai", ctx, err, &a, p.apiKey, req.Header)
 	}
 	defer resp.Body.Close()
-	out, err := readOpenAIBody(resp)
+	out, err := readOpenAIBody(resp, req.OnText)
 	if err != nil {
 		return nil, redactStream(streamErr("openai", ctx, err), p.apiKey, req.Header)
 	}
@@ -115,7 +120,7 @@ func callHeaders(h http.Header) []option.RequestOption {
 func (p *openAIProvider) Preflight(ctx context.Context, model string) error {
 	page, err := p.client.Models.List(ctx, option.WithMaxRetries(0))
 	if err != nil {
-		return sdkError("openai", ctx, err, nil, p.apiKey, nil)
+		return sdkError("openai", ctx, err, nil, p.apiKey, p.static)
 	}
 	for _, m := range page.Data {
 		if m.ID == model {

@@ -77,7 +77,8 @@ type oaAccumulator struct {
 	byIndex map[int]int // delta index -> position in calls
 	finish  string
 	usage   Usage
-	done    bool // [DONE] seen
+	done    bool         // [DONE] seen
+	onText  func(string) // Request.OnText; nil = none
 }
 
 // errNoFinish is returned for a stream that ended without finish_reason.
@@ -85,7 +86,7 @@ var errNoFinish = errors.New("stream ended without finish_reason")
 
 // readOpenAIBody reads a 2xx answer: normally an SSE stream, but a server
 // that ignored "stream": true (older Ollama with tools) sends one JSON object.
-func readOpenAIBody(resp *http.Response) (*Response, error) {
+func readOpenAIBody(resp *http.Response, onText func(string)) (*Response, error) {
 	ct := resp.Header.Get("Content-Type")
 	switch {
 	case strings.HasPrefix(ct, "application/json"):
@@ -93,7 +94,7 @@ func readOpenAIBody(resp *http.Response) (*Response, error) {
 		if err != nil {
 			return nil, fmt.Errorf("reading response: %w", err)
 		}
-		acc := &oaAccumulator{byIndex: map[int]int{}}
+		acc := &oaAccumulator{byIndex: map[int]int{}, onText: onText}
 		if err := acc.feed(body); err != nil {
 			return nil, err
 		}
@@ -101,13 +102,14 @@ func readOpenAIBody(resp *http.Response) (*Response, error) {
 	case isHTML(ct):
 		return nil, errHTML
 	}
-	return readOpenAIStream(resp.Body)
+	return readOpenAIStream(resp.Body, onText)
 }
 
 // readOpenAIStream reads an SSE body to the end (or [DONE]) and returns the
-// assistant turn. Errors are not prefixed with the provider name.
-func readOpenAIStream(body io.Reader) (*Response, error) {
-	acc := &oaAccumulator{byIndex: map[int]int{}}
+// assistant turn, handing each text delta to onText (when not nil) as it
+// arrives. Errors are not prefixed with the provider name.
+func readOpenAIStream(body io.Reader, onText func(string)) (*Response, error) {
+	acc := &oaAccumulator{byIndex: map[int]int{}, onText: onText}
 	sse := newSSEReader(body)
 	defer sse.release()
 	for !acc.done {
@@ -166,6 +168,9 @@ func (a *oaAccumulator) feed(data []byte) error {
 func (a *oaAccumulator) delta(d oaDelta, whole bool) {
 	if d.Content != nil {
 		a.text.WriteString(*d.Content)
+		if a.onText != nil && *d.Content != "" {
+			a.onText(*d.Content)
+		}
 	}
 	for i, tc := range d.ToolCalls {
 		if whole && tc.Index == nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"net/url"
 	"strings"
 	"time"
@@ -65,3 +66,16 @@ func callTimeout(d time.Duration) func(context.Context) (context.Context, contex
 var errHTML = errors.New("answer is an HTML page, not an event stream (is base_url right?)")
 
 func isHTML(contentType string) bool { return strings.HasPrefix(contentType, "text/html") }
+
+// staticHeaders is a provider's static headers as an http.Header, for
+// redaction.
+func staticHeaders(h map[string]string) http.Header {
+	if len(h) == 0 {
+		return nil
+	}
+	out := make(http.Header, len(h))
+	for k, v := range h {
+		out.Set(k, v)
+	}
+	return out
+}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"strconv"
@@ -88,7 +89,7 @@ func TestOpenAIAccumulator(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			resp, err := readOpenAIStream(strings.NewReader(tc.body))
+			resp, err := readOpenAIStream(strings.NewReader(tc.body), nil)
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("err = %v, want %q", err, tc.wantErr)
@@ -137,9 +138,13 @@ func TestAnthropicAccumulator(t *testing.T) {
 			`{"type":"message_delta","delta":{},"usage":{"output_tokens":25}}`,
 			`{"type":"some_future_event"}`,
 			`{"type":"message_stop"}`)
-	resp, err := readAnthropicStream(strings.NewReader(body))
+	var deltas []string
+	resp, err := readAnthropicStream(strings.NewReader(body), func(d string) { deltas = append(deltas, d) })
 	if err != nil {
 		t.Fatal(err)
+	}
+	if fmt.Sprint(deltas) != "[Let me  check.]" {
+		t.Errorf("text deltas %q, want the two text deltas and none of the tool input", deltas)
 	}
 	checkResponse(t, resp, "Let me check.", "tool_calls", Usage{InputTokens: 9, OutputTokens: 25}, []ToolCall{
 		{ID: "tu1", Name: "f", Arguments: json.RawMessage(`{"a": [1, 2]}`)},
@@ -174,7 +179,7 @@ func FuzzOpenAIStream(f *testing.F) {
 	f.Add("data: {\"error\":{\"code\":1}}\n\ndata")
 	f.Add("\r\r\n\n:\ndata:\ndata:\n\n")
 	f.Fuzz(func(t *testing.T, body string) {
-		resp, err := readOpenAIStream(strings.NewReader(body))
+		resp, err := readOpenAIStream(strings.NewReader(body), nil)
 		if err != nil {
 			return
 		}
@@ -183,7 +188,7 @@ func FuzzOpenAIStream(f *testing.F) {
 				t.Fatalf("invalid arguments %q", c.Arguments)
 			}
 		}
-		_, _ = readAnthropicStream(strings.NewReader(body))
+		_, _ = readAnthropicStream(strings.NewReader(body), nil)
 	})
 }
 
@@ -261,7 +266,7 @@ func FuzzAnthropicStream(f *testing.F) {
 	f.Add("event: ping\ndata: {\"type\":\"ping\"}\n\nevent: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\"")
 	f.Add("data: {\"type\":\"error\",\"error\":null}\n\ndata")
 	f.Fuzz(func(t *testing.T, body string) {
-		resp, err := readAnthropicStream(strings.NewReader(body))
+		resp, err := readAnthropicStream(strings.NewReader(body), nil)
 		if err != nil {
 			return
 		}
@@ -300,7 +305,7 @@ func TestOpenAIBodyContentTypes(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			resp := &http.Response{Header: http.Header{"Content-Type": {tc.ct}}, Body: io.NopCloser(strings.NewReader(tc.body))}
-			got, err := readOpenAIBody(resp)
+			got, err := readOpenAIBody(resp, nil)
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("err = %v, want %q", err, tc.wantErr)
@@ -366,5 +371,23 @@ func TestSSEReaderLongLinesAndSplitLineEnds(t *testing.T) {
 			string(evs[2].Data) != "c" || string(evs[3].Data) != "d" {
 			t.Fatalf("events %d, %v", len(evs), err)
 		}
+	}
+}
+
+// OnText gets each text delta of an OpenAI stream as it arrives, and none
+// of the tool calls' arguments.
+func TestOpenAITextDeltas(t *testing.T) {
+	body := sse(`{"choices":[{"index":0,"delta":{"role":"assistant","content":""}}]}`,
+		`{"choices":[{"index":0,"delta":{"content":"Hel"}}]}`,
+		`{"choices":[{"index":0,"delta":{"content":"lo"}}]}`,
+		`{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"c1","function":{"name":"f","arguments":"{}"}}]}}]}`,
+		`{"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}`, "[DONE]")
+	var deltas []string
+	resp, err := readOpenAIStream(strings.NewReader(body), func(d string) { deltas = append(deltas, d) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(deltas) != "[Hel lo]" || resp.Text != "Hello" {
+		t.Errorf("deltas %q, text %q", deltas, resp.Text)
 	}
 }

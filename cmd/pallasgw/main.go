@@ -41,6 +41,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return serve(args[1:], stderr)
 	case "validate":
 		return validate(args[1:], stdout, stderr)
+	case "chat":
+		return chatCmd(args[1:], os.Stdin, stdout, stderr)
+	case "import":
+		return importCmd(args[1:], stdout, stderr)
 	case "version":
 		fmt.Fprintf(stdout, "pallasgw %s (commit %s, %s)\n", version, commit, runtime.Version())
 		return 0
@@ -57,6 +61,8 @@ func usage(w io.Writer) {
 	fmt.Fprint(w, `usage:
   pallasgw serve    [--config PATH] [--listen ADDR] [--log-level debug|info|warn|error] [--log-format json|console]
   pallasgw validate [--config PATH]
+  pallasgw chat     [--url URL] [--token T] AGENT [-m MESSAGE]
+  pallasgw import   --pallas DIR [--out FILE]
   pallasgw version
 --config defaults to $PALLASGW_CONFIG, then ./pallasgw.yaml.
 `)

@@ -122,8 +122,8 @@ agents:
 		"tool_name": {a.ToolName, "send_message"},
 		"model":     {a.Model, "passthrough"},
 		"namespace": {c.Namespace, "t"},
-		"key":       {c.Models.Providers.OpenAI.APIKey.Value(), "k-123"},
-		"base_url":  {c.Models.Providers.OpenAI.BaseURL, DefaultOpenAIBaseURL},
+		"key":       {c.Models.Providers["openai"].APIKey.Value(), "k-123"},
+		"base_url":  {c.Models.Providers["openai"].BaseURL, DefaultOpenAIBaseURL},
 		"poll":      {c.Reload.PollInterval, DefaultPollInterval},
 	}
 	for k, v := range checks {

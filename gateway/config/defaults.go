@@ -20,6 +20,8 @@ const (
 	DefaultModel              = "passthrough"
 	DefaultToolName           = "send_message"
 	DefaultMaxIterations      = 12
+	DefaultMinRating          = "GOOD"
+	DefaultMaxRefinements     = 3
 	DefaultAgentTimeout       = 300 * time.Second
 	DefaultProviderTimeout    = 300 * time.Second
 	DefaultServerTimeout      = 60 * time.Second
@@ -95,8 +97,13 @@ func (p *parser) applyDefaults(c *Config) {
 			r.Line = lineOf(p.root, []string{"policy", "callers", name})
 		}
 	}
-	providerDefaults(c.Models.Providers.OpenAI, DefaultOpenAIBaseURL)
-	providerDefaults(c.Models.Providers.Anthropic, DefaultAnthropicBaseURL)
+	for name, pr := range c.Models.Providers {
+		if pr == nil {
+			pr = &Provider{}
+			c.Models.Providers[name] = pr
+		}
+		providerDefaults(name, pr)
+	}
 	for _, s := range c.MCP.Servers {
 		if s == nil {
 			continue
@@ -115,8 +122,17 @@ func (p *parser) applyDefaults(c *Config) {
 		def(&a.Kind, KindLLM)
 		def(&a.Title, TitleFromName(name))
 		def(&a.ToolName, DefaultToolName)
-		if a.Model == "" && (a.Kind == KindLLM || a.Kind == KindRouter) {
+		if a.Model == "" && (a.Kind == KindLLM || a.Kind == KindRouter || a.Kind == KindOrchestrator) {
 			a.Model = c.Models.Default
+		}
+		if a.Kind == KindEvaluatorOptimizer {
+			def(&a.MinRating, DefaultMinRating)
+			if p.agentKey(name, "max_refinements") == nil {
+				a.MaxRefinements = DefaultMaxRefinements
+			}
+		}
+		if a.Kind == KindOrchestrator {
+			def(&a.Plan, PlanFull)
 		}
 		if a.MaxIterations == 0 {
 			a.MaxIterations = DefaultMaxIterations
@@ -127,12 +143,17 @@ func (p *parser) applyDefaults(c *Config) {
 	}
 }
 
-func providerDefaults(p *Provider, baseURL string) {
-	if p == nil {
-		return
+func providerDefaults(name string, p *Provider) {
+	p.Name = name
+	if p.Type == "" && (name == ProviderOpenAI || name == ProviderAnthropic) {
+		p.Type = name
 	}
-	if p.BaseURL == "" {
-		p.BaseURL = baseURL
+	switch {
+	case p.BaseURL != "":
+	case p.Type == ProviderOpenAI:
+		p.BaseURL = DefaultOpenAIBaseURL
+	case p.Type == ProviderAnthropic:
+		p.BaseURL = DefaultAnthropicBaseURL
 	}
 	if p.Timeout == 0 {
 		p.Timeout = DefaultProviderTimeout

@@ -43,5 +43,11 @@ func (e *Errors) Error() string {
 }
 
 func (e *Errors) sort() {
-	sort.SliceStable(e.List, func(i, j int) bool { return e.List[i].Line < e.List[j].Line })
+	sort.SliceStable(e.List, func(i, j int) bool {
+		a, b := e.List[i], e.List[j]
+		if a.File != b.File {
+			return a.File < b.File
+		}
+		return a.Line < b.Line
+	})
 }

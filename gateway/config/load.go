@@ -32,7 +32,7 @@ func Load(path string, checks ...Check) (*Config, error) {
 
 // Parse is Load for bytes already read from path.
 func Parse(path string, raw []byte, checks ...Check) (*Config, error) {
-	p := &parser{file: path, errs: &Errors{}}
+	p := &parser{file: path, errs: &Errors{}, cards: map[string]card{}}
 	c := p.parse(raw)
 	if len(p.errs.List) > 0 {
 		return nil, p.errs
@@ -54,14 +54,26 @@ type parser struct {
 	root *yaml.Node // the document's top mapping
 	errs *Errors
 	env  map[string]string // from env_file; the process environment wins
+	// cards are the agents loaded from agent cards, by name: their
+	// problems are reported against the card's file.
+	cards map[string]card
 }
 
 func (p *parser) add(line int, key, msg string) {
 	p.errs.List = append(p.errs.List, Error{File: p.file, Line: line, Key: key, Msg: msg})
 }
 
-// addPath reports a problem at the line of the deepest existing key of path.
+// addPath reports a problem at the line of the deepest existing key of
+// path, in the agent card for an agent that came from one.
 func (p *parser) addPath(path []string, msg string) {
+	if c, ok := p.cardOf(path); ok {
+		line := 1 // the card's opening "---"
+		if len(path) > 2 {
+			line = lineOf(c.root, path[2:])
+		}
+		p.errs.List = append(p.errs.List, Error{File: c.file, Line: line, Key: strings.Join(path, "."), Msg: msg})
+		return
+	}
 	p.add(lineOf(p.root, path), strings.Join(path, "."), msg)
 }
 
@@ -101,6 +113,10 @@ func (p *parser) parse(raw []byte) *Config {
 	c := &Config{}
 	if err := p.root.Decode(c); err != nil {
 		p.yamlError(err)
+		return nil
+	}
+	p.loadCards(c, hash)
+	if len(p.errs.List) > 0 {
 		return nil
 	}
 	c.File = p.file

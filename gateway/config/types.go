@@ -34,6 +34,12 @@ type Config struct {
 	MCP             MCP               `yaml:"mcp"`
 	Policy          Policy            `yaml:"policy"`
 	Agents          map[string]*Agent `yaml:"agents"`
+	// AgentCards are directories of agent cards (*.md, SPEC §16), relative
+	// to the config's directory; their agents join Agents. Default none.
+	AgentCards []string `yaml:"agent_cards"`
+	// AgentsEndpoint serves POST /mcp: every agent the caller may use as
+	// one tool; default false.
+	AgentsEndpoint bool `yaml:"agents_endpoint"`
 
 	// File is the path the config was loaded from; Hash the hex SHA-256 of
 	// the raw file bytes plus the env_file bytes. Not YAML keys.
@@ -43,6 +49,9 @@ type Config struct {
 	Warnings []string `yaml:"-"`
 	// EnvFilePath is env_file resolved against the config's directory.
 	EnvFilePath string `yaml:"-"`
+	// AgentCardDirs are AgentCards resolved against the config's
+	// directory (watched for reloads).
+	AgentCardDirs []string `yaml:"-"`
 }
 
 // Reload configures the file watcher.
@@ -103,19 +112,29 @@ type Models struct {
 	Prices       map[string]Price        `yaml:"prices"`
 }
 
-// Providers holds the two provider families.
-type Providers struct {
-	OpenAI    *Provider `yaml:"openai"`
-	Anthropic *Provider `yaml:"anthropic"`
-}
+// Providers are the LLM providers by name (SPEC §16); a model is
+// "<provider name>.<model>". Names are letters, digits, '_' and '-'.
+type Providers map[string]*Provider
+
+// Provider types: the API a provider speaks.
+const (
+	ProviderOpenAI    = "openai"
+	ProviderAnthropic = "anthropic"
+)
 
 // Provider is one LLM provider's connection settings.
 type Provider struct {
-	BaseURL            string        `yaml:"base_url"`             // openai: https://api.openai.com/v1; anthropic: https://api.anthropic.com
-	APIKey             Secret        `yaml:"api_key"`              // default ""
-	ForwardInboundAuth bool          `yaml:"forward_inbound_auth"` // default false
-	Timeout            time.Duration `yaml:"timeout"`              // default 300s
-	MaxRetries         *int          `yaml:"max_retries"`          // default 2
+	Type               string            `yaml:"type"`                 // openai | anthropic; default: the name when it is openai or anthropic
+	BaseURL            string            `yaml:"base_url"`             // openai: https://api.openai.com/v1; anthropic: https://api.anthropic.com
+	APIKey             Secret            `yaml:"api_key"`              // default ""
+	Headers            map[string]Secret `yaml:"headers"`              // static, on every request; default none
+	ForwardHeaders     map[string]string `yaml:"forward_headers"`      // inbound -> outbound, per call; default none
+	ForwardInboundAuth bool              `yaml:"forward_inbound_auth"` // default false
+	Timeout            time.Duration     `yaml:"timeout"`              // default 300s
+	MaxRetries         *int              `yaml:"max_retries"`          // default 2
+
+	// Name is the provider's key (set by Load).
+	Name string `yaml:"-"`
 }
 
 // Capabilities are published in the registry for a model.
@@ -217,6 +236,13 @@ type ToolRules struct {
 	Deny  []string `yaml:"deny"`
 }
 
+// Overrides are the send_message arguments a caller may use (SPEC §16).
+type Overrides struct {
+	Params bool `yaml:"params"` // params: sampling parameters over the agent's
+	System bool `yaml:"system"` // system_override, system_append
+	Tools  bool `yaml:"tools"`  // tools: globs narrowing the agent's tools
+}
+
 // Icon is a registry icon.
 type Icon struct {
 	Src      string `yaml:"src" json:"src"`
@@ -232,6 +258,21 @@ const (
 	KindParallel = "parallel"
 	KindProxy    = "proxy"
 	KindToolbox  = "toolbox"
+	// KindEvaluatorOptimizer refines a generator's draft until an
+	// evaluator rates it min_rating (SPEC §16).
+	KindEvaluatorOptimizer = "evaluator_optimizer"
+	// KindOrchestrator plans steps over child agents with an LLM, runs
+	// them and synthesizes the answer (SPEC §16).
+	KindOrchestrator = "orchestrator"
+)
+
+// Ratings of an evaluator, worst first.
+var Ratings = []string{"POOR", "FAIR", "GOOD", "EXCELLENT"}
+
+// Orchestrator plan modes.
+const (
+	PlanFull      = "full"
+	PlanIterative = "iterative"
 )
 
 // Agent is one served agent.
@@ -250,9 +291,22 @@ type Agent struct {
 	Params        map[string]any `yaml:"params"`
 	MaxIterations int            `yaml:"max_iterations"` // default 12
 	Timeout       time.Duration  `yaml:"timeout"`        // default 300s
-	Sequence      []string       `yaml:"sequence"`       // chain
-	FanOut        []string       `yaml:"fan_out"`        // parallel
-	FanIn         string         `yaml:"fan_in"`         // parallel
+	// StreamText sends an llm agent's text deltas as progress messages
+	// "{agent} text: ..." to callers that passed a progress token; default false.
+	StreamText bool `yaml:"stream_text"`
+	// Overrides lets callers change an llm agent's run per call through
+	// send_message arguments; default: nothing.
+	Overrides Overrides `yaml:"overrides"`
+	Sequence  []string  `yaml:"sequence"` // chain
+	FanOut    []string  `yaml:"fan_out"`  // parallel
+	FanIn     string    `yaml:"fan_in"`   // parallel
+	// evaluator_optimizer
+	Generator      string `yaml:"generator"`
+	Evaluator      string `yaml:"evaluator"`
+	MinRating      string `yaml:"min_rating"`      // EXCELLENT | GOOD | FAIR | POOR; default GOOD
+	MaxRefinements int    `yaml:"max_refinements"` // default 3; 0 written explicitly = evaluate once, never refine
+	// orchestrator (also agents, model, max_iterations: the steps it may run)
+	Plan string `yaml:"plan"` // full (default) | iterative
 
 	// Name is the agent's key (set by Load).
 	Name string `yaml:"-"`

@@ -14,13 +14,15 @@ import (
 )
 
 var (
-	agentNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`)
-	knownParams = map[string]bool{
+	agentNameRE    = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`)
+	providerNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$`)
+	knownParams    = map[string]bool{
 		"temperature": true, "top_p": true, "top_k": true, "max_tokens": true, "stop": true,
 		"presence_penalty": true, "frequency_penalty": true, "seed": true, "response_format": true,
 		"tool_choice": true, "extra": true, "playback": true,
 	}
-	knownKinds = map[string]bool{KindLLM: true, KindChain: true, KindRouter: true, KindParallel: true, KindProxy: true, KindToolbox: true}
+	knownKinds = map[string]bool{KindLLM: true, KindChain: true, KindRouter: true, KindParallel: true, KindProxy: true, KindToolbox: true,
+		KindEvaluatorOptimizer: true, KindOrchestrator: true}
 )
 
 func (p *parser) validate(c *Config) {
@@ -153,20 +155,35 @@ func (p *parser) validateModels(c *Config) {
 			p.addPath([]string{"models", "capabilities", ref}, "keys are provider.model")
 		}
 	}
-	for _, pr := range []struct {
-		name string
-		p    *Provider
-	}{{"openai", c.Models.Providers.OpenAI}, {"anthropic", c.Models.Providers.Anthropic}} {
-		if pr.p == nil {
-			continue
-		}
-		if u, err := url.Parse(pr.p.BaseURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") {
-			p.addPath([]string{"models", "providers", pr.name, "base_url"}, "must be an http(s) URL")
-		}
-		if pr.p.ForwardInboundAuth && c.Auth.Mode == "tokens" {
-			c.Warnings = append(c.Warnings, fmt.Sprintf("%s:%d: models.providers.%s.forward_inbound_auth: ignored in auth mode tokens (the gateway's token is never forwarded)",
-				p.file, lineOf(p.root, []string{"models", "providers", pr.name, "forward_inbound_auth"}), pr.name))
-		}
+	for _, name := range sortedKeys(c.Models.Providers) {
+		p.validateProvider(c, name, c.Models.Providers[name])
+	}
+}
+
+// validateProvider checks one models.providers entry.
+func (p *parser) validateProvider(c *Config, name string, pr *Provider) {
+	key := []string{"models", "providers", name}
+	if !providerNameRE.MatchString(name) || name == "builtin" {
+		p.addPath(key, "provider names are letters, digits, '_' and '-' (no '.': models are <provider>.<model>), at most 64, not builtin")
+	}
+	switch pr.Type {
+	case ProviderOpenAI, ProviderAnthropic:
+	case "":
+		p.addPath(key, fmt.Sprintf("provider %q needs a type (openai or anthropic)", name))
+		return
+	default:
+		p.addPath(append(key, "type"), fmt.Sprintf("unknown provider type %q (want openai or anthropic)", pr.Type))
+		return
+	}
+	if u, err := url.Parse(pr.BaseURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") {
+		p.addPath(append(key, "base_url"), "must be an http(s) URL")
+	}
+	if pr.Timeout < 0 {
+		p.addPath(append(key, "timeout"), "must not be negative")
+	}
+	if pr.ForwardInboundAuth && c.Auth.Mode == "tokens" {
+		c.Warnings = append(c.Warnings, fmt.Sprintf("%s:%d: models.providers.%s.forward_inbound_auth: ignored in auth mode tokens (the gateway's token is never forwarded)",
+			p.file, lineOf(p.root, append(key, "forward_inbound_auth")), name))
 	}
 }
 
@@ -177,10 +194,11 @@ func (p *parser) checkModel(c *Config, key []string, ref string) {
 	case prov == "builtin":
 	case model == "":
 		p.addPath(key, fmt.Sprintf("model %q must be provider.model, passthrough or playback", ref))
-	case prov == "openai" && c.Models.Providers.OpenAI == nil, prov == "anthropic" && c.Models.Providers.Anthropic == nil:
+	case c.Models.Providers[prov] != nil:
+	case prov == ProviderOpenAI || prov == ProviderAnthropic:
 		p.addPath(key, fmt.Sprintf("model %q: provider %q has no config under models.providers", ref, prov))
-	case prov != "openai" && prov != "anthropic":
-		p.addPath(key, fmt.Sprintf("model %q: unknown provider prefix %q (want openai or anthropic)", ref, prov))
+	default:
+		p.addPath(key, fmt.Sprintf("model %q: unknown provider prefix %q (want one of models.providers: %s)", ref, prov, strings.Join(sortedKeys(c.Models.Providers), ", ")))
 	}
 }
 

@@ -13,13 +13,13 @@ func (p *parser) validateAgent(c *Config, a *Agent) {
 		p.addPath(key, "agent names are letters, digits, '_', '-', '.', at most 64, starting with a letter or digit")
 	}
 	if !knownKinds[a.Kind] {
-		p.addPath(append(key, "kind"), fmt.Sprintf("unknown kind %q (want llm, chain, router, parallel, proxy or toolbox)", a.Kind))
+		p.addPath(append(key, "kind"), fmt.Sprintf("unknown kind %q (want llm, chain, router, parallel, evaluator_optimizer, orchestrator, proxy or toolbox)", a.Kind))
 		return
 	}
 	refAgent := func(field string, names ...string) {
 		for i, n := range names {
 			k := append(append([]string{}, key...), field)
-			if len(names) > 1 || field != "fan_in" {
+			if len(names) > 1 || (field != "fan_in" && field != "generator" && field != "evaluator") {
 				k = append(k, fmt.Sprint(i))
 			}
 			switch sub := c.Agents[n]; {
@@ -42,6 +42,12 @@ func (p *parser) validateAgent(c *Config, a *Agent) {
 	refAgent("fan_out", a.FanOut...)
 	if a.FanIn != "" {
 		refAgent("fan_in", a.FanIn)
+	}
+	if a.Generator != "" {
+		refAgent("generator", a.Generator)
+	}
+	if a.Evaluator != "" {
+		refAgent("evaluator", a.Evaluator)
 	}
 	p.checkGlobs(append(append([]string{}, key...), "tools", "allow"), a.Tools.Allow)
 	p.checkGlobs(append(append([]string{}, key...), "tools", "deny"), a.Tools.Deny)
@@ -79,6 +85,21 @@ func (p *parser) validateKind(c *Config, a *Agent, key []string) {
 		need(a.FanIn != "", "fan_in", "kind parallel needs fan_in")
 	case KindProxy, KindToolbox:
 		need(len(a.Servers) > 0, "servers", "kind "+a.Kind+" needs servers")
+	case KindEvaluatorOptimizer:
+		need(a.Generator != "", "generator", "kind evaluator_optimizer needs a generator agent")
+		need(a.Evaluator != "", "evaluator", "kind evaluator_optimizer needs an evaluator agent")
+		need(RatingRank(a.MinRating) >= 0, "min_rating", fmt.Sprintf("unknown rating %q (want EXCELLENT, GOOD, FAIR or POOR)", a.MinRating))
+		need(a.MaxRefinements >= 0, "max_refinements", "must not be negative")
+	case KindOrchestrator:
+		need(len(a.Agents) > 0, "agents", "kind orchestrator needs agents to plan over")
+		need(a.Plan == PlanFull || a.Plan == PlanIterative, "plan", fmt.Sprintf("unknown plan %q (want full or iterative)", a.Plan))
+		p.checkModel(c, append(append([]string{}, key...), "model"), a.Model)
+	}
+	if a.Kind != KindLLM && (a.Overrides != Overrides{} || a.StreamText) {
+		p.addPath(append(append([]string{}, key...), "overrides"), "overrides and stream_text belong to kind llm")
+	}
+	if a.Kind != KindEvaluatorOptimizer && (a.Generator != "" || a.Evaluator != "") {
+		p.addPath(append(append([]string{}, key...), "generator"), "generator and evaluator belong to kind evaluator_optimizer")
 	}
 }
 
@@ -175,8 +196,21 @@ func (p *parser) validateCycles(c *Config) {
 // Deps lists the agents an agent uses.
 func Deps(a *Agent) []string {
 	deps := append(append(append([]string{}, a.Agents...), a.Sequence...), a.FanOut...)
-	if a.FanIn != "" {
-		deps = append(deps, a.FanIn)
+	for _, d := range []string{a.FanIn, a.Generator, a.Evaluator} {
+		if d != "" {
+			deps = append(deps, d)
+		}
 	}
 	return deps
+}
+
+// RatingRank is the rank of an evaluator rating in Ratings (POOR 0 …
+// EXCELLENT 3), -1 when it is none of them.
+func RatingRank(r string) int {
+	for i, x := range Ratings {
+		if x == r {
+			return i
+		}
+	}
+	return -1
 }

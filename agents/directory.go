@@ -1,0 +1,75 @@
+package agents
+
+import (
+	"context"
+	"net/http"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/pallasgw/pallasgw/agents/mcpclient"
+	"github.com/pallasgw/pallasgw/gateway/config"
+)
+
+// Directory is the agents endpoint (agents_endpoint: true, SPEC §16): one
+// MCP server whose tools are the agents with a send_message, each named by
+// its agent (sanitised) with send_message's arguments; a call runs that
+// agent. Which agents a request may see and call is the gateway's answer,
+// put in the context with WithAllowedAgents.
+type Directory struct {
+	handler http.Handler
+}
+
+type allowedKey struct{}
+
+// WithAllowedAgents stores which agents the request's caller may use.
+func WithAllowedAgents(ctx context.Context, allowed func(agent string) bool) context.Context {
+	return context.WithValue(ctx, allowedKey{}, allowed)
+}
+
+func allowedFrom(ctx context.Context) func(string) bool {
+	if f, ok := ctx.Value(allowedKey{}).(func(string) bool); ok {
+		return f
+	}
+	return func(string) bool { return false }
+}
+
+// NewDirectory builds the agents endpoint of the set.
+func (s *Set) NewDirectory() *Directory {
+	byTool := map[string]*Agent{}
+	srv := server.NewMCPServer(s.deps.Config.Name, s.deps.Config.Version,
+		server.WithToolCapabilities(false),
+		server.WithRecovery(),
+		server.WithDescription("Every agent of "+s.deps.Config.Name+" as one tool each."),
+		// Applied to tools/list and to every tools/call (mcp-go checks the
+		// called tool through the same filter).
+		server.WithToolFilter(func(ctx context.Context, tools []mcp.Tool) []mcp.Tool {
+			allowed := allowedFrom(ctx)
+			out := tools[:0:0]
+			for _, t := range tools {
+				if a := byTool[t.Name]; a != nil && allowed(a.Name) {
+					out = append(out, t)
+				}
+			}
+			return out
+		}))
+	for _, name := range s.Names() {
+		a := s.agents[name]
+		if a.run == nil {
+			continue // proxy and toolbox have no send_message
+		}
+		tool := config.SanitizeToolName(name)
+		if byTool[tool] != nil {
+			continue // names that sanitise alike: the first in order
+		}
+		byTool[tool] = a
+		srv.AddTool(mcp.NewToolWithRawSchema(tool, a.toolDescription(), sendMessageSchemaFor(a.Config.Overrides)), a.handleSendMessage)
+	}
+	return &Directory{handler: server.NewStreamableHTTPServer(srv,
+		server.WithStateLess(true),
+		server.WithDisableLocalhostProtection(true), // SPEC §4 guards by Origin
+		server.WithStreamableHTTPLogger(mcpclient.SlogLogger(s.deps.Logger.Named("agents-endpoint"))),
+	)}
+}
+
+func (d *Directory) ServeHTTP(w http.ResponseWriter, r *http.Request) { d.handler.ServeHTTP(w, r) }

@@ -1,0 +1,62 @@
+package agents_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/pallasgw/pallasgw/agents/internal/agenttest"
+	"github.com/pallasgw/pallasgw/agents/llm"
+	"github.com/pallasgw/pallasgw/test/fakellm"
+)
+
+// Providers are named (SPEC §16): two OpenAI-compatible servers side by
+// side, each with its own static headers and forward_headers; a model
+// names its provider.
+func TestNamedProviders(t *testing.T) {
+	one, two := fakellm.New(t), fakellm.New(t)
+	cfg := `
+name: unit
+models:
+  providers:
+    local:
+      type: openai
+      base_url: ` + one.OpenAIBaseURL() + `
+      headers: {X-Static: s-local-1234}
+      forward_headers: {X-Tenant: X-Org}
+    openai:
+      base_url: ` + two.OpenAIBaseURL() + `
+agents:
+  a: {model: local.small}
+  b: {model: openai.big}
+`
+	providers := map[string]llm.Provider{}
+	for name, url := range map[string]string{"local": one.OpenAIBaseURL(), "openai": two.OpenAIBaseURL()} {
+		p, err := llm.NewOpenAI(llm.ProviderConfig{Kind: "openai", BaseURL: url, Headers: map[string]string{"X-Client": name}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		providers[name] = p
+	}
+	ta := agenttest.NewWith(t, cfg, &agenttest.FakeDown{}, providers)
+	hdr := map[string]string{"Content-Type": "application/json", "Accept": "application/json, text/event-stream", "X-Tenant": "acme"}
+	for _, agent := range []string{"a", "b"} {
+		x := ta.Send(t, agent, agenttest.SendBody("1", "send_message", `{"message":"hi"}`, ""), hdr)
+		if !strings.Contains(x.Body, "echo: hi") {
+			t.Fatalf("%s answered %s", agent, x)
+		}
+	}
+	r1, r2 := one.ChatRequests(), two.ChatRequests()
+	if len(r1) != 1 || len(r2) != 1 {
+		t.Fatalf("requests: local %d, openai %d; want 1 each", len(r1), len(r2))
+	}
+	if r1[0].Chat.Model != "small" || r2[0].Chat.Model != "big" {
+		t.Errorf("models %q %q", r1[0].Chat.Model, r2[0].Chat.Model)
+	}
+	h := r1[0].Header
+	if h.Get("X-Static") != "s-local-1234" || h.Get("X-Org") != "acme" || h.Get("X-Client") != "local" || h.Get("X-Tenant") != "" {
+		t.Errorf("local provider got headers %v", h)
+	}
+	if h := r2[0].Header; h.Get("X-Org") != "" || h.Get("X-Static") != "" || h.Get("X-Client") != "openai" {
+		t.Errorf("openai provider got headers %v", h)
+	}
+}

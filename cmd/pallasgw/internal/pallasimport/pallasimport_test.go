@@ -1,0 +1,141 @@
+package pallasimport
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/pallasgw/pallasgw/gateway"
+)
+
+// The example project of the Pallas documents (seeds 000: agents.yaml,
+// fastagent.config.yaml with the mcp servers of the bearer-forwarding
+// example, fastagent.secrets.yaml), with fast-agent modules for its two
+// agents, converts into a config that validates and keeps every port.
+func TestConvertPallasExample(t *testing.T) {
+	dir := t.TempDir()
+	files := map[string]string{
+		"agents.yaml": `name: my-project
+version: "1.0.0"
+host: my-host.example.com
+namespace: com.example.project
+registry_port: 8200
+
+agents:
+  jarvis:
+    module: agents.jarvis
+    port: 8201
+    title: Jarvis
+    description: "My assistant"
+    depends_on: [research]
+
+  research:
+    module: agents.research
+    port: 8250
+    title: Research Agent
+    description: "Web search and knowledge graph"
+`,
+		"fastagent.config.yaml": `default_model: openai.my-model-name
+
+model_capabilities:
+  vision: false
+  context_window: 200000
+  max_output_tokens: 32000
+
+logger:
+  level: info
+
+mcp:
+  servers:
+    mnemosyne:
+      transport: http
+      url: "https://mnemosyne.example/mcp/"
+      forward_inbound_auth: true
+    weather:
+      transport: http
+      url: "https://weather.example/mcp/"
+    research:
+      transport: http
+      url: "http://localhost:8250/mcp"
+`,
+		"fastagent.secrets.yaml": `anthropic:
+  api_key: "${ANTHROPIC_API_KEY}"
+openai:
+  api_key: "${OPENAI_API_KEY}"
+  base_url: "${OPENAI_BASE_URL}"
+`,
+		"agents/__init__.py": "",
+		"agents/jarvis.py": `from fast_agent import FastAgent
+fast = FastAgent("jarvis")
+
+@fast.agent(
+    name="jarvis",
+    instruction="""You are Jarvis, a helpful assistant.
+Use your tools.""",
+    servers=["mnemosyne", "weather", "research"],
+    use_history=True,
+)
+async def main():
+    pass
+`,
+		"agents/research.py": `fast = FastAgent("research")
+
+@fast.agent(name="research", instruction=INSTRUCTION, servers=["weather"], model="anthropic.claude-sonnet-4-5")
+def main(): ...
+`,
+	}
+	for name, body := range files {
+		p := filepath.Join(dir, name)
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	res, err := Convert(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "pallasgw.yaml")
+	if err := os.WriteFile(out, res.Config, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range []string{"OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY"} {
+		os.Unsetenv(v)
+	}
+	cfg, err := gateway.LoadConfig(out)
+	if err != nil {
+		t.Fatalf("the converted config does not validate: %v\n%s", err, res.Config)
+	}
+	j, r := cfg.Agents["jarvis"], cfg.Agents["research"]
+	if j == nil || r == nil || res.Agents != 2 {
+		t.Fatalf("agents %v\n%s", cfg.Agents, res.Config)
+	}
+	if j.Port != 8201 || r.Port != 8250 || cfg.RegistryPort != 8200 || cfg.Listen != "0.0.0.0:8202" {
+		t.Errorf("ports: jarvis %d research %d registry %d listen %s", j.Port, r.Port, cfg.RegistryPort, cfg.Listen)
+	}
+	if j.Instruction != "You are Jarvis, a helpful assistant.\nUse your tools." || strings.Join(j.Servers, ",") != "mnemosyne,weather" ||
+		strings.Join(j.Agents, ",") != "research" || j.Model != "openai.my-model-name" || j.Title != "Jarvis" {
+		t.Errorf("jarvis %+v", j)
+	}
+	if r.Model != "anthropic.claude-sonnet-4-5" || strings.Join(r.Servers, ",") != "weather" || r.Instruction != "" {
+		t.Errorf("research %+v", r)
+	}
+	if !cfg.MCP.Servers["mnemosyne"].ForwardInboundAuth || cfg.MCP.Servers["research"] != nil {
+		t.Errorf("servers %v", cfg.MCP.Servers)
+	}
+	if c := cfg.Models.Capabilities["openai.my-model-name"]; c.ContextWindow != 200000 || c.MaxOutputTokens != 32000 {
+		t.Errorf("capabilities %+v", c)
+	}
+	if cfg.Models.Providers["openai"].BaseURL != "https://api.openai.com/v1" || cfg.Namespace != "com.example.project" || cfg.Host != "my-host.example.com" {
+		t.Errorf("openai %+v, namespace %q", cfg.Models.Providers["openai"], cfg.Namespace)
+	}
+	report := strings.Join(res.Unmapped, "\n")
+	for _, want := range []string{"fastagent.config.yaml: logger: not mapped", "agent jarvis: depends_on [research] is not needed",
+		"agent jarvis: use_history= in", "agent research: instruction in", "listen: port 8200 is used by registry_port",
+		"mcp.servers.research: the Pallas agent research"} {
+		if !strings.Contains(report, want) {
+			t.Errorf("report lacks %q:\n%s", want, report)
+		}
+	}
+}
