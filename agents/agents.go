@@ -51,9 +51,13 @@ type Deps struct {
 	// Preflight reports the last preflight result of a provider key (nil =
 	// ok or unknown).
 	Preflight func(provider string) error
-	Composer  *policy.Composer
-	Auditor   *policy.Auditor
-	Callers   *policy.CallerPolicy
+	// ProviderSeen is told what each real call to a provider saw (err nil:
+	// it answered), so a provider is checked again when calls disagree
+	// with its last check (nil: not told).
+	ProviderSeen func(provider string, err error)
+	Composer     *policy.Composer
+	Auditor      *policy.Auditor
+	Callers      *policy.CallerPolicy
 	// InboundAuthMayTravel is false in auth mode tokens: the gateway's own
 	// token never goes downstream.
 	InboundAuthMayTravel bool

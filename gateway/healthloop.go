@@ -11,9 +11,10 @@ import (
 const healthInterval = 30 * time.Second
 
 // startHealthLoop probes the snapshot's agents now and every healthInterval
-// (after the provider preflight) until the snapshot is retired or the
-// gateway stops. Background probes
-// carry no caller headers: downstreams get only their static headers.
+// (after the provider preflight), and at once when a provider's check
+// result flips, until the snapshot is retired or the gateway stops.
+// Background probes carry no caller headers: downstreams get only their
+// static headers.
 func (g *Gateway) startHealthLoop(s *Snapshot) {
 	g.wg.Add(1)
 	go func() {
@@ -35,6 +36,8 @@ func (g *Gateway) startHealthLoop(s *Snapshot) {
 			}
 			select {
 			case <-t.C:
+			case <-s.preflight.changed:
+				s.agents.ExpireHealth()
 			case <-s.done:
 				return
 			case <-g.baseCtx.Done():

@@ -77,7 +77,7 @@ func (g *Gateway) apply(cfg *config.Config) error {
 	for _, name := range s.agents.Names() {
 		g.metrics.Inflight.WithLabelValues(name) // the series exists before the first call
 	}
-	s.preflight.start(g)
+	s.preflight.start(g, s.done)
 	g.startHealthLoop(s)
 	return nil
 }
