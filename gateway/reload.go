@@ -32,6 +32,13 @@ func (g *Gateway) Reload(trigger string) (ReloadResult, error) {
 	old := g.current.Load()
 	if err == nil && cfg.Hash == old.cfg.Hash {
 		g.metrics.ConfigReloads.WithLabelValues("unchanged").Inc()
+		if last := g.lastReload.Load(); last == nil || !last.OK {
+			// A bad edit reverted: the file is the serving config again,
+			// which loaded, so the last reload succeeded.
+			g.recordOK()
+			g.log.Info("config reverted to the serving config", zap.String("trigger", trigger), zap.String("config_hash", cfg.Hash))
+			return ReloadResult{Hash: cfg.Hash, Unchanged: true}, nil
+		}
 		g.log.Debug("config unchanged", zap.String("trigger", trigger), zap.String("config_hash", cfg.Hash))
 		return ReloadResult{Hash: cfg.Hash, Unchanged: true}, nil
 	}
@@ -83,17 +90,22 @@ func (g *Gateway) apply(cfg *config.Config) error {
 }
 
 func (g *Gateway) recordReload(ok bool, err error) {
-	st := &reloadStatus{At: time.Now().UTC(), OK: ok}
 	if ok {
 		g.metrics.ConfigReloads.WithLabelValues("success").Inc()
-		g.metrics.ConfigLastReloadOK.Set(1)
-		g.metrics.ConfigLastReloadSuccTS.SetToCurrentTime()
-	} else {
-		st.Error = err.Error()
-		g.metrics.ConfigReloads.WithLabelValues("failure").Inc()
-		g.metrics.ConfigLastReloadOK.Set(0)
+		g.recordOK()
+		return
 	}
-	g.lastReload.Store(st)
+	g.metrics.ConfigReloads.WithLabelValues("failure").Inc()
+	g.metrics.ConfigLastReloadOK.Set(0)
+	g.lastReload.Store(&reloadStatus{At: time.Now().UTC(), Error: err.Error()})
+}
+
+// recordOK records that the serving config is the file's (after a reload
+// that swapped, or one that found the file reverted to it).
+func (g *Gateway) recordOK() {
+	g.metrics.ConfigLastReloadOK.Set(1)
+	g.metrics.ConfigLastReloadSuccTS.SetToCurrentTime()
+	g.lastReload.Store(&reloadStatus{At: time.Now().UTC(), OK: true})
 }
 
 // diff names the agents and servers added, removed and changed.
