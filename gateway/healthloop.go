@@ -29,11 +29,19 @@ func (g *Gateway) startHealthLoop(s *Snapshot) {
 		t := time.NewTicker(healthInterval)
 		defer t.Stop()
 		for {
+			// Pinned like a request: the snapshot closes (and its removed
+			// agents' series are deleted) only after the round.
+			s.active.Add(1)
+			if s.retired.Load() {
+				s.release()
+				return
+			}
 			for _, name := range s.agents.Names() {
 				ctx, cancel := context.WithTimeout(g.baseCtx, 10*time.Second)
 				s.agents.Get(name).Health(ctx, nil)
 				cancel()
 			}
+			s.release()
 			select {
 			case <-t.C:
 			case <-s.preflight.changed:

@@ -90,6 +90,14 @@ func (p *preflight) loop(ctx context.Context, stop <-chan struct{}, name string,
 	retry := providerChecks.retryMin
 	for n := 0; ; n++ {
 		err := p.check(ctx, name)
+		select {
+		case <-stop: // retired mid-check: the next snapshot's checks publish
+			if n == 0 {
+				checkedOnce()
+			}
+			return
+		default:
+		}
 		if ctx.Err() != nil {
 			if n == 0 {
 				checkedOnce()

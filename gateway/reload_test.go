@@ -41,3 +41,64 @@ func TestReloadRevertedIsSuccess(t *testing.T) {
 		t.Fatalf("status keeps the error %q", e)
 	}
 }
+
+// seriesWith reports whether any series of the registry has label=value.
+func seriesWith(t *testing.T, g *Gateway, label, value string) []string {
+	t.Helper()
+	mfs, err := g.metrics.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == label && l.GetValue() == value {
+					out = append(out, mf.GetName())
+				}
+			}
+		}
+	}
+	return out
+}
+
+// Every per-agent, per-server and per-provider series goes when its agent,
+// server or provider goes from the config.
+func TestReloadForgetsRemovedSeries(t *testing.T) {
+	f := newFakeProvider(t, true)
+	withAll := `
+name: t
+listen: "127.0.0.1:0"
+models:
+  providers:
+    openai: {base_url: "` + f.srv.URL + `/v1", api_key: k, max_retries: 0}
+mcp:
+  servers:
+    files: {transport: http, url: "http://127.0.0.1:1/mcp"}
+agents:
+  keep: {model: passthrough}
+  gone: {model: openai.m, servers: [files]}
+`
+	g := newTestGateway(t, withAll)
+	s := g.current.Load()
+	<-s.preflight.done
+	s.agents.Get("gone").Health(t.Context(), nil)
+	g.metrics.DownstreamCalls.WithLabelValues("files", "ok").Inc()
+	for label, value := range map[string]string{"agent": "gone", "server": "files", "provider": "openai"} {
+		if len(seriesWith(t, g, label, value)) == 0 {
+			t.Fatalf("no series with %s=%q to begin with", label, value)
+		}
+	}
+	if err := os.WriteFile(g.opts.ConfigPath, []byte(revertCfg+"  keep: {model: passthrough}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := g.Reload("test"); err != nil {
+		t.Fatal(err)
+	}
+	for label, value := range map[string]string{"agent": "gone", "server": "files", "provider": "openai"} {
+		waitFor(t, label+" "+value+" series deleted", func() bool { return len(seriesWith(t, g, label, value)) == 0 })
+	}
+	if len(seriesWith(t, g, "agent", "keep")) == 0 {
+		t.Fatal("the kept agent's series went too")
+	}
+}

@@ -38,6 +38,7 @@ type Snapshot struct {
 	preflight  *preflight
 
 	stop      context.CancelFunc // ends what runs for the snapshot (the JWT key source)
+	forget    func()             // deletes the series of what the next snapshot dropped
 	done      chan struct{}      // closed when retired: stops the health loop
 	active    atomic.Int64
 	retired   atomic.Bool
@@ -100,6 +101,7 @@ func (g *Gateway) buildSnapshot(cfg *config.Config) (_ *Snapshot, err error) {
 		s.downstream.close()
 		return nil, err
 	}
+	s.forget = func() { g.forgetRemoved(s) }
 	s.registry = registry.New(cfg, s.loadedAt)
 	for name, a := range cfg.Agents {
 		if a.Port != 0 {
@@ -232,7 +234,30 @@ func (s *Snapshot) close() {
 	s.closeOnce.Do(func() {
 		s.stop()
 		s.downstream.close()
+		if s.forget != nil {
+			s.forget()
+		}
 	})
+}
+
+// forgetRemoved deletes the metric series of old's agents and providers
+// that the serving snapshot no longer has (once old's last request is
+// done, so nothing of old records into them again).
+func (g *Gateway) forgetRemoved(old *Snapshot) {
+	cur := g.current.Load()
+	if cur == nil || cur == old {
+		return
+	}
+	for name := range old.cfg.Agents {
+		if _, ok := cur.cfg.Agents[name]; !ok {
+			g.metrics.ForgetAgent(name)
+		}
+	}
+	for name := range old.preflight.providers {
+		if _, ok := cur.preflight.providers[name]; !ok {
+			g.metrics.ForgetProvider(name)
+		}
+	}
 }
 
 func ruleErrorPath(server string, err error) []string {
