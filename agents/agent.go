@@ -49,6 +49,9 @@ type Call struct {
 	RequestID string
 	Caller    string
 	Depth     int
+	// asWorkflow: an agent above runs with run_as: workflow, so the
+	// caller's agent rules are not applied to this one's (admit).
+	asWorkflow bool
 }
 
 const sendMessageSchema = `{
@@ -234,6 +237,9 @@ func (a *Agent) handleSendMessage(ctx context.Context, req mcp.CallToolRequest) 
 func (a *Agent) Run(ctx context.Context, c *Call) (string, error) {
 	if a.run == nil { // config validation refuses such a sub-agent
 		return "", fmt.Errorf("agent %s is kind %s, which has no %s", a.Name, a.Config.Kind, config.DefaultToolName)
+	}
+	if err := a.admit(ctx, c); err != nil {
+		return "", err
 	}
 	ctx, cancel := context.WithTimeout(ctx, a.Config.Timeout)
 	defer cancel()

@@ -58,6 +58,10 @@ type Deps struct {
 	Composer     *policy.Composer
 	Auditor      *policy.Auditor
 	Callers      *policy.CallerPolicy
+	// AllowAgent applies the caller's credential (a token's agents, a
+	// JWT's scopes) to an agent run on its behalf by another agent (nil:
+	// only Callers is applied).
+	AllowAgent func(ctx context.Context, agent string) policy.Decision
 	// InboundAuthMayTravel is false in auth mode tokens: the gateway's own
 	// token never goes downstream.
 	InboundAuthMayTravel bool

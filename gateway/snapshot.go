@@ -92,6 +92,7 @@ func (g *Gateway) buildSnapshot(cfg *config.Config) (_ *Snapshot, err error) {
 		Composer:             &policy.Composer{Blocklist: policy.NewBlocklist(cfg.Policy.ExtraBlockedHeaders), Metrics: g.metrics, Logger: g.log.Named("policy")},
 		Auditor:              s.auditor,
 		Callers:              s.callers,
+		AllowAgent:           s.allowAgent,
 		InboundAuthMayTravel: cfg.Auth.Mode != "tokens",
 		CallerRequests:       g.callerReqs,
 		Exchanger:            g.exchanger,
@@ -200,6 +201,12 @@ func policyChecks(c *config.Config, report func(path []string, msg string)) {
 			report(ruleErrorPath(name, err), ruleErrorMsg(err))
 		}
 	}
+}
+
+// allowAgent applies the credential of ctx's caller to an agent run on its
+// behalf by another agent (agents.Deps.AllowAgent).
+func (s *Snapshot) allowAgent(ctx context.Context, agent string) policy.Decision {
+	return s.auth.AllowAgent(policy.IdentityFrom(ctx), agent)
 }
 
 // acquire pins the current snapshot for one request; release unpins it.

@@ -235,6 +235,30 @@ func (a *Authenticator) CheckFor(r *http.Request, agent, resource string) (Ident
 	return id, 0, AuthOK, nil
 }
 
+// AllowAgent applies what CheckFor applies of id's credential to one agent
+// once id is authenticated: a static token's agents globs, a JWT's scopes
+// for the agent. It is for agents run on id's behalf by another agent
+// (chain, router, parallel, an llm agent's agents). Passthrough mode and an
+// anonymous identity have no credential rules. The reason is an Auth*
+// constant.
+func (a *Authenticator) AllowAgent(id Identity, agent string) Decision {
+	switch {
+	case a.mode == ModePassthrough || !id.Authenticated:
+		return Decision{Allowed: true, Reason: AuthOK}
+	case id.Claims != nil:
+		if a.jwt != nil && len(MissingScopes(id.Claims, a.jwt.RequiredScopes(agent))) > 0 {
+			return Decision{Reason: AuthMissingScope}
+		}
+		return Decision{Allowed: true, Reason: AuthOK}
+	}
+	for i := range a.creds {
+		if c := &a.creds[i]; c.name == id.Caller && !c.agents.Empty() && !c.agents.Match(agent) {
+			return Decision{Reason: AuthAgentNotAllowed}
+		}
+	}
+	return Decision{Allowed: true, Reason: AuthOK}
+}
+
 // match finds the credential whose digest equals the candidate's, looking at
 // every credential whatever the outcome.
 func match(creds []credential, token string) (*credential, bool) {

@@ -219,6 +219,12 @@ const (
 	KindToolbox  = "toolbox"
 )
 
+// Agent run_as values.
+const (
+	RunAsCaller   = "caller"   // default
+	RunAsWorkflow = "workflow" // the agents it runs are not held to the caller's rules
+)
+
 // Agent is one served agent.
 type Agent struct {
 	Kind          string         `yaml:"kind"`  // llm (default)
@@ -238,6 +244,12 @@ type Agent struct {
 	Sequence      []string       `yaml:"sequence"`       // chain
 	FanOut        []string       `yaml:"fan_out"`        // parallel
 	FanIn         string         `yaml:"fan_in"`         // parallel
+	// RunAs is whose agent rules the agents this one runs (sequence,
+	// agents, fan_out, fan_in) are held to: "caller" (default) applies the
+	// caller's (its token's agents, its policy.callers rule, its JWT
+	// scopes) to each of them, as if it called them itself; "workflow"
+	// runs them as this agent, for callers allowed only the workflow.
+	RunAs string `yaml:"run_as"`
 
 	// Name is the agent's key (set by Load).
 	Name string `yaml:"-"`
