@@ -166,6 +166,10 @@ type Policy struct {
 	Callers               map[string]*Rule `yaml:"callers"`
 	Default               *Rule            `yaml:"default"` // default: allow all
 	DenyOnMissingIdentity bool             `yaml:"deny_on_missing_identity"`
+	// Strict makes the rules that select nothing (a caller rule no caller
+	// has, a glob matching no agent or server) errors; default false:
+	// warnings (validate, the reload log, /-/status).
+	Strict bool `yaml:"strict"`
 }
 
 // Quotas is where the callers' limits are counted (SPEC §14).

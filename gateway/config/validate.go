@@ -38,6 +38,7 @@ func (p *parser) validate(c *Config) {
 		p.validateAgent(c, c.Agents[name])
 	}
 	p.validateCycles(c)
+	p.checkDeadRules(c)
 }
 
 func (p *parser) validateListeners(c *Config) {
