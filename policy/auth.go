@@ -28,6 +28,7 @@ const (
 	AuthAgentNotAllowed  = "agent_not_allowed" // 403: token's agents globs exclude the agent
 	AuthAdminNotLoopback = "not_loopback"      // 403: admin without token from a non-loopback peer
 	AuthAdminProxied     = "proxied"           // 403: admin without token, relayed by a proxy
+	AuthAdminHost        = "not_loopback_host" // 403: admin without token, Host is not a loopback name (DNS rebinding)
 )
 
 const sha256Prefix = "sha256:"
