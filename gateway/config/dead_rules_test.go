@@ -45,3 +45,15 @@ agents:
 		t.Errorf("%d warnings, want %d:\n%s", n, len(want), got)
 	}
 }
+
+// "*" (a token's default agents) says "all", whatever there is: no warning
+// for a config without agents yet.
+func TestDeadRulesStarIsAll(t *testing.T) {
+	c, err := Parse("p.yaml", []byte("name: t\nauth:\n  mode: tokens\n  tokens:\n    - {name: web, token: web-token-0123456789}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Warnings) != 0 {
+		t.Fatalf("warnings %q", c.Warnings)
+	}
+}

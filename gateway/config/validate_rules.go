@@ -23,7 +23,7 @@ func (p *parser) checkDeadRules(c *Config) {
 	}
 	globs := func(key []string, patterns []string, what string, names map[string]bool) {
 		for i, g := range patterns {
-			if !matchesAny(g, names) {
+			if g != "*" && !matchesAny(g, names) { // ("*", a token's default, says all, whatever there is)
 				finding(append(append([]string{}, key...), strconv.Itoa(i)), fmt.Sprintf("%q matches no %s", g, what))
 			}
 		}
