@@ -52,6 +52,9 @@ type Call struct {
 	Caller    string
 	Depth     int
 	overrides *callOverrides // this call's own; sub-calls have none
+	// asWorkflow: an agent above runs with run_as: workflow, so the
+	// caller's agent rules are not applied to this one's (admit).
+	asWorkflow bool
 }
 
 const sendMessageSchema = `{
@@ -241,6 +244,9 @@ func (a *Agent) handleSendMessage(ctx context.Context, req mcp.CallToolRequest) 
 func (a *Agent) Run(ctx context.Context, c *Call) (string, error) {
 	if a.run == nil { // config validation refuses such a sub-agent
 		return "", fmt.Errorf("agent %s is kind %s, which has no %s", a.Name, a.Config.Kind, config.DefaultToolName)
+	}
+	if err := a.admit(ctx, c); err != nil {
+		return "", err
 	}
 	ctx, span := tracing.Start(ctx, trace.SpanKindInternal, tracing.OpInvokeAgent, a.Name)
 	defer span.End()

@@ -51,9 +51,17 @@ type Deps struct {
 	// Preflight reports the last preflight result of a provider key (nil =
 	// ok or unknown).
 	Preflight func(provider string) error
-	Composer  *policy.Composer
-	Auditor   *policy.Auditor
-	Callers   *policy.CallerPolicy
+	// ProviderSeen is told what each real call to a provider saw (err nil:
+	// it answered), so a provider is checked again when calls disagree
+	// with its last check (nil: not told).
+	ProviderSeen func(provider string, err error)
+	Composer     *policy.Composer
+	Auditor      *policy.Auditor
+	Callers      *policy.CallerPolicy
+	// AllowAgent applies the caller's credential (a token's agents, a
+	// JWT's scopes) to an agent run on its behalf by another agent (nil:
+	// only Callers is applied).
+	AllowAgent func(ctx context.Context, agent string) policy.Decision
 	// InboundAuthMayTravel is false in auth mode tokens: the gateway's own
 	// token never goes downstream.
 	InboundAuthMayTravel bool

@@ -60,6 +60,16 @@ func (a *Agent) Health(ctx context.Context, inbound http.Header) Health {
 	return h
 }
 
+// ExpireHealth forgets every agent's cached health, so the next probe
+// looks again (a provider's check result changed).
+func (s *Set) ExpireHealth() {
+	for _, a := range s.agents {
+		a.health.mu.Lock()
+		a.health.at = time.Time{}
+		a.health.mu.Unlock()
+	}
+}
+
 // finding is one dependency's problem and how bad it is.
 type finding struct {
 	status, msg string

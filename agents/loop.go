@@ -282,7 +282,7 @@ func (r *llmRunner) callAgent(ctx context.Context, c *Call, name string, tc llm.
 // sub derives the call a sub-agent runs: a fresh turn, same caller.
 func (c *Call) sub(message string, progress *Reporter) *Call {
 	return &Call{Turn: Turn{Message: message, ConversationID: c.ConversationID}, Inbound: c.Inbound,
-		Progress: progress, RequestID: c.RequestID, Caller: c.Caller, Depth: c.Depth + 1}
+		Progress: progress, RequestID: c.RequestID, Caller: c.Caller, Depth: c.Depth + 1, asWorkflow: c.asWorkflow}
 }
 
 // errProvider marks errors of the model provider, for the caller's message.

@@ -96,6 +96,9 @@ func (m *modelRef) chat(ctx context.Context, a *Agent, req llm.Request, c *Call)
 	met := a.set.deps.Metrics
 	met.GenAIDuration.WithLabelValues(m.providerName, m.model).Observe(time.Since(start).Seconds())
 	outcome := outcomeOf(ctx, err)
+	if seen := a.set.deps.ProviderSeen; seen != nil && outcome != "canceled" {
+		seen(m.providerName, err)
+	}
 	met.LLMRequests.WithLabelValues(a.Name, m.providerName, m.model, outcome).Inc()
 	if err != nil {
 		if outcome == "canceled" {

@@ -29,7 +29,11 @@ func (g *Gateway) statusHandler(w http.ResponseWriter, r *http.Request) {
 		Reloads    []reloadStatus `json:"reloads"` // the last maxReloadHistory results, oldest first
 		Agents     []agentStatus  `json:"agents"`
 		Listeners  []string       `json:"listeners"`
-	}{ConfigFile: s.cfg.File, ConfigHash: s.cfg.Hash, LoadedAt: s.loadedAt.UTC(), LastReload: g.lastReload.Load(), Reloads: g.reloads.snapshot(), Agents: []agentStatus{}}
+		// Warnings are the serving config's non-fatal findings (rules
+		// that select nothing, ignored keys), as validate prints them.
+		Warnings []string `json:"warnings"`
+	}{ConfigFile: s.cfg.File, ConfigHash: s.cfg.Hash, LoadedAt: s.loadedAt.UTC(), LastReload: g.lastReload.Load(), Reloads: g.reloads.snapshot(), Agents: []agentStatus{},
+		Warnings: append([]string{}, s.cfg.Warnings...)}
 	for _, name := range s.agents.Names() {
 		a := s.cfg.Agents[name]
 		servers := a.Servers

@@ -44,10 +44,6 @@ func (g *Gateway) serveAgent(w http.ResponseWriter, r *http.Request, s *Snapshot
 		writeError(w, http.StatusNotFound, rid, "unknown agent "+quoteClipped(name))
 		return
 	}
-	if o := r.Header.Get("Origin"); o != "" && !originAllowed(s.origins, o, r.Host) {
-		writeError(w, http.StatusForbidden, rid, "origin "+quoteClipped(o)+" is not in allowed_origins (nor a loopback page calling a loopback host)")
-		return
-	}
 	id, ok := g.authorize(w, r, s, name, rid)
 	if !ok || (r.Method == http.MethodPost && !g.takeRequest(w, r, s, id, rid)) {
 		return

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strings"
 	"sync"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -86,6 +87,24 @@ func (c *downstreamCache) release(keys []string) {
 	for _, m := range closing {
 		if err := m.Close(); err != nil {
 			c.g.log.Warn("closing downstream client", zap.Error(err))
+		}
+	}
+	c.forgetGone(keys)
+}
+
+// forgetGone deletes the metric series of the servers of keys that no
+// snapshot uses any more (removed from the config, not changed).
+func (c *downstreamCache) forgetGone(keys []string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	used := map[string]bool{}
+	for k := range c.entries {
+		name, _, _ := strings.Cut(k, "\x00")
+		used[name] = true
+	}
+	for _, k := range keys {
+		if name, _, _ := strings.Cut(k, "\x00"); !used[name] {
+			c.g.metrics.ForgetServer(name)
 		}
 	}
 }

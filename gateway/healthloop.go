@@ -11,9 +11,10 @@ import (
 const healthInterval = 30 * time.Second
 
 // startHealthLoop probes the snapshot's agents now and every healthInterval
-// (after the provider preflight) until the snapshot is retired or the
-// gateway stops. Background probes
-// carry no caller headers: downstreams get only their static headers.
+// (after the provider preflight), and at once when a provider's check
+// result flips, until the snapshot is retired or the gateway stops.
+// Background probes carry no caller headers: downstreams get only their
+// static headers.
 func (g *Gateway) startHealthLoop(s *Snapshot) {
 	g.wg.Add(1)
 	go func() {
@@ -28,13 +29,23 @@ func (g *Gateway) startHealthLoop(s *Snapshot) {
 		t := time.NewTicker(healthInterval)
 		defer t.Stop()
 		for {
+			// Pinned like a request: the snapshot closes (and its removed
+			// agents' series are deleted) only after the round.
+			s.active.Add(1)
+			if s.retired.Load() {
+				s.release()
+				return
+			}
 			for _, name := range s.agents.Names() {
 				ctx, cancel := context.WithTimeout(g.baseCtx, 10*time.Second)
 				s.agents.Get(name).Health(ctx, nil)
 				cancel()
 			}
+			s.release()
 			select {
 			case <-t.C:
+			case <-s.preflight.changed:
+				s.agents.ExpireHealth()
 			case <-s.done:
 				return
 			case <-g.baseCtx.Done():

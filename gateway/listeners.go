@@ -148,7 +148,7 @@ func (g *Gateway) legacyHandler(port int) http.Handler {
 		defer s.release()
 		g.registryLegacy(w, r, s)
 	}))
-	card := g.chain("registry", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	card := g.publicChain("registry", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s := g.acquire()
 		defer s.release()
 		g.serverCardLegacy(w, r, s, port)

@@ -18,7 +18,29 @@ import (
 // The middleware of every route, outermost first. The chain is declared in
 // one place, chain, so a request's path reads top to bottom.
 func (g *Gateway) chain(handler string, h http.Handler) http.Handler {
+	return g.publicChain(handler, g.originGuard(h))
+}
+
+// publicChain is chain without the Origin guard, for the public metadata
+// any page may read (Access-Control-Allow-Origin: *): server cards, the AI
+// catalog, the OAuth protected resource metadata.
+func (g *Gateway) publicChain(handler string, h http.Handler) http.Handler {
 	return g.requestID(g.instrument(handler, g.recoverer(h)))
+}
+
+// originGuard is the DNS-rebinding guard of every route but the public
+// metadata (SPEC §4): a request with an Origin that originAllowed refuses
+// ("null" included) gets 403, whatever it asks for: an agent, the
+// registry, /metrics, the admin and profiling endpoints.
+func (g *Gateway) originGuard(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if o := r.Header.Get("Origin"); o != "" && !originAllowed(g.current.Load().origins, o, r.Host) {
+			writeError(w, http.StatusForbidden, agents.RequestID(r.Context()),
+				"origin "+quoteClipped(o)+" is not in allowed_origins (nor a loopback page calling a loopback host)")
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 // requestID takes X-Request-Id from the request when it is sane, or makes

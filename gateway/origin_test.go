@@ -1,6 +1,11 @@
 package gateway
 
-import "testing"
+import (
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+)
 
 // The DNS-rebinding guard: an Origin passes when listed, or when both it
 // and the Host are loopback names; everything else carrying an Origin is
@@ -40,5 +45,49 @@ func TestOriginAllowed(t *testing.T) {
 		if got := originAllowed(c.allowed, c.origin, c.host); got != c.want {
 			t.Errorf("%s: Origin %q Host %q -> %v, want %v", c.name, c.origin, c.host, got, c.want)
 		}
+	}
+}
+
+// The Origin guard holds on every route but the public metadata: a foreign
+// page (or Origin: null) cannot post /-/reload, nor read /-/status,
+// /debug/pprof/, /metrics or the registry; server cards stay readable.
+func TestOriginGuardEveryRoute(t *testing.T) {
+	g := newTestGateway(t, revertCfg)
+	h := g.router()
+	do := func(method, path, origin, host string) int {
+		req := httptest.NewRequest(method, path, strings.NewReader("x=1"))
+		req.RemoteAddr, req.Host = "127.0.0.1:5000", host
+		req.Header.Set("Content-Type", "text/plain")
+		if origin != "" {
+			req.Header.Set("Origin", origin)
+		}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		return rec.Code
+	}
+	for _, c := range []struct {
+		method, path string
+	}{
+		{"POST", "/-/reload"}, {"GET", "/-/status"}, {"GET", "/debug/pprof/"}, {"GET", "/debug/pprof/cmdline"},
+		{"GET", "/metrics"}, {"GET", "/healthz"}, {"GET", "/.well-known/mcp/server.json"}, {"POST", "/agents/echo/mcp"},
+	} {
+		for _, origin := range []string{"http://evil.example.com", "null"} {
+			if code := do(c.method, c.path, origin, "localhost:8200"); code != http.StatusForbidden {
+				t.Errorf("%s %s with Origin %s: %d, want 403", c.method, c.path, origin, code)
+			}
+		}
+	}
+	if code := do("GET", "/-/status", "http://localhost:3000", "localhost:8200"); code != http.StatusOK {
+		t.Errorf("/-/status from a loopback page: %d", code)
+	}
+	// DNS rebinding: same origin, so no Origin on a GET; the Host is the
+	// attacker's name.
+	for _, path := range []string{"/-/status", "/debug/pprof/cmdline"} {
+		if code := do("GET", path, "", "evil.example.com:8200"); code != http.StatusForbidden {
+			t.Errorf("%s with a rebound Host: %d, want 403", path, code)
+		}
+	}
+	if code := do("GET", "/agents/echo/mcp/server-card", "http://evil.example.com", "gw.example.com"); code != http.StatusOK {
+		t.Errorf("server card for a foreign page: %d, want 200", code)
 	}
 }

@@ -14,8 +14,20 @@ import (
 
 const preflightTimeout = 5 * time.Second
 
-// preflight checks each configured provider once per snapshot (SPEC §6:
-// warn-only, 5 s). Results feed get_health and pallasgw_llm_provider_up.
+// providerChecks is how often providers are checked again (SPEC §6's
+// preflight, repeated so that pallasgw_llm_provider_up and get_health follow
+// the providers, not the config). Variables so tests can shorten them.
+var providerChecks = struct {
+	every     time.Duration // while a provider is up
+	retryMin  time.Duration // first retry after a failed check; doubles up to every
+	kickedGap time.Duration // least time between checks asked for by real calls
+}{every: time.Minute, retryMin: 2 * time.Second, kickedGap: 2 * time.Second}
+
+// preflight checks each configured provider when a snapshot starts serving
+// (warn-only, 5 s), then again every providerChecks.every while it is up,
+// with backoff while it is down, and at once when a real call disagrees
+// with the last result. Results feed get_health and
+// pallasgw_llm_provider_up.
 type preflight struct {
 	providers map[string]llm.Provider
 	models    map[string][]string // provider → models used by agents
@@ -24,11 +36,16 @@ type preflight struct {
 
 	mu      sync.Mutex
 	results map[string]error
-	done    chan struct{} // closed when every provider has been checked
+	checked map[string]bool          // providers checked at least once
+	kick    map[string]chan struct{} // a real call disagreed with the result
+	done    chan struct{}            // closed when every provider has been checked once
+	changed chan struct{}            // a provider's result flipped, or its first check failed (capacity 1)
 }
 
 func newPreflight(providers map[string]llm.Provider, cfg *config.Config, m *metrics.Metrics, log *zap.Logger) *preflight {
-	p := &preflight{providers: providers, models: map[string][]string{}, metrics: m, log: log.Named("preflight"), results: map[string]error{}, done: make(chan struct{})}
+	p := &preflight{providers: providers, models: map[string][]string{}, metrics: m, log: log.Named("preflight"),
+		results: map[string]error{}, checked: map[string]bool{}, kick: map[string]chan struct{}{},
+		done: make(chan struct{}), changed: make(chan struct{}, 1)}
 	seen := map[string]bool{}
 	refs := []string{cfg.Models.Default}
 	for _, a := range cfg.Agents {
@@ -41,44 +58,143 @@ func newPreflight(providers map[string]llm.Provider, cfg *config.Config, m *metr
 			p.models[prov] = append(p.models[prov], model)
 		}
 	}
+	for name := range providers {
+		p.kick[name] = make(chan struct{}, 1)
+	}
 	return p
 }
 
-// start runs the checks in the background, owned by the gateway.
-func (p *preflight) start(g *Gateway) {
-	var all sync.WaitGroup
-	for name, prov := range p.providers {
+// start runs one check loop per provider, owned by the gateway, until stop
+// closes (the snapshot is retired) or the gateway stops.
+func (p *preflight) start(g *Gateway, stop <-chan struct{}) {
+	var first sync.WaitGroup
+	for name := range p.providers {
 		g.wg.Add(1)
-		all.Add(1)
+		first.Add(1)
 		go func() {
 			defer g.wg.Done()
-			defer all.Done()
-			ctx, cancel := context.WithTimeout(g.baseCtx, preflightTimeout)
-			defer cancel()
-			var err error
-			for _, model := range p.models[name] {
-				if err = prov.Preflight(ctx, model); err != nil {
-					break
-				}
-			}
-			p.mu.Lock()
-			p.results[name] = err
-			p.mu.Unlock()
-			if err != nil {
-				p.metrics.ProviderUp.WithLabelValues(name).Set(0)
-				p.log.Warn("provider preflight failed", zap.String("provider", name), zap.Error(err))
-				return
-			}
-			p.metrics.ProviderUp.WithLabelValues(name).Set(1)
-			p.log.Info("provider preflight ok", zap.String("provider", name), zap.Strings("models", p.models[name]))
+			p.loop(g.baseCtx, stop, name, first.Done)
 		}()
 	}
 	g.wg.Add(1)
 	go func() {
 		defer g.wg.Done()
-		all.Wait()
+		first.Wait()
 		close(p.done)
 	}()
+}
+
+// loop checks one provider until stop; checkedOnce is called after the first
+// check.
+func (p *preflight) loop(ctx context.Context, stop <-chan struct{}, name string, checkedOnce func()) {
+	retry := providerChecks.retryMin
+	for n := 0; ; n++ {
+		err := p.check(ctx, name)
+		select {
+		case <-stop: // retired mid-check: the next snapshot's checks publish
+			if n == 0 {
+				checkedOnce()
+			}
+			return
+		default:
+		}
+		if ctx.Err() != nil {
+			if n == 0 {
+				checkedOnce()
+			}
+			return
+		}
+		p.record(name, err)
+		if n == 0 {
+			checkedOnce()
+		}
+		wait := providerChecks.every
+		if err != nil {
+			wait, retry = retry, min(2*retry, providerChecks.every)
+		} else {
+			retry = providerChecks.retryMin
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-t.C:
+		case <-p.kick[name]:
+			t.Stop()
+			gap := time.NewTimer(providerChecks.kickedGap)
+			select { // at most one check per gap, however many calls disagree
+			case <-gap.C:
+			case <-stop:
+				gap.Stop()
+				return
+			case <-ctx.Done():
+				gap.Stop()
+				return
+			}
+		case <-stop:
+			t.Stop()
+			return
+		case <-ctx.Done():
+			t.Stop()
+			return
+		}
+	}
+}
+
+// check runs the provider's preflight for every model agents use of it.
+func (p *preflight) check(ctx context.Context, name string) error {
+	ctx, cancel := context.WithTimeout(ctx, preflightTimeout)
+	defer cancel()
+	for _, model := range p.models[name] {
+		if err := p.providers[name].Preflight(ctx, model); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// record stores a check's result, publishes it, and logs when it changed.
+func (p *preflight) record(name string, err error) {
+	p.mu.Lock()
+	was, first := p.results[name], !p.checked[name]
+	p.results[name], p.checked[name] = err, true
+	p.mu.Unlock()
+	flipped := !first && (was == nil) != (err == nil)
+	if err != nil {
+		p.metrics.ProviderUp.WithLabelValues(name).Set(0)
+		if first || flipped {
+			p.log.Warn("provider preflight failed", zap.String("provider", name), zap.Error(err))
+		}
+	} else {
+		p.metrics.ProviderUp.WithLabelValues(name).Set(1)
+		if first || flipped {
+			p.log.Info("provider preflight ok", zap.String("provider", name), zap.Strings("models", p.models[name]))
+		}
+	}
+	if flipped || first && err != nil { // (health computed before the first check assumed ok)
+		select {
+		case p.changed <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// observed is what a real call to a provider saw (err nil: it answered).
+// When that disagrees with the last check, the provider is checked again
+// (at most once per providerChecks.kickedGap).
+func (p *preflight) observed(provider string, err error) {
+	kick := p.kick[provider]
+	if kick == nil {
+		return // built-in, or not this snapshot's
+	}
+	p.mu.Lock()
+	last, checked := p.results[provider], p.checked[provider]
+	p.mu.Unlock()
+	if !checked || (last == nil) == (err == nil) {
+		return
+	}
+	select {
+	case kick <- struct{}{}:
+	default:
+	}
 }
 
 // result is the last preflight error of a provider (nil: ok or not run).

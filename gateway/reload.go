@@ -33,6 +33,13 @@ func (g *Gateway) Reload(trigger string) (ReloadResult, error) {
 	old := g.current.Load()
 	if err == nil && cfg.Hash == old.cfg.Hash {
 		g.metrics.ConfigReloads.WithLabelValues("unchanged").Inc()
+		if last := g.lastReload.Load(); last == nil || !last.OK {
+			// A bad edit reverted: the file is the serving config again,
+			// which loaded, so the last reload succeeded.
+			g.recordReload(trigger, cfg.Hash, nil)
+			g.log.Info("config reverted to the serving config", zap.String("trigger", trigger), zap.String("config_hash", cfg.Hash))
+			return ReloadResult{Hash: cfg.Hash, Unchanged: true}, nil
+		}
 		g.log.Debug("config unchanged", zap.String("trigger", trigger), zap.String("config_hash", cfg.Hash))
 		return ReloadResult{Hash: cfg.Hash, Unchanged: true}, nil
 	}
@@ -78,7 +85,7 @@ func (g *Gateway) apply(cfg *config.Config, trigger string) error {
 	for _, name := range s.agents.Names() {
 		g.metrics.Inflight.WithLabelValues(name) // the series exists before the first call
 	}
-	s.preflight.start(g)
+	s.preflight.start(g, s.done)
 	g.startHealthLoop(s)
 	return nil
 }

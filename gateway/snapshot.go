@@ -42,6 +42,7 @@ type Snapshot struct {
 	directory  *agents.Directory // POST /mcp; nil unless agents_endpoint
 
 	stop      context.CancelFunc // ends what runs for the snapshot (the JWT key source)
+	forget    func()             // deletes the series of what the next snapshot dropped
 	done      chan struct{}      // closed when retired: stops the health loop
 	active    atomic.Int64
 	retired   atomic.Bool
@@ -99,10 +100,11 @@ func (g *Gateway) buildSnapshot(cfg *config.Config) (_ *Snapshot, err error) {
 	s.downstream = g.downstreams.acquire(serverSpecs(cfg))
 	s.agents, err = agents.Build(agents.Deps{
 		Config: cfg, Logger: g.log.Named("agent"), Metrics: g.metrics, Downstream: s.downstream,
-		Providers: providers, Preflight: s.preflight.result,
+		Providers: providers, Preflight: s.preflight.result, ProviderSeen: s.preflight.observed,
 		Composer:             &policy.Composer{Blocklist: policy.NewBlocklist(cfg.Policy.ExtraBlockedHeaders), Metrics: g.metrics, Logger: g.log.Named("policy")},
 		Auditor:              s.auditor,
 		Callers:              s.callers,
+		AllowAgent:           s.allowAgent,
 		InboundAuthMayTravel: cfg.Auth.Mode != "tokens",
 		CallerRequests:       g.callerReqs,
 		Exchanger:            g.exchanger,
@@ -115,6 +117,7 @@ func (g *Gateway) buildSnapshot(cfg *config.Config) (_ *Snapshot, err error) {
 	if cfg.AgentsEndpoint {
 		s.directory = s.agents.NewDirectory()
 	}
+	s.forget = func() { g.forgetRemoved(s) }
 	s.registry = registry.New(cfg, s.loadedAt)
 	for name, a := range cfg.Agents {
 		if a.Port != 0 {
@@ -222,6 +225,12 @@ func policyChecks(c *config.Config, report func(path []string, msg string)) {
 	}
 }
 
+// allowAgent applies the credential of ctx's caller to an agent run on its
+// behalf by another agent (agents.Deps.AllowAgent).
+func (s *Snapshot) allowAgent(ctx context.Context, agent string) policy.Decision {
+	return s.auth.AllowAgent(policy.IdentityFrom(ctx), agent)
+}
+
 // acquire pins the current snapshot for one request; release unpins it.
 func (g *Gateway) acquire() *Snapshot {
 	for {
@@ -255,7 +264,30 @@ func (s *Snapshot) close() {
 		s.stop()
 		s.downstream.close()
 		go s.shutdownTraces() // the provider's last spans, exported in the background
+		if s.forget != nil {
+			s.forget()
+		}
 	})
+}
+
+// forgetRemoved deletes the metric series of old's agents and providers
+// that the serving snapshot no longer has (once old's last request is
+// done, so nothing of old records into them again).
+func (g *Gateway) forgetRemoved(old *Snapshot) {
+	cur := g.current.Load()
+	if cur == nil || cur == old {
+		return
+	}
+	for name := range old.cfg.Agents {
+		if _, ok := cur.cfg.Agents[name]; !ok {
+			g.metrics.ForgetAgent(name)
+		}
+	}
+	for name := range old.preflight.providers {
+		if _, ok := cur.preflight.providers[name]; !ok {
+			g.metrics.ForgetProvider(name)
+		}
+	}
 }
 
 // ruleErrorPath is the config key of a header rule problem under base (a

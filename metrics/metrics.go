@@ -188,6 +188,36 @@ func New(version string) *Metrics {
 	return m
 }
 
+// deleter is what every labelled collector (CounterVec, GaugeVec,
+// HistogramVec) offers to delete series.
+type deleter interface {
+	DeletePartialMatch(prometheus.Labels) int
+}
+
+// ForgetAgent deletes every series of an agent that is gone from the
+// config, so that nothing (an alert on pallasgw_agent_health) is left
+// about an agent that no longer exists.
+func (m *Metrics) ForgetAgent(name string) {
+	for _, v := range []deleter{m.Inflight, m.ToolCalls, m.ToolCallDuration, m.LLMRequests, m.LLMTokens, m.LLMCost,
+		m.AgentIterationLimit, m.AgentHealth, m.PolicyDecisions, m.HistorySkipped} {
+		v.DeletePartialMatch(prometheus.Labels{"agent": name})
+	}
+}
+
+// ForgetServer deletes every series of a downstream server that is gone
+// from the config.
+func (m *Metrics) ForgetServer(name string) {
+	for _, v := range []deleter{m.DownstreamCalls, m.DownstreamDuration, m.DownstreamSessions, m.TokenExchanges, m.ForwardedHeaderRejection} {
+		v.DeletePartialMatch(prometheus.Labels{"server": name})
+	}
+}
+
+// ForgetProvider deletes the series of an LLM provider that is gone from
+// the config.
+func (m *Metrics) ForgetProvider(name string) {
+	m.ProviderUp.DeletePartialMatch(prometheus.Labels{"provider": name})
+}
+
 // Handler serves the registry in the Prometheus exposition format.
 func (m *Metrics) Handler() http.Handler {
 	return promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{Registry: m.Registry})

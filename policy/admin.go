@@ -14,7 +14,9 @@ import (
 // With a token, a request needs "Authorization: Bearer <token>" (compared in
 // constant time over SHA-256 digests); otherwise it gets 401 with
 // WWW-Authenticate. With an empty token only loopback peers (127.0.0.0/8,
-// ::1, also as IPv4-mapped IPv6) pass, else 403; a loopback request that
+// ::1, also as IPv4-mapped IPv6) that name a loopback Host (localhost or a
+// loopback literal: not a DNS-rebinding page's name) pass, else 403; a
+// loopback request that
 // carries Forwarded, X-Forwarded-For or X-Real-IP is refused too, because a
 // reverse proxy on the same host relayed it from someone else. onDeny nil
 // answers with the status text.
@@ -60,26 +62,24 @@ func checkLoopback(r *http.Request) (int, string) {
 	if !isLoopback(r.RemoteAddr) {
 		return http.StatusForbidden, AuthAdminNotLoopback
 	}
+	if !isLoopbackHost(r.Host) {
+		// A DNS-rebinding page in the operator's browser: a loopback
+		// peer, the attacker's name in Host, no Origin on a GET.
+		return http.StatusForbidden, AuthAdminHost
+	}
 	for _, h := range []string{"Forwarded", "X-Forwarded-For", "X-Real-Ip"} {
 		if len(r.Header.Values(h)) > 0 {
 			return http.StatusForbidden, AuthAdminProxied
 		}
 	}
-	if !loopbackName(r.Host) {
-		// DNS rebinding: a page at evil.example.com whose name resolves to
-		// 127.0.0.1 reaches us from loopback, same-origin (no Origin
-		// header), but with its own name as Host.
-		return http.StatusForbidden, AuthAdminNotLoopbackHost
-	}
 	return 0, AuthOK
 }
 
-// loopbackName reports a Host naming this machine: localhost or a loopback
-// address, any port.
-func loopbackName(hostport string) bool {
-	host, _, err := net.SplitHostPort(hostport)
-	if err != nil {
-		host = hostport
+// isLoopbackHost reports whether a Host header names the loopback:
+// localhost or a loopback address literal, any port.
+func isLoopbackHost(host string) bool {
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
 	}
 	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
 	if strings.EqualFold(host, "localhost") {

@@ -21,14 +21,14 @@ const (
 // Reasons of an authentication check. They are bounded and may be used as
 // metric labels or audit reasons; none holds request data.
 const (
-	AuthOK                   = "ok"
-	AuthPassthrough          = "passthrough"
-	AuthMissingToken         = "missing_token"     // 401: no "Authorization: Bearer <token>"
-	AuthInvalidToken         = "invalid_token"     // 401: bearer matches no configured token
-	AuthAgentNotAllowed      = "agent_not_allowed" // 403: token's agents globs exclude the agent
-	AuthAdminNotLoopback     = "not_loopback"      // 403: admin without token from a non-loopback peer
-	AuthAdminProxied         = "proxied"           // 403: admin without token, relayed by a proxy
-	AuthAdminNotLoopbackHost = "host_not_loopback" // 403: admin without token, Host names another machine (DNS rebinding)
+	AuthOK               = "ok"
+	AuthPassthrough      = "passthrough"
+	AuthMissingToken     = "missing_token"     // 401: no "Authorization: Bearer <token>"
+	AuthInvalidToken     = "invalid_token"     // 401: bearer matches no configured token
+	AuthAgentNotAllowed  = "agent_not_allowed" // 403: token's agents globs exclude the agent
+	AuthAdminNotLoopback = "not_loopback"      // 403: admin without token from a non-loopback peer
+	AuthAdminProxied     = "proxied"           // 403: admin without token, relayed by a proxy
+	AuthAdminHost        = "not_loopback_host" // 403: admin without token, Host is not a loopback name (DNS rebinding)
 )
 
 const sha256Prefix = "sha256:"
@@ -234,6 +234,30 @@ func (a *Authenticator) CheckFor(r *http.Request, agent, resource string) (Ident
 		return id, http.StatusForbidden, AuthAgentNotAllowed, nil
 	}
 	return id, 0, AuthOK, nil
+}
+
+// AllowAgent applies what CheckFor applies of id's credential to one agent
+// once id is authenticated: a static token's agents globs, a JWT's scopes
+// for the agent. It is for agents run on id's behalf by another agent
+// (chain, router, parallel, an llm agent's agents). Passthrough mode and an
+// anonymous identity have no credential rules. The reason is an Auth*
+// constant.
+func (a *Authenticator) AllowAgent(id Identity, agent string) Decision {
+	switch {
+	case a.mode == ModePassthrough || !id.Authenticated:
+		return Decision{Allowed: true, Reason: AuthOK}
+	case id.Claims != nil:
+		if a.jwt != nil && len(MissingScopes(id.Claims, a.jwt.RequiredScopes(agent))) > 0 {
+			return Decision{Reason: AuthMissingScope}
+		}
+		return Decision{Allowed: true, Reason: AuthOK}
+	}
+	for i := range a.creds {
+		if c := &a.creds[i]; c.name == id.Caller && !c.agents.Empty() && !c.agents.Match(agent) {
+			return Decision{Reason: AuthAgentNotAllowed}
+		}
+	}
+	return Decision{Allowed: true, Reason: AuthOK}
 }
 
 // match finds the credential whose digest equals the candidate's, looking at

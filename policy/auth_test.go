@@ -172,18 +172,18 @@ func TestAdminGuard(t *testing.T) {
 		{"no token: unparsable", "", "pipe", "", [2]string{}, 403, ""},
 		{"no token: loopback relayed by a proxy", "", "127.0.0.1:5000", "", [2]string{"X-Forwarded-For", "203.0.113.9"}, 403, ""},
 		{"no token: loopback with Forwarded", "", "127.0.0.1:5000", "", [2]string{"Forwarded", "for=203.0.113.9"}, 403, ""},
-		{"no token: Host localhost", "", "127.0.0.1:5000", "", [2]string{"Host", "localhost:8200"}, 200, ""},
+		{"no token: DNS rebinding (loopback peer, foreign Host)", "", "127.0.0.1:5000", "", [2]string{"Host", "evil.example.com:8200"}, 403, ""},
+		{"no token: Host 127.0.0.1", "", "127.0.0.1:5000", "", [2]string{"Host", "127.0.0.1:8200"}, 200, ""},
 		{"no token: Host [::1]", "", "[::1]:5000", "", [2]string{"Host", "[::1]:8200"}, 200, ""},
-		// DNS rebinding: the page's name resolves to 127.0.0.1.
-		{"no token: loopback with a foreign Host", "", "127.0.0.1:5000", "", [2]string{"Host", "evil.example.com:8200"}, 403, ""},
+		{"no token: Host localhost without port", "", "127.0.0.1:5000", "", [2]string{"Host", "LOCALHOST"}, 200, ""},
+		{"token: foreign Host is fine", "admin-s3cret", "127.0.0.1:5000", "Bearer admin-s3cret", [2]string{"Host", "gw.example.com"}, 200, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			called := false
 			h := AdminGuard(tt.token, nil)(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { called = true }))
 			req := httptest.NewRequest(http.MethodPost, "/-/reload", nil)
-			req.RemoteAddr = tt.remote
-			req.Host = "127.0.0.1:8200"
+			req.RemoteAddr, req.Host = tt.remote, "localhost:8200"
 			if tt.header[0] == "Host" {
 				req.Host = tt.header[1]
 			}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"reflect"
+	"sort"
 	"strings"
 	"time"
 
@@ -90,6 +91,7 @@ func (p *parser) expandString(s string) (string, error) {
 			switch {
 			case ok && (v != "" || !hasDef):
 				b.WriteString(v)
+				p.expansions = append(p.expansions, expansion{value: v, text: "${" + expr + "}"})
 			case hasDef:
 				b.WriteString(def)
 			default:
@@ -98,6 +100,41 @@ func (p *parser) expandString(s string) (string, error) {
 		default:
 			b.WriteString("$")
 			s = s[1:]
+		}
+	}
+}
+
+// expansion is one variable's value as expanded and the text it replaced.
+type expansion struct{ value, text string }
+
+// minScrubbed is the shortest expanded value scrub replaces: shorter ones
+// (a port, "true") are no secret, and would be found inside other words.
+const minScrubbed = 4
+
+// scrub replaces every expanded value in the errors and warnings with the
+// text written in the file (${OPENAI_API_KEY}): a typo such as a missing
+// space after "api_key:" puts the expanded secret into a key path or a
+// message, and errors reach validate, the log, POST /-/reload and
+// /-/status. Longest values first, so none is left half replaced.
+func (p *parser) scrub(c *Config) {
+	if len(p.expansions) == 0 {
+		return
+	}
+	sort.SliceStable(p.expansions, func(i, j int) bool { return len(p.expansions[i].value) > len(p.expansions[j].value) })
+	var pairs []string
+	for _, e := range p.expansions {
+		if len(e.value) >= minScrubbed {
+			pairs = append(pairs, e.value, e.text)
+		}
+	}
+	r := strings.NewReplacer(pairs...)
+	for i := range p.errs.List {
+		p.errs.List[i].Key = r.Replace(p.errs.List[i].Key)
+		p.errs.List[i].Msg = r.Replace(p.errs.List[i].Msg)
+	}
+	if c != nil {
+		for i, w := range c.Warnings {
+			c.Warnings[i] = r.Replace(w)
 		}
 	}
 }

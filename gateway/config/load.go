@@ -35,6 +35,7 @@ func Parse(path string, raw []byte, checks ...Check) (*Config, error) {
 	p := &parser{file: path, errs: &Errors{}, cards: map[string]card{}}
 	c := p.parse(raw)
 	if len(p.errs.List) > 0 {
+		p.scrub(nil)
 		return nil, p.errs
 	}
 	p.applyDefaults(c)
@@ -42,6 +43,7 @@ func Parse(path string, raw []byte, checks ...Check) (*Config, error) {
 	for _, check := range checks {
 		check(c, func(path []string, msg string) { p.addPath(path, msg) })
 	}
+	p.scrub(c)
 	if len(p.errs.List) > 0 {
 		p.errs.sort()
 		return nil, p.errs
@@ -57,6 +59,8 @@ type parser struct {
 	// cards are the agents loaded from agent cards, by name: their
 	// problems are reported against the card's file.
 	cards map[string]card
+	// expansions are the ${VAR}s expanded, for scrub.
+	expansions []expansion
 }
 
 func (p *parser) add(line int, key, msg string) {

@@ -187,6 +187,10 @@ type Policy struct {
 	Callers               map[string]*Rule `yaml:"callers"`
 	Default               *Rule            `yaml:"default"` // default: allow all
 	DenyOnMissingIdentity bool             `yaml:"deny_on_missing_identity"`
+	// Strict makes the rules that select nothing (a caller rule no caller
+	// has, a glob matching no agent or server) errors; default false:
+	// warnings (validate, the reload log, /-/status).
+	Strict bool `yaml:"strict"`
 }
 
 // Quotas is where the callers' limits are counted (SPEC §14).
@@ -275,6 +279,12 @@ const (
 	PlanIterative = "iterative"
 )
 
+// Agent run_as values.
+const (
+	RunAsCaller   = "caller"   // default
+	RunAsWorkflow = "workflow" // the agents it runs are not held to the caller's rules
+)
+
 // Agent is one served agent.
 type Agent struct {
 	Kind          string         `yaml:"kind"`  // llm (default)
@@ -307,6 +317,13 @@ type Agent struct {
 	MaxRefinements int    `yaml:"max_refinements"` // default 3; 0 written explicitly = evaluate once, never refine
 	// orchestrator (also agents, model, max_iterations: the steps it may run)
 	Plan string `yaml:"plan"` // full (default) | iterative
+	// RunAs is whose agent rules the agents this one runs (sequence,
+	// agents, fan_out, fan_in, generator, evaluator) are held to: "caller"
+	// (default) applies the caller's (its token's agents, its
+	// policy.callers rule, its JWT scopes) to each of them, as if it called
+	// them itself; "workflow" runs them as this agent, for callers allowed
+	// only the workflow.
+	RunAs string `yaml:"run_as"`
 
 	// Name is the agent's key (set by Load).
 	Name string `yaml:"-"`

@@ -1,6 +1,8 @@
 package config
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"net"
 	"net/netip"
@@ -41,6 +43,7 @@ func (p *parser) validate(c *Config) {
 		p.validateAgent(c, c.Agents[name])
 	}
 	p.validateCycles(c)
+	p.checkDeadRules(c)
 }
 
 func (p *parser) validateListeners(c *Config) {
@@ -125,6 +128,7 @@ func (p *parser) validateAuth(c *Config) {
 		p.addPath([]string{"auth", "tokens"}, "mode tokens needs at least one token")
 	}
 	seen := map[string]bool{}
+	values := map[[sha256.Size]byte]int{} // token digest → first index
 	for i, t := range c.Auth.Tokens {
 		key := []string{"auth", "tokens", strconv.Itoa(i)}
 		if t.Name == "" {
@@ -143,6 +147,15 @@ func (p *parser) validateAuth(c *Config) {
 			}
 		case len(v) < 16:
 			p.addPath(append(key, "token"), "plain tokens must be at least 16 characters")
+		}
+		// The same token for two callers would make one of them the
+		// other; serve refuses it, so validate does.
+		if d, ok := tokenDigest(v); ok {
+			if first, dup := values[d]; dup {
+				p.addPath(append(key, "token"), fmt.Sprintf("same token as auth.tokens.%d (%s)", first, c.Auth.Tokens[first].Name))
+			} else {
+				values[d] = i
+			}
 		}
 		p.checkGlobs(append(key, "agents"), t.Agents)
 	}
@@ -361,6 +374,22 @@ func (p *parser) checkGlobs(key []string, globs []string) {
 			p.addPath(append(append([]string{}, key...), strconv.Itoa(i)), fmt.Sprintf("invalid glob %q", g))
 		}
 	}
+}
+
+// tokenDigest is the SHA-256 of a plain token, or the digest a "sha256:"
+// token gives (as policy compares them); false for a malformed one.
+func tokenDigest(v string) ([sha256.Size]byte, bool) {
+	var d [sha256.Size]byte
+	h, isHash := strings.CutPrefix(v, "sha256:")
+	if !isHash {
+		return sha256.Sum256([]byte(v)), v != ""
+	}
+	b, err := hex.DecodeString(h)
+	if err != nil || len(b) != sha256.Size {
+		return d, false
+	}
+	copy(d[:], b)
+	return d, true
 }
 
 func isHex(s string) bool {

@@ -56,6 +56,12 @@ func (p *parser) validateAgent(c *Config, a *Agent) {
 			p.addPath(append(append([]string{}, key...), "params", k), "unknown parameter")
 		}
 	}
+	switch {
+	case a.RunAs != "" && a.RunAs != RunAsCaller && a.RunAs != RunAsWorkflow:
+		p.addPath(append(key, "run_as"), fmt.Sprintf("unknown value %q (want caller or workflow)", a.RunAs))
+	case a.RunAs == RunAsWorkflow && len(Deps(a)) == 0:
+		p.addPath(append(key, "run_as"), "this agent runs no other agent")
+	}
 	if a.MaxIterations < 1 {
 		p.addPath(append(key, "max_iterations"), "must be at least 1")
 	}

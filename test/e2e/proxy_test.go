@@ -398,9 +398,11 @@ func checkProxy(t *testing.T, s *streamingStack, base string, port, plainPort in
 	t.Run("non-loopback Host accepted", func(t *testing.T) {
 		checkForeignHost(t, port)
 	})
-	t.Run("admin endpoints are not public", func(t *testing.T) {
-		if code, _, body := mustGet(t, base+"/-/status", nil); code != http.StatusForbidden {
-			t.Errorf("/-/status through the proxy: %d %s, want 403", code, body)
+	t.Run("admin, profiling and metrics endpoints are not public", func(t *testing.T) {
+		for _, path := range []string{"/-/status", "/debug/pprof/", "/debug/pprof/heap", "/metrics"} {
+			if code, _, body := mustGet(t, base+path, nil); code != http.StatusForbidden {
+				t.Errorf("%s through the proxy: %d %.200s, want 403", path, code, body)
+			}
 		}
 	})
 }

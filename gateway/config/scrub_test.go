@@ -1,0 +1,48 @@
+package config
+
+import (
+	"strings"
+	"testing"
+)
+
+// A typo (no space after the colon) makes an expanded secret part of a
+// key; the error quotes the text as written, never the value.
+func TestErrorsNeverCarryExpandedValues(t *testing.T) {
+	t.Setenv("PGW_TEST_KEY", "sk-SECRET-0001")
+	t.Setenv("PGW_TEST_TOKEN", "tok-SECRET-0002")
+	t.Setenv("PGW_TEST_HDR", "hdr-SECRET-0003")
+	for _, c := range []struct{ name, yaml, want string }{
+		{"api_key", "name: t\nmodels:\n  providers:\n    openai: {base_url: \"http://x\", api_key:${PGW_TEST_KEY}}\n",
+			"p.yaml:4: models.providers.openai.api_key:${PGW_TEST_KEY}: unknown key"},
+		{"token", "name: t\nauth:\n  mode: tokens\n  tokens:\n    - {name: web, token:${PGW_TEST_TOKEN}}\n",
+			"p.yaml:5: auth.tokens.0.token:${PGW_TEST_TOKEN}: unknown key"},
+		{"header, flow", "name: t\nmcp:\n  servers:\n    s:\n      url: http://x/mcp\n      headers: {X-Api-Key:${PGW_TEST_HDR}}\n",
+			"p.yaml:6: mcp.servers.s.headers.X-Api-Key:${PGW_TEST_HDR}: not a valid header name"},
+		{"header, block", "name: t\nmcp:\n  servers:\n    s:\n      url: http://x/mcp\n      headers:\n        X-Api-Key:${PGW_TEST_HDR}: v\n",
+			"p.yaml:7: mcp.servers.s.headers.X-Api-Key:${PGW_TEST_HDR}: not a valid header name"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			// A check of another package (the gateway's header rules)
+			// reports with the key as decoded.
+			check := func(cfg *Config, report func([]string, string)) {
+				for name, srv := range cfg.MCP.Servers {
+					for k := range srv.Headers {
+						if strings.Contains(k, ":") {
+							report([]string{"mcp", "servers", name, "headers", k}, "not a valid header name")
+						}
+					}
+				}
+			}
+			_, err := Parse("p.yaml", []byte(c.yaml), check)
+			if err == nil {
+				t.Fatal("loaded")
+			}
+			if strings.Contains(err.Error(), "SECRET") {
+				t.Fatalf("the error carries the secret: %v", err)
+			}
+			if !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("got %v, want %q", err, c.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,104 @@
+package gateway
+
+import (
+	"os"
+	"testing"
+)
+
+const revertCfg = `
+name: t
+listen: "127.0.0.1:0"
+agents:
+  echo: {model: passthrough}
+`
+
+// A reload that finds the file reverted to the serving config after a bad
+// edit is a success: the gauge and /-/status say so again.
+func TestReloadRevertedIsSuccess(t *testing.T) {
+	g := newTestGateway(t, revertCfg)
+	write := func(s string) {
+		if err := os.WriteFile(g.opts.ConfigPath, []byte(s), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ok := func() (float64, bool) { return gaugeValue(g.metrics.ConfigLastReloadOK), g.lastReload.Load().OK }
+	write(revertCfg + "  broken: {modle: x}\n")
+	if _, err := g.Reload("test"); err == nil {
+		t.Fatal("bad edit loaded")
+	}
+	if v, st := ok(); v != 0 || st {
+		t.Fatalf("after a bad edit: gauge %v, status ok %v", v, st)
+	}
+	write(revertCfg)
+	res, err := g.Reload("test")
+	if err != nil || !res.Unchanged {
+		t.Fatalf("revert: %+v %v", res, err)
+	}
+	if v, st := ok(); v != 1 || !st {
+		t.Fatalf("after the revert: gauge %v, status ok %v", v, st)
+	}
+	if e := g.lastReload.Load().Error; e != "" {
+		t.Fatalf("status keeps the error %q", e)
+	}
+}
+
+// seriesWith reports whether any series of the registry has label=value.
+func seriesWith(t *testing.T, g *Gateway, label, value string) []string {
+	t.Helper()
+	mfs, err := g.metrics.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == label && l.GetValue() == value {
+					out = append(out, mf.GetName())
+				}
+			}
+		}
+	}
+	return out
+}
+
+// Every per-agent, per-server and per-provider series goes when its agent,
+// server or provider goes from the config.
+func TestReloadForgetsRemovedSeries(t *testing.T) {
+	f := newFakeProvider(t, true)
+	withAll := `
+name: t
+listen: "127.0.0.1:0"
+models:
+  providers:
+    openai: {base_url: "` + f.srv.URL + `/v1", api_key: k, max_retries: 0}
+mcp:
+  servers:
+    files: {transport: http, url: "http://127.0.0.1:1/mcp"}
+agents:
+  keep: {model: passthrough}
+  gone: {model: openai.m, servers: [files]}
+`
+	g := newTestGateway(t, withAll)
+	s := g.current.Load()
+	<-s.preflight.done
+	s.agents.Get("gone").Health(t.Context(), nil)
+	g.metrics.DownstreamCalls.WithLabelValues("files", "ok").Inc()
+	for label, value := range map[string]string{"agent": "gone", "server": "files", "provider": "openai"} {
+		if len(seriesWith(t, g, label, value)) == 0 {
+			t.Fatalf("no series with %s=%q to begin with", label, value)
+		}
+	}
+	if err := os.WriteFile(g.opts.ConfigPath, []byte(revertCfg+"  keep: {model: passthrough}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := g.Reload("test"); err != nil {
+		t.Fatal(err)
+	}
+	for label, value := range map[string]string{"agent": "gone", "server": "files", "provider": "openai"} {
+		waitFor(t, label+" "+value+" series deleted", func() bool { return len(seriesWith(t, g, label, value)) == 0 })
+	}
+	if len(seriesWith(t, g, "agent", "keep")) == 0 {
+		t.Fatal("the kept agent's series went too")
+	}
+}
