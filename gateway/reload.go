@@ -1,8 +1,10 @@
 package gateway
 
 import (
+	"encoding/base64"
 	"fmt"
 	"net"
+	"os"
 	"sort"
 	"strings"
 	"time"
@@ -68,6 +70,7 @@ func (g *Gateway) apply(cfg *config.Config) error {
 		s.retire()
 		return fmt.Errorf("%s: %w", cfg.File, err)
 	}
+	g.callerReqs.Configure(stateKey(cfg), g.metrics)
 	old := g.current.Swap(s)
 	g.listeners.commit(added, s.ports)
 	if old != nil {
@@ -139,3 +142,18 @@ func diffMap[V any](kind string, a, b map[string]V, same func(x, y V) bool) []st
 }
 
 var _ = strings.TrimSpace
+
+// stateKey is the key that seals requestState (SPEC §15): state_key, else
+// PALLASGW_STATE_KEY, else nil (the process keeps its random one). Both are
+// validated as 32 bytes of base64 (config validation; a bad variable is
+// ignored with the random key kept).
+func stateKey(cfg *config.Config) []byte {
+	text := cfg.StateKey
+	if text == "" {
+		text = os.Getenv("PALLASGW_STATE_KEY")
+	}
+	if k, err := base64.StdEncoding.DecodeString(text); err == nil && len(k) == 32 {
+		return k
+	}
+	return nil
+}

@@ -23,7 +23,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
+	"slices"
 	"strconv"
 	"time"
 
@@ -91,13 +93,14 @@ type rawRequest struct {
 	args  json.RawMessage
 	token string // progress token; "" for none
 	relay *Relay
+	extra *CallExtras // nil: none
 }
 
 // rawRequest is the request of a call of tool with args, with a progress
 // token for onProgress (nil: none) and the Relay in ctx; done unregisters
 // the token once the call has returned.
 func (m *Manager) rawRequest(ctx context.Context, tool string, args json.RawMessage, onProgress ProgressFunc) (r rawRequest, done func()) {
-	r = rawRequest{tool: tool, args: args, relay: RelayFrom(ctx)}
+	r = rawRequest{tool: tool, args: args, relay: RelayFrom(ctx), extra: callExtrasFrom(ctx)}
 	if onProgress == nil {
 		return r, func() {}
 	}
@@ -210,12 +213,39 @@ func callBody(id string, r rawRequest) []byte {
 		b = append(b, `,"arguments":`...)
 		b = append(b, r.args...)
 	}
-	if r.token != "" {
-		b = append(b, `,"_meta":{"progressToken":`...)
-		b = strconv.AppendQuote(b, r.token)
+	if r.extra != nil {
+		for _, k := range slices.Sorted(maps.Keys(r.extra.Params)) {
+			b = appendMember(b, k, r.extra.Params[k])
+		}
+	}
+	if r.token != "" || (r.extra != nil && len(r.extra.Meta) > 0) {
+		b = append(b, `,"_meta":{`...)
+		sep := ""
+		if r.token != "" {
+			b = append(b, `"progressToken":`...)
+			b = strconv.AppendQuote(b, r.token)
+			sep = ","
+		}
+		if r.extra != nil {
+			for _, k := range slices.Sorted(maps.Keys(r.extra.Meta)) {
+				b = append(b, sep...)
+				b = strconv.AppendQuote(b, k)
+				b = append(b, ':')
+				b = append(b, r.extra.Meta[k]...)
+				sep = ","
+			}
+		}
 		b = append(b, '}')
 	}
 	return append(b, "}}"...)
+}
+
+// appendMember appends `,"k":v` to b.
+func appendMember(b []byte, k string, v json.RawMessage) []byte {
+	b = append(b, ',')
+	b = strconv.AppendQuote(b, k)
+	b = append(b, ':')
+	return append(b, v...)
 }
 
 // errNoResult is a response with neither a result nor an error.
