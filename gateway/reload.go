@@ -1,8 +1,10 @@
 package gateway
 
 import (
+	"encoding/base64"
 	"fmt"
 	"net"
+	"os"
 	"sort"
 	"strings"
 	"sync"
@@ -76,6 +78,7 @@ func (g *Gateway) apply(cfg *config.Config, trigger string) error {
 		s.retire()
 		return fmt.Errorf("%s: %w", cfg.File, err)
 	}
+	g.callerReqs.Configure(stateKey(cfg), g.metrics)
 	old := g.current.Swap(s)
 	g.listeners.commit(added, s.ports)
 	if old != nil {
@@ -173,4 +176,19 @@ func (r *reloadRing) snapshot() []reloadStatus {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return append([]reloadStatus{}, r.list...)
+}
+
+// stateKey is the key that seals requestState (SPEC §15): state_key, else
+// PALLASGW_STATE_KEY, else nil (the process keeps its random one). Both are
+// validated as 32 bytes of base64 (config validation; a bad variable is
+// ignored with the random key kept).
+func stateKey(cfg *config.Config) []byte {
+	text := cfg.StateKey
+	if text == "" {
+		text = os.Getenv("PALLASGW_STATE_KEY")
+	}
+	if k, err := base64.StdEncoding.DecodeString(text); err == nil && len(k) == 32 {
+		return k
+	}
+	return nil
 }

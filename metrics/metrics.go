@@ -52,6 +52,10 @@ type Metrics struct {
 	HistorySkipped *prometheus.CounterVec // agent, reason
 	Progress       *prometheus.CounterVec // outcome
 
+	InputRequired          *prometheus.CounterVec // outcome
+	InputRequiredParked    prometheus.Gauge
+	RequestStateRejections *prometheus.CounterVec // reason
+
 	ConfigReloads          *prometheus.CounterVec // result
 	ConfigLastReloadOK     prometheus.Gauge
 	ConfigLastReloadSuccTS prometheus.Gauge
@@ -157,6 +161,16 @@ func New(version string) *Metrics {
 		Name: "pallasgw_progress_notifications_total", Help: "Progress notifications by outcome (sent, dropped).",
 	}, []string{"outcome"})
 
+	m.InputRequired = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "pallasgw_input_required_total", Help: "Input-required rounds of 2026-07-28 callers by outcome (asked, resumed, replayed, passed_through, passed_back).",
+	}, []string{"outcome"})
+	m.InputRequiredParked = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "pallasgw_input_required_parked", Help: "Downstream calls waiting for a 2026-07-28 caller's inputResponses.",
+	})
+	m.RequestStateRejections = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "pallasgw_request_state_rejections_total", Help: "Retries refused for their requestState or inputResponses, by reason.",
+	}, []string{"reason"})
+
 	m.ConfigReloads = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "pallasgw_config_reloads_total", Help: "Config reloads by result (success, failure, unchanged).",
 	}, []string{"result"})
@@ -172,6 +186,7 @@ func New(version string) *Metrics {
 		m.DownstreamCalls, m.DownstreamDuration, m.DownstreamSessions, m.LLMRequests, m.GenAIDuration,
 		m.GenAITokens, m.LLMTokens, m.LLMCost, m.AgentIterations, m.AgentIterationLimit, m.AgentHealth,
 		m.ProviderUp, m.PolicyDecisions, m.AuthFailures, m.QuotaRejections, m.QuotaStoreErrors, m.TokenExchanges, m.ForwardedHeaderRejection, m.HistorySkipped, m.Progress,
+		m.InputRequired, m.InputRequiredParked, m.RequestStateRejections,
 		m.ConfigReloads, m.ConfigLastReloadOK, m.ConfigLastReloadSuccTS,
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),

@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -24,6 +25,7 @@ import (
 	"github.com/pallasgw/pallasgw/agents/fastcall"
 	"github.com/pallasgw/pallasgw/agents/mcpclient"
 	"github.com/pallasgw/pallasgw/agents/proxy"
+	"github.com/pallasgw/pallasgw/metrics"
 )
 
 // requestIDPrefix starts the ids of the endpoint's own requests; mcp-go's
@@ -62,6 +64,9 @@ func callerCapability(method string) (byte, bool) {
 // *mcpclient.RPCError (for the downstream that asked), as is the caller's
 // own error answer.
 func (e *Endpoint) Request(ctx context.Context, relay *proxy.Relay, method string, params json.RawMessage) (json.RawMessage, error) {
+	if call := inputCallFrom(ctx); call != nil { // a 2026-07-28 caller's: input-required (inputbridge.go)
+		return call.ask(ctx, method, params)
+	}
 	rs, t := requestStateFrom(ctx), TrackerFrom(ctx)
 	err := canRequest(rs, t, method)
 	if err == nil && relay == nil {
@@ -160,6 +165,12 @@ func capabilityName(c byte) string {
 // reload has swapped the snapshot, and with it the endpoint, that the call
 // runs on.
 type CallerRequests struct {
+	// The input-required bridge's (inputbridge.go): the requestState
+	// sealer, the calls parked for a retry, the metrics.
+	seal    atomic.Pointer[sealer]
+	metrics atomic.Pointer[metrics.Metrics]
+	parked  map[string]*inputCall // guarded by mu
+
 	mu      sync.Mutex
 	waiting map[string]*pendingRequest // request id → the request; guarded by mu
 	running map[string]*runningCall    // "<agent>\x00<session>:<id>" → a fast call; guarded by mu
@@ -178,7 +189,93 @@ const maxRunning = 10000
 
 // NewCallerRequests returns an empty registry.
 func NewCallerRequests() *CallerRequests {
-	return &CallerRequests{waiting: map[string]*pendingRequest{}, running: map[string]*runningCall{}}
+	c := &CallerRequests{waiting: map[string]*pendingRequest{}, running: map[string]*runningCall{}, parked: map[string]*inputCall{}}
+	c.seal.Store(newSealer(nil))
+	return c
+}
+
+// Configure sets the key that seals requestState (32 bytes; nil keeps the
+// current one, random at first) and the metrics of the input-required
+// bridge. A new key makes the states sealed under the old one invalid.
+func (c *CallerRequests) Configure(key []byte, m *metrics.Metrics) {
+	if key != nil {
+		c.seal.Store(newSealer(key))
+	}
+	if m != nil {
+		c.metrics.Store(m)
+	}
+}
+
+func (c *CallerRequests) sealer() *sealer { return c.seal.Load() }
+
+func (c *CallerRequests) open(text, agent string) (*roundState, error) {
+	return c.sealer().open(text, agent, time.Now())
+}
+
+// rejected counts a retry refused for its requestState or inputResponses.
+func (c *CallerRequests) rejected(reason string) {
+	if m := c.metrics.Load(); m != nil {
+		m.RequestStateRejections.WithLabelValues(reason).Inc()
+	}
+}
+
+// count counts an input-required round by outcome.
+func (c *CallerRequests) count(outcome string) {
+	if m := c.metrics.Load(); m != nil {
+		m.InputRequired.WithLabelValues(outcome).Inc()
+	}
+}
+
+// park keeps call for its retry, dropping expired calls and, past
+// maxParked, the one that expires first (its retry replays).
+func (c *CallerRequests) park(call *inputCall) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	now := time.Now()
+	for id, p := range c.parked {
+		if now.After(p.exp) {
+			p.cancel()
+			delete(c.parked, id)
+		}
+	}
+	if len(c.parked) >= maxParked {
+		var first *inputCall
+		for _, p := range c.parked {
+			if first == nil || p.exp.Before(first.exp) {
+				first = p
+			}
+		}
+		first.cancel()
+		delete(c.parked, first.id)
+	}
+	c.parked[call.id] = call
+	c.gauge()
+}
+
+// unpark takes the call parked under id (nil: none here).
+func (c *CallerRequests) unpark(id string) *inputCall {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	call := c.parked[id]
+	delete(c.parked, id)
+	c.gauge()
+	return call
+}
+
+// drop takes call out of the table if it is parked there.
+func (c *CallerRequests) drop(call *inputCall) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.parked[call.id] == call {
+		delete(c.parked, call.id)
+		c.gauge()
+	}
+}
+
+func (c *CallerRequests) gauge() {
+	if m := c.metrics.Load(); m != nil {
+		m.InputRequiredParked.Set(float64(len(c.parked)))
+	}
 }
 
 // track records a running call under key and returns the function that

@@ -74,6 +74,7 @@ import (
 
 	"github.com/pallasgw/pallasgw/agents/fastcall"
 	"github.com/pallasgw/pallasgw/agents/jsonrpc"
+	"github.com/pallasgw/pallasgw/agents/proxy"
 )
 
 // Deps is what the endpoint is handed of its agent.
@@ -99,7 +100,8 @@ type SetLevelAnswerer interface {
 // Endpoint is an agent's http.Handler.
 type Endpoint struct {
 	d       Deps
-	fastOff bool // tests: every tools/call through mcp-go
+	fastOff bool         // tests: every tools/call through mcp-go
+	bridge  *inputBridge // a proxy's 2026-07-28 calls (inputbridge.go); nil for other kinds
 }
 
 // requestState is what the endpoint knows of one POST, for the agent's
@@ -149,7 +151,11 @@ func bufferedBody(r *http.Request) ([]byte, *jsonrpc.Message, bool) {
 
 // New returns the endpoint of the agent d describes.
 func New(d Deps) *Endpoint {
-	return &Endpoint{d: d}
+	e := &Endpoint{d: d}
+	if p, ok := d.Fast.(*proxy.Proxy); ok && d.Requests != nil {
+		e.bridge = &inputBridge{e: e, inner: p}
+	}
+	return e
 }
 
 func (e *Endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -185,6 +191,18 @@ func (e *Endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		default:
 			rs.sessionID = r.Header.Get(server.HeaderKeySessionID)
+		}
+	}
+	if method == string(mcp.MethodToolsCall) && !rs.legacy && e.bridge != nil {
+		// A proxy's 2026-07-28 call runs through the input-required bridge,
+		// whatever PALLASGW_FASTCALL says: mcp-go could not finish a call
+		// that asked its caller for input.
+		ctx := context.WithValue(r.Context(), requestStateKey{}, rs)
+		if name, ok := msg.Params.ToolName(); ok {
+			e.bridge.inner.Ensure(ctx, name, r.Header)
+		}
+		if fastcall.ServeRoundTrip(w, r.WithContext(ctx), msg, e.bridge) {
+			return
 		}
 	}
 	switch {

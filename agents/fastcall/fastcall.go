@@ -61,6 +61,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/pallasgw/pallasgw/agents/jsonrpc"
+	"github.com/pallasgw/pallasgw/agents/mcpclient"
 )
 
 // Target is an agent kind's side of the fast path.
@@ -94,7 +95,56 @@ func Enabled() bool { return enabled }
 // has written nothing. session is the caller's session id (session-based
 // callers), and track records the call for its notifications/cancelled.
 func Serve(w http.ResponseWriter, r *http.Request, msg *jsonrpc.Message, t Target, session string, track Track) bool {
-	if !enabled || msg.MethodName() != string(mcp.MethodToolsCall) || !plainEnvelope(msg) || !JSONContent(r.Header.Get("Content-Type")) {
+	if !enabled {
+		return false
+	}
+	return serve(w, r, msg, t, session, track)
+}
+
+// ServeRoundTrip is Serve for a Target that takes multi round-trip
+// members (RoundTripTarget): it also answers a 2026-07-28 call that carries
+// inputResponses or requestState (RoundTripFrom), and it answers whatever
+// the switch says, since mcp-go cannot finish a call the Target started.
+func ServeRoundTrip(w http.ResponseWriter, r *http.Request, msg *jsonrpc.Message, t RoundTripTarget) bool {
+	return serve(w, r, msg, t, "", nil)
+}
+
+// RoundTripTarget is a Target that answers 2026-07-28 calls with
+// inputResponses and requestState itself (agents/endpoint's input-required
+// bridge).
+type RoundTripTarget interface {
+	Target
+	TakesRoundTrips()
+}
+
+// RoundTrip is a 2026-07-28 tools/call's multi round-trip members as the
+// caller sent them (nil when absent).
+type RoundTrip struct{ InputResponses, RequestState json.RawMessage }
+
+type roundTripKey struct{}
+
+// RoundTripFrom is the multi round-trip members of the call of ctx (a
+// RoundTripTarget's), or nil when it carries none.
+func RoundTripFrom(ctx context.Context) *RoundTrip {
+	rt, _ := ctx.Value(roundTripKey{}).(*RoundTrip)
+	return rt
+}
+
+func serve(w http.ResponseWriter, r *http.Request, msg *jsonrpc.Message, t Target, session string, track Track) bool {
+	_, roundTrips := t.(RoundTripTarget)
+	rt := roundTrips && (len(msg.Params.InputResponses) > 0 || len(msg.Params.RequestState) > 0)
+	if msg.MethodName() != string(mcp.MethodToolsCall) || !JSONContent(r.Header.Get("Content-Type")) {
+		return false
+	}
+	if rt {
+		saved := [2]json.RawMessage{msg.Params.InputResponses, msg.Params.RequestState}
+		msg.Params.InputResponses, msg.Params.RequestState = nil, nil
+		plain := plainEnvelope(msg)
+		msg.Params.InputResponses, msg.Params.RequestState = saved[0], saved[1]
+		if !plain {
+			return false
+		}
+	} else if !plainEnvelope(msg) {
 		return false
 	}
 	name, ok := msg.Params.ToolName()
@@ -113,7 +163,13 @@ func Serve(w http.ResponseWriter, r *http.Request, msg *jsonrpc.Message, t Targe
 	if !ok {
 		return false
 	}
+	if rt && !info.Modern {
+		return false // mcp-go answers a caller before 2026-07-28 as it does
+	}
 	ctx := r.Context()
+	if rt {
+		ctx = context.WithValue(ctx, roundTripKey{}, &RoundTrip{InputResponses: msg.Params.InputResponses, RequestState: msg.Params.RequestState})
+	}
 	if session != "" && !info.Modern {
 		// mcp-go keys a call's notifications/cancelled "<session>:<id>"
 		// (server.go inflightKey); the endpoint routes those to this call.
@@ -129,6 +185,7 @@ func Serve(w http.ResponseWriter, r *http.Request, msg *jsonrpc.Message, t Targe
 		defer untrack()
 	}
 	out := newStream(w, r)
+	out.modern = info.Modern
 	ctx = context.WithValue(server.WithRequestProtocolInfo(ctx, info), streamKey{}, out)
 	out.finish(t.Answer(ctx, req, id, info.Modern))
 	return true
@@ -285,6 +342,26 @@ func rpcErrorFor(id any, err error, modern bool) mcp.JSONRPCError {
 		details := required.JSONRPCError().Error
 		code, data = details.Code, details.Data
 	}
+	// Errors the caller gets as they are: the gateway's own (CallerError),
+	// and a downstream's missing client capability for a 2026-07-28 caller
+	// (mcp-go's handlerError would make both internal errors).
+	var ce *CallerError
+	var rpc *mcpclient.RPCError
+	switch {
+	case errors.As(err, &ce):
+		code, data = ce.Code, ce.Data
+		if ce.Data == nil {
+			data = nil
+		}
+		return mcp.JSONRPCError{JSONRPC: mcp.JSONRPC_VERSION, ID: mcp.NewRequestId(id),
+			Error: mcp.NewJSONRPCErrorDetails(code, ce.Message, data)}
+	case modern && errors.As(err, &rpc) && rpc.Code == mcp.MISSING_REQUIRED_CLIENT_CAPABILITY:
+		if len(rpc.Data) > 0 {
+			data = rpc.Data
+		}
+		return mcp.JSONRPCError{JSONRPC: mcp.JSONRPC_VERSION, ID: mcp.NewRequestId(id),
+			Error: mcp.NewJSONRPCErrorDetails(rpc.Code, rpc.Message, data)}
+	}
 	return mcp.JSONRPCError{JSONRPC: mcp.JSONRPC_VERSION, ID: mcp.NewRequestId(id),
 		Error: mcp.NewJSONRPCErrorDetails(code, err.Error(), data)}
 }
@@ -299,6 +376,29 @@ func urlElicitationRequired(err error) (mcp.URLElicitationRequiredError, bool) {
 		return *pointer, true
 	}
 	return required, false
+}
+
+// CallerError is an error a Target answers its caller with as the JSON-RPC
+// error it names (code, message, data), not as a handler's internal error.
+type CallerError struct {
+	Code    int
+	Message string
+	Data    any // nil: none
+}
+
+func (e *CallerError) Error() string { return e.Message }
+
+// HTTPStatus is the HTTP status MCP 2026-07-28 gives a JSON-RPC error
+// answer of code (mcp-go's httpStatusForJSONRPCError).
+func HTTPStatus(code int) int {
+	switch code {
+	case mcp.METHOD_NOT_FOUND:
+		return http.StatusNotFound
+	case mcp.HEADER_MISMATCH, mcp.MISSING_REQUIRED_CLIENT_CAPABILITY, mcp.UNSUPPORTED_PROTOCOL_VERSION,
+		mcp.INVALID_REQUEST, mcp.INVALID_PARAMS, mcp.PARSE_ERROR:
+		return http.StatusBadRequest
+	}
+	return http.StatusOK
 }
 
 // ToolAnswer is the JSON-RPC message mcp-go's handleToolCall and

@@ -33,6 +33,7 @@ type Stream struct {
 	w       http.ResponseWriter
 	flusher http.Flusher    // nil: the writer cannot stream; notifications are dropped, as mcp-go drops them
 	reqCtx  context.Context // the HTTP request's: when it ends, nothing more is written
+	modern  bool            // a 2026-07-28 caller: error answers carry their HTTP status
 
 	open     sync.Once
 	events   chan mcp.JSONRPCNotification // set by open; nil until a notification is sent
@@ -201,10 +202,15 @@ func (s *Stream) finish(answer any) {
 		return
 	}
 	// mcp-go maps JSON-RPC error codes to HTTP statuses for 2026-07-28
-	// callers; a tools/call handler's errors are all internal errors (-32603),
-	// which map to 200.
+	// callers; a tools/call handler's errors are internal errors (-32603),
+	// which map to 200, but for the ones answered as they are (CallerError,
+	// a missing client capability: -32021 is 400).
+	status := http.StatusOK
+	if e, ok := answer.(mcp.JSONRPCError); ok && s.modern {
+		status = HTTPStatus(e.Error.Code)
+	}
 	s.w.Header().Set("Content-Type", "application/json")
-	s.w.WriteHeader(http.StatusOK)
+	s.w.WriteHeader(status)
 	if raw, ok := answer.(RawAnswer); ok {
 		_, _ = s.w.Write(append(raw, '\n')) // as Encode ends a message
 		return

@@ -23,7 +23,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
+	"slices"
 	"strconv"
 	"time"
 
@@ -96,14 +98,15 @@ type rawRequest struct {
 	token string // progress token; "" for none
 	relay *Relay
 
-	traceparent, tracestate string // the call span's W3C trace context, for _meta; "" for none
+	traceparent, tracestate string      // the call span's W3C trace context, for _meta; "" for none
+	extra                   *CallExtras // nil: none
 }
 
 // rawRequest is the request of a call of tool with args, with a progress
 // token for onProgress (nil: none) and the Relay in ctx; done unregisters
 // the token once the call has returned.
 func (m *Manager) rawRequest(ctx context.Context, tool string, args json.RawMessage, onProgress ProgressFunc) (r rawRequest, done func()) {
-	r = rawRequest{tool: tool, args: args, relay: RelayFrom(ctx)}
+	r = rawRequest{tool: tool, args: args, relay: RelayFrom(ctx), extra: callExtrasFrom(ctx)}
 	r.traceparent, r.tracestate = tracing.Context(ctx)
 	if onProgress == nil {
 		return r, func() {}
@@ -228,25 +231,42 @@ func callBody(id string, r rawRequest) []byte {
 		b = append(b, `,"arguments":`...)
 		b = append(b, r.args...)
 	}
-	if r.token != "" || r.traceparent != "" {
+	if r.extra != nil {
+		for _, k := range slices.Sorted(maps.Keys(r.extra.Params)) {
+			b = appendMember(b, k, r.extra.Params[k])
+		}
+	}
+	if r.token != "" || r.traceparent != "" || (r.extra != nil && len(r.extra.Meta) > 0) {
 		b = append(b, `,"_meta":{`...)
 		sep := false
-		member := func(key, v string) {
-			if v == "" {
-				return
-			}
+		member := func(key string, raw []byte) {
 			if sep {
 				b = append(b, ',')
 			}
 			sep = true
-			b = strconv.AppendQuote(append(strconv.AppendQuote(b, key), ':'), v)
+			b = append(append(strconv.AppendQuote(b, key), ':'), raw...)
 		}
-		member("progressToken", r.token)
-		member(tracing.KeyTraceparent, r.traceparent)
-		member(tracing.KeyTracestate, r.tracestate)
+		for _, m := range [][2]string{{"progressToken", r.token}, {tracing.KeyTraceparent, r.traceparent}, {tracing.KeyTracestate, r.tracestate}} {
+			if m[1] != "" {
+				member(m[0], strconv.AppendQuote(nil, m[1]))
+			}
+		}
+		if r.extra != nil {
+			for _, k := range slices.Sorted(maps.Keys(r.extra.Meta)) {
+				member(k, r.extra.Meta[k])
+			}
+		}
 		b = append(b, '}')
 	}
 	return append(b, "}}"...)
+}
+
+// appendMember appends `,"k":v` to b.
+func appendMember(b []byte, k string, v json.RawMessage) []byte {
+	b = append(b, ',')
+	b = strconv.AppendQuote(b, k)
+	b = append(b, ':')
+	return append(b, v...)
 }
 
 // errNoResult is a response with neither a result nor an error.

@@ -169,7 +169,11 @@ func (c *rawCall) answers(msg *rawMessage) bool {
 // are answers: the call is not sent again, whatever they say.
 func answer(msg *rawMessage) (*RawResult, error) {
 	if msg.Error != nil {
-		return nil, answeredError{msg.Error.AsError()}
+		de := &downstreamError{RPCError: RPCError{Code: msg.Error.Code, Message: msg.Error.Message}, cause: msg.Error.AsError()}
+		if msg.Error.Data != nil {
+			de.Data, _ = json.Marshal(msg.Error.Data)
+		}
+		return nil, answeredError{de}
 	}
 	res, err := peekResult(msg.Result)
 	if err != nil {

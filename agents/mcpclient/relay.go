@@ -59,6 +59,42 @@ type RPCError struct {
 
 func (e *RPCError) Error() string { return fmt.Sprintf("JSON-RPC error %d: %s", e.Code, e.Message) }
 
+// downstreamError is a downstream's JSON-RPC error answer to a raw call:
+// its code, message and data as sent (RPCError), and mcp-go's mapping of it
+// (cause), so that errors.Is against mcp-go's sentinels still works.
+type downstreamError struct {
+	RPCError
+	cause error
+}
+
+func (e *downstreamError) Error() string { return e.cause.Error() }
+func (e *downstreamError) Unwrap() []error {
+	return []error{e.cause, &e.RPCError}
+}
+
+// CallExtras are members a caller's tools/call adds to the downstream's
+// request (raw calls on Streamable HTTP sessions): Params beside name and
+// arguments (a 2026-07-28 caller's inputResponses and requestState, passed
+// back to a downstream that asked for input in its result), and Meta beside
+// the progress token (the caller's declared client capabilities, which a
+// downstream that reads them per request then honours).
+type CallExtras struct {
+	Params map[string]json.RawMessage
+	Meta   map[string]json.RawMessage
+}
+
+type extrasKey struct{}
+
+// WithCallExtras returns ctx whose downstream tools/call carries x.
+func WithCallExtras(ctx context.Context, x *CallExtras) context.Context {
+	return context.WithValue(ctx, extrasKey{}, x)
+}
+
+func callExtrasFrom(ctx context.Context) *CallExtras {
+	x, _ := ctx.Value(extrasKey{}).(*CallExtras)
+	return x
+}
+
 type relayKey struct{}
 
 // WithRelay returns ctx carrying r for the downstream calls made with it.

@@ -30,6 +30,13 @@ func (p *Proxy) Answers(name string) bool {
 	return ok
 }
 
+// Ensure registers name when it is not registered yet and the caller's
+// listing shows it (as the Before hook does for mcp-go), so that the fast
+// path answers a call that was not preceded by a listing.
+func (p *Proxy) Ensure(ctx context.Context, name string, inbound http.Header) {
+	p.ensureTool(ctx, name, inbound)
+}
+
 // RawArgs: a Downstream that gives raw results takes raw arguments too.
 func (p *Proxy) RawArgs() bool {
 	_, ok := p.d.Downstream.(RawDownstream)

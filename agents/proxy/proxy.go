@@ -408,7 +408,13 @@ func isRPCError(err error) bool {
 		}
 	}
 	var required mcp.URLElicitationRequiredError
-	return errors.As(err, &required)
+	if errors.As(err, &required) {
+		return true
+	}
+	// A downstream that needs a client capability its caller did not
+	// declare (MCP 2026-07-28): the caller gets the error as it is.
+	var rpc *mcpclient.RPCError
+	return errors.As(err, &rpc) && rpc.Code == mcp.MISSING_REQUIRED_CLIENT_CAPABILITY
 }
 
 // callerOf is the caller identity the gateway's auth middleware stored.

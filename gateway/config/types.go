@@ -21,6 +21,7 @@ type Config struct {
 	RegistryPort    int               `yaml:"registry_port"`    // default 0 = none
 	TrustedProxies  []string          `yaml:"trusted_proxies"`  // CIDRs or IPs; default none
 	AllowedOrigins  []string          `yaml:"allowed_origins"`  // default none
+	StateKey        string            `yaml:"state_key"`        // base64, 32 bytes; seals requestState (SPEC §15); default random per process
 	EnvFile         string            `yaml:"env_file"`         // default ""
 	ShutdownTimeout time.Duration     `yaml:"shutdown_timeout"` // default 30s
 	Console         bool              `yaml:"console"`          // the web console at "/"; default true

@@ -2,6 +2,7 @@ package config
 
 import (
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
 	"fmt"
 	"net"
@@ -94,6 +95,11 @@ func (p *parser) validateHTTP(c *Config) {
 		u, err := url.Parse(o)
 		if o != "*" && (err != nil || u.Scheme == "" || u.Host == "" || (u.Path != "" && u.Path != "/")) {
 			p.addPath([]string{"allowed_origins", strconv.Itoa(i)}, fmt.Sprintf("%q is not an origin (scheme://host[:port])", o))
+		}
+	}
+	if c.StateKey != "" {
+		if k, err := base64.StdEncoding.DecodeString(c.StateKey); err != nil || len(k) != 32 {
+			p.addPath([]string{"state_key"}, "must be 32 bytes in base64 (openssl rand -base64 32)")
 		}
 	}
 	lim := []struct {

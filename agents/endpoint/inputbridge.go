@@ -1,0 +1,653 @@
+package endpoint
+
+// The input-required bridge (MCP 2026-07-28 multi round-trip requests) of
+// a proxy agent. A 2026-07-28 caller cannot take server-to-client
+// requests; when a downstream sends elicitation/create,
+// sampling/createMessage or roots/list during its tools/call, the caller
+// gets an InputRequiredResult (resultType "input_required", inputRequests
+// keyed "<kind>-<n>", a sealed requestState: state.go) and retries the call
+// with inputResponses and the requestState under a new JSON-RPC id.
+//
+//   - The downstream call keeps running, detached from the caller's HTTP
+//     request, and waits for the answers (each bounded by the downstream
+//     call's timeout and the server-to-client request timeout). It is
+//     parked in the gateway's table (CallerRequests: at most maxParked,
+//     each until its state expires) under the random id the state carries.
+//     A retry that finds it there answers the waiting requests and serves
+//     the call from there: its result, another input_required when the
+//     downstream asks again, or an error.
+//   - A retry on a replica that does not hold the call (or after it ended)
+//     replays it: the tool is called again with the same arguments, and the
+//     downstream's requests are answered from the state's earlier answers
+//     and the retry's inputResponses, matched by kind, params digest and
+//     order; a request nothing answers is asked anew.
+//   - A downstream that asks for a capability the caller did not declare in
+//     _meta's clientCapabilities fails the call with -32021 (HTTP 400). The
+//     caller's declared capabilities also go to the downstream in the
+//     request's _meta, for servers that read them per request.
+//   - A downstream that itself answers input_required (its result carries
+//     inputRequests) is passed through: its requests as it keyed them, its
+//     requestState sealed inside ours, and given back to it on the retry.
+//
+// Session-based (2025) callers keep the relay of callerrequest.go.
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/pallasgw/pallasgw/agents/fastcall"
+	"github.com/pallasgw/pallasgw/agents/mcpclient"
+	"github.com/pallasgw/pallasgw/agents/proxy"
+)
+
+const (
+	// stateTTL is how long a requestState is accepted, and a parked call
+	// kept once it has asked.
+	stateTTL = 10 * time.Minute
+	// maxCallLife bounds a bridged call whatever the downstream's timeout.
+	maxCallLife = 10 * time.Minute
+	// maxParked bounds the calls parked for a retry; past it a call that
+	// asks is still answered input_required, and its retry replays it.
+	maxParked = 1024
+	// batchQuiet and batchMax: once a request arrives, the bridge waits
+	// until no other one has come for batchQuiet (at most batchMax), so that
+	// requests a downstream sends together go in one input_required.
+	batchQuiet = 30 * time.Millisecond
+	batchMax   = 300 * time.Millisecond
+	// maxStateAnswers bounds the bytes of earlier answers a state carries.
+	maxStateAnswers = 64 << 10
+)
+
+// inputBridge is a proxy's fast-path Target for 2026-07-28 calls.
+type inputBridge struct {
+	e     *Endpoint
+	inner *proxy.Proxy
+}
+
+func (b *inputBridge) Answers(name string) bool { return b.inner.Answers(name) }
+func (b *inputBridge) RawArgs() bool            { return b.inner.RawArgs() }
+func (b *inputBridge) TakesRoundTrips()         {}
+
+// inputCall is one bridged downstream call.
+type inputCall struct {
+	b      *inputBridge
+	id     string
+	tool   string
+	args   string // digest
+	caps   capSet
+	cancel context.CancelFunc
+	wake   chan struct{} // buffered 1: an ask arrived, or the call ended
+
+	mu     sync.Mutex
+	asks   []*inputAsk           // unanswered, in arrival order
+	seq    map[string]int        // asks so far, by method
+	replay map[string]askedInput // answers to give again (a replay), by key
+	prior  map[string]askedInput // answered so far, with the answers
+	final  json.RawMessage       // the call's answer (any id), once done
+	failed *fastcall.CallerError // a capability the caller lacks
+	exp    time.Time
+}
+
+// inputAsk is one request of the downstream waiting for the caller.
+type inputAsk struct {
+	key, method string
+	params      json.RawMessage
+	digest      string
+	answer      chan json.RawMessage // buffered 1
+}
+
+type capSet struct{ elicitation, sampling, roots bool }
+
+func (c capSet) has(letter byte) bool {
+	switch letter {
+	case capElicitation:
+		return c.elicitation
+	case capSampling:
+		return c.sampling
+	case capRoots:
+		return c.roots
+	}
+	return false
+}
+
+type inputCallKey struct{}
+
+func inputCallFrom(ctx context.Context) *inputCall {
+	c, _ := ctx.Value(inputCallKey{}).(*inputCall)
+	return c
+}
+
+// Answer runs one round of a 2026-07-28 call.
+func (b *inputBridge) Answer(ctx context.Context, req mcp.CallToolRequest, id any, modern bool) any {
+	if !modern {
+		return b.inner.Answer(ctx, req, id, modern)
+	}
+	info := server.RequestProtocolInfoFromContext(ctx)
+	var caps capSet
+	var rawCaps json.RawMessage
+	if info != nil && info.ClientCapabilities != nil {
+		c := info.ClientCapabilities
+		caps = capSet{elicitation: c.Elicitation != nil, sampling: c.Sampling != nil, roots: c.Roots != nil}
+		rawCaps, _ = json.Marshal(c)
+	}
+	args := digest(rawArgs(req))
+	var st *roundState
+	var responses map[string]json.RawMessage
+	if rt := fastcall.RoundTripFrom(ctx); rt != nil {
+		var err error
+		if responses, err = parseResponses(rt.InputResponses); err != nil {
+			b.e.d.Requests.rejected("inputResponses")
+			return errAnswer(id, mcp.INVALID_PARAMS, "invalid inputResponses: "+err.Error(), nil)
+		}
+		if len(rt.RequestState) > 0 {
+			var text string
+			if json.Unmarshal(rt.RequestState, &text) != nil {
+				b.e.d.Requests.rejected(stateInvalid)
+				return errAnswer(id, mcp.INVALID_PARAMS, "invalid requestState: must be a string", nil)
+			}
+			if st, err = b.e.d.Requests.open(text, b.e.d.Agent); err == nil && (st.Tool != req.Params.Name || st.Args != args) {
+				err = &stateError{stateMismatch, "invalid requestState: it was issued for another tool or other arguments"}
+			}
+			if err != nil {
+				se, _ := err.(*stateError)
+				b.e.d.Requests.rejected(se.reason)
+				return errAnswer(id, mcp.INVALID_PARAMS, err.Error(), nil)
+			}
+		}
+		// Without a requestState the answers answer nothing this gateway
+		// asked: they are ignored (the call starts afresh).
+	}
+	extras := &mcpclient.CallExtras{}
+	if rawCaps != nil {
+		extras.Meta = map[string]json.RawMessage{mcp.MetaKeyClientCapabilities: rawCaps}
+	}
+	call := &inputCall{b: b, tool: req.Params.Name, args: args, caps: caps, wake: make(chan struct{}, 1),
+		seq: map[string]int{}, replay: map[string]askedInput{}, prior: map[string]askedInput{}}
+	switch {
+	case st != nil && st.IsNat:
+		extras.Params = map[string]json.RawMessage{"requestState": mustJSON(st.Native)}
+		if len(responses) > 0 {
+			extras.Params["inputResponses"] = mustJSON(responses)
+		}
+		b.e.d.Requests.count("passed_back")
+	case st != nil:
+		if parked := b.e.d.Requests.unpark(st.ID); parked != nil {
+			if ans := parked.deliver(st, responses, id); ans != nil {
+				return ans
+			}
+			b.e.d.Requests.count("resumed")
+			return parked.serve(ctx, id)
+		}
+		call.replay = replayAnswers(st, responses)
+		b.e.d.Requests.count("replayed")
+	}
+	return call.start(ctx, req, id, extras)
+}
+
+// start runs the downstream call detached from the caller's request and
+// serves its first round.
+func (c *inputCall) start(ctx context.Context, req mcp.CallToolRequest, id any, extras *mcpclient.CallExtras) any {
+	c.id = newCallID()
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), maxCallLife)
+	c.cancel = cancel
+	cctx = mcpclient.WithCallExtras(context.WithValue(cctx, inputCallKey{}, c), extras)
+	go func() {
+		defer cancel()
+		ans := c.b.inner.Answer(cctx, req, id, true)
+		raw, err := answerJSON(ans)
+		if err != nil {
+			raw, _ = answerJSON(errAnswer(id, mcp.INTERNAL_ERROR, "encoding the answer: "+err.Error(), nil))
+		}
+		c.mu.Lock()
+		c.final = raw
+		for _, a := range c.asks { // the call ended: nobody answers these
+			close(a.answer)
+		}
+		c.asks = nil
+		c.mu.Unlock()
+		// A call that ends while parked (its caller never retried, or the
+		// downstream gave up waiting) leaves the table: a late retry replays.
+		c.b.e.d.Requests.drop(c)
+		c.signal()
+	}()
+	return c.serve(ctx, id)
+}
+
+func (c *inputCall) signal() {
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+}
+
+// ask is the downstream's request (method, params) during the call: it
+// waits for the caller's answer, given in a later round.
+func (c *inputCall) ask(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
+	letter, ok := callerCapability(method)
+	if !ok {
+		return nil, &mcpclient.RPCError{Code: mcp.METHOD_NOT_FOUND, Message: fmt.Sprintf("%s is not relayed", method)}
+	}
+	name := capabilityName(letter)
+	c.mu.Lock()
+	if !c.caps.has(letter) {
+		if c.failed == nil {
+			c.failed = &fastcall.CallerError{Code: mcp.MISSING_REQUIRED_CLIENT_CAPABILITY,
+				Message: fmt.Sprintf("the downstream needs the %s client capability, which the request did not declare", name),
+				Data:    map[string]any{"requiredCapabilities": map[string]any{name: map[string]any{}}}}
+		}
+		c.mu.Unlock()
+		c.signal()
+		return nil, &mcpclient.RPCError{Code: mcp.MISSING_REQUIRED_CLIENT_CAPABILITY,
+			Message: fmt.Sprintf("the caller did not declare the %s capability", name)}
+	}
+	c.seq[method]++
+	key := fmt.Sprintf("%s-%d", name, c.seq[method])
+	d := digest(params)
+	if r, ok := c.takeReplay(key, method, d); ok {
+		c.prior[key] = askedInput{M: method, D: d, R: r}
+		c.mu.Unlock()
+		return answerOf(r)
+	}
+	a := &inputAsk{key: key, method: method, params: params, digest: d, answer: make(chan json.RawMessage, 1)}
+	c.asks = append(c.asks, a)
+	c.mu.Unlock()
+	c.signal()
+	select {
+	case r, ok := <-a.answer:
+		if !ok {
+			return nil, errCallEnded
+		}
+		return answerOf(r)
+	case <-ctx.Done():
+		return nil, fmt.Errorf("waiting for the caller's answer to %s: %w", method, context.Cause(ctx))
+	}
+}
+
+var errCallEnded = fmt.Errorf("the call has ended")
+
+// takeReplay finds the answer a replayed call gives again: same method and
+// params digest first (same key preferred), then the same key.
+func (c *inputCall) takeReplay(key, method, d string) (json.RawMessage, bool) {
+	if len(c.replay) == 0 {
+		return nil, false
+	}
+	pick := ""
+	if r, ok := c.replay[key]; ok && r.M == method && r.D == d {
+		pick = key
+	} else {
+		for _, k := range slices.Sorted(mapsKeys(c.replay)) {
+			if r := c.replay[k]; r.M == method && r.D == d {
+				pick = k
+				break
+			}
+		}
+		if r, ok := c.replay[key]; pick == "" && ok && r.M == method {
+			pick = key
+		}
+	}
+	if pick == "" {
+		return nil, false
+	}
+	r := c.replay[pick].R
+	delete(c.replay, pick)
+	return r, true
+}
+
+// deliver gives a retry's answers to the parked call's waiting requests.
+// It returns an error answer when one does not fit its request (the call
+// is then cancelled), else nil.
+func (c *inputCall) deliver(st *roundState, responses map[string]json.RawMessage, id any) any {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	matched := matchResponses(c.asks, responses)
+	for a, r := range matched {
+		if err := fits(a.method, r); err != nil {
+			c.cancel()
+			return errAnswer(id, mcp.INVALID_PARAMS, fmt.Sprintf("invalid inputResponses[%q]: %v", a.key, err), nil)
+		}
+	}
+	rest := c.asks[:0]
+	for _, a := range c.asks {
+		if r, ok := matched[a]; ok {
+			c.prior[a.key] = askedInput{M: a.method, D: a.digest, R: r}
+			a.answer <- r
+			continue
+		}
+		rest = append(rest, a)
+	}
+	c.asks = rest
+	return nil
+}
+
+// matchResponses pairs the asks with responses: by key, then each ask left
+// with the first (by key) response not matched yet whose shape fits its
+// kind, in order.
+func matchResponses(asks []*inputAsk, responses map[string]json.RawMessage) map[*inputAsk]json.RawMessage {
+	out := map[*inputAsk]json.RawMessage{}
+	used := map[string]bool{}
+	for _, a := range asks {
+		if r, ok := responses[a.key]; ok {
+			out[a], used[a.key] = r, true
+		}
+	}
+	keys := slices.Sorted(mapsKeys(responses))
+	for _, a := range asks {
+		if _, ok := out[a]; ok {
+			continue
+		}
+		for _, k := range keys {
+			if !used[k] && fits(a.method, responses[k]) == nil {
+				out[a], used[k] = responses[k], true
+				break
+			}
+		}
+	}
+	return out
+}
+
+// replayAnswers are the answers a replay of st's call gives: earlier
+// rounds', and this retry's for the requests st names.
+func replayAnswers(st *roundState, responses map[string]json.RawMessage) map[string]askedInput {
+	out := map[string]askedInput{}
+	for k, v := range st.Prior {
+		out[k] = v
+	}
+	asks := make([]*inputAsk, 0, len(st.Asked))
+	for _, k := range slices.Sorted(mapsKeys(st.Asked)) {
+		v := st.Asked[k]
+		asks = append(asks, &inputAsk{key: k, method: v.M, digest: v.D})
+	}
+	for a, r := range matchResponses(asks, responses) {
+		if fits(a.method, r) == nil {
+			out[a.key] = askedInput{M: a.method, D: a.digest, R: r}
+		}
+	}
+	return out
+}
+
+// serve waits for what the call does next and answers this round's
+// request (id) with it.
+func (c *inputCall) serve(ctx context.Context, id any) any {
+	for {
+		c.mu.Lock()
+		failed, final, pending := c.failed, c.final, len(c.asks)
+		c.mu.Unlock()
+		switch {
+		case failed != nil:
+			c.cancel()
+			return errAnswer(id, failed.Code, failed.Message, failed.Data)
+		case final != nil:
+			return c.finished(final, id)
+		case pending > 0:
+			c.gather(ctx)
+			c.mu.Lock()
+			if c.failed != nil || c.final != nil {
+				c.mu.Unlock()
+				continue
+			}
+			ans := c.inputRequired(id)
+			c.mu.Unlock()
+			c.b.e.d.Requests.park(c)
+			c.mu.Lock()
+			ended := c.final != nil
+			c.mu.Unlock()
+			if ended { // it ended meanwhile, before park: its drop found nothing
+				c.b.e.d.Requests.drop(c)
+			}
+			return ans
+		}
+		select {
+		case <-c.wake:
+		case <-ctx.Done():
+			c.cancel() // the caller went away before anything was asked
+			return errAnswer(id, mcp.INTERNAL_ERROR, "the caller's request ended", nil)
+		}
+	}
+}
+
+// gather waits for the requests a downstream sends together.
+func (c *inputCall) gather(ctx context.Context) {
+	deadline := time.NewTimer(batchMax)
+	defer deadline.Stop()
+	for {
+		c.mu.Lock()
+		n := len(c.asks)
+		c.mu.Unlock()
+		quiet := time.NewTimer(batchQuiet)
+		select {
+		case <-c.wake:
+			quiet.Stop()
+			c.mu.Lock()
+			grew, over := len(c.asks) > n, c.final != nil || c.failed != nil
+			c.mu.Unlock()
+			if over {
+				c.signal()
+				return
+			}
+			if !grew {
+				return // woken by nothing new
+			}
+			continue
+		case <-quiet.C:
+			return
+		case <-deadline.C:
+			quiet.Stop()
+			return
+		case <-ctx.Done():
+			quiet.Stop()
+			return
+		}
+	}
+}
+
+// inputRequired is the answer that asks the caller for the waiting
+// requests. c.mu is held.
+func (c *inputCall) inputRequired(id any) any {
+	c.exp = time.Now().Add(stateTTL)
+	st := &roundState{ID: c.id, Agent: c.b.e.d.Agent, Tool: c.tool, Args: c.args, Exp: c.exp.Unix(),
+		Asked: map[string]askedInput{}, Prior: map[string]askedInput{}}
+	requests := map[string]json.RawMessage{}
+	for _, a := range c.asks {
+		st.Asked[a.key] = askedInput{M: a.method, D: a.digest}
+		req := map[string]json.RawMessage{"method": mustJSON(a.method)}
+		if len(a.params) > 0 && string(a.params) != "null" {
+			req["params"] = a.params
+		}
+		requests[a.key] = mustJSON(req)
+	}
+	size := 0
+	for k, v := range c.prior {
+		if size += len(v.R); size > maxStateAnswers {
+			break // a replay asks these again
+		}
+		st.Prior[k] = v
+	}
+	c.b.e.d.Requests.count("asked")
+	return resultAnswer(id, map[string]any{"resultType": mcp.ResultTypeInputRequired, "inputRequests": requests,
+		"requestState": c.b.e.d.Requests.sealer().seal(st)})
+}
+
+// finished answers the call's end: its answer under id, or, when the
+// downstream itself answered input_required, that passed through.
+func (c *inputCall) finished(final json.RawMessage, id any) any {
+	var msg struct {
+		Result *struct {
+			InputRequests map[string]json.RawMessage `json:"inputRequests"`
+			RequestState  *string                    `json:"requestState"`
+		} `json:"result"`
+	}
+	if json.Unmarshal(final, &msg) == nil && msg.Result != nil && msg.Result.InputRequests != nil {
+		st := &roundState{Agent: c.b.e.d.Agent, Tool: c.tool, Args: c.args, Exp: time.Now().Add(stateTTL).Unix(), IsNat: true}
+		if msg.Result.RequestState != nil {
+			st.Native = *msg.Result.RequestState
+		}
+		for k, r := range msg.Result.InputRequests {
+			var req struct {
+				Method string `json:"method"`
+			}
+			if json.Unmarshal(r, &req) != nil {
+				continue
+			}
+			if letter, ok := callerCapability(req.Method); ok && !c.caps.has(letter) {
+				name := capabilityName(letter)
+				return errAnswer(id, mcp.MISSING_REQUIRED_CLIENT_CAPABILITY,
+					fmt.Sprintf("the downstream needs the %s client capability, which the request did not declare", name),
+					map[string]any{"requiredCapabilities": map[string]any{name: map[string]any{}}})
+			}
+			_ = k
+		}
+		c.b.e.d.Requests.count("passed_through")
+		return resultAnswer(id, map[string]any{"resultType": mcp.ResultTypeInputRequired,
+			"inputRequests": msg.Result.InputRequests, "requestState": c.b.e.d.Requests.sealer().seal(st)})
+	}
+	return withID(final, id)
+}
+
+// parseResponses reads a retry's inputResponses: an object whose members
+// are objects (absent: none).
+func parseResponses(raw json.RawMessage) (map[string]json.RawMessage, error) {
+	if len(raw) == 0 {
+		return nil, nil
+	}
+	var m map[string]json.RawMessage
+	if raw = bytes.TrimSpace(raw); len(raw) == 0 || raw[0] != '{' || json.Unmarshal(raw, &m) != nil {
+		return nil, errNotObject
+	}
+	for k, v := range m {
+		if v = bytes.TrimSpace(v); len(v) == 0 || v[0] != '{' {
+			return nil, fmt.Errorf("%q: %w", k, errNotObject)
+		}
+	}
+	return m, nil
+}
+
+// fits checks that r has the shape of a result of method.
+func fits(method string, r json.RawMessage) error {
+	var probe struct {
+		Action  *string          `json:"action"`
+		Role    *string          `json:"role"`
+		Content json.RawMessage  `json:"content"`
+		Roots   *json.RawMessage `json:"roots"`
+	}
+	if json.Unmarshal(r, &probe) != nil {
+		return errNotObject
+	}
+	switch mcp.MCPMethod(method) {
+	case mcp.MethodElicitationCreate:
+		if probe.Action == nil {
+			return fmt.Errorf("an elicitation result needs an action")
+		}
+	case mcp.MethodSamplingCreateMessage:
+		if probe.Role == nil || len(probe.Content) == 0 {
+			return fmt.Errorf("a sampling result needs a role and content")
+		}
+	case mcp.MethodListRoots:
+		if probe.Roots == nil || len(*probe.Roots) == 0 || (*probe.Roots)[0] != '[' {
+			return fmt.Errorf("a roots result needs a roots array")
+		}
+	}
+	return nil
+}
+
+// answerOf is a caller's answer as the downstream gets it.
+func answerOf(r json.RawMessage) (json.RawMessage, error) { return r, nil }
+
+func newCallID() string {
+	b := make([]byte, 16)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+func mustJSON(v any) json.RawMessage {
+	b, _ := json.Marshal(v)
+	return b
+}
+
+func mapsKeys[V any](m map[string]V) func(func(string) bool) {
+	return func(yield func(string) bool) {
+		for k := range m {
+			if !yield(k) {
+				return
+			}
+		}
+	}
+}
+
+// rawArgs are the call's arguments as JSON, for their digest.
+func rawArgs(req mcp.CallToolRequest) json.RawMessage {
+	if raw := bytes.TrimSpace(req.Params.RawArguments); len(raw) > 0 {
+		var v any
+		if json.Unmarshal(raw, &v) == nil {
+			b, _ := json.Marshal(v) // canonical: sorted members
+			return b
+		}
+		return raw
+	}
+	b, _ := json.Marshal(req.GetArguments())
+	return b
+}
+
+// answerJSON is a Target's answer as JSON.
+func answerJSON(ans any) (json.RawMessage, error) {
+	if raw, ok := ans.(fastcall.RawAnswer); ok {
+		return json.RawMessage(raw), nil
+	}
+	return json.Marshal(ans)
+}
+
+// withID is a JSON-RPC answer under another id.
+func withID(msg json.RawMessage, id any) any {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(msg, &m) != nil {
+		return errAnswer(id, mcp.INTERNAL_ERROR, "malformed answer", nil)
+	}
+	if e, ok := m["error"]; ok {
+		var d struct {
+			Code    int             `json:"code"`
+			Message string          `json:"message"`
+			Data    json.RawMessage `json:"data"`
+		}
+		_ = json.Unmarshal(e, &d)
+		var data any
+		if len(d.Data) > 0 {
+			data = d.Data
+		}
+		return errAnswer(id, d.Code, d.Message, data) // typed: the fast path gives it its HTTP status
+	}
+	m["id"] = mustJSON(id)
+	keys := []string{"jsonrpc", "id", "result", "error"}
+	var b strings.Builder
+	b.WriteByte('{')
+	first := true
+	for _, k := range keys {
+		if v, ok := m[k]; ok {
+			if !first {
+				b.WriteByte(',')
+			}
+			first = false
+			fmt.Fprintf(&b, "%q:%s", k, v)
+		}
+	}
+	b.WriteByte('}')
+	return fastcall.RawAnswer(b.String())
+}
+
+func errAnswer(id any, code int, msg string, data any) any {
+	return mcp.JSONRPCError{JSONRPC: mcp.JSONRPC_VERSION, ID: mcp.NewRequestId(id),
+		Error: mcp.NewJSONRPCErrorDetails(code, msg, data)}
+}
+
+func resultAnswer(id any, result map[string]any) any {
+	return mcp.JSONRPCResponse{JSONRPC: mcp.JSONRPC_VERSION, ID: mcp.NewRequestId(id), Result: result}
+}

@@ -1,0 +1,125 @@
+package endpoint
+
+// The requestState of the input-required bridge (inputbridge.go): what a
+// replica needs to finish a call that asked its 2026-07-28 caller for input,
+// sealed with AES-256-GCM under the gateway's state_key (SPEC §15), so that
+// the caller can neither read nor change it and replicas that share the key
+// can open each other's.
+//
+// Wire form: base64url (no padding) of version byte 1 | 12-byte nonce |
+// ciphertext+tag. The additional data binds it to the agent; the payload
+// (roundState, JSON) names the tool, the digest of the arguments, the
+// waiting call's id on the replica that asked, the expiry, the requests of
+// this round (key → method and params digest) and the answers of earlier
+// rounds, so that a replica without the waiting call can replay it.
+
+import (
+	"crypto/aes"
+	"crypto/cipher"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+)
+
+const stateVersion = 1
+
+// roundState is the sealed payload of one input-required answer.
+type roundState struct {
+	ID     string                `json:"id,omitempty"` // the waiting call on the replica that asked
+	Agent  string                `json:"agent"`
+	Tool   string                `json:"tool"`
+	Args   string                `json:"args"` // argsDigest of the call's arguments
+	Exp    int64                 `json:"exp"`  // unix seconds
+	Asked  map[string]askedInput `json:"asked,omitempty"`
+	Prior  map[string]askedInput `json:"prior,omitempty"`  // answered in earlier rounds, with the answers
+	IsNat  bool                  `json:"nat,omitempty"`    // the downstream answered input_required itself
+	Native string                `json:"native,omitempty"` // and this was its requestState
+}
+
+// askedInput is one request of a round: its method, the digest of its
+// params, and (in Prior) the caller's answer.
+type askedInput struct {
+	M string          `json:"m"`
+	D string          `json:"d"`
+	R json.RawMessage `json:"r,omitempty"`
+}
+
+// Reasons a requestState is refused (the metric's label).
+const (
+	stateInvalid  = "invalid"  // not ours: malformed, tampered, sealed under another key
+	stateExpired  = "expired"  // past its expiry
+	stateMismatch = "mismatch" // for another agent, tool or arguments
+)
+
+// stateError is a refused requestState.
+type stateError struct {
+	reason string
+	msg    string
+}
+
+func (e *stateError) Error() string { return e.msg }
+
+// sealer seals and opens states under one key.
+type sealer struct{ aead cipher.AEAD }
+
+// newSealer returns the sealer of key (32 bytes); a nil key is a random one.
+func newSealer(key []byte) *sealer {
+	if key == nil {
+		key = make([]byte, 32)
+		_, _ = rand.Read(key) // never fails (crypto/rand)
+	}
+	block, err := aes.NewCipher(key)
+	if err != nil {
+		panic(fmt.Sprintf("state key: %v", err)) // validated: 32 bytes
+	}
+	aead, err := cipher.NewGCM(block)
+	if err != nil {
+		panic(err)
+	}
+	return &sealer{aead: aead}
+}
+
+func stateAAD(agent string) []byte { return []byte("pallasgw requestState v1\x00" + agent) }
+
+func (s *sealer) seal(st *roundState) string {
+	plain, _ := json.Marshal(st) // strings, numbers and raw JSON: always encodes
+	out := make([]byte, 1+s.aead.NonceSize(), 1+s.aead.NonceSize()+len(plain)+s.aead.Overhead())
+	out[0] = stateVersion
+	_, _ = rand.Read(out[1:])
+	out = s.aead.Seal(out, out[1:1+s.aead.NonceSize()], plain, stateAAD(st.Agent))
+	return base64.RawURLEncoding.EncodeToString(out)
+}
+
+// open returns the state of text for agent, or a *stateError.
+func (s *sealer) open(text, agent string, now time.Time) (*roundState, error) {
+	invalid := &stateError{stateInvalid, "invalid requestState: it was not issued by this gateway, or it was altered"}
+	b, err := base64.RawURLEncoding.DecodeString(text)
+	n := s.aead.NonceSize()
+	if err != nil || len(b) < 1+n+s.aead.Overhead() || b[0] != stateVersion {
+		return nil, invalid
+	}
+	plain, err := s.aead.Open(nil, b[1:1+n], b[1+n:], stateAAD(agent))
+	if err != nil {
+		return nil, invalid
+	}
+	var st roundState
+	if json.Unmarshal(plain, &st) != nil || st.Agent != agent {
+		return nil, invalid
+	}
+	if now.Unix() > st.Exp {
+		return nil, &stateError{stateExpired, "requestState has expired: call the tool again without it"}
+	}
+	return &st, nil
+}
+
+// digest is a short digest of JSON (a call's arguments, a request's params).
+func digest(raw json.RawMessage) string {
+	sum := sha256.Sum256(raw)
+	return base64.RawURLEncoding.EncodeToString(sum[:12])
+}
+
+var errNotObject = errors.New("must be an object")

@@ -1,0 +1,253 @@
+package integration
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// The input-required bridge (MCP 2026-07-28): a proxy agent in front of a
+// session-based Go SDK downstream that elicits (relayDown's "ask") answers
+// a 2026-07-28 caller input_required and finishes the call on its retry.
+
+// stateKeyB64 is a fixed state_key shared by the replicas of a test.
+const stateKeyB64 = "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY="
+
+func startInputGateway(t *testing.T, downURL, timeout string) *gw {
+	t.Helper()
+	return startGateway(t, fmt.Sprintf(`
+name: mrtr
+listen: "127.0.0.1:{{PORT}}"
+state_key: %q
+mcp:
+  servers:
+    down: {url: %q, timeout: %s}
+agents:
+  px: {kind: proxy, servers: [down]}
+`, stateKeyB64, downURL, timeout))
+}
+
+// modernCall POSTs one 2026-07-28 tools/call of tool with params extra
+// (inputResponses, requestState) and returns the HTTP status and the
+// JSON-RPC answer.
+func modernCall(t *testing.T, url, tool string, id int, extra map[string]any) (int, map[string]any) {
+	t.Helper()
+	params := map[string]any{"name": tool, "arguments": map[string]any{},
+		"_meta": map[string]any{
+			"io.modelcontextprotocol/protocolVersion":    "2026-07-28",
+			"io.modelcontextprotocol/clientInfo":         map[string]any{"name": "it", "version": "1"},
+			"io.modelcontextprotocol/clientCapabilities": map[string]any{"elicitation": map[string]any{}},
+		}}
+	for k, v := range extra {
+		params[k] = v
+	}
+	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params})
+	req, _ := http.NewRequest(http.MethodPost, url, bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("MCP-Protocol-Version", "2026-07-28")
+	req.Header.Set("Mcp-Method", "tools/call")
+	req.Header.Set("Mcp-Name", tool)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	resp, err := http.DefaultClient.Do(req.WithContext(ctx))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		// the last data line is the answer
+		lines := strings.Split(strings.TrimSpace(string(raw)), "\n")
+		for i := len(lines) - 1; i >= 0; i-- {
+			if d, ok := strings.CutPrefix(lines[i], "data: "); ok {
+				raw = []byte(d)
+				break
+			}
+		}
+	}
+	var msg map[string]any
+	if err := json.Unmarshal(raw, &msg); err != nil {
+		t.Fatalf("answer %q: %v", raw, err)
+	}
+	return resp.StatusCode, msg
+}
+
+// inputRequired checks that msg is an input_required answer with one
+// elicitation request, and returns its key and requestState.
+func inputRequired(t *testing.T, msg map[string]any) (key, state string) {
+	t.Helper()
+	res, _ := msg["result"].(map[string]any)
+	if res == nil || res["resultType"] != "input_required" {
+		t.Fatalf("want an input_required result, got %v", msg)
+	}
+	reqs, _ := res["inputRequests"].(map[string]any)
+	if len(reqs) != 1 {
+		t.Fatalf("want one input request, got %v", res["inputRequests"])
+	}
+	for k, v := range reqs {
+		if m, _ := v.(map[string]any); m["method"] != "elicitation/create" {
+			t.Fatalf("input request %s: %v", k, v)
+		}
+		key = k
+	}
+	state, _ = res["requestState"].(string)
+	if state == "" {
+		t.Fatalf("no requestState: %v", res)
+	}
+	return key, state
+}
+
+func answerText(t *testing.T, msg map[string]any) string {
+	t.Helper()
+	res, _ := msg["result"].(map[string]any)
+	if res == nil || res["resultType"] != "complete" {
+		t.Fatalf("want a complete result, got %v", msg)
+	}
+	b, _ := json.Marshal(res["content"])
+	return string(b)
+}
+
+// TestInputRequiredRoundTrip: the Go SDK client (sessionless 2026-07-28)
+// answers the input_required round with its elicitation handler and gets
+// the downstream's result.
+func TestInputRequiredRoundTrip(t *testing.T) {
+	d := newRelayDown(t)
+	g := startInputGateway(t, d.ts.URL, "30s")
+	c := mcp.NewClient(&mcp.Implementation{Name: "it", Version: "1"}, &mcp.ClientOptions{
+		ElicitationHandler: func(_ context.Context, r *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"name": "bo"}}, nil
+		}})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: g.Base + "/agents/px/mcp", MaxRetries: -1}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	if got, err := call(ctx, cs, "ask", nil); err != nil || got != "accept bo" {
+		t.Fatalf("ask: %q, %v", got, err)
+	}
+	if v, _ := g.metric(t, `pallasgw_input_required_total{outcome="asked"}`); v < 1 {
+		t.Errorf("asked rounds: %v", v)
+	}
+}
+
+// TestInputRequiredOtherReplica: the retry lands on a second gateway that
+// shares state_key and never saw the call: it replays the call and answers
+// the downstream's elicitation from the retry's inputResponses. The first
+// gateway's call is left waiting and ends with the downstream's timeout.
+func TestInputRequiredOtherReplica(t *testing.T) {
+	d := newRelayDown(t)
+	a := startInputGateway(t, d.ts.URL, "30s")
+	b := startInputGateway(t, d.ts.URL, "30s")
+	status, msg := modernCall(t, a.Base+"/agents/px/mcp", "ask", 1, nil)
+	key, state := inputRequired(t, msg)
+	if status != http.StatusOK || key != "elicitation-1" {
+		t.Fatalf("first round: HTTP %d, key %q", status, key)
+	}
+	_, msg = modernCall(t, b.Base+"/agents/px/mcp", "ask", 2, map[string]any{"requestState": state,
+		"inputResponses": map[string]any{key: map[string]any{"action": "accept", "content": map[string]any{"name": "cy"}}}})
+	if got := answerText(t, msg); !strings.Contains(got, "accept cy") {
+		t.Errorf("replayed call answered %s", got)
+	}
+	if msg["id"] != float64(2) {
+		t.Errorf("answer id %v, want the retry's (2)", msg["id"])
+	}
+	if v, _ := b.metric(t, `pallasgw_input_required_total{outcome="replayed"}`); v != 1 {
+		t.Errorf("replayed rounds on the second replica: %v", v)
+	}
+	// The same retry on the replica that asked finds the waiting call.
+	_, msg = modernCall(t, a.Base+"/agents/px/mcp", "ask", 3, map[string]any{"requestState": state,
+		"inputResponses": map[string]any{key: map[string]any{"action": "accept", "content": map[string]any{"name": "di"}}}})
+	if got := answerText(t, msg); !strings.Contains(got, "accept di") {
+		t.Errorf("resumed call answered %s", got)
+	}
+	if v, _ := a.metric(t, `pallasgw_input_required_total{outcome="resumed"}`); v != 1 {
+		t.Errorf("resumed rounds on the first replica: %v", v)
+	}
+}
+
+// TestInputRequiredTamperedState: a requestState that was changed, or
+// sealed under another key, is refused with -32602 (HTTP 400) and counted.
+func TestInputRequiredTamperedState(t *testing.T) {
+	d := newRelayDown(t)
+	g := startInputGateway(t, d.ts.URL, "30s")
+	other := startGateway(t, fmt.Sprintf(`
+name: other
+listen: "127.0.0.1:{{PORT}}"
+mcp:
+  servers:
+    down: {url: %q, timeout: 30s}
+agents:
+  px: {kind: proxy, servers: [down]}
+`, d.ts.URL)) // a random key of its own
+	url := g.Base + "/agents/px/mcp"
+	_, msg := modernCall(t, url, "ask", 1, nil)
+	key, state := inputRequired(t, msg)
+	answer := map[string]any{key: map[string]any{"action": "accept", "content": map[string]any{"name": "x"}}}
+	for name, c := range map[string]struct {
+		url, state string
+	}{
+		"altered":     {url, state[:len(state)-2] + "AA"},
+		"appended":    {url, state + "-TAMPERED"},
+		"foreign key": {other.Base + "/agents/px/mcp", state},
+	} {
+		status, msg := modernCall(t, c.url, "ask", 2, map[string]any{"requestState": c.state, "inputResponses": answer})
+		e, _ := msg["error"].(map[string]any)
+		if status != http.StatusBadRequest || e == nil || e["code"] != float64(-32602) || !strings.Contains(fmt.Sprint(e["message"]), "requestState") {
+			t.Errorf("%s: HTTP %d %v, want 400 and -32602 naming the requestState", name, status, msg)
+		}
+	}
+	if v, _ := g.metric(t, `pallasgw_request_state_rejections_total{reason="invalid"}`); v != 2 {
+		t.Errorf("rejections counted: %v, want 2", v)
+	}
+	// The untouched state still finishes the call.
+	_, msg = modernCall(t, url, "ask", 3, map[string]any{"requestState": state, "inputResponses": answer})
+	if got := answerText(t, msg); !strings.Contains(got, "accept x") {
+		t.Errorf("untouched state: %s", got)
+	}
+}
+
+// TestInputRequiredNeverRetried: a caller that never retries leaves the
+// downstream call waiting; it ends with the downstream's timeout, the
+// parked call leaves the table and the gateway's goroutines go back down.
+func TestInputRequiredNeverRetried(t *testing.T) {
+	d := newRelayDown(t)
+	g := startInputGateway(t, d.ts.URL, "3s")
+	url := g.Base + "/agents/px/mcp"
+	_, msg := modernCall(t, url, "ask", 1, nil) // warm: the session, the registry
+	_, state := inputRequired(t, msg)
+	_, msg = modernCall(t, url, "ask", 2, map[string]any{"requestState": state,
+		"inputResponses": map[string]any{"elicitation-1": map[string]any{"action": "decline"}}})
+	answerText(t, msg)
+	time.Sleep(500 * time.Millisecond)
+	base, _ := g.metric(t, "go_goroutines")
+	start := time.Now()
+	for i := range 5 {
+		_, msg := modernCall(t, url, "ask", 10+i, nil)
+		inputRequired(t, msg)
+	}
+	if v, _ := g.metric(t, "pallasgw_input_required_parked"); v != 5 {
+		t.Errorf("parked calls: %v, want 5", v)
+	}
+	eventually(t, 10*time.Second, "the parked calls to end", func() bool {
+		v, _ := g.metric(t, "pallasgw_input_required_parked")
+		return v == 0
+	})
+	if took := time.Since(start); took > 8*time.Second {
+		t.Errorf("the calls ended after %v, the downstream's timeout is 3s", took)
+	}
+	eventually(t, 10*time.Second, "the gateway's goroutines to go back down", func() bool {
+		v, _ := g.metric(t, "go_goroutines")
+		return v <= base+2
+	})
+}
