@@ -51,6 +51,9 @@ func TestMain(m *testing.M) {
 	if target := os.Getenv(forwardEnv); target != "" {
 		os.Exit(serveForwarder(target))
 	}
+	if os.Getenv(sinkEnv) != "" {
+		os.Exit(serveOTLPSink())
+	}
 	code := func() int {
 		if b := os.Getenv("PALLASGW_BENCH_BINARY"); b != "" {
 			binary = b

@@ -8,7 +8,6 @@ import (
 	"math"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
 	"os"
@@ -45,9 +44,10 @@ import (
 // printed against the gateway without auth of the same run.
 //
 // A third gateway, the same proxy agent with tracing on (sampling 1.0,
-// every span exported over OTLP/HTTP to a sink in this process that
-// accepts and discards), runs in the same rounds too: its throughput at 64
-// callers is printed against the gateway with tracing off.
+// every span exported over OTLP/HTTP to a sink in a process of its own
+// that accepts and discards), runs in the same rounds too: its throughput
+// at 64 callers is printed against the gateway with tracing off, and the
+// CPU per call of every process (gateway, sink, this one) against off's.
 func BenchmarkRoutingSessionless(b *testing.B) { benchRouting(b, load.Sessionless, 1) }
 
 func BenchmarkRoutingSession(b *testing.B) { benchRouting(b, load.Session, 2) }
@@ -93,18 +93,66 @@ const tracingOn = `
 tracing: {endpoint: %q, sampling: 1.0}
 `
 
-// newOTLPSink is an OTLP/HTTP collector that accepts every export and
-// discards it; exports counts the requests.
-func newOTLPSink(b *testing.B) (url string, exports *atomic.Int64) {
-	exports = new(atomic.Int64)
-	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+// otlpSink is an OTLP/HTTP collector that accepts every export and
+// discards it unread (no protobuf decoding), in a process of its own (this
+// test binary again, serveOTLPSink), so that its CPU is read apart from the
+// load generator's and the downstream's, as the gateway's is.
+type otlpSink struct {
+	url string
+	pid int
+}
+
+func newOTLPSink(b *testing.B) *otlpSink {
+	b.Helper()
+	url, pid := startChild(b, sinkEnv+"=1", "the OTLP sink")
+	return &otlpSink{url: url, pid: pid}
+}
+
+// cpu is the sink process's user+system CPU time so far.
+func (s *otlpSink) cpu(b *testing.B) time.Duration {
+	d, err := procCPU(strconv.Itoa(s.pid))
+	if err != nil {
+		b.Fatalf("reading the OTLP sink's CPU time: %v", err)
+	}
+	return d
+}
+
+// exports is how many export requests the sink has accepted.
+func (s *otlpSink) exports(b *testing.B) int64 {
+	resp, err := http.Get(s.url + "/exports")
+	if err != nil {
+		b.Fatalf("reading the OTLP sink's count: %v", err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	n, _ := strconv.ParseInt(strings.TrimSpace(string(body)), 10, 64)
+	return n
+}
+
+// sinkEnv makes this test binary serveOTLPSink.
+const sinkEnv = "PALLASGW_BENCH_OTLP_SINK"
+
+// serveOTLPSink is the OTLP sink's process: it serves on 127.0.0.1,
+// prints its base URL, and runs until it is killed. GET /exports answers
+// the count of exports accepted.
+func serveOTLPSink() int {
+	var exports atomic.Int64
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /v1/traces", func(w http.ResponseWriter, r *http.Request) {
 		io.Copy(io.Discard, r.Body)
 		exports.Add(1)
 		w.Header().Set("Content-Type", "application/x-protobuf")
 		w.WriteHeader(http.StatusOK)
-	}))
-	b.Cleanup(ts.Close)
-	return ts.URL, exports
+	})
+	mux.HandleFunc("GET /exports", func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, exports.Load()) })
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	fmt.Printf("http://%s\n", ln.Addr())
+	fmt.Fprintln(os.Stderr, http.Serve(ln, mux))
+	return 1
 }
 
 // routingRun is one round's figures for one path.
@@ -126,7 +174,8 @@ type routingCost struct {
 	jwtCalls                  int
 	trace                     usage // the tracing-on gateway process, on its path
 	traceCalls                int
-	benchTrace                time.Duration // this process (load generator, downstream, OTLP sink) on the tracing-on path
+	benchTrace                time.Duration // this process (load generator, downstream) on the tracing-on path
+	sink                      time.Duration // the OTLP sink's process, on the tracing-on path
 }
 
 func benchRouting(b *testing.B, style load.Style, order int) {
@@ -134,8 +183,8 @@ func benchRouting(b *testing.B, style load.Style, order int) {
 	g := startGateway(b, fmt.Sprintf(routingConfig, d.url()))
 	issuer := newIDP(b)
 	gj := startGateway(b, fmt.Sprintf(routingConfig, d.url())+fmt.Sprintf(jwtAuth, issuer.URL))
-	sink, exports := newOTLPSink(b)
-	gt := startGateway(b, fmt.Sprintf(routingConfig, d.url())+fmt.Sprintf(tracingOn, sink))
+	sink := newOTLPSink(b)
+	gt := startGateway(b, fmt.Sprintf(routingConfig, d.url())+fmt.Sprintf(tracingOn, sink.url))
 	floor := newForwarder(b, d.ts.URL)
 	nginx := startNginx(b, d.ts.URL) // nil without nginx
 	opts := func(url string, c, n int) load.Options {
@@ -199,9 +248,10 @@ func benchRouting(b *testing.B, style load.Style, order int) {
 				cost.jwt.bytes += after.bytes - before.bytes
 			}
 			traceGW := func() {
-				before := gt.usage()
+				before, sinkBefore := gt.usage(), sink.cpu(b)
 				fig, calls, cpu := run(opts(gt.agentURL("px"), c, calls(b)))
 				after := gt.usage()
+				cost.sink += sink.cpu(b) - sinkBefore
 				figures[c].trace = append(figures[c].trace, fig)
 				cost.traceCalls, cost.benchTrace = cost.traceCalls+calls, cost.benchTrace+cpu
 				cost.trace.cpu += after.cpu - before.cpu
@@ -231,7 +281,7 @@ func benchRouting(b *testing.B, style load.Style, order int) {
 	if n := issuer.keyFetches.Load(); n != 1 {
 		b.Errorf("the JWT-on gateway fetched the key set %d times, want once (cached)", n)
 	}
-	if exports.Load() == 0 {
+	if sink.exports(b) == 0 {
 		b.Errorf("the tracing-on gateway exported no spans")
 	}
 	g.profileLoad("routing-"+string(style), opts(g.agentURL("px"), 64, 0))
@@ -298,8 +348,16 @@ func summarize(p *routingPaths) routingSummary {
 // that process's threads, on the same two cores.
 func newForwarder(b *testing.B, target string) string {
 	b.Helper()
+	url, _ := startChild(b, forwardEnv+"="+target, "the bare reverse proxy")
+	return url
+}
+
+// startChild runs this test binary again with env added, until the
+// benchmark ends, and returns the base URL it prints and its pid.
+func startChild(b *testing.B, env, what string) (string, int) {
+	b.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), forwardEnv+"="+target)
+	cmd.Env = append(os.Environ(), env)
 	cmd.Stderr = os.Stderr
 	endsWithUs(cmd, syscall.SIGKILL)
 	out, err := cmd.StdoutPipe()
@@ -312,9 +370,9 @@ func newForwarder(b *testing.B, target string) string {
 	b.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
 	line, err := bufio.NewReader(out).ReadString('\n')
 	if err != nil {
-		b.Fatalf("starting the bare reverse proxy: %v", err)
+		b.Fatalf("starting %s: %v", what, err)
 	}
-	return strings.TrimSpace(line)
+	return strings.TrimSpace(line), cmd.Process.Pid
 }
 
 // startNginx starts nginx (when it is installed) as a reverse proxy to
@@ -536,6 +594,7 @@ func reportRouting(b *testing.B, style load.Style, order int, one, many routingS
 	b.ReportMetric(many.tRatioGW, "traced/untraced-c64-throughput")
 	tCPU, tAllocs, tBytes := perCall(usage{}, cost.trace, cost.traceCalls)
 	perTraceBench := cost.benchTrace / time.Duration(max(cost.traceCalls, 1))
+	perSink := cost.sink / time.Duration(max(cost.traceCalls, 1))
 	if haveNginx {
 		b.ReportMetric(float64(nginxCPU)/float64(time.Microsecond), "nginx-cpu-µs/call")
 		b.ReportMetric(nginxRatio, "gw/nginx-cpu-ratio")
@@ -565,8 +624,9 @@ func reportRouting(b *testing.B, style load.Style, order int, one, many routingS
 			add("64", "  calls/s, tracing on ÷ off", "", "", fmt.Sprintf("%.2f", many.tRatioGW), fmt.Sprintf("≥ %.2f ", targetTraceRatio)+verdict(many.tRatioGW >= targetTraceRatio))
 			add("", "gateway CPU/call, tracing on", "", us(tCPU), fmt.Sprintf("%.2f× off's", float64(tCPU)/float64(max(cpu, 1))), "")
 			add("", "gateway allocs/call, tracing on", "", fmt.Sprintf("%.0f (%.1f kB)", tAllocs, tBytes/1024), "", "")
-			add("", "CPU/call, all processes, tracing on", "", us(perTraceBench+tCPU), fmt.Sprintf("%.2f× off's", float64(perTraceBench+tCPU)/float64(max(perGWBench+cpu, 1))), "")
-			add("", "  of which this process (load, downstream, sink)", "", us(perTraceBench), fmt.Sprintf("off: %s", us(perGWBench)), "")
+			add("", "CPU/call, all processes, tracing on", "", us(perTraceBench+tCPU+perSink), fmt.Sprintf("%.2f× off's", float64(perTraceBench+tCPU+perSink)/float64(max(perGWBench+cpu, 1))), "")
+			add("", "  of which load generator and downstream", "", us(perTraceBench), fmt.Sprintf("off: %s", us(perGWBench)), "")
+			add("", "  of which the OTLP sink", "", us(perSink), "", "")
 			add("1", "p50, bare reverse proxy", "", "", fmtAdded(one.fAddP50), "for scale")
 			add("64", "calls/s, bare reverse proxy", "", "", fmt.Sprintf("%.2f", many.fRatio), "for scale")
 			if !math.IsNaN(one.nAddP50) {
