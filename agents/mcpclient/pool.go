@@ -26,6 +26,8 @@ type remote struct {
 
 	secrets http.Header // serverSecrets (scrub.go)
 
+	host string // spec.URL's host name, server.address of its call spans (trace.go); "" for none
+
 	mu   sync.Mutex
 	pool map[string]*session // guarded by mu
 }
@@ -36,6 +38,7 @@ func newRemote(m *Manager, spec ServerSpec) *remote {
 		spec:      spec,
 		transport: newHTTPTransport(),
 		secrets:   serverSecrets(spec),
+		host:      hostOf(spec.URL),
 		pool:      make(map[string]*session),
 	}
 }

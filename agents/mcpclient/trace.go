@@ -11,6 +11,7 @@ import (
 	"net/url"
 
 	"github.com/mark3labs/mcp-go/mcp"
+	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 
@@ -21,15 +22,29 @@ import (
 func (m *Manager) startCall(ctx context.Context, server, tool string) (context.Context, trace.Span) {
 	ctx, span := tracing.Start(ctx, trace.SpanKindClient, string(mcp.MethodToolsCall), tool)
 	if span.IsRecording() {
-		span.SetAttributes(tracing.MCPMethod.String(string(mcp.MethodToolsCall)), tracing.GenAIToolName.String(tool),
-			tracing.GenAIOperation.String("execute_tool"), tracing.Server.String(server))
-		if srv := m.servers[server]; srv != nil && srv.spec.URL != "" {
-			if u, err := url.Parse(srv.spec.URL); err == nil {
-				span.SetAttributes(tracing.ServerAddress.String(u.Hostname()))
-			}
+		attrs := [5]attribute.KeyValue{tracing.MCPMethod.String(string(mcp.MethodToolsCall)), tracing.GenAIToolName.String(tool),
+			tracing.GenAIOperation.String("execute_tool"), tracing.Server.String(server)}
+		n := 4
+		if srv := m.servers[server]; srv != nil && srv.host != "" {
+			attrs[n], n = tracing.ServerAddress.String(srv.host), n+1
 		}
+		span.SetAttributes(attrs[:n]...)
 	}
 	return ctx, span
+}
+
+// hostOf is rawURL's host name, server.address of the spans of calls to
+// it; "" when it has none (a stdio server) or does not parse. Computed
+// once per server, not per call.
+func hostOf(rawURL string) string {
+	if rawURL == "" {
+		return ""
+	}
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return ""
+	}
+	return u.Hostname()
 }
 
 // endCall ends span with the call's outcome: an error, or a result with
