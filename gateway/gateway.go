@@ -190,6 +190,7 @@ func (g *Gateway) Shutdown() {
 		}()
 	}
 	wg.Wait()
+	g.callerReqs.CancelParked()
 	g.cancelBase()
 	g.stopWatcher()
 	g.wg.Wait()

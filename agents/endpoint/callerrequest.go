@@ -262,6 +262,18 @@ func (c *CallerRequests) unpark(id string) *inputCall {
 	return call
 }
 
+// CancelParked cancels every parked call (the gateway shuts down): each
+// downstream request waiting for a caller gets an error at once.
+func (c *CallerRequests) CancelParked() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for id, p := range c.parked {
+		p.cancel()
+		delete(c.parked, id)
+	}
+	c.gauge()
+}
+
 // drop takes call out of the table if it is parked there.
 func (c *CallerRequests) drop(call *inputCall) {
 	c.mu.Lock()

@@ -334,7 +334,11 @@ func (c *rawCall) serverRequest(ctx context.Context, msg *rawMessage) {
 		if err != nil || resp == nil {
 			resp = transport.NewJSONRPCErrorResponse(req.ID, mcp.INTERNAL_ERROR, fmt.Sprint(err), nil)
 		}
-		if err := c.reply(ctx, resp); err != nil {
+		// The answer goes out even when the call's context has ended (the
+		// wait for the caller was cancelled): the downstream must not wait.
+		rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer rcancel()
+		if err := c.reply(rctx, resp); err != nil {
 			c.s.srv.m.log.Debug("answering a server-to-client request", zap.String(fieldServer, c.s.srv.spec.Name),
 				zap.String("method", req.Method), zap.Error(c.s.scrub(err)))
 		}

@@ -253,17 +253,19 @@ func TestProxyRelaysSamplingAndRoots(t *testing.T) {
 	}
 	wg.Wait()
 
+	// A 2026-07-28 caller is asked with an input-required result
+	// (inputbridge.go), which the SDK answers with its handler and retries.
 	modern, err := mcp.NewClient(&mcp.Implementation{Name: "it", Version: "1"}, &mcp.ClientOptions{
-		CreateMessageHandler: func(context.Context, *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
-			return nil, fmt.Errorf("not asked")
+		CreateMessageHandler: func(_ context.Context, r *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+			return &mcp.CreateMessageResult{Model: "m2", Role: "assistant", Content: &mcp.TextContent{Text: "modern"}}, nil
 		},
 	}).Connect(ctx, &mcp.StreamableClientTransport{Endpoint: g.Base + "/agents/px/mcp", MaxRetries: -1}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer modern.Close()
-	got, err = call(ctx, modern, "sample", nil)
-	if err != nil || !strings.Contains(got, "the caller speaks MCP 2026-07-28") {
+	got, err = call(ctx, modern, "sample", map[string]any{"tag": "m"})
+	if err != nil || got != "modern by m2" {
 		t.Errorf("sampling from a 2026-07-28 caller: the downstream got %q (%v)", got, err)
 	}
 }
