@@ -151,8 +151,10 @@ func (s *Set) outbound(ctx context.Context, server string, inbound http.Header) 
 	if srv == nil || srv.TokenExchange == nil {
 		return hdr, nil
 	}
-	if _, static := srv.Headers["Authorization"]; static {
-		return hdr, nil // a static header always wins (validation warns)
+	for name := range srv.Headers {
+		if strings.EqualFold(name, "Authorization") {
+			return hdr, nil // a static header always wins
+		}
 	}
 	subject, ok := bearerOf(inbound)
 	if !ok || policy.IdentityFrom(ctx).Claims == nil {

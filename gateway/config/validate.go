@@ -271,6 +271,11 @@ func (p *parser) validateServers(c *Config) {
 			if s.ForwardInboundAuth {
 				p.addPath(append(key, "forward_inbound_auth"), "cannot be combined with token_exchange")
 			}
+			for h := range s.Headers {
+				if strings.EqualFold(h, "Authorization") {
+					p.addPath(append(key, "headers", h), "cannot be combined with token_exchange (a static header always wins, so the exchanged token would never be sent)")
+				}
+			}
 		}
 		if s.Timeout < 0 {
 			p.addPath(append(key, "timeout"), "must not be negative")
