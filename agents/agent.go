@@ -80,7 +80,10 @@ func newAgent(s *Set, c *config.Agent) (*Agent, error) {
 		return nil, err
 	}
 	a.run = r
+	hooks := &server.Hooks{}
+	endpoint.AwaitListenAck(hooks)
 	opts := []server.ServerOption{
+		server.WithHooks(hooks),
 		server.WithToolCapabilities(false),
 		server.WithPromptCapabilities(false),
 		server.WithRecovery(),
@@ -91,7 +94,7 @@ func newAgent(s *Set, c *config.Agent) (*Agent, error) {
 		if a.proxy, err = proxy.New(a.proxyDeps()); err != nil {
 			return nil, err
 		}
-		opts = append(opts, a.proxy.ServerOptions()...)
+		opts = append(opts, a.proxy.ServerOptions(hooks)...)
 	}
 	a.mcp = server.NewMCPServer(c.Name, s.deps.Config.Version, opts...)
 	a.registerTools()

@@ -7,6 +7,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/pallasgw/pallasgw/agents/endpoint"
 	"github.com/pallasgw/pallasgw/agents/mcpclient"
 	"github.com/pallasgw/pallasgw/gateway/config"
 )
@@ -37,7 +38,10 @@ func allowedFrom(ctx context.Context) func(string) bool {
 // NewDirectory builds the agents endpoint of the set.
 func (s *Set) NewDirectory() *Directory {
 	byTool := map[string]*Agent{}
+	hooks := &server.Hooks{}
+	endpoint.AwaitListenAck(hooks)
 	srv := server.NewMCPServer(s.deps.Config.Name, s.deps.Config.Version,
+		server.WithHooks(hooks),
 		server.WithToolCapabilities(false),
 		server.WithRecovery(),
 		server.WithDescription("Every agent of "+s.deps.Config.Name+" as one tool each."),

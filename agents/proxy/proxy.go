@@ -167,10 +167,9 @@ func New(d Deps) (*Proxy, error) {
 }
 
 // ServerOptions are the mcp-go options of a proxy agent's server: the list
-// hooks, and the capabilities a downstream may have. Completion providers
-// are mcp-go's defaults (empty completions).
-func (p *Proxy) ServerOptions() []server.ServerOption {
-	h := &server.Hooks{}
+// hooks, added to h, and the capabilities a downstream may have. Completion
+// providers are mcp-go's defaults (empty completions).
+func (p *Proxy) ServerOptions(h *server.Hooks) []server.ServerOption {
 	h.AddAfterListTools(func(ctx context.Context, _ any, req *mcp.ListToolsRequest, res *mcp.ListToolsResult) {
 		res.Tools = p.toolView(ctx, req.Header)
 		res.NextCursor = ""
@@ -178,7 +177,7 @@ func (p *Proxy) ServerOptions() []server.ServerOption {
 	h.AddBeforeCallTool(func(ctx context.Context, _ any, req *mcp.CallToolRequest) {
 		p.ensureTool(ctx, req.Params.Name, req.Header)
 	})
-	opts := []server.ServerOption{server.WithHooks(h), server.WithLogging(), server.WithCompletions()}
+	opts := []server.ServerOption{server.WithLogging(), server.WithCompletions()}
 	if p.catalog == nil {
 		return opts
 	}

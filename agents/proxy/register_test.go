@@ -21,7 +21,7 @@ func TestProxyRegisterBeforeMark(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p.Register(server.NewMCPServer("px", "1", p.ServerOptions()...))
+	p.Register(newProxyServer(p))
 	done := make(chan struct{})
 	defer close(done)
 	for r := 0; r < 4; r++ {
@@ -68,4 +68,10 @@ func TestProxyRegisterBeforeMark(t *testing.T) {
 	if n := early.Load(); n > 0 {
 		t.Errorf("%d times a tool was marked registered before mcp-go had it", n)
 	}
+}
+
+// newProxyServer is p's mcp-go server as a proxy agent's is built.
+func newProxyServer(p *Proxy) *server.MCPServer {
+	h := &server.Hooks{}
+	return server.NewMCPServer("px", "1", append(p.ServerOptions(h), server.WithHooks(h))...)
 }

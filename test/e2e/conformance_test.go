@@ -69,10 +69,9 @@ var llmAgentFailures = []knownFailure{
 	{"server-stateless", "sep-2575-http-server-no-independent-requests-on-stream", "not applicable: needs the fixture's tool test_streaming_elicitation"},
 	{"server-stateless", "sep-2575-server-no-log-without-loglevel", "not applicable: needs the fixture's tool test_logging_tool"},
 	// Not listed: sep-2575-server-sends-subscription-ack and
-	// -tags-subscription-id fail about one run in eight against an llm
-	// agent (the agent declares no listChanged, so mcp-go acknowledges and
-	// ends the call at once, and the suite then sees the result as the only
-	// frame). judge's one retry covers that; a second failure fails.
+	// -tags-subscription-id, which mcp-go alone failed about one run in
+	// eight (it could drop the acknowledgement when nothing is subscribed);
+	// endpoint.AwaitListenAck closes that race.
 	{"caching", "sep-2549-resources-list-caching-hints", "not applicable: an llm agent serves no resources and answers resources/list -32601; the suite calls it regardless"},
 	{"caching", "sep-2549-resources-templates-list-caching-hints", "not applicable: same, resources/templates/list"},
 }
