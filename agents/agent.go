@@ -19,9 +19,9 @@ import (
 	"github.com/pallasgw/pallasgw/agents/proxy"
 	"github.com/pallasgw/pallasgw/agents/toolbox"
 	"github.com/pallasgw/pallasgw/gateway/config"
+	"github.com/pallasgw/pallasgw/metrics/tracing"
 	"github.com/pallasgw/pallasgw/policy"
 	"github.com/pallasgw/pallasgw/policy/quota"
-	"github.com/pallasgw/pallasgw/tracing"
 )
 
 // Agent is one served agent: its config, its MCP server and HTTP handler,

@@ -18,8 +18,8 @@ import (
 	"github.com/pallasgw/pallasgw/agents/llm"
 	"github.com/pallasgw/pallasgw/agents/mcpclient"
 	"github.com/pallasgw/pallasgw/gateway/config"
+	"github.com/pallasgw/pallasgw/metrics/tracing"
 	"github.com/pallasgw/pallasgw/policy"
-	"github.com/pallasgw/pallasgw/tracing"
 )
 
 // llmRunner is the llm kind: the tool loop of SPEC §6.

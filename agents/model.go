@@ -10,8 +10,8 @@ import (
 
 	"github.com/pallasgw/pallasgw/agents/llm"
 	"github.com/pallasgw/pallasgw/gateway/config"
+	"github.com/pallasgw/pallasgw/metrics/tracing"
 	"github.com/pallasgw/pallasgw/policy"
-	"github.com/pallasgw/pallasgw/tracing"
 )
 
 // modelRef is an agent's model: its provider, model name and parameters.

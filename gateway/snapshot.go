@@ -14,10 +14,10 @@ import (
 	"github.com/pallasgw/pallasgw/agents/llm"
 	"github.com/pallasgw/pallasgw/agents/mcpclient"
 	"github.com/pallasgw/pallasgw/gateway/config"
+	"github.com/pallasgw/pallasgw/metrics/tracing"
 	"github.com/pallasgw/pallasgw/policy"
 	"github.com/pallasgw/pallasgw/policy/quota"
 	"github.com/pallasgw/pallasgw/registry"
-	"github.com/pallasgw/pallasgw/tracing"
 )
 
 // Snapshot is everything built from one config. It is immutable: handlers

@@ -19,7 +19,7 @@ import (
 
 	"github.com/pallasgw/pallasgw/agents/jsonrpc"
 	"github.com/pallasgw/pallasgw/gateway/config"
-	"github.com/pallasgw/pallasgw/tracing"
+	"github.com/pallasgw/pallasgw/metrics/tracing"
 )
 
 // buildTracer is the provider of cfg's tracing block, nil when off.

@@ -7,7 +7,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/pallasgw/pallasgw/metrics"
-	"github.com/pallasgw/pallasgw/tracing"
+	"github.com/pallasgw/pallasgw/metrics/tracing"
 )
 
 // Audit log field keys (SPEC §10).

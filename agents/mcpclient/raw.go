@@ -33,7 +33,7 @@ import (
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 
-	"github.com/pallasgw/pallasgw/tracing"
+	"github.com/pallasgw/pallasgw/metrics/tracing"
 )
 
 // RawResult is a tools/call result as the downstream sent it, with the

@@ -16,7 +16,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"go.uber.org/zap"
 
-	"github.com/pallasgw/pallasgw/tracing"
+	"github.com/pallasgw/pallasgw/metrics/tracing"
 )
 
 // The wire side of a raw tools/call (raw.go): the POST, the answer as JSON

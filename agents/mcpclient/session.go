@@ -14,7 +14,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"go.uber.org/zap"
 
-	"github.com/pallasgw/pallasgw/tracing"
+	"github.com/pallasgw/pallasgw/metrics/tracing"
 )
 
 // session is one downstream MCP session for one header fingerprint (or the

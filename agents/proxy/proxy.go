@@ -71,8 +71,8 @@ import (
 	"github.com/pallasgw/pallasgw/agents/mcpclient"
 	"github.com/pallasgw/pallasgw/gateway/config"
 	"github.com/pallasgw/pallasgw/metrics"
+	"github.com/pallasgw/pallasgw/metrics/tracing"
 	"github.com/pallasgw/pallasgw/policy"
-	"github.com/pallasgw/pallasgw/tracing"
 )
 
 // CatalogDownstream is what the proxy needs beyond Downstream to re-expose
