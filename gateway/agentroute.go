@@ -13,6 +13,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 	"github.com/mark3labs/mcp-go/mcp"
+	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 
 	"github.com/pallasgw/pallasgw/agents"
@@ -44,8 +45,27 @@ func (g *Gateway) serveAgent(w http.ResponseWriter, r *http.Request, s *Snapshot
 		writeError(w, http.StatusNotFound, rid, "unknown agent "+quoteClipped(name))
 		return
 	}
-	id, ok := g.authorize(w, r, s, name, rid)
-	if !ok || (r.Method == http.MethodPost && !g.takeRequest(w, r, s, id, rid)) {
+	start := time.Now()
+	id, allowed, ok := g.authorize(w, r, s, name, rid, start) // traces and audits its refusals
+	if !ok {
+		return
+	}
+	// The request's server span starts once its message is decoded (its
+	// _meta may carry the caller's trace context). A request answered
+	// before that (over quota, a GET, a bad body, a DELETE) gets a span
+	// of its own when it ends. The authorization is audited under
+	// whichever span the request has, so the audit line has its trace_id.
+	var span trace.Span
+	defer func() {
+		if span == nil {
+			r, span = s.traceUndecoded(r, name, start)
+		}
+		if allowed != nil {
+			s.auditor.Record(r.Context(), *allowed)
+		}
+		endRequest(span, w)
+	}()
+	if r.Method == http.MethodPost && !g.takeRequest(w, r, s, id, rid) {
 		return
 	}
 	r = r.WithContext(policy.WithIdentity(r.Context(), id))
@@ -84,8 +104,11 @@ func (g *Gateway) serveAgent(w http.ResponseWriter, r *http.Request, s *Snapshot
 	inflight := g.metrics.Inflight.WithLabelValues(name) // one lookup for both ends (P7)
 	inflight.Inc()
 	defer inflight.Dec()
-	r, span := s.traceRequest(r, msg) // tracing.go; nil when off
-	defer endRequest(span, w)
+	r, span = s.traceRequest(r, msg) // tracing.go; nil when off
+	if allowed != nil {
+		s.auditor.Record(r.Context(), *allowed)
+		allowed = nil
+	}
 	tw, tr := endpoint.TrackStream(w, r, rid)
 	a.Handler().ServeHTTP(tw, tr)
 }
@@ -255,10 +278,12 @@ func (g *Gateway) agentRoute(w http.ResponseWriter, r *http.Request) {
 }
 
 // authorize applies inbound auth (SPEC §7, §13) and the caller's agent
-// rule, auditing every decision: 401 with WWW-Authenticate or 403 when
-// refused. A refused token's reason is logged and counted, the token never.
-func (g *Gateway) authorize(w http.ResponseWriter, r *http.Request, s *Snapshot, agent, rid string) (policy.Identity, bool) {
-	start := time.Now()
+// rule: 401 with WWW-Authenticate or 403 when refused. A refusal is traced
+// (a span from start) and audited here; an allowed decision that is to be
+// audited comes back for the caller to record under the request's span
+// (nil: none). A refused token's reason is logged and counted, the token
+// never.
+func (g *Gateway) authorize(w http.ResponseWriter, r *http.Request, s *Snapshot, agent, rid string, start time.Time) (policy.Identity, *policy.AuditEvent, bool) {
 	id, status, reason, err := s.auth.CheckFor(r, agent, s.resourceURL(r, agent))
 	if id.Claims != nil {
 		id.Rule = s.callers.MatchRule(id.Claims)
@@ -270,12 +295,16 @@ func (g *Gateway) authorize(w http.ResponseWriter, r *http.Request, s *Snapshot,
 			status = http.StatusForbidden
 		}
 	}
-	if s.auth.Mode() != policy.ModePassthrough || !d.Allowed {
-		s.auditor.Record(r.Context(), policy.AuditEvent{RequestID: rid, Caller: id.Caller, Agent: agent, Decision: d, Latency: time.Since(start)})
-	}
+	ev := &policy.AuditEvent{RequestID: rid, Caller: id.Caller, Agent: agent, Decision: d, Latency: time.Since(start)}
 	if d.Allowed {
-		return id, true
+		if s.auth.Mode() == policy.ModePassthrough {
+			ev = nil
+		}
+		return id, ev, true
 	}
+	r, span := s.traceUndecoded(r, agent, start)
+	defer endRequest(span, w)
+	s.auditor.Record(r.Context(), *ev)
 	if status == http.StatusUnauthorized || reason == policy.AuthMissingScope {
 		g.metrics.AuthFailures.WithLabelValues(reason).Inc()
 		g.log.Info("authentication refused", zap.String("request_id", rid), zap.String("agent", agent),
@@ -289,7 +318,7 @@ func (g *Gateway) authorize(w http.ResponseWriter, r *http.Request, s *Snapshot,
 		msg += ": " + err.Error()
 	}
 	writeError(w, status, rid, msg)
-	return id, false
+	return id, nil, false
 }
 
 // challenge is the WWW-Authenticate of a refusal: in mode jwt the MCP

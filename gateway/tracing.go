@@ -11,6 +11,8 @@ import (
 	"context"
 	"net/http"
 	"strconv"
+	"strings"
+	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"go.opentelemetry.io/otel/attribute"
@@ -76,8 +78,28 @@ func (s *Snapshot) traceRequest(r *http.Request, msg *jsonrpc.Message) (_ *http.
 	return r.WithContext(ctx), span
 }
 
-// endRequest ends the span of traceRequest with the answer's HTTP status;
-// a 5xx is an error.
+// traceUndecoded starts the server span of a request answered before its
+// message was decoded (refused by auth or a quota, not a POST, a body that
+// is not one JSON-RPC message): named "{HTTP method} {route}", started at
+// start, a child of the caller's header trace context (there is no _meta
+// to read); r carries it. With tracing off, r comes back unchanged and
+// span is nil.
+func (s *Snapshot) traceUndecoded(r *http.Request, agent string, start time.Time) (_ *http.Request, span trace.Span) {
+	if s.tracer == nil {
+		return r, nil
+	}
+	route := "/mcp" // a legacy port
+	if strings.HasPrefix(r.URL.Path, "/agents/") {
+		route = "/agents/{name}/mcp"
+	}
+	ctx, span := s.tracer.StartServer(r.Context(), r.Header, nil, r.Method+" "+route, trace.WithTimestamp(start))
+	span.SetAttributes(tracing.HTTPRequestMethod.String(r.Method), tracing.GenAIAgentName.String(agent))
+	return r.WithContext(ctx), span
+}
+
+// endRequest ends the span of traceRequest or traceUndecoded with the
+// answer's HTTP status: error.type is a 4xx's or 5xx's code, and a 5xx
+// fails the span (a 4xx is the caller's, as the HTTP conventions have it).
 func endRequest(span trace.Span, w http.ResponseWriter) {
 	if span == nil {
 		return
@@ -88,8 +110,10 @@ func endRequest(span trace.Span, w http.ResponseWriter) {
 			code = http.StatusOK
 		}
 		span.SetAttributes(tracing.HTTPStatusCode.Int(code))
-		if code >= 500 {
+		if code >= 400 {
 			span.SetAttributes(tracing.ErrorType.String(strconv.Itoa(code)))
+		}
+		if code >= 500 {
 			span.SetStatus(codes.Error, http.StatusText(code))
 		}
 	}

@@ -82,6 +82,11 @@ func (d *tracedTool) last() (header, meta string) {
 // tracedGateway runs a gateway in process whose spans go to an in-memory
 // exporter: an llm agent x using the tool server, and a chain over x.
 func tracedGateway(t *testing.T) (base string, exp *tracetest.InMemoryExporter, llm *fakellm.Server, tool *tracedTool, logs *observer.ObservedLogs) {
+	return tracedGatewayWith(t, "")
+}
+
+// tracedGatewayWith is tracedGateway with extra appended to its config.
+func tracedGatewayWith(t *testing.T, extra string) (base string, exp *tracetest.InMemoryExporter, llm *fakellm.Server, tool *tracedTool, logs *observer.ObservedLogs) {
 	llm, tool = fakellm.New(t), newTracedTool(t)
 	dir := t.TempDir()
 	path := filepath.Join(dir, "pallasgw.yaml")
@@ -98,7 +103,7 @@ mcp:
 agents:
   x: {instruction: "You are X.", servers: [srv]}
   pipe: {kind: chain, sequence: [x]}
-`, llm.OpenAIBaseURL(), tool.ts.URL+"/mcp")
+`, llm.OpenAIBaseURL(), tool.ts.URL+"/mcp") + extra
 	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -303,6 +308,94 @@ func TestTraces(t *testing.T) {
 			t.Errorf("inbound span: parent %v trace %v; want a new trace", in.Parent, in.SpanContext.TraceID())
 		}
 	})
+}
+
+// Requests answered before their message is decoded are traced too: an
+// auth refusal, a rate-limit refusal and a GET each get a server span
+// "{method} /agents/{name}/mcp" in the caller's trace, with the status;
+// every policy decision's audit line, allowed or refused, carries the
+// request's trace_id.
+func TestTracesOfRefusals(t *testing.T) {
+	base, exp, llm, _, logs := tracedGatewayWith(t, `auth:
+  mode: tokens
+  tokens:
+    - {name: web, token: web-token-0123456789abcdef}
+policy:
+  callers:
+    web: {limits: {requests_per_minute: 1}}
+`)
+	url := base + "/agents/x/mcp"
+	parent := func(n int) string { return fmt.Sprintf("00-%s-%016x-01", callerTrace, n) }
+	do := func(method, token string, n int) int {
+		t.Helper()
+		body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"send_message","arguments":{"message":"use the tool"}}}`
+		req, _ := http.NewRequest(method, url, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Traceparent", parent(n))
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	refusal := func(n, status int, name string) {
+		t.Helper()
+		spans := traceSpans(t, exp)
+		s := one(t, spans, name)
+		if s.SpanKind != trace.SpanKindServer || s.SpanContext.TraceID().String() != callerTrace || s.Parent.SpanID().String() != fmt.Sprintf("%016x", n) {
+			t.Errorf("%s: kind %v trace %v parent %v; want a server span under the caller's", name, s.SpanKind, s.SpanContext.TraceID(), s.Parent.SpanID())
+		}
+		if got := attr(s, "http.response.status_code").AsInt64(); got != int64(status) {
+			t.Errorf("%s: status %d, want %d", name, got, status)
+		}
+		if got := attr(s, "error.type").AsString(); got != fmt.Sprint(status) {
+			t.Errorf("%s: error.type %q", name, got)
+		}
+		if got := attr(s, "gen_ai.agent.name").AsString(); got != "x" {
+			t.Errorf("%s: gen_ai.agent.name %q", name, got)
+		}
+	}
+	audited := func(allowed bool) {
+		t.Helper()
+		lines := logs.FilterMessage("policy decision").FilterField(zap.String("trace_id", callerTrace)).AllUntimed()
+		for _, l := range lines {
+			if (l.ContextMap()["decision"] == "allow") == allowed {
+				return
+			}
+		}
+		t.Errorf("no audit line with allowed=%v and the trace id among %d", allowed, len(lines))
+	}
+
+	if got := do("POST", "wrong-token-0123456789abcdef", 1); got != http.StatusUnauthorized {
+		t.Fatalf("wrong token: HTTP %d", got)
+	}
+	refusal(1, http.StatusUnauthorized, "POST /agents/{name}/mcp")
+	audited(false)
+
+	llm.Script(fakellm.Text("final: hi"))
+	if got := do("POST", "web-token-0123456789abcdef", 2); got != http.StatusOK {
+		t.Fatalf("allowed call: HTTP %d", got)
+	}
+	if s := one(t, traceSpans(t, exp), "tools/call send_message"); s.Parent.SpanID().String() != fmt.Sprintf("%016x", 2) {
+		t.Errorf("allowed call's span parent %v", s.Parent.SpanID())
+	}
+	audited(true)
+
+	if got := do("POST", "web-token-0123456789abcdef", 3); got != http.StatusTooManyRequests {
+		t.Fatalf("over the rate: HTTP %d", got)
+	}
+	refusal(3, http.StatusTooManyRequests, "POST /agents/{name}/mcp")
+
+	if got := do("GET", "web-token-0123456789abcdef", 4); got != http.StatusMethodNotAllowed {
+		t.Fatalf("GET: HTTP %d", got)
+	}
+	refusal(4, http.StatusMethodNotAllowed, "GET /agents/{name}/mcp")
 }
 
 var _ sdktrace.SpanExporter = (*tracetest.InMemoryExporter)(nil)

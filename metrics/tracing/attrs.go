@@ -27,6 +27,7 @@ const (
 	MCPSessionID       = attribute.Key("mcp.session.id")
 	JSONRPCRequestID   = attribute.Key("jsonrpc.request.id")
 	HTTPStatusCode     = attribute.Key("http.response.status_code")
+	HTTPRequestMethod  = attribute.Key("http.request.method")
 	ErrorType          = attribute.Key("error.type")
 	ServerAddress      = attribute.Key("server.address")
 

@@ -147,9 +147,10 @@ var propagator propagation.TextMapPropagator = propagation.TraceContext{}
 // of the caller's trace context when it sent a valid one: params._meta's
 // traceparent/tracestate (MCP's own carrier, which wins), else the HTTP
 // headers'. A malformed one is ignored: the span starts a new trace. The
-// returned context carries p for the spans below. With p nil it returns
+// returned context carries p for the spans below; opts add to the start
+// options (a start time). With p nil it returns
 // ctx and a span that records nothing.
-func (p *Provider) StartServer(ctx context.Context, h http.Header, meta map[string]json.RawMessage, name string) (context.Context, trace.Span) {
+func (p *Provider) StartServer(ctx context.Context, h http.Header, meta map[string]json.RawMessage, name string, opts ...trace.SpanStartOption) (context.Context, trace.Span) {
 	if p == nil {
 		return ctx, noSpan
 	}
@@ -160,7 +161,7 @@ func (p *Provider) StartServer(ctx context.Context, h http.Header, meta map[stri
 			parent = m
 		}
 	}
-	ctx, span := p.tracer.Start(parent, name, trace.WithSpanKind(trace.SpanKindServer))
+	ctx, span := p.tracer.Start(parent, name, append(opts, trace.WithSpanKind(trace.SpanKindServer))...)
 	return context.WithValue(ctx, providerKey{}, p), span
 }
 
