@@ -183,7 +183,7 @@ func (r *llmRunner) callServer(ctx context.Context, c *Call, ref toolRef, tc llm
 }
 
 // JSONDownstream is a Downstream that takes a tool call's arguments as JSON
-// (*mcpclient.Manager's CallToolJSON: on its raw path, README P17), as the
+// (*mcpclient.Manager's CallToolJSON: on its raw path, test/bench/README.md P17), as the
 // tool loop has them from the model.
 type JSONDownstream interface {
 	CallToolJSON(ctx context.Context, server, tool string, args json.RawMessage, hdr http.Header, onProgress mcpclient.ProgressFunc) (*mcp.CallToolResult, error)

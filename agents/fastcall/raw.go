@@ -1,6 +1,6 @@
 package fastcall
 
-// Downstream results as raw JSON (README, Architecture). When the
+// Downstream results as raw JSON (test/bench/README.md, "Wire-level code"). When the
 // proxy's Downstream can return a tools/call result as the downstream sent it
 // (*mcpclient.Manager's CallToolRaw: a raw POST on Streamable HTTP sessions,
 // mcp-go's client otherwise), the fast path writes those bytes inside its
