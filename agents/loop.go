@@ -22,7 +22,7 @@ import (
 	"github.com/pallasgw/pallasgw/policy"
 )
 
-// llmRunner is the llm kind: the tool loop of SPEC §6.
+// llmRunner is the llm kind: the tool loop.
 type llmRunner struct {
 	a        *Agent
 	model    *modelRef

@@ -254,7 +254,7 @@ func (g *Gateway) agentRoute(w http.ResponseWriter, r *http.Request) {
 	g.serveAgent(w, r, s, chi.URLParam(r, "name"))
 }
 
-// authorize applies inbound auth (SPEC §7, §13) and the caller's agent
+// authorize applies inbound auth and the caller's agent
 // rule, auditing every decision: 401 with WWW-Authenticate or 403 when
 // refused. A refused token's reason is logged and counted, the token never.
 func (g *Gateway) authorize(w http.ResponseWriter, r *http.Request, s *Snapshot, agent, rid string) (policy.Identity, bool) {
