@@ -101,7 +101,7 @@ func newAgent(s *Set, c *config.Agent) (*Agent, error) {
 	d := endpoint.Deps{Agent: a.Name, Requests: s.deps.CallerRequests,
 		MCP: server.NewStreamableHTTPServer(a.mcp,
 			server.WithStateLess(true),
-			// Behind nginx/Caddy the Host is not loopback; SPEC §4 guards by Origin.
+			// Behind nginx/Caddy the Host is not loopback; the gateway guards by Origin instead.
 			server.WithDisableLocalhostProtection(true),
 			server.WithStreamableHTTPLogger(mcpclient.SlogLogger(a.log)),
 		)}

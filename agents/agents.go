@@ -1,6 +1,6 @@
 // Package agents owns the agents of one snapshot: each agent's MCP server
 // (send_message or its tool_name, get_health, the {agent}_history prompt),
-// the kinds of SPEC §6 (llm tool loop, chain, router, parallel; the proxy
+// the agent kinds (llm tool loop, chain, router, parallel; the proxy
 // and toolbox kinds are agents/proxy and agents/toolbox, which it
 // constructs), progress reporting and health. Each agent's HTTP endpoint
 // is agents/endpoint, which it constructs with the agent's MCP server and
@@ -139,8 +139,8 @@ func (s *Set) Names() []string {
 }
 
 // outbound composes the headers a downstream server receives for a call
-// that arrived with inbound headers (SPEC §7), and for a server with
-// token_exchange the token exchanged for the caller's (SPEC §13). Only a
+// that arrived with inbound headers, and for a server with
+// token_exchange the token exchanged for the caller's. Only a
 // failed exchange is an error.
 func (s *Set) outbound(ctx context.Context, server string, inbound http.Header) (http.Header, error) {
 	srv := s.deps.Config.MCP.Servers[server]

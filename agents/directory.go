@@ -12,7 +12,7 @@ import (
 	"github.com/pallasgw/pallasgw/gateway/config"
 )
 
-// Directory is the agents endpoint (agents_endpoint: true, SPEC §16): one
+// Directory is the agents endpoint (agents_endpoint: true): one
 // MCP server whose tools are the agents with a send_message, each named by
 // its agent (sanitised) with send_message's arguments; a call runs that
 // agent. Which agents a request may see and call is the gateway's answer,
@@ -71,7 +71,7 @@ func (s *Set) NewDirectory() *Directory {
 	}
 	return &Directory{handler: server.NewStreamableHTTPServer(srv,
 		server.WithStateLess(true),
-		server.WithDisableLocalhostProtection(true), // SPEC §4 guards by Origin
+		server.WithDisableLocalhostProtection(true), // the gateway guards by Origin
 		server.WithStreamableHTTPLogger(mcpclient.SlogLogger(s.deps.Logger.Named("agents-endpoint"))),
 	)}
 }

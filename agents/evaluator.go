@@ -11,7 +11,7 @@ import (
 	"github.com/pallasgw/pallasgw/gateway/config"
 )
 
-// evalOptRunner is kind evaluator_optimizer (SPEC §16): the generator
+// evalOptRunner is kind evaluator_optimizer: the generator
 // drafts, the evaluator rates the draft, and the generator refines it with
 // the evaluator's feedback until the rating reaches min_rating or
 // max_refinements refinements have run. The answer is the best-rated draft

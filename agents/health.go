@@ -17,7 +17,7 @@ import (
 	"github.com/pallasgw/pallasgw/gateway/config"
 )
 
-// Health is the get_health answer of seeds/001 §3.
+// Health is the get_health answer: status, timestamp, an optional message.
 type Health struct {
 	Status    string `json:"status"` // ok | degraded | error
 	Timestamp string `json:"timestamp"`

@@ -22,7 +22,7 @@ import (
 	"github.com/pallasgw/pallasgw/policy"
 )
 
-// llmRunner is the llm kind: the tool loop of SPEC §6.
+// llmRunner is the llm kind: the tool loop.
 type llmRunner struct {
 	a        *Agent
 	model    *modelRef
@@ -183,7 +183,7 @@ func (r *llmRunner) callServer(ctx context.Context, c *Call, ref toolRef, tc llm
 }
 
 // JSONDownstream is a Downstream that takes a tool call's arguments as JSON
-// (*mcpclient.Manager's CallToolJSON: on its raw path, README P17), as the
+// (*mcpclient.Manager's CallToolJSON: on its raw path, test/bench/README.md P17), as the
 // tool loop has them from the model.
 type JSONDownstream interface {
 	CallToolJSON(ctx context.Context, server, tool string, args json.RawMessage, hdr http.Header, onProgress mcpclient.ProgressFunc) (*mcp.CallToolResult, error)

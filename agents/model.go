@@ -125,7 +125,7 @@ func (m *modelRef) chat(ctx context.Context, a *Agent, req llm.Request, c *Call)
 	return resp, nil
 }
 
-// parseParams maps the params block of SPEC §6 onto llm.Params.
+// parseParams maps an agent's params block onto llm.Params.
 func parseParams(p map[string]any) (llm.Params, error) {
 	var out llm.Params
 	var err error

@@ -15,7 +15,7 @@ import (
 	"github.com/pallasgw/pallasgw/gateway/config"
 )
 
-// orchestratorRunner is kind orchestrator (SPEC §16). A planner (the
+// orchestratorRunner is kind orchestrator. A planner (the
 // agent's model) breaks the request into steps, each a task for one of
 // the agent's child agents: the whole plan up front (plan: full) or one
 // round of steps at a time after seeing the results so far (plan:

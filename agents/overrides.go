@@ -11,7 +11,7 @@ import (
 )
 
 // callOverrides are the per-call changes a caller may make to an llm
-// agent's run when the agent's overrides allow them (SPEC §16). They
+// agent's run when the agent's overrides allow them. They
 // belong to one call: sub-agents never see them.
 type callOverrides struct {
 	params map[string]any // merged over the agent's params, key by key

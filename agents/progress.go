@@ -15,7 +15,7 @@ import (
 )
 
 // Reporter sends the notifications/progress of one tool call with one
-// strictly increasing counter (SPEC §6). A nil *Reporter, or one without a
+// strictly increasing counter. A nil *Reporter, or one without a
 // token, sends nothing. Sub-runs share their parent's Reporter through
 // Prefixed, so the counter stays one per call.
 type Reporter struct {

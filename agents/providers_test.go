@@ -9,7 +9,7 @@ import (
 	"github.com/pallasgw/pallasgw/test/fakellm"
 )
 
-// Providers are named (SPEC §16): two OpenAI-compatible servers side by
+// Providers are named: two OpenAI-compatible servers side by
 // side, each with its own static headers and forward_headers; a model
 // names its provider.
 func TestNamedProviders(t *testing.T) {

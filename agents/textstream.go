@@ -7,7 +7,7 @@ import (
 )
 
 // textInterval is the least time between two text progress messages of
-// one model turn (SPEC §16: at most one per 100 ms).
+// one model turn (at most one per 100 ms).
 const textInterval = 100 * time.Millisecond
 
 // textStream turns an llm agent's streamed text deltas (stream_text: true)

@@ -9,7 +9,7 @@ import (
 )
 
 // Turn is the input of one send_message call: the new user message, its
-// images, and the client-owned history that seeds the run.
+// images, and the client-owned history the run starts from.
 type Turn struct {
 	Message        string
 	Images         []llm.Image

@@ -9,7 +9,7 @@ import (
 	"github.com/pallasgw/pallasgw/agents"
 )
 
-// statusHandler serves GET /-/status (SPEC §4). It shows no secret: agents'
+// statusHandler serves GET /-/status. It shows no secret: agents'
 // configs are summarised, never dumped.
 func (g *Gateway) statusHandler(w http.ResponseWriter, r *http.Request) {
 	s := g.acquire()

@@ -277,7 +277,7 @@ func (g *Gateway) agentRoute(w http.ResponseWriter, r *http.Request) {
 	g.serveAgent(w, r, s, chi.URLParam(r, "name"))
 }
 
-// authorize applies inbound auth (SPEC §7, §13) and the caller's agent
+// authorize applies inbound auth and the caller's agent
 // rule: 401 with WWW-Authenticate or 403 when refused. A refusal is traced
 // (a span from start) and audited here; an allowed decision that is to be
 // audited comes back for the caller to record under the request's span

@@ -8,7 +8,7 @@ import (
 	"github.com/pallasgw/pallasgw/policy"
 )
 
-// serveDirectory is POST /mcp with agents_endpoint: true (SPEC §16): every
+// serveDirectory is POST /mcp with agents_endpoint: true: every
 // agent the caller may use, one tool each. The checks are serveAgent's:
 // snapshot → enabled → Origin → inbound auth (a caller the gateway does
 // not know gets 401; which agents it may use is decided per agent, as on

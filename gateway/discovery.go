@@ -11,7 +11,7 @@ import (
 	"github.com/pallasgw/pallasgw/registry"
 )
 
-// Discovery (SPEC §15): each agent's server card at <its MCP URL>/server-card
+// Discovery: each agent's server card at <its MCP URL>/server-card
 // and the AI catalog at /.well-known/ai-catalog.json listing them. Both are
 // public metadata: no auth, no Origin check, Access-Control-Allow-Origin: *.
 // They are rendered from the snapshot's registry (so a reload changes them)

@@ -20,7 +20,7 @@ import (
 
 // downstreamCache keeps one mcpclient.Manager per downstream server across
 // snapshots, so that a reload which leaves a server's config unchanged keeps
-// its warm connections, sessions and stdio process (SPEC §8). Entries are
+// its warm connections, sessions and stdio process. Entries are
 // keyed by server name and a digest of the server's spec, and counted by the
 // snapshots that use them; the last snapshot to let go closes the manager
 // (after its own last request). A changed server gets a fresh manager.
@@ -46,7 +46,7 @@ func specKey(s mcpclient.ServerSpec) string {
 }
 
 // acquire returns the snapshot's view of specs, reusing unchanged servers'
-// managers. Reused servers' tool lists are refreshed (SPEC §6: on reload).
+// managers. Reused servers' tool lists are refreshed (on reload).
 func (c *downstreamCache) acquire(specs []mcpclient.ServerSpec) *downstreams {
 	c.mu.Lock()
 	defer c.mu.Unlock()

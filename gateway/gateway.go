@@ -160,7 +160,7 @@ func (g *Gateway) newServer(h http.Handler) *http.Server {
 	}
 }
 
-// Shutdown drains (SPEC §11): /readyz turns 503 and new agent calls are
+// Shutdown drains: /readyz turns 503 and new agent calls are
 // refused with 503 while the listeners still accept (so load balancers and
 // Kubernetes see the drain), running calls get shutdown_timeout to finish
 // and are then canceled, the listeners close, and the snapshot's resources

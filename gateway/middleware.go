@@ -29,7 +29,7 @@ func (g *Gateway) publicChain(handler string, h http.Handler) http.Handler {
 }
 
 // originGuard is the DNS-rebinding guard of every route but the public
-// metadata (SPEC §4): a request with an Origin that originAllowed refuses
+// metadata: a request with an Origin that originAllowed refuses
 // ("null" included) gets 403, whatever it asks for: an agent, the
 // registry, /metrics, the admin and profiling endpoints.
 func (g *Gateway) originGuard(next http.Handler) http.Handler {

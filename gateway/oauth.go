@@ -1,6 +1,6 @@
 package gateway
 
-// Protected resource metadata (RFC 9728, SPEC §13): in auth mode jwt every
+// Protected resource metadata (RFC 9728): in auth mode jwt every
 // agent's MCP endpoint is an OAuth 2.1 resource server, and a client that
 // is refused (401) finds here which authorization server issues tokens for
 // it and which scopes it needs.

@@ -14,7 +14,7 @@ import (
 
 const preflightTimeout = 5 * time.Second
 
-// providerChecks is how often providers are checked again (SPEC §6's
+// providerChecks is how often providers are checked again (the start-up
 // preflight, repeated so that pallasgw_llm_provider_up and get_health follow
 // the providers, not the config). Variables so tests can shorten them.
 var providerChecks = struct {

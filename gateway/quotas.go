@@ -1,6 +1,6 @@
 package gateway
 
-// Quotas (SPEC §14): the stores outlive snapshots, so that a reload keeps
+// Quotas: the stores outlive snapshots, so that a reload keeps
 // every caller's counters; a snapshot holds the Guard its config asks for.
 
 import (

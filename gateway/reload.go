@@ -178,7 +178,7 @@ func (r *reloadRing) snapshot() []reloadStatus {
 	return append([]reloadStatus{}, r.list...)
 }
 
-// stateKey is the key that seals requestState (SPEC §15): state_key, else
+// stateKey is the key that seals requestState: state_key, else
 // PALLASGW_STATE_KEY, else nil (the process keeps its random one). Both are
 // validated as 32 bytes of base64 (config validation; a bad variable is
 // ignored with the random key kept).

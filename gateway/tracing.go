@@ -1,6 +1,6 @@
 package gateway
 
-// Traces (SPEC §14): each snapshot builds the tracer provider its tracing
+// Traces: each snapshot builds the tracer provider its tracing
 // block asks for and shuts it down after its last request, so a changed
 // block takes effect on reload while running requests end on the provider
 // they began with. The inbound MCP request's span starts here, once the

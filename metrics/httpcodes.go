@@ -10,7 +10,7 @@ import (
 
 // CodeCounters is the children of HTTPRequests for one handler, by status
 // code. WithLabelValues formats the code, hashes both labels and takes the
-// vector's lock on every request (README, P7); the cache is read without a
+// vector's lock on every request (test/bench/README.md, P7); the cache is read without a
 // lock or an allocation. It holds at most one entry per status code
 // net/http accepts (100–999), the same bound as the series themselves.
 type CodeCounters struct {

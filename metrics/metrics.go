@@ -1,4 +1,4 @@
-// Package metrics owns every Prometheus metric pallasgw exports (SPEC §9).
+// Package metrics owns every Prometheus metric pallasgw exports.
 // It is a leaf: it imports no other package of the project. Other packages
 // receive a *Metrics and record into it; none of them registers metrics of
 // its own. Label values must be bounded: agent, server, tool and provider
@@ -238,7 +238,7 @@ func (m *Metrics) Handler() http.Handler {
 	return promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{Registry: m.Registry})
 }
 
-// Names lists every metric family name SPEC §9 fixes (for tests).
+// Names lists every metric family name pallasgw exports (for tests).
 var Names = []string{
 	"pallasgw_build_info", "pallasgw_http_requests_total", "pallasgw_http_request_duration_seconds",
 	"pallasgw_inflight_requests", "pallasgw_tool_calls_total", "pallasgw_tool_call_duration_seconds",

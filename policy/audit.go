@@ -10,7 +10,7 @@ import (
 	"github.com/pallasgw/pallasgw/metrics/tracing"
 )
 
-// Audit log field keys (SPEC §10).
+// Audit log field keys.
 const (
 	fieldRequestID  = "request_id"
 	fieldCaller     = "caller"
@@ -43,7 +43,7 @@ type AuditEvent struct {
 	Latency   time.Duration
 }
 
-// Auditor records policy decisions (SPEC §7: every decision is logged and
+// Auditor records policy decisions (every decision is logged and
 // counted). Nil Logger or Metrics record nothing of that kind. Safe for
 // concurrent use.
 type Auditor struct {

@@ -46,7 +46,7 @@ type credential struct {
 	agents Globs // empty = all
 }
 
-// Authenticator checks inbound callers (SPEC §7 "Inbound"). It is immutable
+// Authenticator checks inbound callers ("Inbound"). It is immutable
 // and safe for concurrent use.
 type Authenticator struct {
 	mode  string

@@ -7,8 +7,7 @@ import (
 	"strings"
 )
 
-// builtinBlocked are the outbound header names no rule may produce (SPEC §7
-// step 5). A trailing "*" makes an entry a prefix pattern.
+// builtinBlocked are the outbound header names no rule may produce. A trailing "*" makes an entry a prefix pattern.
 var builtinBlocked = []string{
 	// Hop-by-hop (RFC 7230 §6.1 and RFC 2616 §13.5.1).
 	"Connection", "Keep-Alive", "Proxy-Authenticate", "Proxy-Authorization",
@@ -35,7 +34,7 @@ type Blocklist struct {
 // defaultBlocklist is used when a Composer has no Blocklist.
 var defaultBlocklist = NewBlocklist(nil)
 
-// NewBlocklist returns the built-in list (SPEC §7 step 5) plus extra, the
+// NewBlocklist returns the built-in list plus extra, the
 // operator's policy.extra_blocked_headers. Extra entries follow the same
 // syntax: exact names, or a prefix ending in "*". Surrounding spaces are
 // trimmed and empty entries ignored; a lone "*" blocks every name.

@@ -69,7 +69,7 @@ func compileRule(r Rule) (compiledRule, []error) {
 	return c, errs
 }
 
-// CallerPolicy answers what a caller identity may use (SPEC §7 "Callers").
+// CallerPolicy answers what a caller identity may use ("Callers").
 // A listed caller is judged by its own rule only; every other identity,
 // including the empty one, by the default rule. It is immutable and safe
 // for concurrent use.

@@ -1,5 +1,5 @@
 // Package policy owns every decision about who may call what and which
-// credentials travel where (SPEC §7):
+// credentials travel where:
 //
 //   - inbound authentication of callers (auth.mode passthrough | tokens) and
 //     the admin guard, as net/http middleware;

@@ -1,6 +1,6 @@
 package policy
 
-// Token exchange (RFC 8693, SPEC §13): the credential a downstream server
+// Token exchange (RFC 8693): the credential a downstream server
 // receives for a JWT caller when the server sets token_exchange. The
 // caller's access token is the subject token; the identity provider's
 // answer, a token meant for the server, is what travels. The caller's own

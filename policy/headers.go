@@ -12,7 +12,7 @@ import (
 	"github.com/pallasgw/pallasgw/metrics"
 )
 
-// MaxHeaderValueBytes is the longest header value Compose sends (SPEC §7 step 6).
+// MaxHeaderValueBytes is the longest header value Compose sends.
 const MaxHeaderValueBytes = 8192
 
 // Reasons a header is dropped by Compose; the reason label of
@@ -42,7 +42,7 @@ type HeaderRules struct {
 	ForwardInboundAuth bool              // step 3: honoured only when Compose allows inbound auth
 }
 
-// Composer builds outbound headers (SPEC §7 steps 1–6). The zero value is
+// Composer builds outbound headers. The zero value is
 // usable: a nil Blocklist means the built-in list, nil Metrics and Logger
 // record nothing. A Composer is safe for concurrent use.
 type Composer struct {

@@ -1,7 +1,6 @@
 package policy
 
-// Callers with an identity provider's access token (auth.mode jwt, SPEC
-// §13): the gateway is an OAuth 2.1 resource server. Signatures, claims
+// Callers with an identity provider's access token (auth.mode jwt): the gateway is an OAuth 2.1 resource server. Signatures, claims
 // and their time checks are github.com/golang-jwt/jwt/v5's; the issuer's
 // keys are github.com/MicahParks/keyfunc/v3 over jwkset, which caches them,
 // refreshes them periodically, refetches on an unknown kid (rate-limited

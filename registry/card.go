@@ -14,7 +14,7 @@ import (
 	"github.com/pallasgw/pallasgw/gateway/config"
 )
 
-// Server cards and the AI catalog (SPEC §15). The format is the MCP
+// Server cards and the AI catalog. The format is the MCP
 // server-card extension's (SEP-2127, schema v2 of
 // modelcontextprotocol/experimental-ext-server-card): identity and how to
 // connect, never the primitives (tools are listed at run time) and never a

@@ -1,7 +1,7 @@
-// Package registry owns the agent registry document of SPEC §5 (the
+// Package registry owns the agent registry document (the
 // /.well-known/mcp/server.json served on the main port and the legacy
 // registry port), and the server cards and AI catalog made from it
-// (SPEC §15, card.go). It builds the document's immutable parts from a config
+// (card.go). It builds the document's immutable parts from a config
 // once per snapshot and fills in the remote URLs per request, because they
 // depend on how the caller reached the gateway. It does not route requests
 // or decide which URL base to trust; the gateway passes a URL function.

@@ -11,7 +11,7 @@
 package endpoint
 
 // The agent's MCP endpoint: mcp-go's Streamable HTTP handler in stateless
-// mode (SPEC §6), plus what that mode lacks for session-based callers
+// mode, plus what that mode lacks for session-based callers
 // (protocol revisions before 2026-07-28):
 //
 //   - An initialize is answered with an Mcp-Session-Id minted here. mcp-go's

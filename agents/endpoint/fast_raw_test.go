@@ -169,7 +169,7 @@ func TestProxyFastRawBytes(t *testing.T) {
 				slow := send(t, p.slow, callBody("7", c.tool, meta), hdr)
 				const norm = `"result":{"content":[{"type":"text","text":"\u003cb\u003e\u0026\u003c/b\u003e"}],"structuredContent":{"n":12345678901234567890}}`
 				if !strings.Contains(slow.Body, norm) {
-					t.Errorf("mcp-go's path no longer normalizes this way (update the README's P9 note): %s", slow.Body)
+					t.Errorf("mcp-go's path no longer normalizes this way (update test/bench/README.md's P9 note): %s", slow.Body)
 				}
 			}
 			if c.tool == "verbatim" && c.style == "legacy" {
@@ -177,7 +177,7 @@ func TestProxyFastRawBytes(t *testing.T) {
 				// through its types this result is an error.
 				slow := send(t, p.slow, callBody("7", c.tool, meta), hdr)
 				if !strings.Contains(slow.Body, "unknown content type: future") {
-					t.Errorf("mcp-go's path no longer normalizes (update the README's P9 note): %s", slow.Body)
+					t.Errorf("mcp-go's path no longer normalizes (update test/bench/README.md's P9 note): %s", slow.Body)
 				}
 			}
 		})

@@ -2,7 +2,7 @@ package endpoint
 
 // The requestState of the input-required bridge (inputbridge.go): what a
 // replica needs to finish a call that asked its 2026-07-28 caller for input,
-// sealed with AES-256-GCM under the gateway's state_key (SPEC §15), so that
+// sealed with AES-256-GCM under the gateway's state_key, so that
 // the caller can neither read nor change it and replicas that share the key
 // can open each other's.
 //

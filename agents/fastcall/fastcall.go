@@ -8,7 +8,7 @@
 // six times, decodes the 2026-07-28 _meta three times, checks the Mcp-*
 // headers against the tool's schema, and makes a per-request session with a
 // 100-slot notification channel and a forwarder goroutine. Measured with
-// make bench (README, Architecture): the proxy routing benchmark at 64
+// make bench (test/bench/README.md, "Wire-level code"): the proxy routing benchmark at 64
 // callers keeps 36% of direct sessionless throughput without this package
 // and 57-73% with it, at 107-329 µs less gateway CPU per call; the agent
 // loop's CPU per call falls by about a quarter.

@@ -1,11 +1,11 @@
 package fastcall
 
-// Downstream results as raw JSON (README, Architecture). When the
+// Downstream results as raw JSON (test/bench/README.md, "Wire-level code"). When the
 // proxy's Downstream can return a tools/call result as the downstream sent it
 // (*mcpclient.Manager's CallToolRaw: a raw POST on Streamable HTTP sessions,
 // mcp-go's client otherwise), the fast path writes those bytes inside its
 // JSON-RPC response instead of decoding them into mcp-go's types and
-// encoding them again. That is also more faithful (SPEC §6: results come
+// encoding them again. That is also more faithful (results come
 // back unchanged): mcp-go's round trip sorts members, drops members it does
 // not know, turns large integers into floats and escapes HTML characters.
 // The only changes made to a result are the ones mcp-go's server makes for

@@ -54,7 +54,7 @@ type Tool struct {
 	InputSchema json.RawMessage // JSON Schema object
 }
 
-// Params are the sampling parameters of SPEC §6. Nil pointers are unset.
+// Params are an agent's sampling parameters (its params block). Nil pointers are unset.
 type Params struct {
 	Temperature      *float64
 	TopP             *float64

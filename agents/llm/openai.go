@@ -16,7 +16,7 @@ import (
 // client: its transport, retries and error type. The request body is the
 // one openai-go's param types encode (openai_request.go); the stream is read
 // by our accumulator (openai_stream.go), since the SDK's breaks on real
-// servers (PITFALLS "LLM SDKs").
+// servers (checked against openai-go v3.96.0).
 type openAIProvider struct {
 	baseURL string // without trailing slash, e.g. https://api.openai.com/v1
 	apiKey  string

@@ -11,7 +11,7 @@ import (
 )
 
 // This is the project's own Chat Completions stream accumulator. openai-go's
-// ChatCompletionAccumulator is not used (PITFALLS "LLM SDKs"): it merges
+// ChatCompletionAccumulator is not used (checked against openai-go v3.96.0): it merges
 // index-less tool-call deltas into one call, drops chunks whose id changed
 // and sums cumulative usage. The rules here:
 //   - a tool-call delta with an index continues the call seen at that index,

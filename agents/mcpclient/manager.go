@@ -7,7 +7,7 @@
 // its caller (relay.go), the cancellation of calls downstream (cancel.go),
 // tool-list caching, the raw tools/call that returns a result as the
 // downstream sent it (raw.go, rawstream.go) over each server's net/http
-// Transport (pool.go) and the downstream metrics of SPEC §9.
+// Transport (pool.go) and the downstream metrics.
 //
 // It must not decide which headers leave the gateway: the caller (the agent
 // runtime, which consults policy) computes the outbound header set per request

@@ -45,7 +45,7 @@ func newRemote(m *Manager, spec ServerSpec) *remote {
 
 // noRedirects makes a client return a redirect as it came: following one
 // would take the session's headers, credentials among them, to wherever the
-// downstream points (SPEC §7: a credential goes only to the server
+// downstream points (a credential goes only to the server
 // configured to receive it). The caller gets the status as an error.
 func noRedirects(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 

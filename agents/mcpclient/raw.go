@@ -1,6 +1,6 @@
 package mcpclient
 
-// A tools/call that returns the downstream's result as raw JSON (README,
+// A tools/call that returns the downstream's result as raw JSON (test/bench/README.md,
 // P9: the downstream half of the proxy's fast path). Through mcp-go's
 // client a result is decoded into mcp.CallToolResult (every content block
 // parsed) and a proxy then encodes it again for its caller; that was most
@@ -117,7 +117,7 @@ func (m *Manager) rawRequest(ctx context.Context, tool string, args json.RawMess
 
 // CallToolJSON is CallTool with the arguments as JSON (an object, sent as
 // it is, or nil), for callers that have them so (the tool loop: a model's
-// arguments). On a Streamable HTTP session it takes the raw path (README,
+// arguments). On a Streamable HTTP session it takes the raw path (test/bench/README.md,
 // P17) and decodes the result as mcp-go's client decodes it, within the
 // call, so that a result mcp-go refuses fails the call, named and counted
 // as on CallTool. A result that asks for input (resultType input_required),

@@ -13,7 +13,7 @@ import (
 // the request's headers in its body, or a JSON-RPC error that quotes the
 // token it refused. Those texts end up in the call's error, which is
 // logged and, in a tool loop, sent to the LLM provider as the tool's
-// result. SPEC §10: no credential or forwarded header value appears in a
+// result. No credential or forwarded header value appears in a
 // log line or an error. So every error a call returns, and every log line
 // of a session, has the values of the outbound headers of that call
 // (static credentials and forwarded headers alike) replaced by

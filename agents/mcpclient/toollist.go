@@ -17,7 +17,7 @@ import (
 const maxToolPages = 100
 
 // Callers that find a session's tool cache cold share one tools/list: without
-// that, 128 concurrent first calls sent up to 117 of them downstream (README,
+// that, 128 concurrent first calls sent up to 117 of them downstream (test/bench/README.md,
 // P4). A fetch belongs to one cache generation, so a caller that comes after
 // an invalidation never gets a list fetched before it, and toolCache.put
 // drops the list if the generation moved on meanwhile. The fetch runs on a

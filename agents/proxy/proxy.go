@@ -1,4 +1,4 @@
-// Package proxy is the proxy kind of agent (SPEC §6): no LLM. It re-exposes the tools, prompts,
+// Package proxy is the proxy kind of agent: no LLM. It re-exposes the tools, prompts,
 // resources and resource templates of the agent's servers, names prefixed
 // "<server>__" when there is more than one server, and returns downstream
 // results unchanged.
@@ -16,7 +16,7 @@
 //     set and drops the cache on notifications/tools/list_changed, so a
 //     downstream change shows in the next list without any work here.
 //     (mcp-go's WithToolFilter could shape the list too, but it also runs at
-//     call time and turns a hidden tool into "tool not found"; SPEC §7 wants a
+//     call time and turns a hidden tool into "tool not found"; policy wants a
 //     denied call refused as an audited error result.)
 //   - mcp-go dispatches tools/call and prompts/get by name through its
 //     registry, so the registry holds one entry per exposed name, all with
@@ -105,7 +105,7 @@ type Deps struct {
 	Callers    *policy.CallerPolicy
 	Auditor    *policy.Auditor
 	// Outbound composes the headers server receives for a call that
-	// arrived with inbound headers (SPEC §7).
+	// arrived with inbound headers.
 	Outbound func(ctx context.Context, server string, inbound http.Header) (http.Header, error)
 	// Observe records one call's outcome in the tool metrics; Outcome names
 	// the outcome of a call that ended with err.

@@ -255,8 +255,8 @@ func (r *Relay) dropLocked() {
 	r.draining = false
 }
 
-// count records a progress notification's outcome (SPEC §9 counts progress
-// only; a log message that could not be sent is not counted).
+// count records a progress notification's outcome (pallasgw_progress_notifications_total counts
+// progress only; a log message that could not be sent is not counted).
 func (r *Relay) count(n notice, outcome string) {
 	if n.method == string(mcp.MethodNotificationProgress) {
 		r.metrics.Progress.WithLabelValues(outcome).Inc()
@@ -320,7 +320,7 @@ func (r *Relay) Exclusive(ctx context.Context, write func() error) error {
 
 // Flush waits until every notification queued so far has been sent and
 // written to the response, so that none is lost when the handler returns
-// (PITFALLS: mcp-go can drop one still in flight when the result is
+// (mcp-go v1.2.1 can drop one still in flight when the result is
 // written). The fast path's stream needs only the first half: it writes
 // what it took before it writes the result.
 func (r *Relay) Flush(timeout time.Duration) {

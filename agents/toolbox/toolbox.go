@@ -1,7 +1,7 @@
-// Package toolbox is the toolbox kind of agent (SPEC §6, seeds/003): no
+// Package toolbox is the toolbox kind of agent: no
 // LLM. Three tools let a client discover and call the tools of the agent's
 // servers on demand: list_servers, get_server_tools and execute_tool,
-// filtered by the agent's tools.allow/deny and the caller rule (SPEC §7).
+// filtered by the agent's tools.allow/deny and the caller rule.
 // The caller identity is the auth token's name; in passthrough mode the
 // tools also take an optional agent_id argument that is used as the
 // identity instead (in tokens mode an authenticated identity is never
@@ -80,7 +80,7 @@ type Deps struct {
 	Callers     *policy.CallerPolicy
 	Auditor     *policy.Auditor
 	// Outbound composes the headers server receives for a call that
-	// arrived with inbound headers (SPEC §7).
+	// arrived with inbound headers.
 	Outbound func(ctx context.Context, server string, inbound http.Header) (http.Header, error)
 	// Observe records one call's outcome in the tool metrics.
 	Observe func(tool, outcome string, start time.Time)

@@ -171,7 +171,7 @@ func reloadOnSIGHUP(ctx context.Context, g *gateway.Gateway) {
 const logFlushInterval = time.Second
 
 // newLogger builds the process logger writing to w through a buffer: one
-// write syscall per line was 1.5–2.3% of the gateway's CPU (README, P6). A
+// write syscall per line was 1.5–2.3% of the gateway's CPU (test/bench/README.md, P6). A
 // line reaches w within logFlushInterval, at once from level DPanic up (zap
 // syncs those itself), and on flush, which the caller must run before exit;
 // a kill -9 loses at most the last interval.

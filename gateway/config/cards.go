@@ -13,7 +13,7 @@ import (
 	"go.yaml.in/yaml/v3"
 )
 
-// Agent cards (SPEC §16): each *.md file of an agent_cards directory is one
+// Agent cards: each *.md file of an agent_cards directory is one
 // agent. Its YAML front matter, between a first line "---" and the next
 // "---" line, holds the agent keys plus name (default: the file name
 // without .md); the body below is the instruction. Front matter is expanded

@@ -3,6 +3,7 @@ package config
 import (
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -14,12 +15,24 @@ func TestExamplesLoad(t *testing.T) {
 	}
 	for _, f := range files {
 		t.Run(filepath.Base(f), func(t *testing.T) {
+			raw, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Each ${VAR} without a default gets a distinct dummy value,
+			// long enough for a token.
+			for _, m := range requiredVar.FindAllSubmatch(raw, -1) {
+				t.Setenv(string(m[1]), "dummy-"+strings.ToLower(string(m[1]))+"-0123456789")
+			}
 			if _, err := Load(f); err != nil {
 				t.Fatalf("example does not load:\n%v", err)
 			}
 		})
 	}
 }
+
+// requiredVar is a ${VAR} reference without a default.
+var requiredVar = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)\}`)
 
 // TestBadConfigs loads every configs/testdata/*.bad.yaml; the first lines of
 // each file, as "# want: <substring>", name the messages it must produce.

@@ -6,7 +6,7 @@ import (
 	"unicode"
 )
 
-// Defaults of SPEC §3, in one place.
+// Every default of the config, in one place.
 const (
 	DefaultVersion            = "1.0.0"
 	DefaultListen             = "0.0.0.0:8200"

@@ -215,7 +215,7 @@ func yamlFields(t reflect.Type) map[string]reflect.Type {
 	return out
 }
 
-// checkDuration lets "0" mean a zero duration (SPEC: poll_interval: 0 = off)
+// checkDuration lets "0" mean a zero duration (poll_interval: 0 = off)
 // and reports other numbers without a unit clearly.
 func checkDuration(p *parser, n *yaml.Node, path []string) {
 	if n.Kind != yaml.ScalarNode || n.Tag != "!!int" && n.Tag != "!!float" {

@@ -1,5 +1,5 @@
-// Package config owns the typed pallasgw configuration: the YAML schema of
-// SPEC §3, environment expansion, defaults, the Secret type and validation
+// Package config owns the typed pallasgw configuration: the YAML schema,
+// environment expansion, defaults, the Secret type and validation
 // that reports every problem as "file:line: key: message". It is a leaf: it
 // imports no other package of the project, and it never builds anything from
 // a config (that is the gateway's snapshot builder's job).
@@ -21,7 +21,7 @@ type Config struct {
 	RegistryPort    int               `yaml:"registry_port"`    // default 0 = none
 	TrustedProxies  []string          `yaml:"trusted_proxies"`  // CIDRs or IPs; default none
 	AllowedOrigins  []string          `yaml:"allowed_origins"`  // default none
-	StateKey        string            `yaml:"state_key"`        // base64, 32 bytes; seals requestState (SPEC §15); default random per process
+	StateKey        string            `yaml:"state_key"`        // base64, 32 bytes; seals requestState; default random per process
 	EnvFile         string            `yaml:"env_file"`         // default ""
 	ShutdownTimeout time.Duration     `yaml:"shutdown_timeout"` // default 30s
 	Console         bool              `yaml:"console"`          // the web console at "/"; default true
@@ -35,7 +35,7 @@ type Config struct {
 	MCP             MCP               `yaml:"mcp"`
 	Policy          Policy            `yaml:"policy"`
 	Agents          map[string]*Agent `yaml:"agents"`
-	// AgentCards are directories of agent cards (*.md, SPEC §16), relative
+	// AgentCards are directories of agent cards (*.md), relative
 	// to the config's directory; their agents join Agents. Default none.
 	AgentCards []string `yaml:"agent_cards"`
 	// AgentsEndpoint serves POST /mcp: every agent the caller may use as
@@ -74,7 +74,7 @@ type Limits struct {
 	MaxToolResultBytes int   `yaml:"max_tool_result_bytes"` // default 102400
 }
 
-// Auth is inbound authentication (SPEC §7, §13).
+// Auth is inbound authentication.
 type Auth struct {
 	Mode   string  `yaml:"mode"` // passthrough (default) | tokens | jwt
 	Tokens []Token `yaml:"tokens"`
@@ -113,7 +113,7 @@ type Models struct {
 	Prices       map[string]Price        `yaml:"prices"`
 }
 
-// Providers are the LLM providers by name (SPEC §16); a model is
+// Providers are the LLM providers by name; a model is
 // "<provider name>.<model>". Names are letters, digits, '_' and '-'.
 type Providers map[string]*Provider
 
@@ -182,7 +182,7 @@ type TokenExchange struct {
 	Scopes       []string `yaml:"scopes"`
 }
 
-// Policy is the caller and header policy (SPEC §7).
+// Policy is the caller and header policy.
 type Policy struct {
 	ExtraBlockedHeaders   []string         `yaml:"extra_blocked_headers"`
 	Callers               map[string]*Rule `yaml:"callers"`
@@ -194,13 +194,13 @@ type Policy struct {
 	Strict bool `yaml:"strict"`
 }
 
-// Quotas is where the callers' limits are counted (SPEC §14).
+// Quotas is where the callers' limits are counted.
 type Quotas struct {
 	Store        string `yaml:"store"`          // memory (default) | redis://host:6379/0 (shared by replicas)
 	OnStoreError string `yaml:"on_store_error"` // open (default): calls go on | closed: calls are refused
 }
 
-// Tracing exports OpenTelemetry traces over OTLP/HTTP (SPEC §14). The
+// Tracing exports OpenTelemetry traces over OTLP/HTTP. The
 // exporter also honours the standard OTEL_EXPORTER_OTLP_* variables
 // (headers, timeout, TLS) and OTEL_RESOURCE_ATTRIBUTES.
 type Tracing struct {
@@ -241,7 +241,7 @@ type ToolRules struct {
 	Deny  []string `yaml:"deny"`
 }
 
-// Overrides are the send_message arguments a caller may use (SPEC §16).
+// Overrides are the send_message arguments a caller may use.
 type Overrides struct {
 	Params bool `yaml:"params"` // params: sampling parameters over the agent's
 	System bool `yaml:"system"` // system_override, system_append
@@ -264,10 +264,10 @@ const (
 	KindProxy    = "proxy"
 	KindToolbox  = "toolbox"
 	// KindEvaluatorOptimizer refines a generator's draft until an
-	// evaluator rates it min_rating (SPEC §16).
+	// evaluator rates it min_rating.
 	KindEvaluatorOptimizer = "evaluator_optimizer"
 	// KindOrchestrator plans steps over child agents with an LLM, runs
-	// them and synthesizes the answer (SPEC §16).
+	// them and synthesizes the answer.
 	KindOrchestrator = "orchestrator"
 )
 

@@ -68,7 +68,7 @@ type Refusal struct {
 type Source interface {
 	// Enabled is the config's console key: false answers 404 everywhere.
 	Enabled() bool
-	// OriginAllowed applies the SPEC §4 Origin rule to a request that
+	// OriginAllowed applies the gateway's Origin rule to a request that
 	// carries an Origin.
 	OriginAllowed(r *http.Request) bool
 	// Agents lists the agents r's caller may use, under the same inbound

@@ -1,4 +1,4 @@
-// Package tracing owns the gateway's OpenTelemetry traces (SPEC §14): the
+// Package tracing owns the gateway's OpenTelemetry traces: the
 // tracer provider a config's tracing block asks for (an OTLP/HTTP exporter
 // configured by the block and the standard OTEL_* variables, a
 // parent-based ratio sampler), the span names and attributes of the

@@ -1,4 +1,4 @@
-// Package quota bounds what each caller may spend (SPEC §14): a request
+// Package quota bounds what each caller may spend: a request
 // rate (a token bucket per caller) and LLM tokens per day. The counters live
 // in a Store: in this process (the default), or in Redis so that replicas
 // share them. It decides nothing about who the caller is or what its limits

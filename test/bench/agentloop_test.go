@@ -20,7 +20,7 @@ import (
 	"github.com/pallasgw/pallasgw/test/load"
 )
 
-// SPEC §12 Agent loop: send_message on an llm agent whose (fake, zero
+// Agent loop: send_message on an llm agent whose (fake, zero
 // latency, in this process) model makes one tool call — echo on the
 // in-process downstream — then answers. Measured: calls/s at 64 callers on
 // this machine's cores and the gateway's CPU per call (/proc/<pid>/stat).
@@ -31,7 +31,7 @@ func BenchmarkAgentLoop(b *testing.B) { benchAgentLoop(b, 0, 30) }
 
 // BenchmarkAgentLoop20Tools is the same loop with 20 more downstream tools
 // of a realistic schema offered to the model, as a real agent would: the
-// per-call cost of the tool definitions shows here. (Not a SPEC line.)
+// per-call cost of the tool definitions shows here. (No target of its own.)
 func BenchmarkAgentLoop20Tools(b *testing.B) { benchAgentLoop(b, 20, 35) }
 
 func benchAgentLoop(b *testing.B, extraTools, order int) {

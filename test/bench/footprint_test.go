@@ -15,7 +15,7 @@ import (
 	"github.com/pallasgw/pallasgw/test/load"
 )
 
-// SPEC §12 Footprint: the idle RSS of a gateway with 100 llm agents (each
+// Footprint: the idle RSS of a gateway with 100 llm agents (each
 // with a downstream server), against a gateway with one agent started in
 // the same run; then calls(b) (at most 1,000) concurrent streaming send_message
 // calls on a slow fake model, with goroutines, live heap and RSS before

@@ -1,4 +1,4 @@
-// Package bench holds the benchmarks of SPEC §12, run by `make bench`. Each
+// Package bench holds the performance benchmarks, run by `make bench`. Each
 // one starts the real pallasgw binary (built here without the race
 // detector) on 127.0.0.1, drives it with the raw-HTTP load engine of
 // test/load, and measures the direct path — the same work without the
@@ -10,7 +10,7 @@
 // With -benchtime Nx (make bench uses 2000x), N is the number of calls per
 // measured path and round, and the framework's first invocation (b.N = 1)
 // only warms up; with a duration, every benchmark runs once with 2,000
-// calls. The reload and footprint benchmarks cap the count at the SPEC's 100
+// calls. The reload and footprint benchmarks cap the count at the targets' 100
 // reloads and 1,000 streams.
 //
 // Environment:
@@ -123,7 +123,7 @@ func printSummary() {
 		return rows[i].metric < rows[j].metric
 	})
 	fmt.Println()
-	fmt.Println("SPEC §12 summary (ratio: gateway against the direct path of the same run, against nginx's hop or the gateway without auth where the row says so, or measured/target where no direct path exists)")
+	fmt.Println("Summary (ratio: gateway against the direct path of the same run, against nginx's hop or the gateway without auth where the row says so, or measured/target where no direct path exists)")
 	fmt.Println(table([]string{"metric", "target", "measured", "direct", "ratio"}, func(add func(...string)) {
 		for _, r := range rows {
 			add(r.metric, r.target, r.measured, r.direct, r.ratio)

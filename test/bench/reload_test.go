@@ -14,7 +14,7 @@ import (
 	"github.com/pallasgw/pallasgw/test/load"
 )
 
-// SPEC §12 Reload: 100 reloads (edit the file, POST /-/reload) while two
+// Reload: 100 reloads (edit the file, POST /-/reload) while two
 // steady loads run — send_message on an llm agent (sessionless) and
 // tools/call through a proxy agent (session style). Every reload swaps the
 // agent probe_<i> for probe_<i+1>; reload-to-serving is the time from the

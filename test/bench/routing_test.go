@@ -25,7 +25,7 @@ import (
 	"github.com/pallasgw/pallasgw/test/load"
 )
 
-// SPEC §12 Routing: tools/call through a proxy agent against straight to the
+// Routing: tools/call through a proxy agent against straight to the
 // downstream, at 64 concurrent callers; the same at 1 caller shows the
 // unloaded added latency. Direct and gateway runs alternate (ABBA) for
 // PALLASGW_BENCH_ROUNDS rounds; each figure is the median over rounds, and

@@ -50,7 +50,7 @@ func (k knownFailure) matches(scenario, check string) bool {
 	return k.check == "" || k.check == check
 }
 
-// bridgingFailures are the checks the input-required bridge (issue 18)
+// bridgingFailures are the checks the input-required bridge
 // cannot pass in front of a 2025-era, session-based downstream.
 var bridgingFailures = []knownFailure{
 	{"input-required-result-basic-elicitation", "sep-2322-elicitation-incomplete",

@@ -99,7 +99,7 @@ func TestConsole(t *testing.T) {
 	})
 
 	// 127.0.0.1 on both sides: the page's own calls pass the Origin rule
-	// without allowed_origins (SPEC §4).
+	// without allowed_origins.
 	b.Navigate(gw.Base + "/")
 	b.WaitTrue("four agents listed", 15*time.Second, `document.querySelectorAll("#agents tbody tr").length === 4`)
 	var names []string

@@ -25,7 +25,7 @@ import (
 	"github.com/pallasgw/pallasgw/test/idp"
 )
 
-// The identity tests (SPEC §13) run Ory Hydra (built into .tools/bin by
+// The identity tests run Ory Hydra (built into .tools/bin by
 // .ci/install-e2e-tools), the RFC 8693 server of test/idp/tokenexchange and
 // whoami downstreams (test/idp), and call the gateway with the official Go
 // SDK client carrying Hydra's client-credentials tokens.
@@ -34,7 +34,7 @@ import (
 // Hydra issues the tokens the other tests rely on (claims as documented on
 // type hydra, verifiable through OIDC discovery), the token-exchange server
 // exchanges them per RFC 8693, and whoami reports the bearer it got, also
-// through a gateway of today (passthrough mode with the seeds' opt-in
+// through a gateway of today (passthrough mode with the opt-in
 // forward_inbound_auth, the flow token_exchange replaces).
 func TestIdentityRig(t *testing.T) {
 	h := startHydra(t)
@@ -390,7 +390,7 @@ agents:
   admin: {kind: proxy, servers: [whoami]}
 `
 
-// TestIdentityJWT: a gateway in auth.mode jwt against Hydra (SPEC §13).
+// TestIdentityJWT: a gateway in auth.mode jwt against Hydra.
 // Valid tokens list and call tools with the official Go SDK client; the
 // protected resource metadata and every challenge point at Hydra; bad
 // tokens get 401 invalid_token and a missing scope 403 insufficient_scope,

@@ -63,7 +63,7 @@ func (h tenantHeader) RoundTrip(r *http.Request) (*http.Response, error) {
 	return http.DefaultTransport.RoundTrip(r)
 }
 
-// driveTraffic makes the calls after which every metric family of SPEC §9
+// driveTraffic makes the calls after which every metric family of metrics.Names
 // has a series: a tool loop with a downstream call, usage and prices, a
 // malformed history entry, an oversized forwarded header, a run that hits
 // max_iterations, and get_health.
@@ -152,7 +152,7 @@ func TestPrometheus(t *testing.T) {
 		}
 	})
 
-	t.Run("every SPEC metric is exported", func(t *testing.T) {
+	t.Run("every metric of metrics.Names is exported", func(t *testing.T) {
 		before, after := metricFamilies(idle), metricFamilies(busy)
 		var lazy, missing []string
 		for _, n := range metrics.Names {

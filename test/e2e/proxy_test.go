@@ -135,7 +135,7 @@ func checkStreamedCall(t *testing.T, s *streamingStack, url string) {
 		t.Fatal("no progress notification reached the client through the proxy")
 	}
 
-	// One strictly increasing counter per call (SPEC §6).
+	// One strictly increasing counter per call.
 	for i := 1; i < len(progress); i++ {
 		if progress[i].Progress <= progress[i-1].Progress {
 			t.Errorf("progress went from %v to %v (%q)", progress[i-1].Progress, progress[i].Progress, progress[i].Message)

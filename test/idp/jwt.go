@@ -1,4 +1,4 @@
-// Package idp holds the identity fixtures of the tests of SPEC §13 that do
+// Package idp holds the identity fixtures of the identity tests that do
 // not need a program of their own: JWT signing and checking for test
 // authorization servers, an RFC 8693 token-exchange server (ExchangeServer,
 // also run as the program test/idp/tokenexchange) and the `whoami` MCP

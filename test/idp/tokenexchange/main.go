@@ -1,5 +1,5 @@
 // Command tokenexchange is a minimal RFC 8693 authorization server for the
-// tests of SPEC §13 (see idp.ExchangeServer): the gateway exchanges its
+// identity tests (see idp.ExchangeServer): the gateway exchanges its
 // callers' tokens here for tokens meant for one downstream. The e2e tests
 // build and run it as a process of its own, so that "the token endpoint is
 // down" is a stopped process.

@@ -9,7 +9,7 @@ import (
 	"github.com/pallasgw/pallasgw/gateway"
 )
 
-// The example project of the Pallas documents (seeds 000: agents.yaml,
+// A Pallas example project (agents.yaml,
 // fastagent.config.yaml with the mcp servers of the bearer-forwarding
 // example, fastagent.secrets.yaml), with fast-agent modules for its two
 // agents, converts into a config that validates and keeps every port.
