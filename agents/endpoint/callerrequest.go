@@ -58,20 +58,25 @@ func callerCapability(method string) (byte, bool) {
 }
 
 // Request sends method with params to the caller of the request of ctx, on
-// that request's response stream, and returns the caller's result. relay is
-// the request's notification relay (may be nil); the request is written
-// between its notifications, never into one. Reasons it cannot be sent are
+// that request's response stream, and returns the caller's result; for a
+// 2026-07-28 caller of a bridged call (Deps.Rounds) it becomes an
+// input_required round instead (inputbridge.go). relay is the request's
+// notification relay; the request is written between its notifications,
+// never into one. It may be nil on the fast path, whose stream orders the
+// write itself (an llm agent, whose progress goes straight to it). Reasons it cannot be sent are
 // *mcpclient.RPCError (for the downstream that asked), as is the caller's
 // own error answer.
 func (e *Endpoint) Request(ctx context.Context, relay *proxy.Relay, method string, params json.RawMessage) (json.RawMessage, error) {
 	if call := inputCallFrom(ctx); call != nil { // a 2026-07-28 caller's: input-required (inputbridge.go)
 		return call.ask(ctx, method, params)
 	}
-	rs, t := requestStateFrom(ctx), TrackerFrom(ctx)
+	rs, t, fs := requestStateFrom(ctx), TrackerFrom(ctx), fastcall.StreamFrom(ctx)
 	err := canRequest(rs, t, method)
-	if err == nil && relay == nil {
+	if err == nil && relay == nil && fs == nil {
 		// Without the call's relay the write cannot be ordered before the
-		// call's end (proxy.Relay.Exclusive).
+		// call's end (proxy.Relay.Exclusive). The fast path's stream
+		// orders it itself: after the notifications it took, never after
+		// the answer (an llm agent's progress goes straight to it).
 		err = errors.New("the call has no notification stream")
 	}
 	if err != nil {
@@ -89,10 +94,14 @@ func (e *Endpoint) Request(ctx context.Context, relay *proxy.Relay, method strin
 		return nil, err
 	}
 	write := func() error { return t.w.inject(msg) }
-	if fs := fastcall.StreamFrom(ctx); fs != nil { // the fast path writes the response itself
+	if fs != nil { // the fast path writes the response itself
 		write = func() error { return fs.Inject(msg) }
 	}
-	if err := relay.Exclusive(ctx, write); err != nil {
+	send := write
+	if relay != nil {
+		send = func() error { return relay.Exclusive(ctx, write) }
+	}
+	if err := send(); err != nil {
 		return nil, &mcpclient.RPCError{Code: mcp.INTERNAL_ERROR,
 			Message: fmt.Sprintf("%s could not be sent to the caller: %v", method, err)}
 	}

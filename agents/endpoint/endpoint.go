@@ -82,6 +82,10 @@ type Deps struct {
 	Agent string          // the agent's name
 	MCP   http.Handler    // mcp-go's Streamable HTTP server of the agent (stateless mode)
 	Fast  fastcall.Target // the agent kind's fast tools/call, or nil
+	// Rounds is the target whose tools/calls from 2026-07-28 callers run
+	// through the input-required bridge (inputbridge.go): a proxy's tools,
+	// a toolbox's execute_tool, an llm agent's send_message; nil: none.
+	Rounds fastcall.Target
 	// SetLevel answers a session-based caller's logging/setLevel in place
 	// of mcp-go (a proxy agent, which forwards the level downstream); nil:
 	// mcp-go answers.
@@ -152,8 +156,8 @@ func bufferedBody(r *http.Request) ([]byte, *jsonrpc.Message, bool) {
 // New returns the endpoint of the agent d describes.
 func New(d Deps) *Endpoint {
 	e := &Endpoint{d: d}
-	if p, ok := d.Fast.(*proxy.Proxy); ok && d.Requests != nil {
-		e.bridge = &inputBridge{e: e, inner: p}
+	if d.Rounds != nil && d.Requests != nil {
+		e.bridge = &inputBridge{e: e, inner: d.Rounds}
 	}
 	return e
 }
@@ -194,12 +198,14 @@ func (e *Endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if method == string(mcp.MethodToolsCall) && !rs.legacy && e.bridge != nil {
-		// A proxy's 2026-07-28 call runs through the input-required bridge,
+		// A bridged 2026-07-28 call runs through the input-required bridge,
 		// whatever PALLASGW_FASTCALL says: mcp-go could not finish a call
 		// that asked its caller for input.
 		ctx := context.WithValue(r.Context(), requestStateKey{}, rs)
-		if name, ok := msg.Params.ToolName(); ok {
-			e.bridge.inner.Ensure(ctx, name, r.Header)
+		if p, ok := e.bridge.inner.(*proxy.Proxy); ok {
+			if name, ok := msg.Params.ToolName(); ok {
+				p.Ensure(ctx, name, r.Header)
+			}
 		}
 		if fastcall.ServeRoundTrip(w, r.WithContext(ctx), msg, e.bridge) {
 			return

@@ -1,8 +1,9 @@
 package endpoint
 
 // The input-required bridge (MCP 2026-07-28 multi round-trip requests) of
-// a proxy agent. A 2026-07-28 caller cannot take server-to-client
-// requests; when a downstream sends elicitation/create,
+// a proxy agent's tools, a toolbox's execute_tool and an llm agent's
+// send_message (Deps.Rounds). A 2026-07-28 caller cannot take
+// server-to-client requests; when a downstream sends elicitation/create,
 // sampling/createMessage or roots/list during its tools/call, the caller
 // gets an InputRequiredResult (resultType "input_required", inputRequests
 // keyed "<kind>-<n>", a sealed requestState: state.go) and retries the call
@@ -25,6 +26,13 @@ package endpoint
 //     _meta's clientCapabilities fails the call with -32021 (HTTP 400). The
 //     caller's declared capabilities also go to the downstream in the
 //     request's _meta, for servers that read them per request.
+//   - A target that continues from a checkpoint (an llm agent's tool loop,
+//     SetCheckpoint) is not replayed from the start: the state carries its
+//     checkpoint (the conversation so far and the turn's finished tool
+//     results), and a replica without the waiting call runs the target with
+//     it (TakeResume), which re-runs only the tool calls that were still
+//     running, their requests answered as in a replay. Asks are keyed under
+//     the tool call they come from (WithAskScope).
 //   - A downstream that itself answers input_required (its result carries
 //     inputRequests) is passed through: its requests as it keyed them, its
 //     requestState sealed inside ours, and given back to it on the retry.
@@ -48,7 +56,6 @@ import (
 
 	"github.com/pallasgw/pallasgw/agents/fastcall"
 	"github.com/pallasgw/pallasgw/agents/mcpclient"
-	"github.com/pallasgw/pallasgw/agents/proxy"
 )
 
 const (
@@ -67,12 +74,16 @@ const (
 	batchMax   = 300 * time.Millisecond
 	// maxStateAnswers bounds the bytes of earlier answers a state carries.
 	maxStateAnswers = 64 << 10
+	// maxCheckpoint bounds the bytes of a target's checkpoint a state
+	// carries (an llm agent's conversation); past it the state says so
+	// (Lost) and only the replica that holds the call can finish it.
+	maxCheckpoint = 1 << 20
 )
 
-// inputBridge is a proxy's fast-path Target for 2026-07-28 calls.
+// inputBridge is the fast-path Target of Deps.Rounds for 2026-07-28 calls.
 type inputBridge struct {
 	e     *Endpoint
-	inner *proxy.Proxy
+	inner fastcall.Target
 }
 
 func (b *inputBridge) Answers(name string) bool { return b.inner.Answers(name) }
@@ -89,14 +100,17 @@ type inputCall struct {
 	cancel context.CancelFunc
 	wake   chan struct{} // buffered 1: an ask arrived, or the call ended
 
-	mu     sync.Mutex
-	asks   []*inputAsk           // unanswered, in arrival order
-	seq    map[string]int        // asks so far, by method
-	replay map[string]askedInput // answers to give again (a replay), by key
-	prior  map[string]askedInput // answered so far, with the answers
-	final  json.RawMessage       // the call's answer (any id), once done
-	failed *fastcall.CallerError // a capability the caller lacks
-	exp    time.Time
+	mu         sync.Mutex
+	asks       []*inputAsk           // unanswered, in arrival order
+	seq        map[string]int        // asks so far, by scope and method
+	replay     map[string]askedInput // answers to give again (a replay), by key
+	prior      map[string]askedInput // answered so far, with the answers
+	final      json.RawMessage       // the call's answer (any id), once done
+	failed     *fastcall.CallerError // a capability the caller lacks
+	exp        time.Time
+	checkpoint func() json.RawMessage // the target's (SetCheckpoint), or nil
+	resume     json.RawMessage        // a checkpoint to continue from (TakeResume), or nil
+	unanswered bool                   // an ask's wait ended without an answer
 }
 
 // inputAsk is one request of the downstream waiting for the caller.
@@ -189,7 +203,12 @@ func (b *inputBridge) Answer(ctx context.Context, req mcp.CallToolRequest, id an
 			b.e.d.Requests.count("resumed")
 			return parked.serve(ctx, id)
 		}
-		call.replay = replayAnswers(st, responses)
+		if st.Lost {
+			b.e.d.Requests.rejected(stateLost)
+			return errAnswer(id, mcp.INVALID_PARAMS, "requestState can no longer be served: the call it continues has ended, "+
+				"and its conversation was too large to carry in the state; call the tool again without it", nil)
+		}
+		call.replay, call.resume = replayAnswers(st, responses), st.Resume
 		b.e.d.Requests.count("replayed")
 	}
 	return call.start(ctx, req, id, extras)
@@ -251,8 +270,9 @@ func (c *inputCall) ask(ctx context.Context, method string, params json.RawMessa
 		return nil, &mcpclient.RPCError{Code: mcp.MISSING_REQUIRED_CLIENT_CAPABILITY,
 			Message: fmt.Sprintf("the caller did not declare the %s capability", name)}
 	}
-	c.seq[method]++
-	key := fmt.Sprintf("%s-%d", name, c.seq[method])
+	scope := askScope(ctx)
+	c.seq[scope+"\x00"+method]++
+	key := fmt.Sprintf("%s%s-%d", scope, name, c.seq[scope+"\x00"+method])
 	d := digest(params)
 	if r, ok := c.takeReplay(key, method, d); ok {
 		c.prior[key] = askedInput{M: method, D: d, R: r}
@@ -270,6 +290,9 @@ func (c *inputCall) ask(ctx context.Context, method string, params json.RawMessa
 		}
 		return answerOf(r)
 	case <-ctx.Done():
+		c.mu.Lock()
+		c.unanswered = true
+		c.mu.Unlock()
 		return nil, fmt.Errorf("waiting for the caller's answer to %s: %w", method, context.Cause(ctx))
 	}
 }
@@ -472,6 +495,13 @@ func (c *inputCall) inputRequired(id any) any {
 			break // a replay asks these again
 		}
 		st.Prior[k] = v
+	}
+	if c.checkpoint != nil {
+		if cp := c.checkpoint(); len(cp) <= maxCheckpoint {
+			st.Resume = cp
+		} else {
+			st.Lost = true // only the replica that holds the call can finish it
+		}
 	}
 	c.b.e.d.Requests.count("asked")
 	return resultAnswer(id, map[string]any{"resultType": mcp.ResultTypeInputRequired, "inputRequests": requests,
