@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -38,6 +39,10 @@ type Agent struct {
 	proxy   *proxy.Proxy // kind proxy only
 	// executeTool is a toolbox's execute_tool handler (kind toolbox only).
 	executeTool server.ToolHandlerFunc
+	// relay takes the downstream's requests of the tool loop's calls to
+	// the caller (relayRequests); made once.
+	relayOnce sync.Once
+	relay     *mcpclient.Relay
 }
 
 // runner executes one send_message for a kind.

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -131,7 +132,7 @@ func (r *llmRunner) runTools(ctx context.Context, c *Call, ts *toolset, calls []
 		tctx := ctx
 		if cp != nil {
 			// The caller's input requests name the tool call they are for.
-			tctx = endpoint.WithAskScope(ctx, fmt.Sprintf("tool%d-", i+1))
+			tctx = endpoint.WithAskScope(ctx, "tool"+strconv.Itoa(i+1)+"-")
 		}
 		out[i] = r.runTool(tctx, c, ts, tc)
 		cp.finished(i, out[i])
@@ -236,12 +237,16 @@ func (r *llmRunner) callServer(ctx context.Context, c *Call, ref toolRef, tc llm
 // 2026-07-28 caller that declared it, -32021 for one that did not, and an
 // error for the downstream otherwise (never a wait).
 func (a *Agent) relayRequests(ctx context.Context) context.Context {
-	return mcpclient.WithRelay(ctx, &mcpclient.Relay{Request: func(dctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
-		// dctx derives from ctx: the caller's request state, stream and
-		// input-required call are found in it. The fast path's stream
-		// orders the request after the progress sent so far.
-		return a.handler.Request(dctx, nil, method, params)
-	}})
+	a.relayOnce.Do(func() {
+		a.relay = &mcpclient.Relay{Request: func(dctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
+			// dctx derives from the call's context: the caller's request
+			// state, stream and input-required call are found in it. The
+			// fast path's stream orders the request after the progress
+			// sent so far.
+			return a.handler.Request(dctx, nil, method, params)
+		}}
+	})
+	return mcpclient.WithRelay(ctx, a.relay)
 }
 
 // JSONDownstream is a Downstream that takes a tool call's arguments as JSON

@@ -47,9 +47,9 @@ type turnCheckpoint struct {
 }
 
 func newTurnCheckpoint(iter int, msgs []llm.Message, done map[int]llm.Message) *turnCheckpoint {
-	t := &turnCheckpoint{cp: checkpoint{Iter: iter, Msgs: msgs, Done: map[int]llm.Message{}}}
+	t := &turnCheckpoint{cp: checkpoint{Iter: iter, Msgs: msgs}}
 	for i, m := range done {
-		t.cp.Done[i] = m
+		t.finished(i, m)
 	}
 	return t
 }
@@ -60,6 +60,9 @@ func (t *turnCheckpoint) finished(i int, m llm.Message) {
 		return
 	}
 	t.mu.Lock()
+	if t.cp.Done == nil {
+		t.cp.Done = map[int]llm.Message{}
+	}
 	t.cp.Done[i] = m
 	t.mu.Unlock()
 }

@@ -56,6 +56,7 @@ import (
 
 	"github.com/pallasgw/pallasgw/agents/fastcall"
 	"github.com/pallasgw/pallasgw/agents/mcpclient"
+	"github.com/pallasgw/pallasgw/agents/proxy"
 )
 
 const (
@@ -95,7 +96,8 @@ type inputCall struct {
 	b      *inputBridge
 	id     string
 	tool   string
-	args   string // digest
+	req    mcp.CallToolRequest
+	args   string // digest of req's arguments, once needed (argsDigest)
 	caps   capSet
 	cancel context.CancelFunc
 	wake   chan struct{} // buffered 1: an ask arrived, or the call ended
@@ -105,7 +107,7 @@ type inputCall struct {
 	seq        map[string]int        // asks so far, by scope and method
 	replay     map[string]askedInput // answers to give again (a replay), by key
 	prior      map[string]askedInput // answered so far, with the answers
-	final      json.RawMessage       // the call's answer (any id), once done
+	final      any                   // the target's answer (to the first round's id), once done
 	failed     *fastcall.CallerError // a capability the caller lacks
 	exp        time.Time
 	checkpoint func() json.RawMessage // the target's (SetCheckpoint), or nil
@@ -155,7 +157,7 @@ func (b *inputBridge) Answer(ctx context.Context, req mcp.CallToolRequest, id an
 		caps = capSet{elicitation: c.Elicitation != nil, sampling: c.Sampling != nil, roots: c.Roots != nil}
 		rawCaps, _ = json.Marshal(c)
 	}
-	args := digest(rawArgs(req))
+	var args string // their digest, only needed for a state
 	var st *roundState
 	var responses map[string]json.RawMessage
 	if rt := fastcall.RoundTripFrom(ctx); rt != nil {
@@ -170,7 +172,10 @@ func (b *inputBridge) Answer(ctx context.Context, req mcp.CallToolRequest, id an
 				b.e.d.Requests.rejected(stateInvalid)
 				return errAnswer(id, mcp.INVALID_PARAMS, "invalid requestState: must be a string", nil)
 			}
-			if st, err = b.e.d.Requests.open(text, b.e.d.Agent); err == nil && (st.Tool != req.Params.Name || st.Args != args) {
+			if st, err = b.e.d.Requests.open(text, b.e.d.Agent); err == nil {
+				args = digest(rawArgs(req))
+			}
+			if err == nil && (st.Tool != req.Params.Name || st.Args != args) {
 				err = &stateError{stateMismatch, "invalid requestState: it was issued for another tool or other arguments"}
 			}
 			if err != nil {
@@ -186,8 +191,7 @@ func (b *inputBridge) Answer(ctx context.Context, req mcp.CallToolRequest, id an
 	if rawCaps != nil {
 		extras.Meta = map[string]json.RawMessage{mcp.MetaKeyClientCapabilities: rawCaps}
 	}
-	call := &inputCall{b: b, tool: req.Params.Name, args: args, caps: caps, wake: make(chan struct{}, 1),
-		seq: map[string]int{}, replay: map[string]askedInput{}, prior: map[string]askedInput{}}
+	call := &inputCall{b: b, tool: req.Params.Name, req: req, args: args, caps: caps, wake: make(chan struct{}, 1)}
 	switch {
 	case st != nil && st.IsNat:
 		extras.Params = map[string]json.RawMessage{"requestState": mustJSON(st.Native)}
@@ -201,7 +205,7 @@ func (b *inputBridge) Answer(ctx context.Context, req mcp.CallToolRequest, id an
 				return ans
 			}
 			b.e.d.Requests.count("resumed")
-			return parked.serve(ctx, id)
+			return parked.serve(ctx, id, false)
 		}
 		if st.Lost {
 			b.e.d.Requests.rejected(stateLost)
@@ -224,12 +228,8 @@ func (c *inputCall) start(ctx context.Context, req mcp.CallToolRequest, id any, 
 	go func() {
 		defer cancel()
 		ans := c.b.inner.Answer(cctx, req, id, true)
-		raw, err := answerJSON(ans)
-		if err != nil {
-			raw, _ = answerJSON(errAnswer(id, mcp.INTERNAL_ERROR, "encoding the answer: "+err.Error(), nil))
-		}
 		c.mu.Lock()
-		c.final = raw
+		c.final = ans
 		for _, a := range c.asks { // the call ended: nobody answers these
 			close(a.answer)
 		}
@@ -240,7 +240,15 @@ func (c *inputCall) start(ctx context.Context, req mcp.CallToolRequest, id any, 
 		c.b.e.d.Requests.drop(c)
 		c.signal()
 	}()
-	return c.serve(ctx, id)
+	return c.serve(ctx, id, true)
+}
+
+// argsDigest is the digest of the call's arguments. c.mu is held.
+func (c *inputCall) argsDigest() string {
+	if c.args == "" {
+		c.args = digest(rawArgs(c.req))
+	}
+	return c.args
 }
 
 func (c *inputCall) signal() {
@@ -271,6 +279,9 @@ func (c *inputCall) ask(ctx context.Context, method string, params json.RawMessa
 			Message: fmt.Sprintf("the caller did not declare the %s capability", name)}
 	}
 	scope := askScope(ctx)
+	if c.seq == nil {
+		c.seq, c.prior = map[string]int{}, map[string]askedInput{}
+	}
 	c.seq[scope+"\x00"+method]++
 	key := fmt.Sprintf("%s%s-%d", scope, name, c.seq[scope+"\x00"+method])
 	d := digest(params)
@@ -340,6 +351,9 @@ func (c *inputCall) deliver(st *roundState, responses map[string]json.RawMessage
 			return errAnswer(id, mcp.INVALID_PARAMS, fmt.Sprintf("invalid inputResponses[%q]: %v", a.key, err), nil)
 		}
 	}
+	if c.prior == nil {
+		c.prior = map[string]askedInput{}
+	}
 	rest := c.asks[:0]
 	for _, a := range c.asks {
 		if r, ok := matched[a]; ok {
@@ -400,8 +414,8 @@ func replayAnswers(st *roundState, responses map[string]json.RawMessage) map[str
 }
 
 // serve waits for what the call does next and answers this round's
-// request (id) with it.
-func (c *inputCall) serve(ctx context.Context, id any) any {
+// request (id; first: the request that started the call) with it.
+func (c *inputCall) serve(ctx context.Context, id any, first bool) any {
 	for {
 		c.mu.Lock()
 		failed, final, pending := c.failed, c.final, len(c.asks)
@@ -411,7 +425,7 @@ func (c *inputCall) serve(ctx context.Context, id any) any {
 			c.cancel()
 			return errAnswer(id, failed.Code, failed.Message, failed.Data)
 		case final != nil:
-			return c.finished(final, id)
+			return c.finished(final, id, first)
 		case pending > 0:
 			c.gather(ctx)
 			c.mu.Lock()
@@ -478,7 +492,7 @@ func (c *inputCall) gather(ctx context.Context) {
 // requests. c.mu is held.
 func (c *inputCall) inputRequired(id any) any {
 	c.exp = time.Now().Add(stateTTL)
-	st := &roundState{ID: c.id, Agent: c.b.e.d.Agent, Tool: c.tool, Args: c.args, Exp: c.exp.Unix(),
+	st := &roundState{ID: c.id, Agent: c.b.e.d.Agent, Tool: c.tool, Args: c.argsDigest(), Exp: c.exp.Unix(),
 		Asked: map[string]askedInput{}, Prior: map[string]askedInput{}}
 	requests := map[string]json.RawMessage{}
 	for _, a := range c.asks {
@@ -510,7 +524,16 @@ func (c *inputCall) inputRequired(id any) any {
 
 // finished answers the call's end: its answer under id, or, when the
 // downstream itself answered input_required, that passed through.
-func (c *inputCall) finished(final json.RawMessage, id any) any {
+func (c *inputCall) finished(ans any, id any, first bool) any {
+	if _, native := c.b.inner.(*proxy.Proxy); first && !native {
+		// Already the answer to id, and only a proxy passes a downstream's
+		// own input_required through: nothing to rewrite.
+		return ans
+	}
+	final, err := answerJSON(ans)
+	if err != nil {
+		return errAnswer(id, mcp.INTERNAL_ERROR, "encoding the answer: "+err.Error(), nil)
+	}
 	var msg struct {
 		Result *struct {
 			InputRequests map[string]json.RawMessage `json:"inputRequests"`
@@ -518,7 +541,10 @@ func (c *inputCall) finished(final json.RawMessage, id any) any {
 		} `json:"result"`
 	}
 	if json.Unmarshal(final, &msg) == nil && msg.Result != nil && msg.Result.InputRequests != nil {
-		st := &roundState{Agent: c.b.e.d.Agent, Tool: c.tool, Args: c.args, Exp: time.Now().Add(stateTTL).Unix(), IsNat: true}
+		c.mu.Lock()
+		args := c.argsDigest()
+		c.mu.Unlock()
+		st := &roundState{Agent: c.b.e.d.Agent, Tool: c.tool, Args: args, Exp: time.Now().Add(stateTTL).Unix(), IsNat: true}
 		if msg.Result.RequestState != nil {
 			st.Native = *msg.Result.RequestState
 		}

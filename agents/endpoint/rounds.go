@@ -48,9 +48,7 @@ func SetCheckpoint(ctx context.Context, fresh bool, fn func() json.RawMessage) b
 	defer c.mu.Unlock()
 	c.checkpoint = fn
 	if fresh {
-		clear(c.seq)
-		clear(c.prior)
-		clear(c.replay)
+		c.seq, c.prior, c.replay = nil, nil, nil
 	}
 	return true
 }
