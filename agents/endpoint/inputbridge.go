@@ -497,7 +497,9 @@ func (c *inputCall) inputRequired(id any) any {
 	requests := map[string]json.RawMessage{}
 	for _, a := range c.asks {
 		st.Asked[a.key] = askedInput{M: a.method, D: a.digest}
-		req := map[string]json.RawMessage{"method": mustJSON(a.method)}
+		// params always, {} when the downstream sent none (roots/list): the
+		// Go SDK client (v1.8.0) fails to read an input request without.
+		req := map[string]json.RawMessage{"method": mustJSON(a.method), "params": json.RawMessage(`{}`)}
 		if len(a.params) > 0 && string(a.params) != "null" {
 			req["params"] = a.params
 		}

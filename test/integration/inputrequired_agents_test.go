@@ -26,6 +26,13 @@ import (
 // model the fake llm) and a toolbox "tb", both on relayDown as "down".
 func startAgentsInputGateway(t *testing.T, llmURL, downURL, timeout string) *gw {
 	t.Helper()
+	return startAgentsInputGatewayWith(t, llmURL, downURL, timeout, "http://127.0.0.1:1/mcp")
+}
+
+// startAgentsInputGatewayWith also gives the llm agent the server "srv" at
+// srvURL.
+func startAgentsInputGatewayWith(t *testing.T, llmURL, downURL, timeout, srvURL string) *gw {
+	t.Helper()
 	return startGateway(t, fmt.Sprintf(`
 name: mrtr-agents
 listen: "127.0.0.1:{{PORT}}"
@@ -38,10 +45,11 @@ models:
 mcp:
   servers:
     down: {url: %q, timeout: %s}
+    srv: {url: %q, timeout: 30s}
 agents:
-  asker: {kind: llm, servers: [down]}
+  asker: {kind: llm, servers: [down, srv]}
   tb: {kind: toolbox, servers: [down]}
-`, stateKeyB64, llmURL, downURL, timeout))
+`, stateKeyB64, llmURL, downURL, timeout, srvURL))
 }
 
 // sdkSession connects the Go SDK client (sessionless 2026-07-28 unless
@@ -377,5 +385,89 @@ func TestAgentInputRequiredNeverRetried(t *testing.T) {
 	})
 	if n := len(f.ChatRequests()); n != 5 {
 		t.Errorf("%d model turns, want 5 (2 warm-up, 1 per abandoned call)", n)
+	}
+}
+
+// TestAgentInputRequiredParallelTools: the model asks for two tool calls at
+// once; one finishes, the other elicits. The retry on another replica runs
+// only the one that asked (its key names it: tool2-…) and gives the model
+// both results; the finished call is not made again.
+func TestAgentInputRequiredParallelTools(t *testing.T) {
+	d := newRelayDown(t)
+	srv := newToolServer(t)
+	f := fakellm.New(t)
+	f.Script(fakellm.ToolCalls(fakellm.Call{ID: "c1", Name: "srv__echo", Args: json.RawMessage(`{"text":"one"}`)},
+		fakellm.Call{ID: "c2", Name: "down__ask", Args: json.RawMessage(`{}`)}), fakellm.Text("both done"))
+	a := startAgentsInputGatewayWith(t, f.OpenAIBaseURL(), d.ts.URL, "30s", srv.url())
+	b := startAgentsInputGatewayWith(t, f.OpenAIBaseURL(), d.ts.URL, "30s", srv.url())
+	args := map[string]any{"message": "do both"}
+	_, msg := agentCall(t, a.Base+"/agents/asker/mcp", "send_message", 1, args, elicitCaps, nil)
+	key, state := inputRequired(t, msg)
+	if key != "tool2-elicitation-1" {
+		t.Fatalf("key %q, want tool2-elicitation-1", key)
+	}
+	// The echo call may still have been running when the caller was
+	// asked. Once it has finished, a retry on the same replica that answers
+	// nothing gets the question again, under a state sealed now.
+	eventually(t, 10*time.Second, "the echo call", func() bool { return len(srv.called()) == 1 })
+	_, msg = agentCall(t, a.Base+"/agents/asker/mcp", "send_message", 2, args, elicitCaps,
+		map[string]any{"requestState": state, "inputResponses": map[string]any{}})
+	if key, state = inputRequired(t, msg); key != "tool2-elicitation-1" {
+		t.Fatalf("second round: key %q", key)
+	}
+	_, msg = agentCall(t, b.Base+"/agents/asker/mcp", "send_message", 3, args, elicitCaps, map[string]any{"requestState": state,
+		"inputResponses": map[string]any{"tool2-elicitation-1": map[string]any{"action": "accept", "content": map[string]any{"name": "ed"}}}})
+	if got := answerText(t, msg); !strings.Contains(got, "both done") {
+		t.Fatalf("continued call answered %s\n%s", got, b.Logs())
+	}
+	if n := len(srv.called()); n != 1 {
+		t.Errorf("echo called %d times, want once (not again on the other replica)", n)
+	}
+	if n := len(f.ChatRequests()); n != 2 {
+		t.Errorf("%d model turns, want 2", n)
+	}
+	res := toolResults(t, f, 1)
+	if len(res) != 2 || res[0] != "echo: one" || res[1] != "accept ed" {
+		t.Errorf("the model got tool results %q", res)
+	}
+}
+
+// TestAgentInputRequiredSamplingRoots: sampling and roots requests of the
+// downstream reach a 2026-07-28 caller of an llm agent the same way, in
+// turn; each answer reaches the downstream and the model.
+func TestAgentInputRequiredSamplingRoots(t *testing.T) {
+	d := newRelayDown(t)
+	f := fakellm.New(t)
+	f.Script(fakellm.ToolCalls(fakellm.Call{ID: "c1", Name: "down__sample", Args: json.RawMessage(`{"tag":"a"}`)}),
+		fakellm.ToolCalls(fakellm.Call{ID: "c2", Name: "down__roots", Args: json.RawMessage(`{}`)}), fakellm.Text("sampled and rooted"))
+	g := startAgentsInputGateway(t, f.OpenAIBaseURL(), d.ts.URL, "30s")
+	c := mcp.NewClient(&mcp.Implementation{Name: "it", Version: "1"}, &mcp.ClientOptions{
+		CreateMessageHandler: func(_ context.Context, r *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+			tc, _ := r.Params.Messages[0].Content.(*mcp.TextContent)
+			if tc == nil {
+				return nil, fmt.Errorf("content %T", r.Params.Messages[0].Content)
+			}
+			return &mcp.CreateMessageResult{Model: "m1", Role: "assistant", Content: &mcp.TextContent{Text: "sampled " + tc.Text}}, nil
+		},
+	})
+	c.AddRoots(&mcp.Root{URI: "file:///work", Name: "work"})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: g.Base + "/agents/asker/mcp", MaxRetries: -1}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	if got, err := call(ctx, cs, "send_message", map[string]any{"message": "go"}); err != nil || got != "sampled and rooted" {
+		t.Fatalf("send_message: %q, %v\n%s", got, err, g.Logs())
+	}
+	if res := toolResults(t, f, 1); len(res) != 1 || res[0] != "sampled hi a by m1" {
+		t.Errorf("sampling: the model got %q", res)
+	}
+	if res := toolResults(t, f, 2); len(res) != 2 || res[1] != "file:///work" {
+		t.Errorf("roots: the model got %q", res)
+	}
+	if v, _ := g.metric(t, `pallasgw_input_required_total{outcome="asked"}`); v != 2 {
+		t.Errorf("asked rounds: %v, want 2", v)
 	}
 }
