@@ -33,8 +33,10 @@ package endpoint
 //     agents do not declare logging and mcp-go refuses it without storing
 //     anything. The remaining map holds an entry only while a request runs
 //     (mcp-go's in-flight cancel functions).
-//   - A proxied downstream's elicitation/create, sampling/createMessage and
-//     roots/list are sent to the caller by the endpoint itself (request), on
+//   - A downstream's elicitation/create, sampling/createMessage and
+//     roots/list during a call of a proxy's tool, a toolbox's execute_tool or
+//     an llm agent's tool loop are sent to the caller by the endpoint itself
+//     (request), on
 //     the response stream of the request they are for, with ids of its own
 //     ("pgw-r-…"), and the caller's answer (a POST of a JSON-RPC response) is
 //     taken before mcp-go sees it. mcp-go would send sampling and roots only
@@ -42,7 +44,9 @@ package endpoint
 //     (every caller's GET would share one session key), and routes an
 //     elicitation answer by session id alone, to one request of a session at
 //     a time. Waiting requests are held in memory, so the answer must reach
-//     the replica that asked.
+//     the replica that asked. A 2026-07-28 caller gets them as an
+//     input-required result instead (inputbridge.go), whose retry any
+//     replica can serve.
 //   - A tools/call is offered to the fast path first (agents/fastcall), which
 //     answers a proxy's and an agent's plain calls without mcp-go's server.
 //   - Every request of a session-based caller is tracked under the key
