@@ -51,14 +51,13 @@ func (r *llmRunner) run(ctx context.Context, c *Call) (string, error) {
 	iterations := 0
 	// One observation per run: the number of model turns it took.
 	defer func() { a.set.deps.Metrics.AgentIterations.Observe(float64(iterations)) }()
-	first, resumed := 1, (*checkpoint)(nil)
-	if c.Depth == 0 {
-		if raw := endpoint.TakeResume(ctx); raw != nil { // resume.go
-			if resumed, err = parseCheckpoint(raw); err != nil {
-				return "", err
-			}
-			first, msgs = resumed.Iter, resumed.Msgs
-		}
+	resumed, err := resumeOf(ctx, c) // resume.go
+	if err != nil {
+		return "", err
+	}
+	first := 1
+	if resumed != nil {
+		first, msgs = resumed.Iter, resumed.Msgs
 	}
 	for i := first; i <= r.maxIter; i++ {
 		iterations = i
@@ -85,13 +84,7 @@ func (r *llmRunner) run(ctx context.Context, c *Call) (string, error) {
 			msgs = append(msgs, llm.Message{Role: llm.RoleAssistant, Text: resp.Text, ToolCalls: resp.ToolCalls})
 			calls = resp.ToolCalls
 		}
-		var cp *turnCheckpoint
-		if c.Depth == 0 {
-			cp = newTurnCheckpoint(i, msgs, done)
-			if !endpoint.SetCheckpoint(ctx, !again, cp.snapshot) {
-				cp = nil // not an input-required call: nothing to record
-			}
-		}
+		cp := checkpointTurn(ctx, c, i, msgs, done, again)
 		c.Progress.Send(fmt.Sprintf("%s step %d (tool)", a.Name, i))
 		msgs = append(msgs, r.runTools(ctx, c, tools, calls, done, cp)...)
 		if ctx.Err() != nil {

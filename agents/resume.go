@@ -25,12 +25,43 @@ package agents
 // tool call (the sub-agent) again.
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"sync"
 
+	"github.com/pallasgw/pallasgw/agents/endpoint"
 	"github.com/pallasgw/pallasgw/agents/llm"
 )
+
+// resumeOf is the checkpoint a top-level run continues from (nil: it
+// starts afresh).
+func resumeOf(ctx context.Context, c *Call) (*checkpoint, error) {
+	if c.Depth > 0 {
+		return nil, nil
+	}
+	raw := endpoint.TakeResume(ctx)
+	if raw == nil {
+		return nil, nil
+	}
+	return parseCheckpoint(raw)
+}
+
+// checkpointTurn records turn i of a top-level run (msgs through its
+// assistant message, done: its tool results from an earlier round) as the
+// call's checkpoint, and returns it for the tool calls to record their
+// results in; nil when the call is not an input-required one. again: the
+// turn is the one a retry continues, whose answers so far still count.
+func checkpointTurn(ctx context.Context, c *Call, i int, msgs []llm.Message, done map[int]llm.Message, again bool) *turnCheckpoint {
+	if c.Depth > 0 {
+		return nil
+	}
+	cp := newTurnCheckpoint(i, msgs, done)
+	if !endpoint.SetCheckpoint(ctx, !again, cp.snapshot) {
+		return nil
+	}
+	return cp
+}
 
 // checkpoint is what the loop continues from.
 type checkpoint struct {
