@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -39,10 +38,6 @@ type Agent struct {
 	proxy   *proxy.Proxy // kind proxy only
 	// executeTool is a toolbox's execute_tool handler (kind toolbox only).
 	executeTool server.ToolHandlerFunc
-	// relay takes the downstream's requests of the tool loop's calls to
-	// the caller (relayRequests); made once.
-	relayOnce sync.Once
-	relay     *mcpclient.Relay
 }
 
 // runner executes one send_message for a kind.
@@ -159,7 +154,7 @@ func (a *Agent) toolboxDeps() toolbox.Deps {
 		Relay: func(ctx context.Context, token mcp.ProgressToken) (context.Context, mcpclient.ProgressFunc, func()) {
 			relay := proxy.NewCallRelay(ctx, streamOf(ctx), token, d.Metrics)
 			ctx = mcpclient.WithRelay(ctx, &mcpclient.Relay{Request: func(dctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
-				return a.handler.Request(dctx, relay, method, params)
+				return a.handler.Request(dctx, sequencer(relay), method, params)
 			}})
 			return ctx, relay.ProgressFunc(), func() {
 				relay.Flush(2 * time.Second)
@@ -175,8 +170,16 @@ func (a *Agent) proxyDeps() proxy.Deps {
 		Metrics: d.Metrics, Downstream: d.Downstream, Callers: d.Callers, Auditor: d.Auditor, Outbound: a.set.outbound,
 		Observe: a.observe, Outcome: outcomeOf, RequestID: RequestID, Health: a.handleHealth, StreamOf: streamOf,
 		Request: func(ctx context.Context, relay *proxy.Relay, method string, params json.RawMessage) (json.RawMessage, error) {
-			return a.handler.Request(ctx, relay, method, params) // the endpoint is built after the proxy
+			return a.handler.Request(ctx, sequencer(relay), method, params) // the endpoint is built after the proxy
 		}}
+}
+
+// sequencer is relay as the endpoint takes it: nil stays nil.
+func sequencer(relay *proxy.Relay) endpoint.Sequencer {
+	if relay == nil {
+		return nil
+	}
+	return relay
 }
 
 // streamOf is the tracked response of the request of ctx, or nil.

@@ -207,7 +207,7 @@ func (r *llmRunner) callServer(ctx context.Context, c *Call, ref toolRef, tc llm
 	hdr, err := a.set.outbound(ctx, ref.server, c.Inbound)
 	var res *mcp.CallToolResult
 	if err == nil {
-		res, err = a.callTool(a.relayRequests(ctx), ref.server, ref.tool, args, hdr, onProgress)
+		res, err = a.callTool(a.relayRequests(ctx, c.Progress), ref.server, ref.tool, args, hdr, onProgress)
 	}
 	if err != nil {
 		c.Progress.Send(label + ": failed")
@@ -229,17 +229,14 @@ func (r *llmRunner) callServer(ctx context.Context, c *Call, ref toolRef, tc llm
 // caller that declared the capability, an input-required round for a
 // 2026-07-28 caller that declared it, -32021 for one that did not, and an
 // error for the downstream otherwise (never a wait).
-func (a *Agent) relayRequests(ctx context.Context) context.Context {
-	a.relayOnce.Do(func() {
-		a.relay = &mcpclient.Relay{Request: func(dctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
-			// dctx derives from the call's context: the caller's request
-			// state, stream and input-required call are found in it. The
-			// fast path's stream orders the request after the progress
-			// sent so far.
-			return a.handler.Request(dctx, nil, method, params)
-		}}
-	})
-	return mcpclient.WithRelay(ctx, a.relay)
+func (a *Agent) relayRequests(ctx context.Context, progress *Reporter) context.Context {
+	return mcpclient.WithRelay(ctx, &mcpclient.Relay{Request: func(dctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
+		// dctx derives from the call's context: the caller's request state,
+		// stream and input-required call are found in it. The call's
+		// progress reporter orders the request after the progress sent so
+		// far.
+		return a.handler.Request(dctx, progress, method, params)
+	}})
 }
 
 // JSONDownstream is a Downstream that takes a tool call's arguments as JSON

@@ -31,7 +31,7 @@ func startAgentsInputGateway(t *testing.T, llmURL, downURL, timeout string) *gw 
 
 // startAgentsInputGatewayWith also gives the llm agent the server "srv" at
 // srvURL.
-func startAgentsInputGatewayWith(t *testing.T, llmURL, downURL, timeout, srvURL string) *gw {
+func startAgentsInputGatewayWith(t *testing.T, llmURL, downURL, timeout, srvURL string, env ...string) *gw {
 	t.Helper()
 	return startGateway(t, fmt.Sprintf(`
 name: mrtr-agents
@@ -49,7 +49,7 @@ mcp:
 agents:
   asker: {kind: llm, servers: [down, srv]}
   tb: {kind: toolbox, servers: [down]}
-`, stateKeyB64, llmURL, downURL, timeout, srvURL))
+`, stateKeyB64, llmURL, downURL, timeout, srvURL), env...)
 }
 
 // sdkSession connects the Go SDK client (sessionless 2026-07-28 unless
@@ -324,24 +324,40 @@ func TestToolboxInputRequired(t *testing.T) {
 // TestAgentElicitationSessionCaller: a session-based (2025-11-25) caller
 // that declared elicitation gets the downstream's request relayed on the
 // response stream of its send_message and execute_tool, and the answer
-// reaches the downstream.
+// reaches the downstream; with the fast path and through mcp-go
+// (PALLASGW_FASTCALL=off), with and without progress.
 func TestAgentElicitationSessionCaller(t *testing.T) {
-	d := newRelayDown(t)
-	f := fakellm.New(t)
-	f.Script(fakellm.ToolCalls(fakellm.Call{ID: "c1", Name: "down__ask", Args: json.RawMessage(`{}`)}), fakellm.Text("hello, di"))
-	g := startAgentsInputGateway(t, f.OpenAIBaseURL(), d.ts.URL, "30s")
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	cs := sdkSession(t, g.Base+"/agents/asker/mcp", "2025-11-25", acceptName("di"))
-	if got, err := call(ctx, cs, "send_message", map[string]any{"message": "greet me"}); err != nil || got != "hello, di" {
-		t.Fatalf("send_message: %q, %v", got, err)
-	}
-	if res := toolResults(t, f, 1); len(res) != 1 || res[0] != "accept di" {
-		t.Errorf("the model got tool results %q, want the relayed answer", res)
-	}
-	tb := sdkSession(t, g.Base+"/agents/tb/mcp", "2025-11-25", acceptName("di"))
-	if got, err := call(ctx, tb, "execute_tool", map[string]any{"server": "down", "tool": "ask"}); err != nil || got != "accept di" {
-		t.Errorf("execute_tool: %q, %v", got, err)
+	for _, env := range []string{"PALLASGW_FASTCALL=on", "PALLASGW_FASTCALL=off"} {
+		t.Run(env, func(t *testing.T) {
+			d := newRelayDown(t)
+			f := fakellm.New(t)
+			ask := fakellm.ToolCalls(fakellm.Call{ID: "c1", Name: "down__ask", Args: json.RawMessage(`{}`)})
+			f.Script(ask, fakellm.Text("hello, di"), ask, fakellm.Text("hello again"))
+			g := startAgentsInputGatewayWith(t, f.OpenAIBaseURL(), d.ts.URL, "30s", "http://127.0.0.1:1/mcp", env)
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			cs := sdkSession(t, g.Base+"/agents/asker/mcp", "2025-11-25", acceptName("di"))
+			if got, err := call(ctx, cs, "send_message", map[string]any{"message": "greet me"}); err != nil || got != "hello, di" {
+				t.Fatalf("send_message: %q, %v", got, err)
+			}
+			if res := toolResults(t, f, 1); len(res) != 1 || res[0] != "accept di" {
+				t.Errorf("the model got tool results %q, want the relayed answer", res)
+			}
+			// With a progress token: the request goes between the progress
+			// notifications on the same stream.
+			res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "send_message", Arguments: map[string]any{"message": "again"},
+				Meta: mcp.Meta{"progressToken": "p1"}})
+			if err != nil || resultText(res) != "hello again" {
+				t.Fatalf("send_message with progress: %v, %v", res, err)
+			}
+			if res := toolResults(t, f, 3); len(res) != 1 || res[0] != "accept di" {
+				t.Errorf("with progress, the model got tool results %q", res)
+			}
+			tb := sdkSession(t, g.Base+"/agents/tb/mcp", "2025-11-25", acceptName("di"))
+			if got, err := call(ctx, tb, "execute_tool", map[string]any{"server": "down", "tool": "ask"}); err != nil || got != "accept di" {
+				t.Errorf("execute_tool: %q, %v", got, err)
+			}
+		})
 	}
 }
 
