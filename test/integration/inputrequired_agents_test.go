@@ -487,3 +487,40 @@ func TestAgentInputRequiredSamplingRoots(t *testing.T) {
 		t.Errorf("asked rounds: %v, want 2", v)
 	}
 }
+
+// TestAgentInputRequiredLargeConversation: a conversation past the 1 MiB a
+// requestState carries is left out of it; the replica that holds the run
+// still finishes it, and another replica refuses the state (-32602,
+// reason "lost") instead of running the model turns again.
+func TestAgentInputRequiredLargeConversation(t *testing.T) {
+	d := newRelayDown(t)
+	f := fakellm.New(t)
+	ask := fakellm.ToolCalls(fakellm.Call{ID: "c1", Name: "down__ask", Args: json.RawMessage(`{}`)})
+	f.Script(ask, fakellm.Text("big done"))
+	a := startAgentsInputGateway(t, f.OpenAIBaseURL(), d.ts.URL, "30s")
+	b := startAgentsInputGateway(t, f.OpenAIBaseURL(), d.ts.URL, "30s")
+	args := map[string]any{"message": strings.Repeat("long message ", 90_000)} // 1.1 MiB
+	_, msg := agentCall(t, a.Base+"/agents/asker/mcp", "send_message", 1, args, elicitCaps, nil)
+	key, state := inputRequired(t, msg)
+	if len(state) > 64<<10 {
+		t.Errorf("requestState is %d bytes; the conversation should have been left out", len(state))
+	}
+	answer := map[string]any{key: map[string]any{"action": "accept", "content": map[string]any{"name": "x"}}}
+	status, msg := agentCall(t, b.Base+"/agents/asker/mcp", "send_message", 2, args, elicitCaps,
+		map[string]any{"requestState": state, "inputResponses": answer})
+	if e, _ := msg["error"].(map[string]any); status != http.StatusBadRequest || e == nil || e["code"] != float64(-32602) ||
+		!strings.Contains(fmt.Sprint(e["message"]), "can no longer be served") {
+		t.Errorf("other replica: HTTP %d %v", status, msg)
+	}
+	if v, _ := b.metric(t, `pallasgw_request_state_rejections_total{reason="lost"}`); v != 1 {
+		t.Errorf("lost states counted: %v", v)
+	}
+	_, msg = agentCall(t, a.Base+"/agents/asker/mcp", "send_message", 3, args, elicitCaps,
+		map[string]any{"requestState": state, "inputResponses": answer})
+	if got := answerText(t, msg); !strings.Contains(got, "big done") {
+		t.Errorf("the replica holding the run answered %s", got)
+	}
+	if n := len(f.ChatRequests()); n != 2 {
+		t.Errorf("%d model turns, want 2", n)
+	}
+}
