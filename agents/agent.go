@@ -36,6 +36,8 @@ type Agent struct {
 	log     *zap.Logger
 	health  healthCache
 	proxy   *proxy.Proxy // kind proxy only
+	// executeTool is a toolbox's execute_tool handler (kind toolbox only).
+	executeTool server.ToolHandlerFunc
 }
 
 // runner executes one send_message for a kind.
@@ -107,9 +109,16 @@ func newAgent(s *Set, c *config.Agent) (*Agent, error) {
 		)}
 	switch {
 	case a.proxy != nil:
-		d.Fast, d.SetLevel = a.proxy, a.proxy
+		d.Fast, d.SetLevel, d.Rounds = a.proxy, a.proxy, a.proxy
+	case a.executeTool != nil:
+		d.Rounds = endpoint.Tool{Name: "execute_tool", Handler: a.executeTool, Self: a.self()}
 	case a.run != nil:
 		d.Fast = endpoint.Tool{Name: c.ToolName, Handler: a.handleSendMessage, Self: a.self()}
+		if c.Kind == config.KindLLM {
+			// Its tool loop continues from a checkpoint (loop.go), so an
+			// input-required round never runs a model turn twice.
+			d.Rounds = d.Fast
+		}
 	}
 	a.handler = endpoint.New(d)
 	return a, nil
@@ -125,7 +134,7 @@ func (a *Agent) registerTools() {
 		a.proxy.Register(a.mcp)
 		health = a.proxy.CallTool // a downstream tool named get_health wins
 	case config.KindToolbox:
-		toolbox.Register(a.mcp, a.toolboxDeps())
+		a.executeTool = toolbox.Register(a.mcp, a.toolboxDeps())
 	default:
 		a.mcp.AddTool(mcp.NewToolWithRawSchema(a.Config.ToolName, a.toolDescription(), sendMessageSchemaFor(a.Config.Overrides)), a.handleSendMessage)
 		a.mcp.AddPrompt(mcp.NewPrompt(a.Name+"_history", mcp.WithPromptDescription("Conversation history (always empty: history lives on the client).")),
@@ -142,9 +151,15 @@ func (a *Agent) toolboxDeps() toolbox.Deps {
 	return toolbox.Deps{Agent: a.Name, Servers: a.Config.Servers, Tools: a.Config.Tools, Transports: d.Config.MCP.Servers,
 		Passthrough: d.Config.Auth.Mode != policy.ModeTokens, Logger: a.log, Downstream: d.Downstream,
 		Callers: d.Callers, Auditor: d.Auditor, Outbound: a.set.outbound, Observe: a.observe, RequestID: RequestID,
-		Progress: func(ctx context.Context, token mcp.ProgressToken) (mcpclient.ProgressFunc, func(time.Duration)) {
-			relay := proxy.NewProgressRelay(ctx, streamOf(ctx), token, d.Metrics)
-			return relay.ProgressFunc(), relay.Flush
+		Relay: func(ctx context.Context, token mcp.ProgressToken) (context.Context, mcpclient.ProgressFunc, func()) {
+			relay := proxy.NewCallRelay(ctx, streamOf(ctx), token, d.Metrics)
+			ctx = mcpclient.WithRelay(ctx, &mcpclient.Relay{Request: func(dctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
+				return a.handler.Request(dctx, sequencer(relay), method, params)
+			}})
+			return ctx, relay.ProgressFunc(), func() {
+				relay.Flush(2 * time.Second)
+				relay.End()
+			}
 		}}
 }
 
@@ -155,8 +170,16 @@ func (a *Agent) proxyDeps() proxy.Deps {
 		Metrics: d.Metrics, Downstream: d.Downstream, Callers: d.Callers, Auditor: d.Auditor, Outbound: a.set.outbound,
 		Observe: a.observe, Outcome: outcomeOf, RequestID: RequestID, Health: a.handleHealth, StreamOf: streamOf,
 		Request: func(ctx context.Context, relay *proxy.Relay, method string, params json.RawMessage) (json.RawMessage, error) {
-			return a.handler.Request(ctx, relay, method, params) // the endpoint is built after the proxy
+			return a.handler.Request(ctx, sequencer(relay), method, params) // the endpoint is built after the proxy
 		}}
+}
+
+// sequencer is relay as the endpoint takes it: nil stays nil.
+func sequencer(relay *proxy.Relay) endpoint.Sequencer {
+	if relay == nil {
+		return nil
+	}
+	return relay
 }
 
 // streamOf is the tracked response of the request of ctx, or nil.

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -15,6 +16,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"go.uber.org/zap"
 
+	"github.com/pallasgw/pallasgw/agents/endpoint"
 	"github.com/pallasgw/pallasgw/agents/llm"
 	"github.com/pallasgw/pallasgw/agents/mcpclient"
 	"github.com/pallasgw/pallasgw/gateway/config"
@@ -49,26 +51,49 @@ func (r *llmRunner) run(ctx context.Context, c *Call) (string, error) {
 	iterations := 0
 	// One observation per run: the number of model turns it took.
 	defer func() { a.set.deps.Metrics.AgentIterations.Observe(float64(iterations)) }()
-	for i := 1; i <= r.maxIter; i++ {
-		c.Progress.Send(fmt.Sprintf("%s step %d (llm)", a.Name, i))
+	resumed, err := resumeOf(ctx, c) // resume.go
+	if err != nil {
+		return "", err
+	}
+	first := 1
+	if resumed != nil {
+		first, msgs = resumed.Iter, resumed.Msgs
+	}
+	for i := first; i <= r.maxIter; i++ {
 		iterations = i
-		resp, err := model.chat(ctx, a, llm.Request{System: system, Messages: msgs, Tools: tools.defs, OnText: text.onText()}, c)
-		text.flush()
-		if err != nil {
-			return "", err
+		var calls []llm.ToolCall
+		var done map[int]llm.Message
+		again := resumed != nil && i == first
+		if again { // the model asked for these before the input-required round
+			turn := msgs[len(msgs)-1]
+			calls, done, last = turn.ToolCalls, resumed.Done, turn.Text
+		} else {
+			c.Progress.Send(fmt.Sprintf("%s step %d (llm)", a.Name, i))
+			resp, err := model.chat(ctx, a, llm.Request{System: system, Messages: msgs, Tools: tools.defs, OnText: text.onText()}, c)
+			text.flush()
+			if err != nil {
+				return "", err
+			}
+			if len(resp.ToolCalls) == 0 {
+				return resp.Text, nil
+			}
+			last = resp.Text
+			if i == r.maxIter {
+				break
+			}
+			msgs = append(msgs, llm.Message{Role: llm.RoleAssistant, Text: resp.Text, ToolCalls: resp.ToolCalls})
+			calls = resp.ToolCalls
 		}
-		if len(resp.ToolCalls) == 0 {
-			return resp.Text, nil
-		}
-		last = resp.Text
-		if i == r.maxIter {
-			break
-		}
-		msgs = append(msgs, llm.Message{Role: llm.RoleAssistant, Text: resp.Text, ToolCalls: resp.ToolCalls})
+		cp := checkpointTurn(ctx, c, i, msgs, done, again)
 		c.Progress.Send(fmt.Sprintf("%s step %d (tool)", a.Name, i))
-		msgs = append(msgs, r.runTools(ctx, c, tools, resp.ToolCalls)...)
+		msgs = append(msgs, r.runTools(ctx, c, tools, calls, done, cp)...)
 		if ctx.Err() != nil {
 			return "", ctx.Err()
+		}
+		if c.Depth == 0 && endpoint.Unanswered(ctx) {
+			// The caller was asked for input and never answered: nobody
+			// will read this run's answer, so no more model turns.
+			return "", errUnanswered
 		}
 	}
 	a.set.deps.Metrics.AgentIterationLimit.WithLabelValues(a.Name).Inc()
@@ -79,15 +104,31 @@ func (r *llmRunner) run(ctx context.Context, c *Call) (string, error) {
 	return note, nil
 }
 
+// errUnanswered ends a run whose caller was asked for input and never
+// answered (endpoint.Unanswered).
+var errUnanswered = errors.New("the caller did not answer the input request in time")
+
 // runTools runs the model's tool calls in parallel; every outcome, including
-// unknown and denied tools, becomes a tool result for the model.
-func (r *llmRunner) runTools(ctx context.Context, c *Call, ts *toolset, calls []llm.ToolCall) []llm.Message {
+// unknown and denied tools, becomes a tool result for the model. Those in
+// done (by position) have finished before, in an earlier input-required
+// round, and are not run again; cp (may be nil) records each result.
+func (r *llmRunner) runTools(ctx context.Context, c *Call, ts *toolset, calls []llm.ToolCall, done map[int]llm.Message, cp *turnCheckpoint) []llm.Message {
 	out := make([]llm.Message, len(calls))
 	run := func(i int, tc llm.ToolCall) {
+		if m, ok := done[i]; ok {
+			out[i] = m
+			return
+		}
 		defer r.a.recoverCall(c.RequestID, "tool call "+tc.Name, func(err error) {
 			out[i] = llm.Message{Role: llm.RoleTool, ToolCallID: tc.ID, IsError: true, Text: err.Error()}
 		})
-		out[i] = r.runTool(ctx, c, ts, tc)
+		tctx := ctx
+		if cp != nil {
+			// The caller's input requests name the tool call they are for.
+			tctx = endpoint.WithAskScope(ctx, "tool"+strconv.Itoa(i+1)+"-")
+		}
+		out[i] = r.runTool(tctx, c, ts, tc)
+		cp.finished(i, out[i])
 	}
 	if len(calls) == 1 {
 		// The common turn: one tool call, run on this goroutine. A new
@@ -166,7 +207,7 @@ func (r *llmRunner) callServer(ctx context.Context, c *Call, ref toolRef, tc llm
 	hdr, err := a.set.outbound(ctx, ref.server, c.Inbound)
 	var res *mcp.CallToolResult
 	if err == nil {
-		res, err = a.callTool(ctx, ref.server, ref.tool, args, hdr, onProgress)
+		res, err = a.callTool(a.relayRequests(ctx, c.Progress), ref.server, ref.tool, args, hdr, onProgress)
 	}
 	if err != nil {
 		c.Progress.Send(label + ": failed")
@@ -180,6 +221,22 @@ func (r *llmRunner) callServer(ctx context.Context, c *Call, ref toolRef, tc llm
 		c.Progress.Send(label + ": completed")
 	}
 	return resultToMessage(tc.ID, res, r.maxBytes)
+}
+
+// relayRequests returns ctx whose downstream call takes the downstream's
+// elicitation, sampling and roots requests to the agent's caller
+// (endpoint.Request): relayed on the response stream of a session-based
+// caller that declared the capability, an input-required round for a
+// 2026-07-28 caller that declared it, -32021 for one that did not, and an
+// error for the downstream otherwise (never a wait).
+func (a *Agent) relayRequests(ctx context.Context, progress *Reporter) context.Context {
+	return mcpclient.WithRelay(ctx, &mcpclient.Relay{Request: func(dctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
+		// dctx derives from the call's context: the caller's request state,
+		// stream and input-required call are found in it. The call's
+		// progress reporter orders the request after the progress sent so
+		// far.
+		return a.handler.Request(dctx, progress, method, params)
+	}})
 }
 
 // JSONDownstream is a Downstream that takes a tool call's arguments as JSON

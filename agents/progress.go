@@ -92,6 +92,31 @@ func (r *Reporter) send(message string, last bool) {
 	}
 }
 
+// Exclusive runs write, a request of the endpoint's own injected into the
+// call's response (endpoint.Request), once every notification sent so far
+// has been written, holding further ones back meanwhile, so that mcp-go's
+// writer is idle and not touching the response's headers (as
+// proxy.Relay.Exclusive). Without a reporter (no token) nothing else is
+// written during the call. It refuses once ctx has ended.
+func (r *Reporter) Exclusive(ctx context.Context, write func() error) error {
+	if ctx.Err() != nil {
+		return context.Cause(ctx)
+	}
+	if r == nil {
+		return write()
+	}
+	s := r.shared
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stream != nil {
+		s.stream.WaitEvents(ctx, s.sent, retryBlocked)
+	}
+	if ctx.Err() != nil {
+		return context.Cause(ctx)
+	}
+	return write()
+}
+
 // notifier is where the notifications of the call of ctx go: the fast
 // path's stream (agents/fastcall), or mcp-go's session; nil when there is
 // neither.

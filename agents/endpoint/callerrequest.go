@@ -24,7 +24,6 @@ import (
 
 	"github.com/pallasgw/pallasgw/agents/fastcall"
 	"github.com/pallasgw/pallasgw/agents/mcpclient"
-	"github.com/pallasgw/pallasgw/agents/proxy"
 	"github.com/pallasgw/pallasgw/metrics"
 )
 
@@ -57,21 +56,34 @@ func callerCapability(method string) (byte, bool) {
 	return 0, false
 }
 
+// Sequencer orders a request the endpoint writes on a caller's response
+// with the call's notifications: Exclusive runs write once every
+// notification sent so far is written, holds further ones back meanwhile,
+// and refuses once the call has ended (*proxy.Relay; package agents'
+// Reporter for the tool loop's progress).
+type Sequencer interface {
+	Exclusive(ctx context.Context, write func() error) error
+}
+
 // Request sends method with params to the caller of the request of ctx, on
-// that request's response stream, and returns the caller's result. relay is
-// the request's notification relay (may be nil); the request is written
-// between its notifications, never into one. Reasons it cannot be sent are
-// *mcpclient.RPCError (for the downstream that asked), as is the caller's
-// own error answer.
-func (e *Endpoint) Request(ctx context.Context, relay *proxy.Relay, method string, params json.RawMessage) (json.RawMessage, error) {
+// that request's response stream, and returns the caller's result; for a
+// 2026-07-28 caller of a bridged call (Deps.Rounds) it becomes an
+// input_required round instead (inputbridge.go). seq orders the request
+// with the call's notifications (never into one); it may be nil on the
+// fast path, whose stream orders the write itself. Reasons it cannot be
+// sent are *mcpclient.RPCError (for the downstream that asked), as is the
+// caller's own error answer.
+func (e *Endpoint) Request(ctx context.Context, seq Sequencer, method string, params json.RawMessage) (json.RawMessage, error) {
 	if call := inputCallFrom(ctx); call != nil { // a 2026-07-28 caller's: input-required (inputbridge.go)
 		return call.ask(ctx, method, params)
 	}
-	rs, t := requestStateFrom(ctx), TrackerFrom(ctx)
+	rs, t, fs := requestStateFrom(ctx), TrackerFrom(ctx), fastcall.StreamFrom(ctx)
 	err := canRequest(rs, t, method)
-	if err == nil && relay == nil {
-		// Without the call's relay the write cannot be ordered before the
-		// call's end (proxy.Relay.Exclusive).
+	if err == nil && seq == nil && fs == nil {
+		// Without a sequencer the write cannot be ordered with mcp-go's
+		// writes of the call's notifications. The fast path's stream
+		// orders it itself: after the notifications it took, never after
+		// the answer.
 		err = errors.New("the call has no notification stream")
 	}
 	if err != nil {
@@ -89,10 +101,14 @@ func (e *Endpoint) Request(ctx context.Context, relay *proxy.Relay, method strin
 		return nil, err
 	}
 	write := func() error { return t.w.inject(msg) }
-	if fs := fastcall.StreamFrom(ctx); fs != nil { // the fast path writes the response itself
+	if fs != nil { // the fast path writes the response itself
 		write = func() error { return fs.Inject(msg) }
 	}
-	if err := relay.Exclusive(ctx, write); err != nil {
+	send := write
+	if seq != nil {
+		send = func() error { return seq.Exclusive(ctx, write) }
+	}
+	if err := send(); err != nil {
 		return nil, &mcpclient.RPCError{Code: mcp.INTERNAL_ERROR,
 			Message: fmt.Sprintf("%s could not be sent to the caller: %v", method, err)}
 	}

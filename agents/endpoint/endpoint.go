@@ -33,8 +33,10 @@ package endpoint
 //     agents do not declare logging and mcp-go refuses it without storing
 //     anything. The remaining map holds an entry only while a request runs
 //     (mcp-go's in-flight cancel functions).
-//   - A proxied downstream's elicitation/create, sampling/createMessage and
-//     roots/list are sent to the caller by the endpoint itself (request), on
+//   - A downstream's elicitation/create, sampling/createMessage and
+//     roots/list during a call of a proxy's tool, a toolbox's execute_tool or
+//     an llm agent's tool loop are sent to the caller by the endpoint itself
+//     (request), on
 //     the response stream of the request they are for, with ids of its own
 //     ("pgw-r-…"), and the caller's answer (a POST of a JSON-RPC response) is
 //     taken before mcp-go sees it. mcp-go would send sampling and roots only
@@ -42,7 +44,9 @@ package endpoint
 //     (every caller's GET would share one session key), and routes an
 //     elicitation answer by session id alone, to one request of a session at
 //     a time. Waiting requests are held in memory, so the answer must reach
-//     the replica that asked.
+//     the replica that asked. A 2026-07-28 caller gets them as an
+//     input-required result instead (inputbridge.go), whose retry any
+//     replica can serve.
 //   - A tools/call is offered to the fast path first (agents/fastcall), which
 //     answers a proxy's and an agent's plain calls without mcp-go's server.
 //   - Every request of a session-based caller is tracked under the key
@@ -82,6 +86,10 @@ type Deps struct {
 	Agent string          // the agent's name
 	MCP   http.Handler    // mcp-go's Streamable HTTP server of the agent (stateless mode)
 	Fast  fastcall.Target // the agent kind's fast tools/call, or nil
+	// Rounds is the target whose tools/calls from 2026-07-28 callers run
+	// through the input-required bridge (inputbridge.go): a proxy's tools,
+	// a toolbox's execute_tool, an llm agent's send_message; nil: none.
+	Rounds fastcall.Target
 	// SetLevel answers a session-based caller's logging/setLevel in place
 	// of mcp-go (a proxy agent, which forwards the level downstream); nil:
 	// mcp-go answers.
@@ -152,8 +160,8 @@ func bufferedBody(r *http.Request) ([]byte, *jsonrpc.Message, bool) {
 // New returns the endpoint of the agent d describes.
 func New(d Deps) *Endpoint {
 	e := &Endpoint{d: d}
-	if p, ok := d.Fast.(*proxy.Proxy); ok && d.Requests != nil {
-		e.bridge = &inputBridge{e: e, inner: p}
+	if d.Rounds != nil && d.Requests != nil {
+		e.bridge = &inputBridge{e: e, inner: d.Rounds}
 	}
 	return e
 }
@@ -194,12 +202,14 @@ func (e *Endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if method == string(mcp.MethodToolsCall) && !rs.legacy && e.bridge != nil {
-		// A proxy's 2026-07-28 call runs through the input-required bridge,
+		// A bridged 2026-07-28 call runs through the input-required bridge,
 		// whatever PALLASGW_FASTCALL says: mcp-go could not finish a call
 		// that asked its caller for input.
 		ctx := context.WithValue(r.Context(), requestStateKey{}, rs)
-		if name, ok := msg.Params.ToolName(); ok {
-			e.bridge.inner.Ensure(ctx, name, r.Header)
+		if p, ok := e.bridge.inner.(*proxy.Proxy); ok {
+			if name, ok := msg.Params.ToolName(); ok {
+				p.Ensure(ctx, name, r.Header)
+			}
 		}
 		if fastcall.ServeRoundTrip(w, r.WithContext(ctx), msg, e.bridge) {
 			return

@@ -1,8 +1,9 @@
 package endpoint
 
 // The input-required bridge (MCP 2026-07-28 multi round-trip requests) of
-// a proxy agent. A 2026-07-28 caller cannot take server-to-client
-// requests; when a downstream sends elicitation/create,
+// a proxy agent's tools, a toolbox's execute_tool and an llm agent's
+// send_message (Deps.Rounds). A 2026-07-28 caller cannot take
+// server-to-client requests; when a downstream sends elicitation/create,
 // sampling/createMessage or roots/list during its tools/call, the caller
 // gets an InputRequiredResult (resultType "input_required", inputRequests
 // keyed "<kind>-<n>", a sealed requestState: state.go) and retries the call
@@ -25,6 +26,13 @@ package endpoint
 //     _meta's clientCapabilities fails the call with -32021 (HTTP 400). The
 //     caller's declared capabilities also go to the downstream in the
 //     request's _meta, for servers that read them per request.
+//   - A target that continues from a checkpoint (an llm agent's tool loop,
+//     SetCheckpoint) is not replayed from the start: the state carries its
+//     checkpoint (the conversation so far and the turn's finished tool
+//     results), and a replica without the waiting call runs the target with
+//     it (TakeResume), which re-runs only the tool calls that were still
+//     running, their requests answered as in a replay. Asks are keyed under
+//     the tool call they come from (WithAskScope).
 //   - A downstream that itself answers input_required (its result carries
 //     inputRequests) is passed through: its requests as it keyed them, its
 //     requestState sealed inside ours, and given back to it on the retry.
@@ -67,12 +75,16 @@ const (
 	batchMax   = 300 * time.Millisecond
 	// maxStateAnswers bounds the bytes of earlier answers a state carries.
 	maxStateAnswers = 64 << 10
+	// maxCheckpoint bounds the bytes of a target's checkpoint a state
+	// carries (an llm agent's conversation); past it the state says so
+	// (Lost) and only the replica that holds the call can finish it.
+	maxCheckpoint = 1 << 20
 )
 
-// inputBridge is a proxy's fast-path Target for 2026-07-28 calls.
+// inputBridge is the fast-path Target of Deps.Rounds for 2026-07-28 calls.
 type inputBridge struct {
 	e     *Endpoint
-	inner *proxy.Proxy
+	inner fastcall.Target
 }
 
 func (b *inputBridge) Answers(name string) bool { return b.inner.Answers(name) }
@@ -84,19 +96,23 @@ type inputCall struct {
 	b      *inputBridge
 	id     string
 	tool   string
-	args   string // digest
+	req    mcp.CallToolRequest
+	args   string // digest of req's arguments, once needed (argsDigest)
 	caps   capSet
 	cancel context.CancelFunc
 	wake   chan struct{} // buffered 1: an ask arrived, or the call ended
 
-	mu     sync.Mutex
-	asks   []*inputAsk           // unanswered, in arrival order
-	seq    map[string]int        // asks so far, by method
-	replay map[string]askedInput // answers to give again (a replay), by key
-	prior  map[string]askedInput // answered so far, with the answers
-	final  json.RawMessage       // the call's answer (any id), once done
-	failed *fastcall.CallerError // a capability the caller lacks
-	exp    time.Time
+	mu         sync.Mutex
+	asks       []*inputAsk           // unanswered, in arrival order
+	seq        map[string]int        // asks so far, by scope and method
+	replay     map[string]askedInput // answers to give again (a replay), by key
+	prior      map[string]askedInput // answered so far, with the answers
+	final      any                   // the target's answer (to the first round's id), once done
+	failed     *fastcall.CallerError // a capability the caller lacks
+	exp        time.Time
+	checkpoint func() json.RawMessage // the target's (SetCheckpoint), or nil
+	resume     json.RawMessage        // a checkpoint to continue from (TakeResume), or nil
+	unanswered bool                   // an ask's wait ended without an answer
 }
 
 // inputAsk is one request of the downstream waiting for the caller.
@@ -141,7 +157,7 @@ func (b *inputBridge) Answer(ctx context.Context, req mcp.CallToolRequest, id an
 		caps = capSet{elicitation: c.Elicitation != nil, sampling: c.Sampling != nil, roots: c.Roots != nil}
 		rawCaps, _ = json.Marshal(c)
 	}
-	args := digest(rawArgs(req))
+	var args string // their digest, only needed for a state
 	var st *roundState
 	var responses map[string]json.RawMessage
 	if rt := fastcall.RoundTripFrom(ctx); rt != nil {
@@ -156,7 +172,10 @@ func (b *inputBridge) Answer(ctx context.Context, req mcp.CallToolRequest, id an
 				b.e.d.Requests.rejected(stateInvalid)
 				return errAnswer(id, mcp.INVALID_PARAMS, "invalid requestState: must be a string", nil)
 			}
-			if st, err = b.e.d.Requests.open(text, b.e.d.Agent); err == nil && (st.Tool != req.Params.Name || st.Args != args) {
+			if st, err = b.e.d.Requests.open(text, b.e.d.Agent); err == nil {
+				args = digest(rawArgs(req))
+			}
+			if err == nil && (st.Tool != req.Params.Name || st.Args != args) {
 				err = &stateError{stateMismatch, "invalid requestState: it was issued for another tool or other arguments"}
 			}
 			if err != nil {
@@ -172,8 +191,7 @@ func (b *inputBridge) Answer(ctx context.Context, req mcp.CallToolRequest, id an
 	if rawCaps != nil {
 		extras.Meta = map[string]json.RawMessage{mcp.MetaKeyClientCapabilities: rawCaps}
 	}
-	call := &inputCall{b: b, tool: req.Params.Name, args: args, caps: caps, wake: make(chan struct{}, 1),
-		seq: map[string]int{}, replay: map[string]askedInput{}, prior: map[string]askedInput{}}
+	call := &inputCall{b: b, tool: req.Params.Name, req: req, args: args, caps: caps, wake: make(chan struct{}, 1)}
 	switch {
 	case st != nil && st.IsNat:
 		extras.Params = map[string]json.RawMessage{"requestState": mustJSON(st.Native)}
@@ -187,9 +205,14 @@ func (b *inputBridge) Answer(ctx context.Context, req mcp.CallToolRequest, id an
 				return ans
 			}
 			b.e.d.Requests.count("resumed")
-			return parked.serve(ctx, id)
+			return parked.serve(ctx, id, false)
 		}
-		call.replay = replayAnswers(st, responses)
+		if st.Lost {
+			b.e.d.Requests.rejected(stateLost)
+			return errAnswer(id, mcp.INVALID_PARAMS, "requestState can no longer be served: the call it continues has ended, "+
+				"and its conversation was too large to carry in the state; call the tool again without it", nil)
+		}
+		call.replay, call.resume = replayAnswers(st, responses), st.Resume
 		b.e.d.Requests.count("replayed")
 	}
 	return call.start(ctx, req, id, extras)
@@ -205,12 +228,8 @@ func (c *inputCall) start(ctx context.Context, req mcp.CallToolRequest, id any, 
 	go func() {
 		defer cancel()
 		ans := c.b.inner.Answer(cctx, req, id, true)
-		raw, err := answerJSON(ans)
-		if err != nil {
-			raw, _ = answerJSON(errAnswer(id, mcp.INTERNAL_ERROR, "encoding the answer: "+err.Error(), nil))
-		}
 		c.mu.Lock()
-		c.final = raw
+		c.final = ans
 		for _, a := range c.asks { // the call ended: nobody answers these
 			close(a.answer)
 		}
@@ -221,7 +240,15 @@ func (c *inputCall) start(ctx context.Context, req mcp.CallToolRequest, id any, 
 		c.b.e.d.Requests.drop(c)
 		c.signal()
 	}()
-	return c.serve(ctx, id)
+	return c.serve(ctx, id, true)
+}
+
+// argsDigest is the digest of the call's arguments. c.mu is held.
+func (c *inputCall) argsDigest() string {
+	if c.args == "" {
+		c.args = digest(rawArgs(c.req))
+	}
+	return c.args
 }
 
 func (c *inputCall) signal() {
@@ -251,8 +278,12 @@ func (c *inputCall) ask(ctx context.Context, method string, params json.RawMessa
 		return nil, &mcpclient.RPCError{Code: mcp.MISSING_REQUIRED_CLIENT_CAPABILITY,
 			Message: fmt.Sprintf("the caller did not declare the %s capability", name)}
 	}
-	c.seq[method]++
-	key := fmt.Sprintf("%s-%d", name, c.seq[method])
+	scope := askScope(ctx)
+	if c.seq == nil {
+		c.seq, c.prior = map[string]int{}, map[string]askedInput{}
+	}
+	c.seq[scope+"\x00"+method]++
+	key := fmt.Sprintf("%s%s-%d", scope, name, c.seq[scope+"\x00"+method])
 	d := digest(params)
 	if r, ok := c.takeReplay(key, method, d); ok {
 		c.prior[key] = askedInput{M: method, D: d, R: r}
@@ -270,6 +301,9 @@ func (c *inputCall) ask(ctx context.Context, method string, params json.RawMessa
 		}
 		return answerOf(r)
 	case <-ctx.Done():
+		c.mu.Lock()
+		c.unanswered = true
+		c.mu.Unlock()
 		return nil, fmt.Errorf("waiting for the caller's answer to %s: %w", method, context.Cause(ctx))
 	}
 }
@@ -316,6 +350,9 @@ func (c *inputCall) deliver(st *roundState, responses map[string]json.RawMessage
 			c.cancel()
 			return errAnswer(id, mcp.INVALID_PARAMS, fmt.Sprintf("invalid inputResponses[%q]: %v", a.key, err), nil)
 		}
+	}
+	if c.prior == nil {
+		c.prior = map[string]askedInput{}
 	}
 	rest := c.asks[:0]
 	for _, a := range c.asks {
@@ -377,8 +414,8 @@ func replayAnswers(st *roundState, responses map[string]json.RawMessage) map[str
 }
 
 // serve waits for what the call does next and answers this round's
-// request (id) with it.
-func (c *inputCall) serve(ctx context.Context, id any) any {
+// request (id; first: the request that started the call) with it.
+func (c *inputCall) serve(ctx context.Context, id any, first bool) any {
 	for {
 		c.mu.Lock()
 		failed, final, pending := c.failed, c.final, len(c.asks)
@@ -388,7 +425,7 @@ func (c *inputCall) serve(ctx context.Context, id any) any {
 			c.cancel()
 			return errAnswer(id, failed.Code, failed.Message, failed.Data)
 		case final != nil:
-			return c.finished(final, id)
+			return c.finished(final, id, first)
 		case pending > 0:
 			c.gather(ctx)
 			c.mu.Lock()
@@ -455,12 +492,14 @@ func (c *inputCall) gather(ctx context.Context) {
 // requests. c.mu is held.
 func (c *inputCall) inputRequired(id any) any {
 	c.exp = time.Now().Add(stateTTL)
-	st := &roundState{ID: c.id, Agent: c.b.e.d.Agent, Tool: c.tool, Args: c.args, Exp: c.exp.Unix(),
+	st := &roundState{ID: c.id, Agent: c.b.e.d.Agent, Tool: c.tool, Args: c.argsDigest(), Exp: c.exp.Unix(),
 		Asked: map[string]askedInput{}, Prior: map[string]askedInput{}}
 	requests := map[string]json.RawMessage{}
 	for _, a := range c.asks {
 		st.Asked[a.key] = askedInput{M: a.method, D: a.digest}
-		req := map[string]json.RawMessage{"method": mustJSON(a.method)}
+		// params always, {} when the downstream sent none (roots/list): the
+		// Go SDK client (v1.8.0) fails to read an input request without.
+		req := map[string]json.RawMessage{"method": mustJSON(a.method), "params": json.RawMessage(`{}`)}
 		if len(a.params) > 0 && string(a.params) != "null" {
 			req["params"] = a.params
 		}
@@ -473,6 +512,13 @@ func (c *inputCall) inputRequired(id any) any {
 		}
 		st.Prior[k] = v
 	}
+	if c.checkpoint != nil {
+		if cp := c.checkpoint(); len(cp) <= maxCheckpoint {
+			st.Resume = cp
+		} else {
+			st.Lost = true // only the replica that holds the call can finish it
+		}
+	}
 	c.b.e.d.Requests.count("asked")
 	return resultAnswer(id, map[string]any{"resultType": mcp.ResultTypeInputRequired, "inputRequests": requests,
 		"requestState": c.b.e.d.Requests.sealer().seal(st)})
@@ -480,7 +526,16 @@ func (c *inputCall) inputRequired(id any) any {
 
 // finished answers the call's end: its answer under id, or, when the
 // downstream itself answered input_required, that passed through.
-func (c *inputCall) finished(final json.RawMessage, id any) any {
+func (c *inputCall) finished(ans any, id any, first bool) any {
+	if _, native := c.b.inner.(*proxy.Proxy); first && !native {
+		// Already the answer to id, and only a proxy passes a downstream's
+		// own input_required through: nothing to rewrite.
+		return ans
+	}
+	final, err := answerJSON(ans)
+	if err != nil {
+		return errAnswer(id, mcp.INTERNAL_ERROR, "encoding the answer: "+err.Error(), nil)
+	}
 	var msg struct {
 		Result *struct {
 			InputRequests map[string]json.RawMessage `json:"inputRequests"`
@@ -488,7 +543,10 @@ func (c *inputCall) finished(final json.RawMessage, id any) any {
 		} `json:"result"`
 	}
 	if json.Unmarshal(final, &msg) == nil && msg.Result != nil && msg.Result.InputRequests != nil {
-		st := &roundState{Agent: c.b.e.d.Agent, Tool: c.tool, Args: c.args, Exp: time.Now().Add(stateTTL).Unix(), IsNat: true}
+		c.mu.Lock()
+		args := c.argsDigest()
+		c.mu.Unlock()
+		st := &roundState{Agent: c.b.e.d.Agent, Tool: c.tool, Args: args, Exp: time.Now().Add(stateTTL).Unix(), IsNat: true}
 		if msg.Result.RequestState != nil {
 			st.Native = *msg.Result.RequestState
 		}

@@ -11,7 +11,9 @@ package endpoint
 // (roundState, JSON) names the tool, the digest of the arguments, the
 // waiting call's id on the replica that asked, the expiry, the requests of
 // this round (key → method and params digest) and the answers of earlier
-// rounds, so that a replica without the waiting call can replay it.
+// rounds, so that a replica without the waiting call can replay it, and,
+// for a target that continues from a checkpoint (an llm agent's tool
+// loop), that checkpoint.
 
 import (
 	"crypto/aes"
@@ -38,6 +40,8 @@ type roundState struct {
 	Prior  map[string]askedInput `json:"prior,omitempty"`  // answered in earlier rounds, with the answers
 	IsNat  bool                  `json:"nat,omitempty"`    // the downstream answered input_required itself
 	Native string                `json:"native,omitempty"` // and this was its requestState
+	Resume json.RawMessage       `json:"resume,omitempty"` // the target's checkpoint (SetCheckpoint)
+	Lost   bool                  `json:"lost,omitempty"`   // it had one, too large to carry
 }
 
 // askedInput is one request of a round: its method, the digest of its
@@ -53,6 +57,7 @@ const (
 	stateInvalid  = "invalid"  // not ours: malformed, tampered, sealed under another key
 	stateExpired  = "expired"  // past its expiry
 	stateMismatch = "mismatch" // for another agent, tool or arguments
+	stateLost     = "lost"     // its call ended, and it could not carry the checkpoint to continue it
 )
 
 // stateError is a refused requestState.

@@ -77,12 +77,30 @@ func NewProgressRelay(ctx context.Context, stream Stream, token mcp.ProgressToke
 	return newRelay(ctx, stream, token, false, "", m)
 }
 
+// NewCallRelay is NewProgressRelay for a call whose downstream may also
+// send server-to-client requests to the caller (toolbox execute_tool): it
+// returns a relay even without a token, since the requests are written in
+// order with the progress (Exclusive); nil only when ctx has no MCP
+// server. End it when the call returns.
+func NewCallRelay(ctx context.Context, stream Stream, token mcp.ProgressToken, m *metrics.Metrics) *Relay {
+	return buildRelay(ctx, stream, token, false, "", m)
+}
+
+// End marks the call returned: no server-to-client request is written to
+// the caller after it (Exclusive).
+func (r *Relay) End() { r.end() }
+
 // newRelay is NewProgressRelay that also relays log messages when logs is
 // set, those at level or more severe when level is set.
 func newRelay(ctx context.Context, stream Stream, token mcp.ProgressToken, logs bool, level mcp.LoggingLevel, m *metrics.Metrics) *Relay {
 	if token == nil && !logs {
 		return nil
 	}
+	return buildRelay(ctx, stream, token, logs, level, m)
+}
+
+// buildRelay is newRelay without its check that there is anything to relay.
+func buildRelay(ctx context.Context, stream Stream, token mcp.ProgressToken, logs bool, level mcp.LoggingLevel, m *metrics.Metrics) *Relay {
 	notify, direct := notifierFrom(ctx)
 	if notify == nil {
 		return nil

@@ -86,10 +86,13 @@ type Deps struct {
 	Observe func(tool, outcome string, start time.Time)
 	// RequestID is the request id of ctx.
 	RequestID func(ctx context.Context) string
-	// Progress relays the progress of one downstream call to the caller
-	// under token: onProgress is handed to the downstream call (nil: none
-	// asked), flush waits until what was relayed is written.
-	Progress func(ctx context.Context, token mcp.ProgressToken) (onProgress mcpclient.ProgressFunc, flush func(time.Duration))
+	// Relay prepares one downstream call of execute_tool for the caller:
+	// the returned ctx takes the downstream's server-to-client requests
+	// (elicitation, sampling, roots) to the caller (mcpclient.WithRelay),
+	// onProgress relays its progress under token (nil: none asked), and
+	// done waits until what was relayed is written and ends the relay
+	// (nothing is written to the caller after it).
+	Relay func(ctx context.Context, token mcp.ProgressToken) (relayed context.Context, onProgress mcpclient.ProgressFunc, done func())
 }
 
 type toolbox struct {
@@ -107,8 +110,10 @@ type tbCall struct {
 	start    time.Time
 }
 
-// Register adds the toolbox's three tools to srv, the agent's server.
-func Register(srv *server.MCPServer, d Deps) {
+// Register adds the toolbox's three tools to srv, the agent's server, and
+// returns the handler of execute_tool (the agent's endpoint runs it for
+// 2026-07-28 callers, through its input-required bridge).
+func Register(srv *server.MCPServer, d Deps) (executeTool server.ToolHandlerFunc) {
 	f, err := policy.NewToolFilter(d.Tools.Allow, d.Tools.Deny)
 	if err != nil {
 		// Config validation rejects bad globs; should one get here, fail closed.
@@ -121,9 +126,10 @@ func Register(srv *server.MCPServer, d Deps) {
 	srv.AddTool(mcp.NewToolWithRawSchema("get_server_tools",
 		"Returns the definitions of a server's tools you may call, optionally only the named ones or those matching a wildcard pattern, within a schema token budget.",
 		tb.schema(getServerToolsSchema)), tb.handle("get_server_tools", tb.getServerTools))
+	executeTool = tb.handle("execute_tool", tb.executeTool)
 	srv.AddTool(mcp.NewToolWithRawSchema("execute_tool",
-		"Calls a tool of a server with arguments and returns its result unchanged.", tb.schema(executeToolSchema)),
-		tb.handle("execute_tool", tb.executeTool))
+		"Calls a tool of a server with arguments and returns its result unchanged.", tb.schema(executeToolSchema)), executeTool)
+	return executeTool
 }
 
 func mustGlobs(p ...string) policy.Globs {
@@ -458,9 +464,9 @@ func (tb *toolbox) executeTool(ctx context.Context, c *tbCall, req mcp.CallToolR
 	if req.Params.Meta != nil {
 		token = req.Params.Meta.ProgressToken
 	}
-	onProgress, flush := tb.d.Progress(ctx, token)
+	callCtx, onProgress, done := tb.d.Relay(callCtx, token)
 	res, err := tb.d.Downstream.CallTool(callCtx, c.server, tool, toolArgs, hdr, onProgress)
-	flush(2 * time.Second)
+	done()
 	if err != nil {
 		return nil, tb.downstreamError(ctx, c, err)
 	}
