@@ -105,6 +105,7 @@ func newAgent(s *Set, c *config.Agent) (*Agent, error) {
 			server.WithDisableLocalhostProtection(true),
 			server.WithStreamableHTTPLogger(mcpclient.SlogLogger(a.log)),
 		)}
+	d.Route = a.route
 	switch {
 	case a.proxy != nil:
 		d.Fast, d.SetLevel = a.proxy, a.proxy
@@ -113,6 +114,19 @@ func newAgent(s *Set, c *config.Agent) (*Agent, error) {
 	}
 	a.handler = endpoint.New(d)
 	return a, nil
+}
+
+// route reports why a tools/call of name cannot be dispatched (nil: it
+// can); the endpoint answers that itself instead of mcp-go's "tool 'x' not
+// found: tool not found".
+func (a *Agent) route(ctx context.Context, name string, inbound http.Header) error {
+	if a.proxy != nil {
+		return a.proxy.Route(ctx, name, inbound)
+	}
+	if a.mcp.GetTool(name) != nil {
+		return nil
+	}
+	return fmt.Errorf("tool %q not found", name)
 }
 
 // Handler is the agent's Streamable HTTP endpoint (agents/endpoint).
