@@ -147,7 +147,10 @@ func (a *Agent) registerTools() {
 				return mcp.NewGetPromptResult("History lives on the client; pass it in send_message's history.", []mcp.PromptMessage{}), nil
 			})
 	}
-	a.mcp.AddTool(mcp.NewToolWithRawSchema("get_health", "Returns the health status of this agent and its downstream dependencies.", json.RawMessage(healthSchema)), health)
+	tool := mcp.NewToolWithRawSchema("get_health", "Returns the health status of this agent and its downstream dependencies.", json.RawMessage(healthSchema))
+	// It reads and changes nothing; asked twice, it answers alike (cached).
+	tool.Annotations.ReadOnlyHint, tool.Annotations.IdempotentHint = mcp.ToBoolPtr(true), mcp.ToBoolPtr(true)
+	a.mcp.AddTool(tool, health)
 }
 
 // toolboxDeps is what the toolbox kind is handed of the agent.

@@ -118,3 +118,29 @@ agents:
 		t.Errorf("background health after many callers: %s", b)
 	}
 }
+
+// get_health is announced as what it is: read-only and idempotent, for
+// every kind of agent.
+func TestHealthAnnotations(t *testing.T) {
+	ta := agenttest.New(t, agenttest.ProxyTwoServers+"  talk: {model: passthrough}\n  box: {kind: toolbox, servers: [a]}\n", agenttest.TwoServersDown())
+	for _, agent := range []string{"talk", "px", "box"} {
+		cs := ta.Session(t, agent, "bob", "", nil)
+		res, err := cs.ListTools(context.Background(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		found := false
+		for _, tool := range res.Tools {
+			if tool.Name != "get_health" {
+				continue
+			}
+			found = true
+			if a := tool.Annotations; a == nil || !a.ReadOnlyHint || !a.IdempotentHint {
+				t.Errorf("%s: get_health annotations %+v, want readOnlyHint and idempotentHint", agent, a)
+			}
+		}
+		if !found {
+			t.Errorf("%s lists no get_health", agent)
+		}
+	}
+}
