@@ -323,3 +323,14 @@ func GaugeValue(g prometheus.Gauge) float64 {
 	}
 	return m.GetGauge().GetValue()
 }
+
+// WaitLimit is how long a test polls for what must happen: until shortly
+// before the test binary's own deadline (go test -timeout), not a guess of
+// how fast the machine is, so that a loaded machine makes a test slower,
+// never failing.
+func WaitLimit(t *testing.T) time.Time {
+	if d, ok := t.Deadline(); ok {
+		return d.Add(-10 * time.Second)
+	}
+	return time.Now().Add(time.Hour)
+}
