@@ -172,3 +172,36 @@ models:
 		t.Errorf("claude base_url = %q", cfg.Models.Providers["claude"].BaseURL)
 	}
 }
+
+// /agents/x/mcp/ is /agents/x/mcp (and /mcp/ is /mcp): a trailing slash,
+// which clients and proxies add, reaches the same endpoint.
+func TestTrailingSlashEndpoint(t *testing.T) {
+	g := newTestGateway(t, revertCfg)
+	h := g.router()
+	post := func(path, body string) (int, string) {
+		req := httptest.NewRequest(http.MethodPost, path, strings.NewReader(body))
+		req.RemoteAddr, req.Host = "127.0.0.1:5000", "127.0.0.1:8200"
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("MCP-Protocol-Version", "2025-11-25")
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, req)
+		return w.Code, w.Body.String()
+	}
+	call := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"send_message","arguments":{"message":"hi"}}}`
+	list := `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`
+	for _, c := range []struct{ path, body, want string }{
+		{"/agents/echo/mcp", call, "hi"},
+		{"/agents/echo/mcp/", call, "hi"},
+		{"/agents/echo/mcp/", list, "get_health"},
+	} {
+		if code, body := post(c.path, c.body); code != http.StatusOK || !strings.Contains(body, c.want) {
+			t.Errorf("POST %s: HTTP %d %s, want 200 with %q", c.path, code, body, c.want)
+		}
+	}
+	// agents_endpoint is off here: both say so, neither is "no route".
+	code, body := post("/mcp", list)
+	if code2, body2 := post("/mcp/", list); code2 != code || !strings.Contains(body2, "agents_endpoint is off") {
+		t.Errorf("POST /mcp/: HTTP %d %s; /mcp: HTTP %d %s", code2, body2, code, body)
+	}
+}
