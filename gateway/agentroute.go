@@ -44,7 +44,18 @@ func (g *Gateway) serveAgent(w http.ResponseWriter, r *http.Request, s *Snapshot
 		writeError(w, http.StatusNotFound, rid, "unknown agent "+quoteClipped(name))
 		return
 	}
-	id, ok := g.authorize(w, r, s, name, rid)
+	id, allowed, ok := g.authorize(w, r, s, name, rid)
+	// The allowed request's audit line is written once its method is known
+	// (policy.audit: listing or calls level), or when it ends unread.
+	actx := r.Context()
+	audit := func(msg *jsonrpc.Message) {
+		if allowed != nil {
+			allowed.Listing = listingRequest(r.Method, msg)
+			s.auditor.Record(actx, *allowed)
+			allowed = nil
+		}
+	}
+	defer audit(nil)
 	if !ok || (r.Method == http.MethodPost && !g.takeRequest(w, r, s, id, rid)) {
 		return
 	}
@@ -77,6 +88,7 @@ func (g *Gateway) serveAgent(w http.ResponseWriter, r *http.Request, s *Snapshot
 			return
 		}
 	}
+	audit(msg)
 	if g.draining.Load() && !(mayServeRunning && servesRunningCall(msg)) {
 		g.refuseDraining(w, rid)
 		return
@@ -257,7 +269,7 @@ func (g *Gateway) agentRoute(w http.ResponseWriter, r *http.Request) {
 // authorize applies inbound auth (SPEC §7, §13) and the caller's agent
 // rule, auditing every decision: 401 with WWW-Authenticate or 403 when
 // refused. A refused token's reason is logged and counted, the token never.
-func (g *Gateway) authorize(w http.ResponseWriter, r *http.Request, s *Snapshot, agent, rid string) (policy.Identity, bool) {
+func (g *Gateway) authorize(w http.ResponseWriter, r *http.Request, s *Snapshot, agent, rid string) (policy.Identity, *policy.AuditEvent, bool) {
 	start := time.Now()
 	id, status, reason, err := s.auth.CheckFor(r, agent, s.resourceURL(r, agent))
 	if id.Claims != nil {
@@ -270,11 +282,14 @@ func (g *Gateway) authorize(w http.ResponseWriter, r *http.Request, s *Snapshot,
 			status = http.StatusForbidden
 		}
 	}
-	if s.auth.Mode() != policy.ModePassthrough || !d.Allowed {
-		s.auditor.Record(r.Context(), policy.AuditEvent{RequestID: rid, Caller: id.Caller, Agent: agent, Decision: d, Latency: time.Since(start)})
+	var allowed *policy.AuditEvent
+	if ev := (policy.AuditEvent{RequestID: rid, Caller: id.Caller, Agent: agent, Decision: d, Latency: time.Since(start)}); !d.Allowed {
+		s.auditor.Record(r.Context(), ev)
+	} else if s.auth.Mode() != policy.ModePassthrough {
+		allowed = &ev // recorded by the caller once the method is known
 	}
 	if d.Allowed {
-		return id, true
+		return id, allowed, true
 	}
 	if status == http.StatusUnauthorized || reason == policy.AuthMissingScope {
 		g.metrics.AuthFailures.WithLabelValues(reason).Inc()
@@ -289,7 +304,24 @@ func (g *Gateway) authorize(w http.ResponseWriter, r *http.Request, s *Snapshot,
 		msg += ": " + err.Error()
 	}
 	writeError(w, status, rid, msg)
-	return id, false
+	return id, nil, false
+}
+
+// listingRequest reports a request that runs nothing: a session's DELETE,
+// and every method but tools/call, prompts/get and resources/read (its
+// audit line goes at policy.audit.listing). A body not read is not one.
+func listingRequest(method string, msg *jsonrpc.Message) bool {
+	if method == http.MethodDelete {
+		return true
+	}
+	if msg == nil {
+		return false
+	}
+	switch msg.MethodName() {
+	case string(mcp.MethodToolsCall), string(mcp.MethodPromptsGet), string(mcp.MethodResourcesRead):
+		return false
+	}
+	return true
 }
 
 // challenge is the WWW-Authenticate of a refusal: in mode jwt the MCP
