@@ -8,8 +8,11 @@ E2E_TOOLS ?= $(CURDIR)/.tools
 
 .PHONY: run build test vet lint e2e bench soak fuzz clean
 
-run: ## run the gateway on the quickstart config (no API key needed)
-	$(GO) run ./cmd/pallasgw serve --config $(CONFIG) --log-format console
+# run builds the binary build does (same flags, so one build cache serves
+# both: `go run` without -trimpath compiled everything a second time), then
+# runs it.
+run: build ## run the gateway on the quickstart config (no API key needed)
+	./bin/pallasgw serve --config $(CONFIG) --log-format console
 
 build: ## static binary in bin/
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/pallasgw ./cmd/pallasgw

@@ -107,6 +107,7 @@ func newAgent(s *Set, c *config.Agent) (*Agent, error) {
 			server.WithDisableLocalhostProtection(true),
 			server.WithStreamableHTTPLogger(mcpclient.SlogLogger(a.log)),
 		)}
+	d.Route = a.route
 	switch {
 	case a.proxy != nil:
 		d.Fast, d.SetLevel, d.Rounds = a.proxy, a.proxy, a.proxy
@@ -122,6 +123,19 @@ func newAgent(s *Set, c *config.Agent) (*Agent, error) {
 	}
 	a.handler = endpoint.New(d)
 	return a, nil
+}
+
+// route reports why a tools/call of name cannot be dispatched (nil: it
+// can); the endpoint answers that itself instead of mcp-go's "tool 'x' not
+// found: tool not found".
+func (a *Agent) route(ctx context.Context, name string, inbound http.Header) error {
+	if a.proxy != nil {
+		return a.proxy.Route(ctx, name, inbound)
+	}
+	if a.mcp.GetTool(name) != nil {
+		return nil
+	}
+	return fmt.Errorf("tool %q not found", name)
 }
 
 // Handler is the agent's Streamable HTTP endpoint (agents/endpoint).
@@ -142,7 +156,10 @@ func (a *Agent) registerTools() {
 				return mcp.NewGetPromptResult("History lives on the client; pass it in send_message's history.", []mcp.PromptMessage{}), nil
 			})
 	}
-	a.mcp.AddTool(mcp.NewToolWithRawSchema("get_health", "Returns the health status of this agent and its downstream dependencies.", json.RawMessage(healthSchema)), health)
+	tool := mcp.NewToolWithRawSchema("get_health", "Returns the health status of this agent and its downstream dependencies.", json.RawMessage(healthSchema))
+	// It reads and changes nothing; asked twice, it answers alike (cached).
+	tool.Annotations.ReadOnlyHint, tool.Annotations.IdempotentHint = mcp.ToBoolPtr(true), mcp.ToBoolPtr(true)
+	a.mcp.AddTool(tool, health)
 }
 
 // toolboxDeps is what the toolbox kind is handed of the agent.

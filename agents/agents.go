@@ -16,8 +16,6 @@ import (
 	"net/http"
 	"sort"
 	"strings"
-	"sync"
-	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"go.uber.org/zap"
@@ -179,12 +177,3 @@ func bearerOf(h http.Header) (string, bool) {
 	token = strings.TrimSpace(token)
 	return token, ok && strings.EqualFold(scheme, "Bearer") && token != ""
 }
-
-// healthCache holds one agent's last health result for healthTTL.
-type healthCache struct {
-	mu     sync.Mutex
-	at     time.Time
-	result Health
-}
-
-const healthTTL = 10 * time.Second

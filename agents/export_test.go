@@ -5,3 +5,10 @@ import "github.com/mark3labs/mcp-go/server"
 // MCPServer is the agent's MCP server (its registry), for package
 // agents_test.
 func MCPServer(a *Agent) *server.MCPServer { return a.mcp }
+
+// HealthEntries is the number of credential sets whose health the agent
+// has cached.
+func HealthEntries(a *Agent) int { return a.health.size() }
+
+// MaxHealthEntries bounds HealthEntries.
+const MaxHealthEntries = maxHealthEntries

@@ -41,13 +41,20 @@ func (a *Agent) handleHealth(ctx context.Context, req mcp.CallToolRequest) (*mcp
 	return mcp.NewToolResultText(string(b)), nil
 }
 
-// Health probes the agent's dependencies (cached for healthTTL). It never
-// calls an LLM.
+// Health probes the agent's dependencies (cached for healthTTL per
+// outbound credential set, healthKey). It never calls an LLM. inbound nil is
+// the background probe: it has no caller, so servers that take the caller's
+// credentials are reported "not probed without a caller" rather than
+// probed without them. Only results that depend on no caller set
+// pallasgw_agent_health, so one caller's refused credentials cannot move
+// the gauge.
 func (a *Agent) Health(ctx context.Context, inbound http.Header) Health {
-	a.health.mu.Lock()
-	defer a.health.mu.Unlock()
-	if !a.health.at.IsZero() && time.Since(a.health.at) < healthTTL {
-		return a.health.result
+	key := a.healthKey(inbound)
+	e := a.health.entry(key)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if !e.at.IsZero() && time.Since(e.at) < healthTTL {
+		return e.result
 	}
 	h := a.probe(ctx, inbound)
 	if ctx.Err() != nil {
@@ -55,8 +62,11 @@ func (a *Agent) Health(ctx context.Context, inbound http.Header) Health {
 		// the dependencies, so neither cache them nor publish them.
 		return h
 	}
-	a.health.at, a.health.result = time.Now(), h
-	a.set.deps.Metrics.AgentHealth.WithLabelValues(a.Name).Set(healthValue[h.Status])
+	e.at, e.result = time.Now(), h
+	e.stamp.Store(e.at.UnixNano())
+	if key == backgroundKey {
+		a.set.deps.Metrics.AgentHealth.WithLabelValues(a.Name).Set(healthValue[h.Status])
+	}
 	return h
 }
 
@@ -64,9 +74,7 @@ func (a *Agent) Health(ctx context.Context, inbound http.Header) Health {
 // looks again (a provider's check result changed).
 func (s *Set) ExpireHealth() {
 	for _, a := range s.agents {
-		a.health.mu.Lock()
-		a.health.at = time.Time{}
-		a.health.mu.Unlock()
+		a.health.expire()
 	}
 }
 
@@ -83,6 +91,10 @@ func (a *Agent) probe(ctx context.Context, inbound http.Header) Health {
 	)
 	add := func(f finding) { mu.Lock(); findings = append(findings, f); mu.Unlock() }
 	for _, srv := range a.Config.Servers {
+		if inbound == nil && a.set.takesCaller(srv) {
+			add(finding{statusOK, fmt.Sprintf("MCP server %s not probed without a caller (it takes the caller's credentials)", srv)})
+			continue
+		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -115,8 +127,11 @@ func (a *Agent) probe(ctx context.Context, inbound http.Header) Health {
 	return summarize(findings)
 }
 
-// providerFinding reports the agent's model provider's preflight result: a
-// rejected key means the agent cannot think (error); anything else degrades.
+// providerFinding reports the agent's model provider's check result. A
+// provider that cannot be reached, refuses the key or does not list the
+// model fails every call: the agent cannot process requests (error). Only a
+// provider that answered the check with 429 or a 5xx is degraded: calls are
+// retried and may get through.
 func (a *Agent) providerFinding() *finding {
 	if a.Config.Model == "" || a.set.deps.Preflight == nil {
 		return nil
@@ -127,10 +142,17 @@ func (a *Agent) providerFinding() *finding {
 		return nil
 	}
 	var he *llm.HTTPError
-	if errors.As(err, &he) && (he.Status == http.StatusUnauthorized || he.Status == http.StatusForbidden) {
-		return &finding{statusError, fmt.Sprintf("LLM provider %s rejected the API key (HTTP %d)", prov, he.Status)}
+	switch {
+	case errors.As(err, &he) && (he.Status == http.StatusUnauthorized || he.Status == http.StatusForbidden):
+		return &finding{statusError, fmt.Sprintf("agent cannot process requests: LLM provider %s rejected the API key (HTTP %d)", prov, he.Status)}
+	case errors.As(err, &he) && (he.Status == http.StatusTooManyRequests || he.Status >= 500):
+		return &finding{statusDegraded, fmt.Sprintf("LLM provider %s answered its check with HTTP %d: %v", prov, he.Status, err)}
+	case errors.Is(err, llm.ErrModelNotListed):
+		return &finding{statusError, fmt.Sprintf("agent cannot process requests: LLM provider %s: %v", prov, err)}
+	case errors.As(err, &he):
+		return &finding{statusError, fmt.Sprintf("agent cannot process requests: LLM provider %s failed its check: %v", prov, err)}
 	}
-	return &finding{statusDegraded, fmt.Sprintf("LLM provider %s preflight failed: %v", prov, err)}
+	return &finding{statusError, fmt.Sprintf("agent cannot process requests: LLM provider %s is unreachable: %v", prov, err)}
 }
 
 func summarize(findings []finding) Health {

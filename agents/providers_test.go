@@ -6,6 +6,7 @@ import (
 
 	"github.com/pallasgw/pallasgw/agents/internal/agenttest"
 	"github.com/pallasgw/pallasgw/agents/llm"
+	"github.com/pallasgw/pallasgw/policy"
 	"github.com/pallasgw/pallasgw/test/fakellm"
 )
 
@@ -58,5 +59,45 @@ agents:
 	}
 	if h := r2[0].Header; h.Get("X-Org") != "" || h.Get("X-Static") != "" || h.Get("X-Client") != "openai" {
 		t.Errorf("openai provider got headers %v", h)
+	}
+}
+
+// A credential forwarded to an LLM provider (forward_inbound_auth,
+// forward_headers) passes the same policy code as a downstream's: a value
+// over 8 KiB is dropped and counted under the provider, and the provider
+// then gets its own key, never the caller's oversized one.
+func TestProviderForwardingSanitised(t *testing.T) {
+	fake := fakellm.New(t)
+	cfg := `
+name: unit
+models:
+  providers:
+    openai:
+      base_url: ` + fake.OpenAIBaseURL() + `
+      forward_inbound_auth: true
+      forward_headers: {X-Tenant: X-Org}
+agents:
+  a: {model: openai.small}
+`
+	p, err := llm.NewOpenAI(llm.ProviderConfig{Kind: "openai", BaseURL: fake.OpenAIBaseURL(), APIKey: "own-key-5678"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ta := agenttest.NewWith(t, cfg, &agenttest.FakeDown{}, map[string]llm.Provider{"openai": p})
+	long := strings.Repeat("x", policy.MaxHeaderValueBytes+1)
+	hdr := map[string]string{"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
+		"Authorization": "Bearer " + long, "X-Tenant": long}
+	if x := ta.Send(t, "a", agenttest.SendBody("1", "send_message", `{"message":"hi"}`, ""), hdr); !strings.Contains(x.Body, "echo: hi") {
+		t.Fatalf("answered %s", x)
+	}
+	reqs := fake.ChatRequests()
+	if len(reqs) != 1 {
+		t.Fatalf("%d chat requests", len(reqs))
+	}
+	if h := reqs[0].Header; h.Get("Authorization") != "Bearer own-key-5678" || h.Get("X-Org") != "" {
+		t.Errorf("provider got Authorization %.40q…, X-Org %.20q…; want its own key and no X-Org", h.Get("Authorization"), h.Get("X-Org"))
+	}
+	if n := agenttest.CounterValue(ta.Metrics.ForwardedHeaderRejection.WithLabelValues("provider:openai", policy.ReasonTooLong)); n != 2 {
+		t.Errorf("pallasgw_forwarded_header_rejections_total{server=provider:openai,reason=too_long} = %v, want 2", n)
 	}
 }

@@ -55,14 +55,21 @@ func (g *Gateway) serveAgent(w http.ResponseWriter, r *http.Request, s *Snapshot
 	// before that (over quota, a GET, a bad body, a DELETE) gets a span
 	// of its own when it ends. The authorization is audited under
 	// whichever span the request has, so the audit line has its trace_id.
+	// Its level (policy.audit: listing or calls) follows the method.
 	var span trace.Span
+	var msg *jsonrpc.Message
+	audit := func() {
+		if allowed != nil {
+			allowed.Listing = listingRequest(r.Method, msg)
+			s.auditor.Record(r.Context(), *allowed)
+			allowed = nil
+		}
+	}
 	defer func() {
 		if span == nil {
 			r, span = s.traceUndecoded(r, name, start)
 		}
-		if allowed != nil {
-			s.auditor.Record(r.Context(), *allowed)
-		}
+		audit()
 		endRequest(span, w)
 	}()
 	if r.Method == http.MethodPost && !g.takeRequest(w, r, s, id, rid) {
@@ -90,7 +97,6 @@ func (g *Gateway) serveAgent(w http.ResponseWriter, r *http.Request, s *Snapshot
 		writeError(w, http.StatusMethodNotAllowed, rid, "method not allowed")
 		return
 	}
-	var msg *jsonrpc.Message
 	if r.Method == http.MethodPost {
 		var ok bool
 		if msg, ok = g.readBody(w, r, s, rid); !ok {
@@ -105,10 +111,7 @@ func (g *Gateway) serveAgent(w http.ResponseWriter, r *http.Request, s *Snapshot
 	inflight.Inc()
 	defer inflight.Dec()
 	r, span = s.traceRequest(r, msg) // tracing.go; nil when off
-	if allowed != nil {
-		s.auditor.Record(r.Context(), *allowed)
-		allowed = nil
-	}
+	audit()
 	tw, tr := endpoint.TrackStream(w, r, rid)
 	a.Handler().ServeHTTP(tw, tr)
 }
@@ -319,6 +322,23 @@ func (g *Gateway) authorize(w http.ResponseWriter, r *http.Request, s *Snapshot,
 	}
 	writeError(w, status, rid, msg)
 	return id, nil, false
+}
+
+// listingRequest reports a request that runs nothing: a session's DELETE,
+// and every method but tools/call, prompts/get and resources/read (its
+// audit line goes at policy.audit.listing). A body not read is not one.
+func listingRequest(method string, msg *jsonrpc.Message) bool {
+	if method == http.MethodDelete {
+		return true
+	}
+	if msg == nil {
+		return false
+	}
+	switch msg.MethodName() {
+	case string(mcp.MethodToolsCall), string(mcp.MethodPromptsGet), string(mcp.MethodResourcesRead):
+		return false
+	}
+	return true
 }
 
 // challenge is the WWW-Authenticate of a refusal: in mode jwt the MCP

@@ -4,11 +4,14 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/pallasgw/pallasgw/agents/jsonrpc"
@@ -170,5 +173,103 @@ models:
 	}
 	if cfg.Models.Providers["claude"].BaseURL != config.DefaultAnthropicBaseURL {
 		t.Errorf("claude base_url = %q", cfg.Models.Providers["claude"].BaseURL)
+	}
+}
+
+// /agents/x/mcp/ is /agents/x/mcp (and /mcp/ is /mcp): a trailing slash,
+// which clients and proxies add, reaches the same endpoint.
+func TestTrailingSlashEndpoint(t *testing.T) {
+	g := newTestGateway(t, revertCfg)
+	h := g.router()
+	post := func(path, body string) (int, string) {
+		req := httptest.NewRequest(http.MethodPost, path, strings.NewReader(body))
+		req.RemoteAddr, req.Host = "127.0.0.1:5000", "127.0.0.1:8200"
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("MCP-Protocol-Version", "2025-11-25")
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, req)
+		return w.Code, w.Body.String()
+	}
+	call := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"send_message","arguments":{"message":"hi"}}}`
+	list := `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`
+	for _, c := range []struct{ path, body, want string }{
+		{"/agents/echo/mcp", call, "hi"},
+		{"/agents/echo/mcp/", call, "hi"},
+		{"/agents/echo/mcp/", list, "get_health"},
+	} {
+		if code, body := post(c.path, c.body); code != http.StatusOK || !strings.Contains(body, c.want) {
+			t.Errorf("POST %s: HTTP %d %s, want 200 with %q", c.path, code, body, c.want)
+		}
+	}
+	// agents_endpoint is off here: both say so, neither is "no route".
+	code, body := post("/mcp", list)
+	if code2, body2 := post("/mcp/", list); code2 != code || !strings.Contains(body2, "agents_endpoint is off") {
+		t.Errorf("POST /mcp/: HTTP %d %s; /mcp: HTTP %d %s", code2, body2, code, body)
+	}
+}
+
+// The inbound audit line of an initialize or a tools/list is written at
+// policy.audit.listing (debug by default), a call's at policy.audit.calls
+// (info), a refusal's at calls whatever it asked.
+func TestInboundAuditLevels(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "pallasgw.yaml")
+	cfg := `
+name: t
+listen: "127.0.0.1:0"
+auth:
+  mode: tokens
+  tokens:
+    - {name: alice, token: alice-token-0123456789}
+agents:
+  echo: {model: passthrough}
+`
+	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	core, logs := observer.New(zap.DebugLevel)
+	g, err := New(Options{ConfigPath: path, Logger: zap.New(core), Version: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(g.Shutdown)
+	h := g.router()
+	post := func(token, body string) {
+		req := httptest.NewRequest(http.MethodPost, "/agents/echo/mcp", strings.NewReader(body))
+		req.RemoteAddr, req.Host = "127.0.0.1:5000", "127.0.0.1:8200"
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("MCP-Protocol-Version", "2025-11-25")
+		req.Header.Set("Authorization", "Bearer "+token)
+		h.ServeHTTP(httptest.NewRecorder(), req)
+	}
+	audit := func() []observer.LoggedEntry {
+		var out []observer.LoggedEntry
+		for _, e := range logs.TakeAll() {
+			if e.Message == "policy decision" {
+				out = append(out, e)
+			}
+		}
+		return out
+	}
+	for _, c := range []struct {
+		name, token, body string
+		want              zapcore.Level
+	}{
+		{"initialize", "alice-token-0123456789", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`, zapcore.DebugLevel},
+		{"tools/list", "alice-token-0123456789", `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`, zapcore.DebugLevel},
+		{"tools/call", "alice-token-0123456789", `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"send_message","arguments":{"message":"hi"}}}`, zapcore.InfoLevel},
+		{"refused tools/list", "wrong-token-0123456789", `{"jsonrpc":"2.0","id":4,"method":"tools/list"}`, zapcore.InfoLevel},
+	} {
+		post(c.token, c.body)
+		var inbound []observer.LoggedEntry
+		for _, e := range audit() {
+			if e.ContextMap()["tool"] == "" {
+				inbound = append(inbound, e)
+			}
+		}
+		if len(inbound) != 1 || inbound[0].Level != c.want {
+			t.Errorf("%s: inbound audit lines %v, want one at %s", c.name, inbound, c.want)
+		}
 	}
 }

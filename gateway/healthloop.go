@@ -13,8 +13,9 @@ const healthInterval = 30 * time.Second
 // startHealthLoop probes the snapshot's agents now and every healthInterval
 // (after the provider preflight), and at once when a provider's check
 // result flips, until the snapshot is retired or the gateway stops.
-// Background probes carry no caller headers: downstreams get only their
-// static headers.
+// Background probes have no caller: servers that take the caller's
+// credentials are reported "not probed without a caller" (agents.Health),
+// and only these probes set pallasgw_agent_health.
 func (g *Gateway) startHealthLoop(s *Snapshot) {
 	g.wg.Add(1)
 	go func() {

@@ -159,7 +159,7 @@ func (g *Gateway) legacyHandler(port int) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		role := g.current.Load().ports[port]
 		switch {
-		case r.URL.Path == "/mcp" && role.agent != "":
+		case (r.URL.Path == "/mcp" || r.URL.Path == "/mcp/") && role.agent != "":
 			agent.ServeHTTP(w, r)
 		case r.URL.Path == "/mcp/server-card" && role.agent != "":
 			card.ServeHTTP(w, r)

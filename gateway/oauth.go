@@ -20,7 +20,7 @@ const metadataPath = "/.well-known/oauth-protected-resource"
 // reached it: {public_url or request base}/agents/{name}/mcp on the main
 // port, {request base}/mcp on a legacy port.
 func (s *Snapshot) resourceURL(r *http.Request, agent string) string {
-	if r.URL.Path == "/mcp" {
+	if r.URL.Path == "/mcp" || r.URL.Path == "/mcp/" {
 		return s.requestBase(r) + "/mcp"
 	}
 	return s.baseURL(r) + "/agents/" + agent + "/mcp"

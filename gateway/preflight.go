@@ -139,10 +139,15 @@ func (p *preflight) loop(ctx context.Context, stop <-chan struct{}, name string,
 	}
 }
 
-// check runs the provider's preflight for every model agents use of it.
+// check runs the provider's preflight for every model agents use of it; a
+// provider no agent uses is checked too (that it answers and takes the
+// key), so that pallasgw_llm_provider_up never reports one nobody looked at.
 func (p *preflight) check(ctx context.Context, name string) error {
 	ctx, cancel := context.WithTimeout(ctx, preflightTimeout)
 	defer cancel()
+	if len(p.models[name]) == 0 {
+		return p.providers[name].Preflight(ctx, "")
+	}
 	for _, model := range p.models[name] {
 		if err := p.providers[name].Preflight(ctx, model); err != nil {
 			return err

@@ -70,9 +70,15 @@ func shortProviderChecks(t *testing.T, every, retry, gap time.Duration) {
 	t.Cleanup(func() { providerChecks = saved })
 }
 
+// waitFor polls cond until it holds, or until shortly before the test
+// binary's own deadline (go test -timeout): a loaded machine makes the
+// test slower, never failing.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(time.Hour)
+	if d, ok := t.Deadline(); ok {
+		deadline = d.Add(-10 * time.Second)
+	}
 	for !cond() {
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out waiting for %s", what)
@@ -148,4 +154,56 @@ func TestProviderRecheckedAfterRealFailure(t *testing.T) {
 	f.up.Store(true)
 	s.preflight.observed("openai", nil)
 	waitFor(t, "provider up after a successful real call", func() bool { return up() == 1 })
+}
+
+// closedURL is the URL of a server that is no longer listening.
+func closedURL(t *testing.T) string {
+	srv := httptest.NewServer(http.NotFoundHandler())
+	srv.Close()
+	return srv.URL
+}
+
+// A provider no agent uses is checked too (that it answers), not reported
+// up unseen: pallasgw_llm_provider_up is 0 for an unreachable one and 1 for
+// one that answered.
+func TestUnusedProviderChecked(t *testing.T) {
+	used, spare := newFakeProvider(t, true), newFakeProvider(t, true)
+	g := newTestGateway(t, `
+name: t
+listen: "127.0.0.1:0"
+models:
+  default: openai.m
+  providers:
+    openai: {base_url: "`+used.srv.URL+`/v1", api_key: k, max_retries: 0}
+    spare: {type: openai, base_url: "`+spare.srv.URL+`/v1", api_key: k, max_retries: 0}
+    gone: {type: anthropic, base_url: "`+closedURL(t)+`", api_key: k, max_retries: 0}
+agents:
+  a: {}
+`)
+	<-g.current.Load().preflight.done
+	for name, want := range map[string]float64{"openai": 1, "spare": 1, "gone": 0} {
+		if got := gaugeValue(g.metrics.ProviderUp.WithLabelValues(name)); got != want {
+			t.Errorf("pallasgw_llm_provider_up{provider=%q} = %v, want %v", name, got, want)
+		}
+	}
+	if spare.checks.Load() == 0 {
+		t.Error("the unused provider was never asked")
+	}
+}
+
+// An agent whose provider cannot be reached cannot process any request: its
+// health is error (not degraded), and the message names the provider and
+// the cause.
+func TestUnreachableProviderIsError(t *testing.T) {
+	g := newTestGateway(t, providerCfg(closedURL(t)))
+	s := g.current.Load()
+	<-s.preflight.done
+	h := s.agents.Get("a").Health(context.Background(), nil)
+	if h.Status != "error" || !strings.Contains(h.Message, "cannot process requests") ||
+		!strings.Contains(h.Message, "openai") || !strings.Contains(h.Message, "unreachable") || !strings.Contains(h.Message, "refused") {
+		t.Errorf("health %+v, want error naming the provider and why", h)
+	}
+	if v := gaugeValue(g.metrics.AgentHealth.WithLabelValues("a")); v != 0 {
+		t.Errorf("pallasgw_agent_health = %v, want 0", v)
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -117,7 +118,35 @@ func diff(a, b *config.Config) []string {
 	out = append(out, diffMap("server", a.MCP.Servers, b.MCP.Servers, func(x, y *config.Server) bool {
 		return fmt.Sprintf("%#v", *x) == fmt.Sprintf("%#v", *y) && secretsEqual(x, y)
 	})...)
+	// Tokens by name, never by value: "token alice changed" says that its
+	// value or its agents changed, not to what.
+	out = append(out, diffMap("token", tokensByName(a.Auth.Tokens), tokensByName(b.Auth.Tokens), func(x, y config.Token) bool {
+		return x.Token.Value() == y.Token.Value() && slices.Equal(x.Agents, y.Agents)
+	})...)
+	// Origins are addresses, not secrets: named.
+	set := func(list []string) map[string]bool {
+		m := make(map[string]bool, len(list))
+		for _, o := range list {
+			m[o] = true
+		}
+		return m
+	}
+	out = append(out, diffMap("allowed origin", set(a.AllowedOrigins), set(b.AllowedOrigins), func(_, _ bool) bool { return true })...)
 	return out
+}
+
+// tokensByName keys auth.tokens by name (validation keeps names unique; a
+// repeated one is keyed by its position too, so that no change is lost).
+func tokensByName(list []config.Token) map[string]config.Token {
+	m := make(map[string]config.Token, len(list))
+	for i, t := range list {
+		name := t.Name
+		if _, dup := m[name]; dup {
+			name = fmt.Sprintf("%s#%d", t.Name, i)
+		}
+		m[name] = t
+	}
+	return m
 }
 
 func secretsEqual(x, y *config.Server) bool {

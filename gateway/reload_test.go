@@ -2,7 +2,10 @@ package gateway
 
 import (
 	"os"
+	"strings"
 	"testing"
+
+	"github.com/pallasgw/pallasgw/gateway/config"
 )
 
 const revertCfg = `
@@ -100,5 +103,42 @@ agents:
 	}
 	if len(seriesWith(t, g, "agent", "keep")) == 0 {
 		t.Fatal("the kept agent's series went too")
+	}
+}
+
+// A reload's log line names the tokens and allowed origins it changed
+// (tokens by name: a token's value never appears).
+func TestReloadNamesTokenAndOriginChanges(t *testing.T) {
+	parse := func(tokens, origins string) *config.Config {
+		cfg, err := config.Parse("t.yaml", []byte(`
+name: t
+allowed_origins: [`+origins+`]
+auth:
+  mode: tokens
+  tokens:
+`+tokens+`
+agents:
+  echo: {model: passthrough}
+`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cfg
+	}
+	before := parse(`    - {name: alice, token: alice-secret-1111}
+    - {name: bob, token: bob-secret-2222-22}
+    - {name: carol, token: carol-secret-3333}`, `"https://a.example.com", "https://b.example.com"`)
+	after := parse(`    - {name: alice, token: alice-secret-9999}
+    - {name: bob, token: bob-secret-2222-22, agents: [echo]}
+    - {name: dave, token: dave-secret-4444}`, `"https://a.example.com", "https://c.example.com"`)
+	got := strings.Join(diff(before, after), "; ")
+	for _, want := range []string{"token alice changed", "token bob changed", "token carol removed", "token dave added",
+		"allowed origin https://b.example.com removed", "allowed origin https://c.example.com added"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("changes %q lack %q", got, want)
+		}
+	}
+	if strings.Contains(got, "secret") || strings.Contains(got, "a.example.com") {
+		t.Errorf("changes %q name a token value or an unchanged origin", got)
 	}
 }

@@ -18,8 +18,13 @@ import (
 func (g *Gateway) router() http.Handler {
 	r := chi.NewRouter()
 	r.Method(http.MethodGet, "/.well-known/mcp/server.json", g.chain("registry", http.HandlerFunc(g.registryMain)))
-	r.Handle("/agents/{name}/mcp", g.chain("agent", http.HandlerFunc(g.agentRoute)))
-	r.Handle("/mcp", g.chain("agent", http.HandlerFunc(g.serveDirectory))) // agents_endpoint
+	// An endpoint with a trailing slash is the same endpoint (clients and
+	// proxies add one); its canonical URL stays the one without.
+	agent, directory := g.chain("agent", http.HandlerFunc(g.agentRoute)), g.chain("agent", http.HandlerFunc(g.serveDirectory))
+	r.Handle("/agents/{name}/mcp", agent)
+	r.Handle("/agents/{name}/mcp/", agent)
+	r.Handle("/mcp", directory) // agents_endpoint
+	r.Handle("/mcp/", directory)
 	r.Method(http.MethodGet, metadataPath, g.publicChain("registry", http.HandlerFunc(g.resourceMetadata)))
 	r.Method(http.MethodGet, metadataPath+"/agents/{name}/mcp", g.publicChain("registry", http.HandlerFunc(g.resourceMetadata)))
 	r.Handle("/agents/{name}/mcp/server-card", g.publicChain("registry", http.HandlerFunc(g.serverCard)))

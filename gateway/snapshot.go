@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
 
 	"github.com/pallasgw/pallasgw/agents"
 	"github.com/pallasgw/pallasgw/agents/llm"
@@ -80,7 +81,8 @@ func (g *Gateway) buildSnapshot(cfg *config.Config) (_ *Snapshot, err error) {
 	}
 	// One audit line per call, always from the same line of code: without
 	// the caller, which zap finds by walking the stack.
-	s.auditor = &policy.Auditor{Logger: g.log.Named("audit").WithOptions(zap.WithCaller(false)), Metrics: g.metrics}
+	s.auditor = &policy.Auditor{Logger: g.log.Named("audit").WithOptions(zap.WithCaller(false)), Metrics: g.metrics,
+		ListingLevel: logLevel(cfg.Policy.Audit.Listing), CallLevel: logLevel(cfg.Policy.Audit.Calls)}
 	if s.quotas, err = g.buildQuotas(cfg); err != nil {
 		return nil, err
 	}
@@ -306,4 +308,13 @@ func ruleErrorMsg(err error) string {
 		return re.Msg
 	}
 	return err.Error()
+}
+
+// logLevel is a validated level name (debug, info, warn, error) as zap's.
+func logLevel(name string) zapcore.Level {
+	l, err := zapcore.ParseLevel(name)
+	if err != nil {
+		return zapcore.InfoLevel
+	}
+	return l
 }

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
 
 	"github.com/pallasgw/pallasgw/metrics"
 	"github.com/pallasgw/pallasgw/metrics/tracing"
@@ -34,6 +35,9 @@ const reasonOther = "other"
 // AuditEvent is one policy decision to record. Every field must be a name
 // from the config or a bounded reason, never a header value or token.
 type AuditEvent struct {
+	// Listing marks an inbound request that runs nothing (initialize, a
+	// list, ping): allowed, it is written at the Auditor's ListingLevel.
+	Listing   bool
 	RequestID string
 	Caller    string // "" falls back to the Identity in the context
 	Agent     string
@@ -49,9 +53,13 @@ type AuditEvent struct {
 type Auditor struct {
 	Logger  *zap.Logger
 	Metrics *metrics.Metrics
+	// ListingLevel is the level of an allowed Listing event's line,
+	// CallLevel that of every other line (policy.audit); zero: info.
+	ListingLevel, CallLevel zapcore.Level
 }
 
-// Record writes one Info line "policy decision" with request_id, caller,
+// Record writes one line "policy decision" (at CallLevel, or ListingLevel
+// for an allowed Listing event) with request_id, caller,
 // agent, server, tool, decision ("allow"/"deny"), reason and duration_ms,
 // and increments pallasgw_policy_decisions_total{agent,decision,reason}.
 // A reason that is not a short snake_case word is counted as "other", so
@@ -83,7 +91,15 @@ func (a *Auditor) Record(ctx context.Context, e AuditEvent) {
 		if ctx != nil {
 			traceField = tracing.LogField(ctx)
 		}
-		a.Logger.Info("policy decision",
+		level := a.CallLevel
+		if e.Listing && e.Decision.Allowed {
+			level = a.ListingLevel
+		}
+		ce := a.Logger.Check(level, "policy decision")
+		if ce == nil {
+			return
+		}
+		ce.Write(
 			zap.String(fieldRequestID, e.RequestID),
 			zap.String(fieldCaller, e.Caller),
 			zap.String(fieldAgent, e.Agent),

@@ -97,6 +97,10 @@ type Deps struct {
 	// Requests is the gateway's table of callers' pending answers and
 	// running calls, shared by every snapshot.
 	Requests *CallerRequests
+	// Route reports why a tools/call of name cannot be dispatched for this
+	// caller (nil: it can); the endpoint then answers with that error
+	// itself. nil: mcp-go answers every name.
+	Route func(ctx context.Context, name string, inbound http.Header) error
 }
 
 // SetLevelAnswerer answers a session-based caller's logging/setLevel (id is
@@ -221,6 +225,18 @@ func (e *Endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case method == string(mcp.MethodToolsCall) && e.d.Fast != nil && !e.fastOff &&
 		fastcall.Serve(w, r.WithContext(context.WithValue(r.Context(), requestStateKey{}, rs)), msg, e.d.Fast, rs.sessionID, e.trackFast):
 		return
+	}
+	if method == string(mcp.MethodToolsCall) && e.d.Route != nil && !jsonrpc.IsNull(msg.ID) {
+		if name, ok := msg.Params.ToolName(); ok {
+			if err := e.d.Route(r.Context(), name, r.Header); err != nil {
+				status := http.StatusOK
+				if !rs.legacy {
+					status = http.StatusBadRequest // mcp-go's httpStatusForJSONRPCError of INVALID_PARAMS
+				}
+				writeRPCError(w, status, msg.ID, mcp.INVALID_PARAMS, err.Error())
+				return
+			}
+		}
 	}
 	if rs.sessionID != "" {
 		defer e.trackRequest(msg, rs.sessionID)()
@@ -354,4 +370,25 @@ func sessionDeclared(id string, c byte) bool {
 	}
 	caps, _, ok := strings.Cut(rest, "-")
 	return ok && strings.IndexByte(caps, c) >= 0
+}
+
+// writeRPCError answers a request with id by a JSON-RPC error, as mcp-go
+// answers one it refuses (application/json; status 200, or for 2026-07-28
+// what mcp-go's httpStatusForJSONRPCError gives the code); the tracking
+// writer adds the request id to the message.
+func writeRPCError(w http.ResponseWriter, status int, id json.RawMessage, code int, msg string) {
+	b, _ := json.Marshal(struct {
+		JSONRPC string          `json:"jsonrpc"`
+		ID      json.RawMessage `json:"id"`
+		Error   struct {
+			Code    int    `json:"code"`
+			Message string `json:"message"`
+		} `json:"error"`
+	}{JSONRPC: "2.0", ID: id, Error: struct {
+		Code    int    `json:"code"`
+		Message string `json:"message"`
+	}{code, msg}})
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(b)
 }

@@ -302,9 +302,11 @@ func TestProxyElicitation(t *testing.T) {
 // answer.
 func waiting(ta *agenttest.Agents) int { return endpoint.Waiting(ta.Requests) }
 
+// waitFor polls cond until it holds (agenttest.WaitLimit: the test
+// binary's deadline, not a wall-clock guess).
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := agenttest.WaitLimit(t)
 	tick := time.NewTicker(2 * time.Millisecond)
 	defer tick.Stop()
 	for !cond() {

@@ -104,8 +104,16 @@ func anthropicHeaders(h http.Header) []option.RequestOption {
 }
 
 // Preflight fetches the model's metadata; 404 means the model is unknown.
+// With model "" it lists one model: the provider answers and takes the key.
 // It is a probe, repeated by its caller, so it is not retried.
 func (p *anthropicProvider) Preflight(ctx context.Context, model string) error {
+	if model == "" {
+		_, err := p.client.Models.List(ctx, anthropic.ModelListParams{Limit: anthropic.Int(1)}, option.WithMaxRetries(0))
+		if err != nil {
+			return sdkError("anthropic", ctx, err, nil, p.apiKey, p.static)
+		}
+		return nil
+	}
 	_, err := p.client.Models.Get(ctx, model, anthropic.ModelGetParams{}, option.WithMaxRetries(0))
 	if err == nil {
 		return nil
@@ -113,7 +121,7 @@ func (p *anthropicProvider) Preflight(ctx context.Context, model string) error {
 	err = sdkError("anthropic", ctx, err, nil, p.apiKey, p.static)
 	var he *HTTPError
 	if errors.As(err, &he) && he.Status == http.StatusNotFound {
-		return fmt.Errorf("anthropic: model %q not listed: %w", model, err)
+		return fmt.Errorf("anthropic: model %q %w: %w", model, ErrModelNotListed, err)
 	}
 	return err
 }

@@ -8,6 +8,7 @@ package llm
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"time"
 )
@@ -100,6 +101,10 @@ type Response struct {
 	Usage        Usage
 }
 
+// ErrModelNotListed: a provider's check found that it does not offer the
+// model (Preflight).
+var ErrModelNotListed = errors.New("not listed")
+
 // Provider talks to one configured provider.
 type Provider interface {
 	// Name is the provider key: "openai", "anthropic", "builtin".
@@ -109,7 +114,8 @@ type Provider interface {
 	// failures, the status code; they never contain the API key.
 	Chat(ctx context.Context, req Request) (*Response, error)
 	// Preflight checks that the provider answers and lists model (5 s budget
-	// is the caller's ctx). It never calls the model itself.
+	// is the caller's ctx); with model "" only that it answers and takes the
+	// key. It never calls the model itself.
 	Preflight(ctx context.Context, model string) error
 }
 

@@ -115,17 +115,21 @@ func callHeaders(h http.Header) []option.RequestOption {
 	return opts
 }
 
-// Preflight lists the server's models and checks that model is among them.
-// It is a probe, repeated by its caller, so it is not retried.
+// Preflight lists the server's models and checks that model is among them
+// (model "": that the list is answered). It is a probe, repeated by its
+// caller, so it is not retried.
 func (p *openAIProvider) Preflight(ctx context.Context, model string) error {
 	page, err := p.client.Models.List(ctx, option.WithMaxRetries(0))
 	if err != nil {
 		return sdkError("openai", ctx, err, nil, p.apiKey, p.static)
+	}
+	if model == "" {
+		return nil
 	}
 	for _, m := range page.Data {
 		if m.ID == model {
 			return nil
 		}
 	}
-	return fmt.Errorf("openai: model %q not listed by %s/models", model, p.baseURL)
+	return fmt.Errorf("openai: model %q %w by %s/models", model, ErrModelNotListed, p.baseURL)
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -138,7 +139,7 @@ func (srv *remote) run(ctx context.Context, s *session, op string, fn opFunc) er
 		}
 		return srv.wrap(ctx, op, err)
 	}
-	err = fn(ctx, s, cli)
+	err = plainSend(fn(ctx, s, cli))
 	if err == nil || ctx.Err() != nil || !isLost(err) {
 		return srv.wrap(ctx, op, err)
 	}
@@ -151,12 +152,27 @@ func (srv *remote) run(ctx context.Context, s *session, op string, fn opFunc) er
 	if cli, err = s.replace(ctx, cli); err != nil {
 		return srv.wrap(ctx, op, err)
 	}
-	err = fn(ctx, s, cli)
+	err = plainSend(fn(ctx, s, cli))
 	if err != nil && ctx.Err() == nil && isLost(err) {
 		s.drop(ctx, cli)
 		err = fmt.Errorf("%w: session lost twice: %w", ErrUnavailable, err)
 	}
 	return srv.wrap(ctx, op, err)
+}
+
+// plainSend shortens mcp-go's error for a request it could not send,
+// "transport error: failed to send request: failed to send request: Post
+// ...: <cause>" (its client's SendRequest and sendHTTP both prefix it), to
+// net/http's own error, `Post "<url>": <cause>`. The chain is kept for
+// errors.Is and errors.As (isLost, notDelivered, Outcome).
+func plainSend(err error) error {
+	var te *transport.Error
+	var ue *url.Error
+	if err == nil || !errors.As(err, &te) || te.Err == nil || !errors.As(err, &ue) ||
+		!strings.HasPrefix(te.Err.Error(), "failed to send request: ") {
+		return err
+	}
+	return &scrubbedError{msg: ue.Error(), err: err}
 }
 
 // wrap names the server and the operation in err. After Close every failure is

@@ -64,10 +64,21 @@ func fileExists(p string) bool {
 	return err == nil
 }
 
-// eventually polls cond until it holds or 10 s have passed.
+// waitLimit is how long a test waits for what must happen: until shortly
+// before the test binary's own deadline (go test -timeout), not a guess of
+// how fast the machine is, so that a loaded machine makes a test slower,
+// never failing; a hang still fails, named.
+func waitLimit(t *testing.T) time.Time {
+	if d, ok := t.Deadline(); ok {
+		return d.Add(-10 * time.Second)
+	}
+	return time.Now().Add(time.Hour)
+}
+
+// eventually polls cond until it holds (waitLimit).
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := waitLimit(t)
 	tick := time.NewTicker(5 * time.Millisecond)
 	defer tick.Stop()
 	for !cond() {
@@ -78,13 +89,15 @@ func eventually(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-// receive waits up to 10 s for a value on ch.
+// receive waits for a value on ch (waitLimit).
 func receive[T any](t *testing.T, what string, ch <-chan T) T {
 	t.Helper()
+	limit := time.NewTimer(time.Until(waitLimit(t)))
+	defer limit.Stop()
 	select {
 	case v := <-ch:
 		return v
-	case <-time.After(10 * time.Second):
+	case <-limit.C:
 		t.Fatalf("timed out waiting for %s", what)
 		var zero T
 		return zero
@@ -94,7 +107,7 @@ func receive[T any](t *testing.T, what string, ch <-chan T) T {
 // noLeak fails t unless the goroutine count falls back to base.
 func noLeak(t *testing.T, base int) {
 	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
+	deadline := waitLimit(t)
 	tick := time.NewTicker(10 * time.Millisecond)
 	defer tick.Stop()
 	for runtime.NumGoroutine() > base {
@@ -107,8 +120,10 @@ func noLeak(t *testing.T, base int) {
 	}
 }
 
+// testCtx is a call's context: it ends at waitLimit, not at a wall-clock
+// guess (a 64 MiB message under -race on a loaded machine took over 30 s).
 func testCtx(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithDeadline(context.Background(), waitLimit(t))
 	t.Cleanup(cancel)
 	return ctx
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"runtime"
 	"slices"
 	"strings"
@@ -433,4 +435,22 @@ func TestCloseLeavesNoGoroutines(t *testing.T) {
 		t.Fatalf("after Close: err = %v, want ErrUnavailable", err)
 	}
 	noLeak(t, base)
+}
+
+// A downstream that refuses connections is reported once, as net/http says
+// it, not with mcp-go's "failed to send request: failed to send request";
+// it still counts as unavailable.
+func TestRefusedConnectionWording(t *testing.T) {
+	srv := httptest.NewServer(http.NotFoundHandler())
+	srv.Close()
+	m := newManager(t, Options{}, ServerSpec{Name: "d", Transport: TransportHTTP, URL: srv.URL + "/mcp"})
+	_, listErr := m.Tools(testCtx(t), "d", nil)
+	_, callErr := m.CallTool(testCtx(t), "d", "x", nil, nil, nil)
+	_, rawErr := m.CallToolRaw(testCtx(t), "d", "x", nil, nil, nil)
+	for what, err := range map[string]error{"tools/list": listErr, "tools/call": callErr, "raw tools/call": rawErr} {
+		if err == nil || strings.Count(err.Error(), "failed to send request") > 0 || !strings.Contains(err.Error(), "connection refused") ||
+			!errors.Is(err, ErrUnavailable) || Outcome(err) != "unavailable" {
+			t.Errorf("%s: %v (outcome %s), want the refused connection said once, unavailable", what, err, Outcome(err))
+		}
+	}
 }

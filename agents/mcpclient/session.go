@@ -290,7 +290,7 @@ func (s *session) initialize(ctx context.Context, cli *client.Client) (string, e
 	req.Params.ClientInfo = mcp.Implementation{Name: s.srv.m.opts.ClientName, Version: s.srv.m.opts.ClientVersion}
 	res, err := cli.Initialize(ctx, req)
 	if err != nil {
-		return "", err
+		return "", fmt.Errorf("initialize: %w", plainSend(err))
 	}
 	return res.ProtocolVersion, nil
 }

@@ -61,6 +61,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -249,9 +250,17 @@ func (p *Proxy) decide(caller, srv, tool string) policy.Decision {
 // records the route of every downstream tool, visible or not, so that a call
 // of a hidden one reaches the handler and is refused there.
 func (p *Proxy) toolView(ctx context.Context, inbound http.Header) []mcp.Tool {
+	out, _ := p.toolViewFailed(ctx, inbound)
+	return out
+}
+
+// toolViewFailed is toolView, and the servers whose tools could not be
+// listed, with why.
+func (p *Proxy) toolViewFailed(ctx context.Context, inbound http.Header) ([]mcp.Tool, map[string]error) {
 	caller := callerOf(ctx)
 	out := []mcp.Tool{}
 	var names []string
+	var failed map[string]error
 	for _, srv := range p.servers(caller) {
 		hdr, err := p.d.Outbound(ctx, srv, inbound)
 		var list []mcp.Tool
@@ -260,6 +269,10 @@ func (p *Proxy) toolView(ctx context.Context, inbound http.Header) []mcp.Tool {
 		}
 		if err != nil {
 			p.listFailed(ctx, "tools/list", srv, err)
+			if failed == nil {
+				failed = map[string]error{}
+			}
+			failed[srv] = err
 			continue
 		}
 		for _, t := range list {
@@ -280,7 +293,7 @@ func (p *Proxy) toolView(ctx context.Context, inbound http.Header) []mcp.Tool {
 			out = append(out, st.Tool)
 		}
 	}
-	return out
+	return out, failed
 }
 
 const healthToolName = "get_health"
@@ -322,6 +335,25 @@ func (p *Proxy) registerTools(names []string) {
 	for _, st := range fresh {
 		p.registered.Store(st.Tool.Name, true)
 	}
+}
+
+// Route reports why a tools/call of name cannot be dispatched for this
+// caller (nil: it can): a name whose server could not list its tools is
+// that server being unavailable, with the cause, not a missing tool.
+func (p *Proxy) Route(ctx context.Context, name string, inbound http.Header) error {
+	if _, ok := p.registered.Load(name); ok {
+		return nil
+	}
+	_, failed := p.toolViewFailed(ctx, inbound)
+	if _, ok := p.registered.Load(name); ok {
+		return nil
+	}
+	for _, srv := range p.d.Servers {
+		if err := failed[srv]; err != nil && (!p.prefix || strings.HasPrefix(name, srv+"__")) {
+			return fmt.Errorf("tool %q: server %s is unavailable: %w", name, srv, err)
+		}
+	}
+	return fmt.Errorf("tool %q not found", name)
 }
 
 // ensureTool makes a name callable before mcp-go looks it up: a name not

@@ -3,6 +3,7 @@ package proxy_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"reflect"
 	"strings"
@@ -207,5 +208,36 @@ func TestProxyProgressBurst(t *testing.T) {
 	}
 	if dropped := agenttest.CounterValue(ta.Metrics.Progress.WithLabelValues("dropped")); dropped != 0 {
 		t.Errorf("%v notifications dropped", dropped)
+	}
+}
+
+// A tool of a server that is down is not "not found": the caller is told
+// the server is unavailable, and why; a name no server has is "not found"
+// once, not mcp-go's "tool 'x' not found: tool not found".
+func TestProxyServerDownIsUnavailable(t *testing.T) {
+	down := agenttest.TwoServersDown()
+	down.ListErr = map[string]error{"b": errors.New("dial tcp 127.0.0.1:2: connect: connection refused")}
+	ta := agenttest.New(t, agenttest.ProxyTwoServers+"  talk: {model: passthrough}\n", down)
+	for _, v := range []string{"", "2025-11-25"} {
+		t.Run("protocol "+v, func(t *testing.T) {
+			cs := ta.Session(t, "px", "bob", v, nil)
+			_, err := cs.CallTool(context.Background(), &sdk.CallToolParams{Name: "b__echo"})
+			if err == nil || !strings.Contains(err.Error(), "server b is unavailable: dial tcp 127.0.0.1:2: connect: connection refused") ||
+				strings.Contains(err.Error(), "not found") {
+				t.Errorf("b__echo with b down: %v, want b unavailable with the cause", err)
+			}
+			_, err = cs.CallTool(context.Background(), &sdk.CallToolParams{Name: "a__nope"})
+			if err == nil || !strings.Contains(err.Error(), `tool "a__nope" not found`) || strings.Count(err.Error(), "not found") != 1 {
+				t.Errorf("a__nope: %v, want one plain not found", err)
+			}
+			if res, err := cs.CallTool(context.Background(), &sdk.CallToolParams{Name: "a__echo"}); err != nil || agenttest.AllText(res) != "from a" {
+				t.Errorf("a__echo: %v %v", err, res)
+			}
+			talk := ta.Session(t, "talk", "bob", v, nil)
+			_, err = talk.CallTool(context.Background(), &sdk.CallToolParams{Name: "nope"})
+			if err == nil || !strings.Contains(err.Error(), `tool "nope" not found`) || strings.Count(err.Error(), "not found") != 1 {
+				t.Errorf("talk's nope: %v, want one plain not found", err)
+			}
+		})
 	}
 }

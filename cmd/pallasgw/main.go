@@ -57,6 +57,19 @@ func run(args []string, stdout, stderr io.Writer) int {
 	return 2
 }
 
+// parseFlags parses a command's flags; done means exit with code: 0 after
+// -h or --help (the usage was printed), 2 for bad flags.
+func parseFlags(fs *flag.FlagSet, args []string) (code int, done bool) {
+	switch err := fs.Parse(args); {
+	case err == nil:
+		return 0, false
+	case errors.Is(err, flag.ErrHelp):
+		return 0, true
+	default:
+		return 2, true
+	}
+}
+
 func usage(w io.Writer) {
 	fmt.Fprint(w, `usage:
   pallasgw serve    [--config PATH] [--listen ADDR] [--log-level debug|info|warn|error] [--log-format json|console]
@@ -79,8 +92,8 @@ func validate(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("validate", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	path := fs.String("config", defaultConfig(), "config file")
-	if err := fs.Parse(args); err != nil {
-		return 2
+	if code, done := parseFlags(fs, args); done {
+		return code
 	}
 	cfg, err := gateway.LoadConfig(*path)
 	if err != nil {
@@ -112,8 +125,8 @@ func serve(args []string, stderr io.Writer) int {
 	listen := fs.String("listen", "", "listen address (overrides the config's listen)")
 	level := fs.String("log-level", "info", "debug, info, warn or error")
 	format := fs.String("log-format", "json", "json or console")
-	if err := fs.Parse(args); err != nil {
-		return 2
+	if code, done := parseFlags(fs, args); done {
+		return code
 	}
 	log, flush, err := newLogger(*level, *format, stderr)
 	if err != nil {

@@ -21,15 +21,18 @@ func chatCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	token := fs.String("token", os.Getenv("PALLASGW_TOKEN"), "bearer token ($PALLASGW_TOKEN)")
 	msg := fs.String("m", "", "send this message, print the answer and exit (default: read messages from stdin)")
 	tool := fs.String("tool", "send_message", "the agent's message tool (its tool_name)")
-	if err := fs.Parse(args); err != nil {
-		return 2
+	if code, done := parseFlags(fs, args); done {
+		return code
 	}
 	if fs.NArg() == 0 {
 		fmt.Fprintln(stderr, "usage: pallasgw chat [--url URL] [--token T] AGENT [-m MESSAGE]")
 		return 2
 	}
 	agent := fs.Arg(0)
-	if err := fs.Parse(fs.Args()[1:]); err != nil || fs.NArg() > 0 {
+	if code, done := parseFlags(fs, fs.Args()[1:]); done {
+		return code
+	}
+	if fs.NArg() > 0 {
 		fmt.Fprintln(stderr, "usage: pallasgw chat [--url URL] [--token T] AGENT [-m MESSAGE]")
 		return 2
 	}
@@ -49,8 +52,8 @@ func importCmd(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	dir := fs.String("pallas", "", "the Pallas project directory (agents.yaml, fastagent.config.yaml, fastagent.secrets.yaml)")
 	out := fs.String("out", "", "write the pallasgw config here (default: stdout)")
-	if err := fs.Parse(args); err != nil {
-		return 2
+	if code, done := parseFlags(fs, args); done {
+		return code
 	}
 	if *dir == "" || fs.NArg() > 0 {
 		fmt.Fprintln(stderr, "usage: pallasgw import --pallas DIR [--out FILE]")

@@ -92,6 +92,8 @@ func (p *parser) applyDefaults(c *Config) {
 			j.AuthorizationServers = []string{j.Issuer}
 		}
 	}
+	def(&c.Policy.Audit.Listing, "debug")
+	def(&c.Policy.Audit.Calls, "info")
 	for name, r := range c.Policy.Callers {
 		if r != nil {
 			r.Line = lineOf(p.root, []string{"policy", "callers", name})

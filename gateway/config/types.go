@@ -192,6 +192,21 @@ type Policy struct {
 	// has, a glob matching no agent or server) errors; default false:
 	// warnings (validate, the reload log, /-/status).
 	Strict bool `yaml:"strict"`
+	// Audit sets the levels of the audit lines ("policy decision").
+	Audit AuditLevels `yaml:"audit"`
+}
+
+// AuditLevels are the log levels of the audit lines: debug, info, warn or
+// error. A level below the logger's (--log-level) is not written; the
+// decisions are counted in pallasgw_policy_decisions_total either way.
+type AuditLevels struct {
+	// Listing is the level of an allowed request that runs nothing:
+	// initialize, server/discover, the lists, ping, notifications, a
+	// session's DELETE. Default debug.
+	Listing string `yaml:"listing"`
+	// Calls is the level of every other line: tools/call, prompts/get,
+	// resources/read, each tool decision, and every refusal. Default info.
+	Calls string `yaml:"calls"`
 }
 
 // Quotas is where the callers' limits are counted.

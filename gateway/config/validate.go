@@ -349,6 +349,14 @@ func (p *parser) validatePolicy(c *Config) {
 		p.checkRule([]string{"policy", "callers", name}, c.Policy.Callers[name])
 	}
 	p.checkRule([]string{"policy", "default"}, c.Policy.Default)
+	for _, kl := range [][2]string{{"listing", c.Policy.Audit.Listing}, {"calls", c.Policy.Audit.Calls}} {
+		key, level := kl[0], kl[1]
+		switch level {
+		case "debug", "info", "warn", "error":
+		default:
+			p.addPath([]string{"policy", "audit", key}, fmt.Sprintf("%q is not a log level (debug, info, warn, error)", level))
+		}
+	}
 }
 
 func (p *parser) checkRule(key []string, r *Rule) {

@@ -314,3 +314,23 @@ func CounterValue(c prometheus.Counter) float64 {
 	}
 	return m.GetCounter().GetValue()
 }
+
+// GaugeValue is g's value, or -1 when it cannot be read.
+func GaugeValue(g prometheus.Gauge) float64 {
+	var m dto.Metric
+	if err := g.Write(&m); err != nil {
+		return -1
+	}
+	return m.GetGauge().GetValue()
+}
+
+// WaitLimit is how long a test polls for what must happen: until shortly
+// before the test binary's own deadline (go test -timeout), not a guess of
+// how fast the machine is, so that a loaded machine makes a test slower,
+// never failing.
+func WaitLimit(t *testing.T) time.Time {
+	if d, ok := t.Deadline(); ok {
+		return d.Add(-10 * time.Second)
+	}
+	return time.Now().Add(time.Hour)
+}
