@@ -102,7 +102,7 @@ func (p *parser) parse(raw []byte) *Config {
 	}
 	var doc yaml.Node
 	if err := yaml.Unmarshal(expanded, &doc); err != nil {
-		p.yamlError(err)
+		p.syntaxError(expanded, err)
 		return nil
 	}
 	if len(doc.Content) == 0 || doc.Content[0].Kind != yaml.MappingNode {
