@@ -147,12 +147,12 @@ func sortedPorts[V any](m map[int]V) []int {
 // for an agent's port, the registry for registry_port. What the port serves is read from the
 // snapshot of each request, so a reload can move an agent between ports.
 func (g *Gateway) legacyHandler(port int) http.Handler {
-	agent := g.chain("legacy_agent", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	agent := g.browserChain("legacy_agent", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s := g.acquire()
 		defer s.release()
 		g.serveAgent(w, r, s, s.ports[port].agent)
 	}))
-	reg := g.chain("registry", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	reg := g.browserChain("registry", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s := g.acquire()
 		defer s.release()
 		g.registryLegacy(w, r, s)

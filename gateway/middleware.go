@@ -21,6 +21,13 @@ func (g *Gateway) chain(handler string, h http.Handler) http.Handler {
 	return g.publicChain(handler, g.originGuard(h))
 }
 
+// browserChain is chain with CORS after the Origin guard (cors.go), for
+// the routes a page on another origin may call: the agents' MCP endpoints
+// and the registry.
+func (g *Gateway) browserChain(handler string, h http.Handler) http.Handler {
+	return g.publicChain(handler, g.originGuard(browserCORS(h)))
+}
+
 // publicChain is chain without the Origin guard, for the public metadata
 // any page may read (Access-Control-Allow-Origin: *): server cards, the AI
 // catalog, the OAuth protected resource metadata.

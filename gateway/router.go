@@ -17,9 +17,9 @@ import (
 // router is the main port's routes. Every route goes through chain.
 func (g *Gateway) router() http.Handler {
 	r := chi.NewRouter()
-	r.Method(http.MethodGet, "/.well-known/mcp/server.json", g.chain("registry", http.HandlerFunc(g.registryMain)))
-	r.Handle("/agents/{name}/mcp", g.chain("agent", http.HandlerFunc(g.agentRoute)))
-	r.Handle("/mcp", g.chain("agent", http.HandlerFunc(g.serveDirectory))) // agents_endpoint
+	r.Method(http.MethodGet, "/.well-known/mcp/server.json", g.browserChain("registry", http.HandlerFunc(g.registryMain)))
+	r.Handle("/agents/{name}/mcp", g.browserChain("agent", http.HandlerFunc(g.agentRoute)))
+	r.Handle("/mcp", g.browserChain("agent", http.HandlerFunc(g.serveDirectory))) // agents_endpoint
 	r.Method(http.MethodGet, metadataPath, g.publicChain("registry", http.HandlerFunc(g.resourceMetadata)))
 	r.Method(http.MethodGet, metadataPath+"/agents/{name}/mcp", g.publicChain("registry", http.HandlerFunc(g.resourceMetadata)))
 	r.Handle("/agents/{name}/mcp/server-card", g.publicChain("registry", http.HandlerFunc(g.serverCard)))
