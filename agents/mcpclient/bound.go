@@ -4,12 +4,10 @@ package mcpclient
 // path that reads a downstream: the raw calls read within it themselves
 // (rawstream.go, sse.go); mcp-go's client (v1.2.1) reads a JSON answer
 // whole (json.Decoder) and an SSE line whole (bufio.Reader.ReadString),
-// with no bound at all, so its HTTP bodies (Streamable HTTP and the legacy
-// SSE transport) are bounded under it, in the session's RoundTripper
-// (boundedBody). Not bounded: a stdio server's lines, which mcp-go's stdio
-// transport reads from a pipe it creates itself (exec.Cmd.StdoutPipe);
-// bounding them means running the child with transport.NewIO, the
-// process's lifecycle ours. A message past the bound ends the read with a *tooLargeError, noted where
+// and a stdio line whole, with no bound at all, so its HTTP bodies
+// (Streamable HTTP and the legacy SSE transport) are bounded under it, in
+// the session's RoundTripper (boundedBody), and a stdio server's stdout
+// before mcp-go reads it (lineBound, stdio.go). A message past the bound ends the read with a *tooLargeError, noted where
 // the call can find it (mcp-go does not always pass the read's error on:
 // an SSE answer cut short is "unexpected nil response"): in the call's
 // context for the answer to its own request, on the session for a

@@ -59,7 +59,7 @@ const (
 	DefaultClientName           = "pallasgw"
 	DefaultClientVersion        = "dev"
 	// DefaultMaxMessageBytes bounds one message a downstream sends (a JSON
-	// body, an SSE event): 64 MiB.
+	// body, an SSE event, a stdio line): 64 MiB.
 	DefaultMaxMessageBytes = 64 << 20
 )
 
@@ -124,11 +124,10 @@ type Options struct {
 	// OnLogMessage, if set, receives downstream logging notifications.
 	OnLogMessage LogFunc
 
-	// MaxMessageBytes bounds one message of an HTTP or SSE downstream, on
-	// every path that reads one (mcp-go's client, the raw calls): a longer
-	// one fails its call with an error saying so, and is never held whole
-	// (bound.go; stdio servers are not bounded). Default
-	// DefaultMaxMessageBytes.
+	// MaxMessageBytes bounds one message of a downstream, on every path
+	// that reads one (mcp-go's client over HTTP, SSE and stdio, the raw
+	// calls): a longer one fails its call with an error saying so, and is
+	// never held whole (bound.go). Default DefaultMaxMessageBytes.
 	MaxMessageBytes int
 }
 
