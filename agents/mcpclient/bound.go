@@ -7,12 +7,13 @@ package mcpclient
 // and a stdio line whole, with no bound at all, so its HTTP bodies
 // (Streamable HTTP and the legacy SSE transport) are bounded under it, in
 // the session's RoundTripper (boundedBody), and a stdio server's stdout
-// before mcp-go reads it (lineBound, stdio.go). A message past the bound ends the read with a *tooLargeError, noted where
-// the call can find it (mcp-go does not always pass the read's error on:
-// an SSE answer cut short is "unexpected nil response"): in the call's
-// context for the answer to its own request, on the session for a
-// long-lived stream (the legacy SSE transport's answers, the GET stream),
-// which the error ends. The call then fails saying so (settle), after at
+// before mcp-go reads it (lineBound, stdio.go). A message past the bound
+// ends the read with a *tooLargeError, noted where the call can find it
+// (mcp-go does not always pass the read's error on: an SSE answer cut
+// short is "unexpected nil response"): in the call's context for the
+// answer to its own request, on the session for a long-lived stream (the
+// legacy SSE transport's answers, the GET stream, a stdio server's
+// stdout), which the error ends. The call then fails saying so (settle), after at
 // most the bound was read of the message.
 
 import (
