@@ -139,8 +139,11 @@ func (g *Gateway) readBody(w http.ResponseWriter, r *http.Request, s *Snapshot, 
 		return nil, false
 	}
 	msg, e := checkMessage(body)
+	if e == nil {
+		e = checkHeaders(r.Header, msg)
+	}
 	if e != nil {
-		writeJSONRPCError(w, http.StatusBadRequest, e.id, e.code, rid, e.msg)
+		writeJSONRPCErrorData(w, http.StatusBadRequest, e.id, e.code, rid, e.msg, e.data)
 		return nil, false
 	}
 	r.Body = endpoint.NewBody(body, msg)

@@ -3,6 +3,10 @@ package gateway
 import (
 	"encoding/json"
 	"errors"
+	"mime"
+	"net/http"
+
+	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/pallasgw/pallasgw/agents/jsonrpc"
 )
@@ -19,6 +23,7 @@ type rpcError struct {
 	id   any
 	code int
 	msg  string
+	data any // the error's data member, or nil
 }
 
 // checkMessage rejects a POST body that is not one JSON-RPC 2.0 message with
@@ -56,6 +61,32 @@ func checkMessage(body []byte) (*jsonrpc.Message, *rpcError) {
 		return nil, &rpcError{id: id, code: rpcInvalidRequest, msg: "invalid request: the message has no method (and is not a response)"}
 	}
 	return env, nil
+}
+
+// checkHeaders rejects, as JSON-RPC errors carrying the message's id, the
+// headers mcp-go (v1.2.1) would refuse with a text/plain 400 and no id: a
+// Content-Type other than application/json, and an MCP-Protocol-Version
+// header naming a revision it does not know (-32022 with the supported
+// list, as mcp-go answers an unknown 2026-07-28-style _meta version). An
+// initialize is let through whatever its header says: it negotiates the
+// version in its body, and mcp-go does not check the header there.
+func checkHeaders(h http.Header, msg *jsonrpc.Message) *rpcError {
+	var id any
+	if !jsonrpc.IsNull(msg.ID) {
+		_ = json.Unmarshal(msg.ID, &id)
+	}
+	ct := h.Get("Content-Type")
+	if mt, _, err := mime.ParseMediaType(ct); err != nil || mt != "application/json" {
+		return &rpcError{id: id, code: rpcInvalidRequest,
+			msg: "invalid request: Content-Type must be application/json, not " + quoteClipped(ct)}
+	}
+	v := h.Get(mcp.HeaderProtocolVersion)
+	if v == "" || mcp.IsValidProtocolVersion(v) || msg.MethodName() == string(mcp.MethodInitialize) {
+		return nil
+	}
+	return &rpcError{id: id, code: mcp.UNSUPPORTED_PROTOCOL_VERSION,
+		msg:  "unsupported protocol version " + quoteClipped(v) + " in the " + mcp.HeaderProtocolVersion + " header",
+		data: mcp.UnsupportedProtocolVersionData{Supported: mcp.ValidProtocolVersions, Requested: v}}
 }
 
 // servesRunningCall reports whether a POST body is a JSON-RPC response (a

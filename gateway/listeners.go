@@ -52,12 +52,21 @@ func (l *listenerSet) bind(bindHost string, want map[int]portRole) ([]*legacyLis
 			for _, a := range added {
 				a.ln.Close()
 			}
-			return nil, fmt.Errorf("binding legacy port %d: %w", port, err)
+			return nil, &bindError{port: port, err: err}
 		}
 		added = append(added, &legacyListener{port: port, ln: ln, srv: l.g.newServer(l.g.legacyHandler(port))})
 	}
 	return added, nil
 }
+
+// bindError is a legacy port that could not be bound.
+type bindError struct {
+	port int
+	err  error
+}
+
+func (e *bindError) Error() string { return fmt.Sprintf("binding legacy port %d: %v", e.port, e.err) }
+func (e *bindError) Unwrap() error { return e.err }
 
 // commit starts serving the newly bound ports and closes the ones the new
 // snapshot no longer has, letting their running requests finish.
@@ -138,12 +147,12 @@ func sortedPorts[V any](m map[int]V) []int {
 // for an agent's port, the registry for registry_port. What the port serves is read from the
 // snapshot of each request, so a reload can move an agent between ports.
 func (g *Gateway) legacyHandler(port int) http.Handler {
-	agent := g.chain("legacy_agent", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	agent := g.browserChain("legacy_agent", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s := g.acquire()
 		defer s.release()
 		g.serveAgent(w, r, s, s.ports[port].agent)
 	}))
-	reg := g.chain("registry", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	reg := g.browserChain("registry", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s := g.acquire()
 		defer s.release()
 		g.registryLegacy(w, r, s)

@@ -21,6 +21,13 @@ func (g *Gateway) chain(handler string, h http.Handler) http.Handler {
 	return g.publicChain(handler, g.originGuard(h))
 }
 
+// browserChain is chain with CORS after the Origin guard (cors.go), for
+// the routes a page on another origin may call: the agents' MCP endpoints
+// and the registry.
+func (g *Gateway) browserChain(handler string, h http.Handler) http.Handler {
+	return g.publicChain(handler, g.originGuard(browserCORS(h)))
+}
+
 // publicChain is chain without the Origin guard, for the public metadata
 // any page may read (Access-Control-Allow-Origin: *): server cards, the AI
 // catalog, the OAuth protected resource metadata.
@@ -167,10 +174,17 @@ func quoteClipped(s string) string {
 // writeJSONRPCError answers an MCP POST with a JSON-RPC error (id null when
 // unknown) so that MCP clients show the message.
 func writeJSONRPCError(w http.ResponseWriter, status int, id any, code int, requestID, msg string) {
+	writeJSONRPCErrorData(w, status, id, code, requestID, msg, nil)
+}
+
+// writeJSONRPCErrorData is writeJSONRPCError with the error's data member
+// (omitted when nil).
+func writeJSONRPCErrorData(w http.ResponseWriter, status int, id any, code int, requestID, msg string, data any) {
+	e := map[string]any{"code": code, "message": fmt.Sprintf("%s (request id %s)", msg, requestID)}
+	if data != nil {
+		e["data"] = data
+	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
-	json.NewEncoder(w).Encode(map[string]any{
-		"jsonrpc": "2.0", "id": id,
-		"error": map[string]any{"code": code, "message": fmt.Sprintf("%s (request id %s)", msg, requestID)},
-	})
+	json.NewEncoder(w).Encode(map[string]any{"jsonrpc": "2.0", "id": id, "error": e})
 }

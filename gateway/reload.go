@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -47,7 +48,7 @@ func (g *Gateway) Reload(trigger string) (ReloadResult, error) {
 		return ReloadResult{Hash: cfg.Hash, Unchanged: true}, nil
 	}
 	if err == nil && cfg.Listen != old.cfg.Listen {
-		err = fmt.Errorf("%s: listen: changing the main listen address needs a restart (serving %s)", cfg.File, old.cfg.Listen)
+		err = cfg.ErrorAt([]string{"listen"}, "changing the main listen address needs a restart (serving "+old.cfg.Listen+")")
 	}
 	if err == nil {
 		err = g.apply(cfg, trigger)
@@ -71,12 +72,19 @@ func (g *Gateway) apply(cfg *config.Config, trigger string) error {
 	}
 	s, err := g.buildSnapshot(cfg)
 	if err != nil {
+		if errors.As(err, new(config.Error)) {
+			return err
+		}
 		return fmt.Errorf("%s: building: %w", cfg.File, err)
 	}
 	host, _, _ := net.SplitHostPort(cfg.Listen)
 	added, err := g.listeners.bind(host, s.ports)
 	if err != nil {
 		s.retire()
+		var be *bindError
+		if errors.As(err, &be) {
+			return cfg.ErrorAt(s.ports[be.port].key(), err.Error())
+		}
 		return fmt.Errorf("%s: %w", cfg.File, err)
 	}
 	g.callerReqs.Configure(stateKey(cfg), g.metrics)

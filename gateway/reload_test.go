@@ -1,7 +1,10 @@
 package gateway
 
 import (
+	"fmt"
+	"net"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -140,5 +143,48 @@ agents:
 	}
 	if strings.Contains(got, "secret") || strings.Contains(got, "a.example.com") {
 		t.Errorf("changes %q name a token value or an unchanged origin", got)
+	}
+}
+
+// A reload that cannot apply a valid config names the file, the line and
+// the key, as a load error does: a changed listen address, a legacy port
+// another process holds (in the config file and in an agent card).
+func TestReloadErrorsPlaced(t *testing.T) {
+	g := newTestGateway(t, revertCfg)
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	port := busy.Addr().(*net.TCPAddr).Port
+	file := g.opts.ConfigPath
+	cards := filepath.Join(filepath.Dir(file), "cards")
+	if err := os.Mkdir(cards, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	card := filepath.Join(cards, "carded.md")
+	if err := os.WriteFile(card, []byte(fmt.Sprintf("---\nname: carded\nmodel: passthrough\n\nport: %d\n---\nYou answer.\n", port)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ name, cfg, want string }{
+		{"listen", "# moved\nname: t\n\nlisten: \"127.0.0.1:1\"\nagents:\n  echo: {model: passthrough}\n",
+			file + ":4: listen: changing the main listen address needs a restart (serving 127.0.0.1:0)"},
+		{"busy port", revertCfg + fmt.Sprintf("  other:\n    model: passthrough\n    port: %d\n", port),
+			file + fmt.Sprintf(":8: agents.other.port: binding legacy port %d: ", port)},
+		{"busy port of a card", revertCfg + "agent_cards: [cards]\n",
+			card + fmt.Sprintf(":5: agents.carded.port: binding legacy port %d: ", port)},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if err := os.WriteFile(file, []byte(c.cfg), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			_, err := g.Reload("test")
+			if err == nil || !strings.HasPrefix(err.Error(), c.want) {
+				t.Fatalf("reload error:\n%v\nwant it to start with\n%s", err, c.want)
+			}
+			if st := g.lastReload.Load(); st.OK || !strings.HasPrefix(st.Error, c.want) {
+				t.Errorf("last_reload %+v", st)
+			}
+		})
 	}
 }

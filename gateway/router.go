@@ -17,10 +17,10 @@ import (
 // router is the main port's routes. Every route goes through chain.
 func (g *Gateway) router() http.Handler {
 	r := chi.NewRouter()
-	r.Method(http.MethodGet, "/.well-known/mcp/server.json", g.chain("registry", http.HandlerFunc(g.registryMain)))
+	r.Method(http.MethodGet, "/.well-known/mcp/server.json", g.browserChain("registry", http.HandlerFunc(g.registryMain)))
 	// An endpoint with a trailing slash is the same endpoint (clients and
 	// proxies add one); its canonical URL stays the one without.
-	agent, directory := g.chain("agent", http.HandlerFunc(g.agentRoute)), g.chain("agent", http.HandlerFunc(g.serveDirectory))
+	agent, directory := g.browserChain("agent", http.HandlerFunc(g.agentRoute)), g.browserChain("agent", http.HandlerFunc(g.serveDirectory))
 	r.Handle("/agents/{name}/mcp", agent)
 	r.Handle("/agents/{name}/mcp/", agent)
 	r.Handle("/mcp", directory) // agents_endpoint

@@ -3,7 +3,6 @@ package gateway
 import (
 	"context"
 	"errors"
-	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -57,6 +56,14 @@ type portRole struct {
 	registry bool
 }
 
+// key is the config key that asks for the port.
+func (r portRole) key() []string {
+	if r.registry {
+		return []string{"registry_port"}
+	}
+	return []string{"agents", r.agent, "port"}
+}
+
 // buildSnapshot constructs a complete snapshot without touching the serving
 // one. Nothing it starts runs until used; Close releases it.
 func (g *Gateway) buildSnapshot(cfg *config.Config) (_ *Snapshot, err error) {
@@ -68,26 +75,26 @@ func (g *Gateway) buildSnapshot(cfg *config.Config) (_ *Snapshot, err error) {
 	}()
 	s := &Snapshot{cfg: cfg, loadedAt: time.Now(), log: g.log, ports: map[int]portRole{}, origins: map[string]bool{}, done: make(chan struct{}), stop: stop}
 	if s.trusted, err = newTrustedProxies(cfg.TrustedProxies); err != nil {
-		return nil, err
+		return nil, cfg.ErrorAt([]string{"trusted_proxies"}, err.Error())
 	}
 	for _, o := range cfg.AllowedOrigins {
 		s.origins[o] = true
 	}
 	if s.auth, err = g.buildAuth(ctx, cfg); err != nil {
-		return nil, fmt.Errorf("auth: %w", err)
+		return nil, cfg.ErrorAt([]string{"auth"}, err.Error())
 	}
 	if s.callers, err = policy.NewCallerPolicy(callerRules(cfg), ruleOf(cfg.Policy.Default), cfg.Policy.DenyOnMissingIdentity); err != nil {
-		return nil, fmt.Errorf("policy: %w", err)
+		return nil, cfg.ErrorAt([]string{"policy"}, err.Error())
 	}
 	// One audit line per call, always from the same line of code: without
 	// the caller, which zap finds by walking the stack.
 	s.auditor = &policy.Auditor{Logger: g.log.Named("audit").WithOptions(zap.WithCaller(false)), Metrics: g.metrics,
 		ListingLevel: logLevel(cfg.Policy.Audit.Listing), CallLevel: logLevel(cfg.Policy.Audit.Calls)}
 	if s.quotas, err = g.buildQuotas(cfg); err != nil {
-		return nil, err
+		return nil, cfg.ErrorAt([]string{"quotas"}, err.Error())
 	}
 	if s.tracer, err = g.buildTracer(cfg); err != nil {
-		return nil, err
+		return nil, cfg.ErrorAt([]string{"tracing"}, err.Error())
 	}
 	defer func() {
 		if err != nil {
@@ -114,7 +121,7 @@ func (g *Gateway) buildSnapshot(cfg *config.Config) (_ *Snapshot, err error) {
 	})
 	if err != nil {
 		s.downstream.close()
-		return nil, err
+		return nil, cfg.ErrorAt([]string{"agents"}, err.Error())
 	}
 	if cfg.AgentsEndpoint {
 		s.directory = s.agents.NewDirectory()
@@ -146,7 +153,7 @@ func buildProviders(cfg *config.Config) (map[string]llm.Provider, error) {
 		prov, err := llm.New(llm.ProviderConfig{Kind: p.Type, BaseURL: p.BaseURL, APIKey: p.APIKey.Value(), Headers: static,
 			Timeout: p.Timeout, MaxRetries: retries})
 		if err != nil {
-			return nil, fmt.Errorf("provider %s: %w", name, err)
+			return nil, cfg.ErrorAt([]string{"models", "providers", name}, err.Error())
 		}
 		out[name] = prov
 	}

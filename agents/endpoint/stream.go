@@ -9,6 +9,8 @@ import (
 	"net/http"
 	"sync"
 	"time"
+
+	"github.com/pallasgw/pallasgw/agents/jsonrpc"
 )
 
 // StreamTracker counts the SSE events written to one HTTP response; the
@@ -35,7 +37,10 @@ func TrackerFrom(ctx context.Context) *StreamTracker {
 // answer (withRequestID).
 func TrackStream(w http.ResponseWriter, r *http.Request, requestID string) (http.ResponseWriter, *http.Request) {
 	t := &StreamTracker{wake: make(chan struct{})}
-	t.w = &trackingWriter{ResponseWriter: w, t: t, rid: requestID}
+	t.w = &trackingWriter{ResponseWriter: w, t: t, rid: requestID, msgID: jsonNull}
+	if b, ok := r.Body.(*Body); ok && b.msg != nil && !jsonrpc.IsNull(b.msg.ID) {
+		t.w.msgID = b.msg.ID
+	}
 	return t.w, r.WithContext(context.WithValue(r.Context(), trackerKey{}, t))
 }
 

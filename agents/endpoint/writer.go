@@ -17,16 +17,19 @@ import (
 // writer upgrades it to SSE itself and re-frames the JSON answer mcp-go
 // writes at the end (it does not know the stream was upgraded) as the
 // stream's last event. A JSON-RPC error response gets the request id in
-// its message (withRequestID), as the gateway's own errors have it.
+// its message (withRequestID), as the gateway's own errors have it, and a
+// plain-text error mcp-go writes (plainError) becomes a JSON-RPC error.
 type trackingWriter struct {
 	http.ResponseWriter
-	t   *StreamTracker
-	rid string // the request id
+	t     *StreamTracker
+	rid   string          // the request id
+	msgID json.RawMessage // the JSON-RPC id of the request, or null
 
 	mu          sync.Mutex // serializes writes: mcp-go's and inject's
 	wroteHeader bool
 	upgraded    bool // inject sent the SSE headers
 	reframe     bool // after upgraded: mcp-go then began a JSON answer
+	plainError  int  // the status of a text/plain error answer being rewritten, else 0
 }
 
 var sseEvent = []byte("event: ")
@@ -46,6 +49,10 @@ func (w *trackingWriter) writeHeaderLocked(code int) {
 	}
 	if !w.wroteHeader {
 		w.wroteHeader = true
+		if code >= 400 && strings.HasPrefix(w.Header().Get("Content-Type"), "text/plain") {
+			w.plainError = code
+			w.Header().Set("Content-Type", "application/json")
+		}
 		if strings.HasPrefix(w.Header().Get("Content-Type"), "text/event-stream") {
 			w.Header().Set("X-Accel-Buffering", "no")
 			w.Header().Set("Cache-Control", "no-cache")
@@ -59,6 +66,9 @@ func (w *trackingWriter) Write(p []byte) (int, error) {
 	defer w.mu.Unlock()
 	if !w.wroteHeader {
 		w.writeHeaderLocked(http.StatusOK)
+	}
+	if w.plainError != 0 {
+		return w.writePlainErrorLocked(p)
 	}
 	if w.reframe {
 		// json.Encoder writes the whole answer, newline-terminated, at once.
@@ -85,6 +95,49 @@ func (w *trackingWriter) Write(p []byte) (int, error) {
 	}
 	return len(p), nil
 }
+
+// writePlainErrorLocked writes p, the text of an error mcp-go answers as
+// text/plain (v1.2.1 writeHTTPError: an unknown protocol version on a
+// DELETE, GET and DELETE of the 2026-07-28 protocol, session errors), as a
+// JSON-RPC error with the request's id and the request id in its message:
+// every error body an MCP client gets is JSON-RPC. mcp-go writes such a
+// text in one write; a further write is dropped.
+func (w *trackingWriter) writePlainErrorLocked(p []byte) (int, error) {
+	if w.plainError < 0 {
+		return len(p), nil
+	}
+	code := -32600 // invalid request
+	if w.plainError >= 500 {
+		code = -32603 // internal error
+	}
+	text := strings.TrimSpace(string(p))
+	if w.rid != "" {
+		text += " (request id " + w.rid + ")"
+	}
+	var e errorAnswer
+	e.JSONRPC, e.ID, e.Error.Code, e.Error.Message = "2.0", w.msgID, code, text
+	out, err := json.Marshal(e)
+	if err != nil {
+		return 0, err
+	}
+	w.plainError = -1
+	if _, err := w.ResponseWriter.Write(append(out, '\n')); err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}
+
+// errorAnswer is a JSON-RPC error response.
+type errorAnswer struct {
+	JSONRPC string          `json:"jsonrpc"`
+	ID      json.RawMessage `json:"id"`
+	Error   struct {
+		Code    int    `json:"code"`
+		Message string `json:"message"`
+	} `json:"error"`
+}
+
+var jsonNull = json.RawMessage("null")
 
 var (
 	sseMessage = []byte("event: message\ndata: ")

@@ -118,7 +118,7 @@ func (m *Manager) do(ctx context.Context, server, op string, hdr http.Header, fn
 	if !ok {
 		return srv.wrap(ctx, op, errClosed)
 	}
-	ctx = context.WithValue(ctx, opKey{}, op)
+	ctx = withTooLargeNote(context.WithValue(ctx, opKey{}, op)) // bound.go
 	s, err := srv.acquire(hdr)
 	if err != nil {
 		return srv.wrap(ctx, op, err)
@@ -140,6 +140,9 @@ func (srv *remote) run(ctx context.Context, s *session, op string, fn opFunc) er
 		return srv.wrap(ctx, op, err)
 	}
 	err = plainSend(fn(ctx, s, cli))
+	if err, ok := s.settle(ctx, cli, err); ok {
+		return srv.wrap(ctx, op, err)
+	}
 	if err == nil || ctx.Err() != nil || !isLost(err) {
 		return srv.wrap(ctx, op, err)
 	}
@@ -153,6 +156,9 @@ func (srv *remote) run(ctx context.Context, s *session, op string, fn opFunc) er
 		return srv.wrap(ctx, op, err)
 	}
 	err = plainSend(fn(ctx, s, cli))
+	if err, ok := s.settle(ctx, cli, err); ok {
+		return srv.wrap(ctx, op, err)
+	}
 	if err != nil && ctx.Err() == nil && isLost(err) {
 		s.drop(ctx, cli)
 		err = fmt.Errorf("%w: session lost twice: %w", ErrUnavailable, err)

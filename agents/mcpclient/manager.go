@@ -58,6 +58,9 @@ const (
 	DefaultIdleTimeout          = 5 * time.Minute
 	DefaultClientName           = "pallasgw"
 	DefaultClientVersion        = "dev"
+	// DefaultMaxMessageBytes bounds one message a downstream sends (a JSON
+	// body, an SSE event, a stdio line): 64 MiB.
+	DefaultMaxMessageBytes = 64 << 20
 )
 
 // Log field keys of this package.
@@ -120,6 +123,12 @@ type Options struct {
 
 	// OnLogMessage, if set, receives downstream logging notifications.
 	OnLogMessage LogFunc
+
+	// MaxMessageBytes bounds one message of a downstream, on every path
+	// that reads one (mcp-go's client over HTTP, SSE and stdio, the raw
+	// calls): a longer one fails its call with an error saying so, and is
+	// never held whole (bound.go). Default DefaultMaxMessageBytes.
+	MaxMessageBytes int
 }
 
 // Manager holds the clients of every configured downstream server. It is
@@ -184,6 +193,9 @@ func withDefaults(o Options) Options {
 	}
 	if o.ClientVersion == "" {
 		o.ClientVersion = DefaultClientVersion
+	}
+	if o.MaxMessageBytes <= 0 {
+		o.MaxMessageBytes = DefaultMaxMessageBytes
 	}
 	return o
 }

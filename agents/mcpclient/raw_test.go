@@ -456,20 +456,20 @@ func TestRedirectIsNotFollowed(t *testing.T) {
 	}
 }
 
-// A downstream's endless SSE line is cut off at maxMessageBytes.
+// A downstream's endless SSE line is cut off at Options.MaxMessageBytes.
 func TestEndlessLineIsBounded(t *testing.T) {
 	d := newScriptServer(t, func(w http.ResponseWriter, _, _ json.RawMessage) {
 		w.Header().Set("Content-Type", "text/event-stream")
 		w.WriteHeader(http.StatusOK)
-		chunk := []byte(strings.Repeat("x", 1<<20))
+		chunk := []byte(strings.Repeat("x", 1<<10))
 		_, _ = w.Write([]byte("data: "))
-		for range maxMessageBytes>>20 + 1 { // one MiB past the bound: the work the assertion needs
+		for range testLimit>>10 + 2 {
 			if _, err := w.Write(chunk); err != nil {
 				return
 			}
 		}
 	})
-	m := newManager(t, Options{}, d.spec())
+	m := newManager(t, Options{MaxMessageBytes: testLimit}, d.spec())
 	if _, err := m.CallToolRaw(testCtx(t), "script", "t", nil, nil, nil); err == nil || !strings.Contains(err.Error(), "larger than") {
 		t.Errorf("error %v, want the message refused as too large", err)
 	}

@@ -34,14 +34,7 @@ const (
 	// errorBodyLimit bounds the body of a refused request that is read for
 	// its JSON-RPC error.
 	errorBodyLimit = 64 << 10
-	// maxMessageBytes bounds one message of the downstream (a JSON body, an
-	// SSE line or event), so that a downstream cannot exhaust the gateway's
-	// memory with an endless one.
-	maxMessageBytes = 64 << 20
 )
-
-// errTooLarge: a downstream message passed maxMessageBytes.
-var errTooLarge = fmt.Errorf("the downstream's message is larger than %d MiB", maxMessageBytes>>20)
 
 // SSE stream resumption (SEP-1699), mcp-go's defaults.
 var (
@@ -126,12 +119,12 @@ func (c *rawCall) do(ctx context.Context, body []byte) (*RawResult, error) {
 	mediaType, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
 	switch mediaType {
 	case "application/json":
-		b, err := io.ReadAll(io.LimitReader(resp.Body, maxMessageBytes+1))
+		b, err := readMessage(resp, c.s.srv.m.opts.MaxMessageBytes)
+		if errors.Is(err, errTooLarge) {
+			return nil, answeredError{transport.NewError(err)}
+		}
 		if err != nil {
 			return nil, transport.NewError(fmt.Errorf("failed to read response: %w", err))
-		}
-		if len(b) > maxMessageBytes {
-			return nil, answeredError{transport.NewError(errTooLarge)}
 		}
 		var msg rawMessage
 		if err := json.Unmarshal(b, &msg); err != nil {
@@ -248,7 +241,7 @@ func (c *rawCall) resume(ctx context.Context, cur *sseCursor) (io.ReadCloser, er
 // answer (res), an error, or the end of the stream (ended: the server ended
 // it; false: it broke off).
 func (c *rawCall) readEvents(ctx context.Context, body io.Reader, cur *sseCursor) (res *RawResult, ended bool, err error) {
-	events := newSSEEvents(body, cur)
+	events := newSSEEvents(body, cur, c.s.srv.m.opts.MaxMessageBytes)
 	for {
 		data, err := events.next()
 		switch {
@@ -257,7 +250,7 @@ func (c *rawCall) readEvents(ctx context.Context, body io.Reader, cur *sseCursor
 		case err == io.EOF:
 			return nil, true, nil
 		case errors.Is(err, errTooLarge):
-			return nil, false, transport.NewError(errTooLarge)
+			return nil, false, answeredError{transport.NewError(err)}
 		case err != nil:
 			return nil, false, transport.NewError(fmt.Errorf("SSE stream error: %w", err))
 		}

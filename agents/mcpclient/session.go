@@ -36,6 +36,10 @@ type session struct {
 
 	tools toolCache
 	wire  atomic.Pointer[wireInfo] // Streamable HTTP: what a raw call sends (raw.go); set by connect
+	// streamTooLarge is set when a message on one of the session's
+	// long-lived streams passed the bound (bound.go), which ended the
+	// stream: the next call that fails says why.
+	streamTooLarge atomic.Pointer[tooLargeError]
 
 	logMu    sync.Mutex       // serialises logging/setLevel on this session
 	logLevel mcp.LoggingLevel // guarded by logMu; the last level asked for, sent again on reconnect
@@ -224,7 +228,7 @@ func (s *session) newClient() (*client.Client, *stdioProc, error) {
 // adds the session's headers to requests that lack them, which covers the
 // DELETE mcp-go sends on Close without its header options.
 func (s *session) httpClient() *http.Client {
-	return &http.Client{Transport: &headerRoundTripper{base: s.srv.transport, hdr: s.hdr}, CheckRedirect: noRedirects}
+	return &http.Client{Transport: &headerRoundTripper{base: s.srv.transport, hdr: s.hdr, limit: s.srv.m.opts.MaxMessageBytes, stream: &s.streamTooLarge}, CheckRedirect: noRedirects}
 }
 
 // slog is the logger of mcp-go's transport for this session: the
@@ -322,14 +326,17 @@ func (s *session) onNotification(n mcp.JSONRPCNotification) {
 // notes the request id of a call (see cancel.go) and taps the response
 // streams of calls that relay logs (see Relay).
 type headerRoundTripper struct {
-	base http.RoundTripper
-	hdr  http.Header
+	base   http.RoundTripper
+	hdr    http.Header
+	limit  int                            // of one message (bound.go)
+	stream *atomic.Pointer[tooLargeError] // the session's streamTooLarge
 }
 
 func (rt *headerRoundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 	noteSent(req)
 	resp, err := rt.roundTrip(req)
 	if err == nil {
+		boundBody(resp, rt.limit, tooLargeNoteOf(req.Context(), rt.stream))
 		tapResponse(req, resp)
 	}
 	return resp, err

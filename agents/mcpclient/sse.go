@@ -18,18 +18,19 @@ type sseCursor struct {
 
 // sseEvents reads a downstream's SSE stream event by event: the fields MCP
 // uses (data, id, retry), lines read with a bufio.Scanner and bounded, as
-// each event's data, by maxMessageBytes. Event ids and retry times go to
+// each event's data, by limit (Options.MaxMessageBytes). Event ids and retry times go to
 // the cursor.
 type sseEvents struct {
-	sc   *bufio.Scanner
-	cur  *sseCursor
-	data []byte
+	sc    *bufio.Scanner
+	cur   *sseCursor
+	data  []byte
+	limit int
 }
 
-func newSSEEvents(body io.Reader, cur *sseCursor) *sseEvents {
+func newSSEEvents(body io.Reader, cur *sseCursor, limit int) *sseEvents {
 	sc := bufio.NewScanner(body)
-	sc.Buffer(nil, maxMessageBytes)
-	return &sseEvents{sc: sc, cur: cur}
+	sc.Buffer(nil, limit)
+	return &sseEvents{sc: sc, cur: cur, limit: limit}
 }
 
 // next returns the data of the next event that has data, valid until the
@@ -57,8 +58,8 @@ func (e *sseEvents) next() ([]byte, error) {
 			if hasData {
 				e.data = append(e.data, '\n')
 			}
-			if e.data, hasData = append(e.data, value...), true; len(e.data) > maxMessageBytes {
-				return nil, errTooLarge
+			if e.data, hasData = append(e.data, value...), true; len(e.data) > e.limit {
+				return nil, &tooLargeError{limit: e.limit}
 			}
 		case "id":
 			if bytes.IndexByte(value, 0) < 0 {
@@ -72,7 +73,7 @@ func (e *sseEvents) next() ([]byte, error) {
 	}
 	switch err := e.sc.Err(); {
 	case errors.Is(err, bufio.ErrTooLong):
-		return nil, errTooLarge
+		return nil, &tooLargeError{limit: e.limit}
 	case err != nil:
 		return nil, err
 	case hasData:

@@ -8,6 +8,10 @@ import (
 	"time"
 )
 
+// testLimit is the bound on one message in these tests (4 KiB: the
+// default, 64 MiB, behaves the same and costs the machine 64 MiB a case).
+const testLimit = 4 << 10
+
 func TestSSEEvents(t *testing.T) {
 	tests := []struct {
 		name   string
@@ -24,13 +28,13 @@ func TestSSEEvents(t *testing.T) {
 		{"an id with NUL is ignored", "id: 1\n\nid: a\x00b\ndata: x\n\n", []string{"x"}, "1", -1, io.EOF},
 		{"unfinished last event, its id not kept", "data: x\n\nid: 9\ndata: y\n", []string{"x", "y"}, "", -1, io.EOF},
 		{"no events", "\n\n: ping\n\n", nil, "", -1, io.EOF},
-		{"line too long", "data: " + strings.Repeat("x", maxMessageBytes) + "\n\n", nil, "", -1, errTooLarge},
-		{"data too long", strings.Repeat("data: "+strings.Repeat("x", 1<<20)+"\n", 65) + "\n", nil, "", -1, errTooLarge},
+		{"line too long", "data: " + strings.Repeat("x", testLimit) + "\n\n", nil, "", -1, errTooLarge},
+		{"data too long", strings.Repeat("data: "+strings.Repeat("x", 1<<10)+"\n", 5) + "\n", nil, "", -1, errTooLarge},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			cur := sseCursor{retry: -1}
-			events := newSSEEvents(strings.NewReader(tt.stream), &cur)
+			events := newSSEEvents(strings.NewReader(tt.stream), &cur, testLimit)
 			var got []string
 			var err error
 			for {

@@ -2,13 +2,17 @@ package mcpclient
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"maps"
 	"os"
 	"os/exec"
 	"slices"
 	"sync"
+	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/mark3labs/mcp-go/client/transport"
@@ -23,19 +27,30 @@ const maxStderrLine = 4096
 // the process has been stopped, in case a grandchild still holds the pipe.
 const stderrDrainWait = time.Second
 
-// stdioProc is the side of one stdio child process that mcp-go does not
-// manage: its stderr, read line by line into the log. The end of stderr is
-// taken as the end of the process, which is how a crash is noticed before
-// the next call (mcp-go stops the process on Client.Close: stdin closed,
-// SIGTERM after 2 s, SIGKILL after 3 s more).
+// stdioProc is one stdio child process. It is started here, not by
+// mcp-go's stdio transport, which is handed its pipes (transport.NewIO) so
+// that its stdout is read within the bound on one message (lineBound:
+// mcp-go reads a line whole, however long). Its stderr is read line by
+// line into the log; the end of stderr is taken as the end of the process,
+// which is how a crash is noticed before the next call. It is stopped as
+// mcp-go stops the processes it starts (stop): stdin closed (by the
+// client's Close), SIGTERM after 2 s, SIGKILL after 3 s more.
 type stdioProc struct {
 	srv  *remote
 	r, w *os.File
 	done chan struct{} // closed when stderr reaches EOF
+	cmd  *exec.Cmd
 
 	closeW sync.Once
 	closeR sync.Once
 }
+
+// How long stop waits after closing stdin, then after SIGTERM (mcp-go's
+// gracefulShutdownTimeout and forceKillTimeout).
+const (
+	stdioExitWait = 2 * time.Second
+	stdioTermWait = 3 * time.Second
+)
 
 func (s *session) newStdio() (transport.Interface, *stdioProc, error) {
 	spec := s.srv.spec
@@ -52,11 +67,82 @@ func (s *session) newStdio() (transport.Interface, *stdioProc, error) {
 		_ = w.Close()
 		return nil, nil, errClosed
 	}
-	tr := transport.NewStdioWithOptions(spec.Command, nil, spec.Args,
-		transport.WithCommandFunc(p.command),
-		transport.WithCommandLogger(s.srv.m.slog),
-	)
+	cmd, _ := p.command(context.Background(), spec.Command, nil, spec.Args)
+	stdin, err := cmd.StdinPipe()
+	var stdout io.ReadCloser
+	if err == nil {
+		stdout, err = cmd.StdoutPipe()
+	}
+	if err == nil {
+		err = cmd.Start()
+	}
+	if err != nil {
+		if stdin != nil {
+			_ = stdin.Close()
+		}
+		p.started()
+		p.closeR.Do(func() { _ = p.r.Close() })
+		return nil, nil, fmt.Errorf("failed to start command: %w", err)
+	}
+	p.cmd = cmd
+	tr := transport.NewIO(&lineBound{r: stdout, limit: s.srv.m.opts.MaxMessageBytes, note: &s.streamTooLarge}, stdin, nil)
 	return tr, p, nil
+}
+
+// stop waits for the process to exit once its stdin is closed, then sends
+// SIGTERM, then SIGKILL, and reaps it.
+func (p *stdioProc) stop() {
+	if p.cmd == nil || p.cmd.Process == nil {
+		return
+	}
+	exited := make(chan struct{})
+	go func() { _ = p.cmd.Wait(); close(exited) }()
+	for _, step := range []struct {
+		wait time.Duration
+		sig  os.Signal
+	}{{stdioExitWait, syscall.SIGTERM}, {stdioTermWait, os.Kill}} {
+		t := time.NewTimer(step.wait)
+		select {
+		case <-exited:
+			t.Stop()
+			return
+		case <-t.C:
+		}
+		_ = p.cmd.Process.Signal(step.sig)
+	}
+	<-exited
+}
+
+// lineBound is a stdio server's stdout for mcp-go's transport, which reads
+// it line by line, each line one message: a line past limit bytes is noted
+// in note (the session's streamTooLarge) and ends the stream, after the
+// lines before it. The session is then dropped and its process stopped
+// (settle, bound.go); the next call starts a new one.
+type lineBound struct {
+	r     io.Reader
+	limit int
+	n     int // bytes of the current line
+	note  *atomic.Pointer[tooLargeError]
+	over  bool
+}
+
+func (b *lineBound) Read(p []byte) (int, error) {
+	if b.over {
+		return 0, io.EOF
+	}
+	n, err := b.r.Read(p)
+	for i, c := range p[:n] {
+		if c == '\n' {
+			b.n = 0
+			continue
+		}
+		if b.n++; b.n > b.limit {
+			b.over = true
+			b.note.Store(&tooLargeError{limit: b.limit})
+			return bytes.LastIndexByte(p[:i], '\n') + 1, nil
+		}
+	}
+	return n, err
 }
 
 // command builds the child: the spec's environment plus PATH and HOME, the
@@ -90,6 +176,7 @@ func (p *stdioProc) exited() bool {
 // release frees the pipe after the process has been stopped, waiting
 // briefly for the last lines.
 func (p *stdioProc) release() {
+	p.stop()
 	p.started()
 	t := time.NewTimer(stderrDrainWait)
 	defer t.Stop()

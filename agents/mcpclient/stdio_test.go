@@ -149,3 +149,22 @@ func TestStdioBadCommand(t *testing.T) {
 		t.Fatalf("Probe err = %v, want ErrUnavailable", err)
 	}
 }
+
+// A stdio server's line longer than Options.MaxMessageBytes fails the call
+// saying so, after at most the bound was read of it; the process is
+// replaced and the next call works.
+func TestStdioLineIsBounded(t *testing.T) {
+	m := newManager(t, Options{MaxMessageBytes: testLimit}, stdioSpec())
+	before := pidOf(t, m, nil)
+	_, err := m.CallTool(testCtx(t), "files", "echo", map[string]any{"text": strings.Repeat("x", 4*testLimit)}, nil, nil)
+	if err == nil || !strings.Contains(err.Error(), "larger than 4096 bytes, the limit of one message") {
+		t.Fatalf("error %v, want the line refused as larger than the bound", err)
+	}
+	res, err := m.CallTool(testCtx(t), "files", "echo", map[string]any{"text": "small"}, nil, nil)
+	if err != nil || text(t, res) != "echo:small" {
+		t.Fatalf("the call after: %v", err)
+	}
+	if after := pidOf(t, m, nil); after == before {
+		t.Errorf("the process that sent the long line still serves (pid %d)", after)
+	}
+}

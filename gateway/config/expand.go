@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -168,9 +169,13 @@ func checkKnownKeys(p *parser, n *yaml.Node, t reflect.Type, path []string) {
 		checkDuration(p, n, path)
 		return
 	}
+	if checkScalar(p, n, t, path) {
+		return
+	}
 	switch t.Kind() {
 	case reflect.Struct:
 		if n.Kind != yaml.MappingNode {
+			notA(p, n, path, "a mapping")
 			return
 		}
 		fields := yamlFields(t)
@@ -186,6 +191,7 @@ func checkKnownKeys(p *parser, n *yaml.Node, t reflect.Type, path []string) {
 		}
 	case reflect.Map:
 		if n.Kind != yaml.MappingNode {
+			notA(p, n, path, "a mapping")
 			return
 		}
 		for i := 0; i+1 < len(n.Content); i += 2 {
@@ -194,6 +200,7 @@ func checkKnownKeys(p *parser, n *yaml.Node, t reflect.Type, path []string) {
 		}
 	case reflect.Slice:
 		if n.Kind != yaml.SequenceNode {
+			notA(p, n, path, "a list")
 			return
 		}
 		for i, c := range n.Content {
@@ -215,10 +222,78 @@ func yamlFields(t reflect.Type) map[string]reflect.Type {
 	return out
 }
 
+// checkScalar reports a value that cannot be decoded into a number or a
+// boolean field, with the key and what the field takes (yaml.v3 would say
+// "cannot unmarshal !!str into int", with neither), and reports whether t
+// is such a field.
+func checkScalar(p *parser, n *yaml.Node, t reflect.Type, path []string) bool {
+	var want string
+	var tags []string
+	switch t.Kind() {
+	case reflect.Bool:
+		want, tags = "true or false", []string{"!!bool"}
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		want, tags = "a whole number", []string{"!!int"}
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		want, tags = "a whole number, 0 or more", []string{"!!int"}
+	case reflect.Float32, reflect.Float64:
+		want, tags = "a number", []string{"!!int", "!!float"}
+	default:
+		return false
+	}
+	if n.Tag == "!!null" || slices.Contains(tags, n.Tag) {
+		return true
+	}
+	p.add(n.Line, strings.Join(path, "."), "must be "+want+", not "+kindName(n))
+	return true
+}
+
+// notA reports a node that is not the mapping or list its field takes
+// (an empty value is: it leaves the default).
+func notA(p *parser, n *yaml.Node, path []string, want string) {
+	if n.Kind == yaml.ScalarNode && n.Tag == "!!null" || n.Kind == yaml.AliasNode {
+		return
+	}
+	p.add(n.Line, strings.Join(path, "."), "must be "+want+", not "+kindName(n))
+}
+
+// kindName says what a node is, without its value.
+func kindName(n *yaml.Node) string {
+	switch n.Kind {
+	case yaml.MappingNode:
+		return "a mapping"
+	case yaml.SequenceNode:
+		return "a list"
+	}
+	switch n.Tag {
+	case "!!str":
+		return "text"
+	case "!!int", "!!float":
+		return "a number"
+	case "!!bool":
+		return "a boolean"
+	}
+	return "a value of type " + strings.TrimPrefix(n.Tag, "!!")
+}
+
 // checkDuration lets "0" mean a zero duration (poll_interval: 0 = off)
 // and reports other numbers without a unit clearly.
 func checkDuration(p *parser, n *yaml.Node, path []string) {
-	if n.Kind != yaml.ScalarNode || n.Tag != "!!int" && n.Tag != "!!float" {
+	key := strings.Join(path, ".")
+	if n.Kind != yaml.ScalarNode {
+		p.add(n.Line, key, "must be a duration (a number with a unit: 300ms, 30s, 5m, 1h), not "+kindName(n))
+		return
+	}
+	if n.Tag == "!!str" {
+		if _, err := time.ParseDuration(n.Value); err != nil {
+			p.add(n.Line, key, "not a duration: write a number with a unit, e.g. 300ms, 30s, 5m, 1h30m")
+		}
+		return
+	}
+	if n.Tag != "!!int" && n.Tag != "!!float" {
+		if n.Tag != "!!null" {
+			p.add(n.Line, key, "must be a duration (a number with a unit: 300ms, 30s, 5m, 1h), not "+kindName(n))
+		}
 		return
 	}
 	if n.Value == "0" {

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -102,7 +103,7 @@ func (p *parser) parse(raw []byte) *Config {
 	}
 	var doc yaml.Node
 	if err := yaml.Unmarshal(expanded, &doc); err != nil {
-		p.yamlError(err)
+		p.syntaxError(expanded, err)
 		return nil
 	}
 	if len(doc.Content) == 0 || doc.Content[0].Kind != yaml.MappingNode {
@@ -124,6 +125,7 @@ func (p *parser) parse(raw []byte) *Config {
 		return nil
 	}
 	c.File = p.file
+	c.pos = &positions{root: p.root, cards: p.cards}
 	c.Hash = hex.EncodeToString(hash.Sum(nil))
 	c.EnvFilePath = envPath
 	return c
@@ -138,7 +140,7 @@ func (p *parser) yamlError(err error) {
 	for _, m := range msgs {
 		if sub := yamlLine.FindStringSubmatch(strings.TrimSpace(m)); sub != nil {
 			n, _ := strconv.Atoi(sub[1])
-			p.add(n, "", hideValues(sub[2]))
+			p.add(n, keyOnLine(p.root, n), hideValues(sub[2]))
 			continue
 		}
 		p.add(0, "", hideValues(strings.TrimPrefix(m, "yaml: ")))
@@ -223,6 +225,34 @@ func lookup(n *yaml.Node, path []string) *yaml.Node {
 		n = next
 	}
 	return n
+}
+
+// keyOnLine is the dotted path of the deepest mapping key on line of the
+// tree under root ("" when none): the key a yaml.v3 decoding error of that
+// line is about.
+func keyOnLine(root *yaml.Node, line int) string {
+	var found []string
+	var walk func(n *yaml.Node, path []string)
+	walk = func(n *yaml.Node, path []string) {
+		switch n.Kind {
+		case yaml.MappingNode:
+			for i := 0; i+1 < len(n.Content); i += 2 {
+				kp := append(slices.Clone(path), n.Content[i].Value)
+				if n.Content[i].Line == line || n.Content[i+1].Line == line {
+					found = kp
+				}
+				walk(n.Content[i+1], kp)
+			}
+		case yaml.SequenceNode:
+			for i, c := range n.Content {
+				walk(c, append(slices.Clone(path), strconv.Itoa(i)))
+			}
+		}
+	}
+	if root != nil {
+		walk(root, nil)
+	}
+	return strings.Join(found, ".")
 }
 
 // lineOf returns the line of the deepest key of path present in the tree.

@@ -53,6 +53,8 @@ type Config struct {
 	// AgentCardDirs are AgentCards resolved against the config's
 	// directory (watched for reloads).
 	AgentCardDirs []string `yaml:"-"`
+
+	pos *positions // where the keys are written (ErrorAt); nil when not loaded from a file
 }
 
 // Reload configures the file watcher.

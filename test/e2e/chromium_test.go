@@ -47,8 +47,9 @@ type browser struct {
 }
 
 // startBrowser runs headless Chromium (skips when it is absent, unless
-// PALLASGW_E2E_REQUIRE=1) and opens one blank page of the given size.
-func startBrowser(t testing.TB, width, height int) *browser {
+// PALLASGW_E2E_REQUIRE=1) and opens one blank page of the given size;
+// flags are added to Chromium's command line.
+func startBrowser(t testing.TB, width, height int, flags ...string) *browser {
 	t.Helper()
 	bin := ""
 	for _, name := range []string{"chromium", "chromium-browser"} {
@@ -74,7 +75,8 @@ func startBrowser(t testing.TB, width, height int) *browser {
 	cmd := exec.Command(bin, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
 		"--disable-background-networking", "--disable-component-update", "--disable-sync",
 		"--disable-default-apps", "--disable-extensions", "--mute-audio", "--hide-scrollbars",
-		"--user-data-dir="+t.TempDir(), "--remote-debugging-pipe", "about:blank")
+		"--user-data-dir="+t.TempDir(), "--remote-debugging-pipe")
+	cmd.Args = append(append(cmd.Args, flags...), "about:blank")
 	cmd.ExtraFiles = []*os.File{cmdR, outW}
 	b := &browser{t: t, in: cmdW, pending: map[int]chan cdpMsg{}}
 	b.proc = startProc(t, "chromium", cmd)
