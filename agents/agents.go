@@ -111,7 +111,8 @@ func HeaderRules(name string, s *config.Server) policy.HeaderRules {
 	for k, v := range s.Headers {
 		static[k] = v.Value()
 	}
-	return policy.HeaderRules{Server: name, Static: static, Forward: s.ForwardHeaders, ForwardInboundAuth: s.ForwardInboundAuth}
+	return policy.HeaderRules{Server: name, Static: static, Forward: s.ForwardHeaders, ForwardInboundAuth: s.ForwardInboundAuth,
+		Blocked: policy.ExtraBlocklist(s.ExtraBlockedHeaders)}
 }
 
 // ProviderHeaderRules maps an LLM provider's config onto the policy's
@@ -122,7 +123,8 @@ func ProviderHeaderRules(name string, p *config.Provider) policy.HeaderRules {
 	for k, v := range p.Headers {
 		static[k] = v.Value()
 	}
-	return policy.HeaderRules{Server: "provider:" + name, Static: static, Forward: p.ForwardHeaders, ForwardInboundAuth: p.ForwardInboundAuth}
+	return policy.HeaderRules{Server: "provider:" + name, Static: static, Forward: p.ForwardHeaders, ForwardInboundAuth: p.ForwardInboundAuth,
+		Blocked: policy.ExtraBlocklist(p.ExtraBlockedHeaders)}
 }
 
 // Get returns the named agent or nil.

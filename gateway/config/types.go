@@ -131,8 +131,12 @@ type Provider struct {
 	Headers            map[string]Secret `yaml:"headers"`              // static, on every request; default none
 	ForwardHeaders     map[string]string `yaml:"forward_headers"`      // inbound -> outbound, per call; default none
 	ForwardInboundAuth bool              `yaml:"forward_inbound_auth"` // default false
-	Timeout            time.Duration     `yaml:"timeout"`              // default 300s
-	MaxRetries         *int              `yaml:"max_retries"`          // default 2
+	// ExtraBlockedHeaders are names this provider must never receive,
+	// beside the built-in list and policy.extra_blocked_headers; exact
+	// names or prefixes ending in "*". Default none.
+	ExtraBlockedHeaders []string      `yaml:"extra_blocked_headers"`
+	Timeout             time.Duration `yaml:"timeout"`     // default 300s
+	MaxRetries          *int          `yaml:"max_retries"` // default 2
 
 	// Name is the provider's key (set by Load).
 	Name string `yaml:"-"`
@@ -162,13 +166,17 @@ type Server struct {
 	URL                string            `yaml:"url"`
 	Headers            map[string]Secret `yaml:"headers"`              // static; always win
 	ForwardInboundAuth bool              `yaml:"forward_inbound_auth"` // default false
-	ForwardHeaders     map[string]string `yaml:"forward_headers"`      // inbound -> outbound
-	Timeout            time.Duration     `yaml:"timeout"`              // per tool call; default 60s
-	Command            string            `yaml:"command"`
-	Args               []string          `yaml:"args"`
-	Env                map[string]Secret `yaml:"env"`
-	Dir                string            `yaml:"dir"`
-	TokenExchange      *TokenExchange    `yaml:"token_exchange"` // RFC 8693; needs auth.mode jwt
+	ForwardHeaders     map[string]string `yaml:"forward_headers"`      // inbound -> outbound; a bare token mapped to Authorization is sent as "Bearer <token>"
+	// ExtraBlockedHeaders are names this server must never receive, beside
+	// the built-in list and policy.extra_blocked_headers; exact names or
+	// prefixes ending in "*". Default none.
+	ExtraBlockedHeaders []string          `yaml:"extra_blocked_headers"`
+	Timeout             time.Duration     `yaml:"timeout"` // per tool call; default 60s
+	Command             string            `yaml:"command"`
+	Args                []string          `yaml:"args"`
+	Env                 map[string]Secret `yaml:"env"`
+	Dir                 string            `yaml:"dir"`
+	TokenExchange       *TokenExchange    `yaml:"token_exchange"` // RFC 8693; needs auth.mode jwt
 }
 
 // TokenExchange trades the caller's access token for one meant for the
