@@ -23,6 +23,7 @@ type modelRef struct {
 	params       llm.Params
 	headers      *policy.HeaderRules // nil: the provider sends no per-call headers
 	price        *config.Price
+	maxOut       int // the model's max_output_tokens (models.capabilities); 0: unknown
 }
 
 func newModelRef(a *Agent, ref string) (*modelRef, error) {
@@ -33,7 +34,8 @@ func newModelRef(a *Agent, ref string) (*modelRef, error) {
 	if err != nil {
 		return nil, fmt.Errorf("params: %w", err)
 	}
-	m.params = params
+	m.maxOut = d.Config.MaxOutputTokens(ref)
+	m.params = m.clamp(params)
 	switch {
 	case ref == "passthrough":
 		m.provider = llm.NewPassthrough()
@@ -123,6 +125,16 @@ func (m *modelRef) chat(ctx context.Context, a *Agent, req llm.Request, c *Call)
 		met.LLMCost.WithLabelValues(a.Name, m.ref).Add(cost)
 	}
 	return resp, nil
+}
+
+// clamp returns p with max_tokens no larger than the model's
+// max_output_tokens, when the model's capabilities name it.
+func (m *modelRef) clamp(p llm.Params) llm.Params {
+	if m.maxOut > 0 && p.MaxTokens != nil && *p.MaxTokens > m.maxOut {
+		n := m.maxOut
+		p.MaxTokens = &n
+	}
+	return p
 }
 
 // parseParams maps the params block of SPEC §6 onto llm.Params.

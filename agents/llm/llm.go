@@ -128,6 +128,11 @@ type ProviderConfig struct {
 	// Backoff is exponential from 200 ms (cap 10 s, jittered) and honours
 	// Retry-After / retry-after-ms (cap 30 s).
 	MaxRetries int
+	// DropTopK leaves top_k out of OpenAI requests, for servers that
+	// refuse unknown parameters. It is implied for OpenAI's own API
+	// (api.openai.com, *.openai.azure.com; see RejectsTopK); vLLM,
+	// llama.cpp, Ollama and LiteLLM take top_k.
+	DropTopK bool
 	// HTTPClient may be set by tests; nil = a tuned default client.
 	HTTPClient *http.Client
 }

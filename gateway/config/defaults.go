@@ -97,6 +97,15 @@ func (p *parser) applyDefaults(c *Config) {
 			r.Line = lineOf(p.root, []string{"policy", "callers", name})
 		}
 	}
+	for ref, caps := range c.Models.Capabilities {
+		if caps.ContextWindow == 0 {
+			caps.ContextWindow = DefaultContextWindow
+		}
+		if caps.MaxOutputTokens == 0 {
+			caps.MaxOutputTokens = DefaultMaxOutputTokens
+		}
+		c.Models.Capabilities[ref] = caps
+	}
 	for name, pr := range c.Models.Providers {
 		if pr == nil {
 			pr = &Provider{}

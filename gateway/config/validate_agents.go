@@ -51,9 +51,11 @@ func (p *parser) validateAgent(c *Config, a *Agent) {
 	}
 	p.checkGlobs(append(append([]string{}, key...), "tools", "allow"), a.Tools.Allow)
 	p.checkGlobs(append(append([]string{}, key...), "tools", "deny"), a.Tools.Deny)
-	for k := range a.Params {
+	for _, k := range sortedKeys(a.Params) {
 		if !knownParams[k] {
 			p.addPath(append(append([]string{}, key...), "params", k), "unknown parameter")
+		} else if msg := ParamProblem(k, a.Params[k]); msg != "" {
+			p.addPath(append(append([]string{}, key...), "params", k), msg)
 		}
 	}
 	switch {
