@@ -219,14 +219,14 @@ func (a *Agent) handleSendMessage(ctx context.Context, req mcp.CallToolRequest) 
 		a.log.Warn("skipped history entries", ridField, toolField, zap.Any("skipped", skipped))
 	}
 	if err != nil {
-		a.observe(a.Config.ToolName, "error", start)
+		a.observe(callerOf(ctx), a.Config.ToolName, "error", start)
 		return mcp.NewToolResultError(fmt.Sprintf("%v (request id %s)", err, rid)), nil
 	}
 	call := &Call{Turn: turn, Inbound: req.Header, Progress: progress, RequestID: rid, Caller: callerOf(ctx), overrides: ov}
 	answer, err := a.Run(ctx, call)
 	progress.flush(2 * time.Second)
 	outcome := outcomeOf(ctx, err)
-	a.observe(a.Config.ToolName, outcome, start)
+	a.observe(call.Caller, a.Config.ToolName, outcome, start)
 	a.log.Info("send_message", ridField, toolField, zap.String("conversation_id", turn.ConversationID),
 		zap.String("outcome", outcome), zap.Int64("duration_ms", time.Since(start).Milliseconds()),
 		zap.Int("history", len(turn.History)), zap.Error(err), tracing.LogField(ctx))
@@ -280,9 +280,11 @@ func (a *Agent) recoverCall(rid, what string, fail func(error)) {
 	}
 }
 
-func (a *Agent) observe(tool, outcome string, start time.Time) {
+// observe counts one call of the agent's own tool; caller is the caller's
+// policy key, kept as the label only when the config names it.
+func (a *Agent) observe(caller, tool, outcome string, start time.Time) {
 	m := a.set.deps.Metrics
-	m.ToolCalls.WithLabelValues(a.Name, tool, outcome).Inc()
+	m.ToolCalls.WithLabelValues(a.Name, tool, outcome, a.set.deps.Callers.Label(caller)).Inc()
 	m.ToolCallDuration.WithLabelValues(a.Name, tool).Observe(time.Since(start).Seconds())
 }
 

@@ -80,7 +80,10 @@ func (g *Gateway) buildSnapshot(cfg *config.Config) (_ *Snapshot, err error) {
 	}
 	// One audit line per call, always from the same line of code: without
 	// the caller, which zap finds by walking the stack.
-	s.auditor = &policy.Auditor{Logger: g.log.Named("audit").WithOptions(zap.WithCaller(false)), Metrics: g.metrics}
+	for _, t := range cfg.Auth.Tokens {
+		s.callers.NameCallers(t.Name) // the metrics' caller label keeps these and the policy.callers names
+	}
+	s.auditor = &policy.Auditor{Logger: g.log.Named("audit").WithOptions(zap.WithCaller(false)), Metrics: g.metrics, Callers: s.callers}
 	if s.quotas, err = g.buildQuotas(cfg); err != nil {
 		return nil, err
 	}

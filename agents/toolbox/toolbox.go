@@ -83,7 +83,9 @@ type Deps struct {
 	// arrived with inbound headers (SPEC §7).
 	Outbound func(ctx context.Context, server string, inbound http.Header) (http.Header, error)
 	// Observe records one call's outcome in the tool metrics.
-	Observe func(tool, outcome string, start time.Time)
+	// caller is the caller's policy key (the metric keeps only names the
+	// config knows).
+	Observe func(caller, tool, outcome string, start time.Time)
 	// RequestID is the request id of ctx.
 	RequestID func(ctx context.Context) string
 	// Progress relays the progress of one downstream call to the caller
@@ -115,6 +117,7 @@ func Register(srv *server.MCPServer, d Deps) {
 		d.Logger.Error("toolbox tools filter invalid; every tool is denied", zap.Error(err))
 		f = policy.ToolFilter{Deny: mustGlobs("*")}
 	}
+	f.Name = "agents." + d.Agent + ".tools"
 	tb := &toolbox{d: d, filter: f}
 	srv.AddTool(mcp.NewToolWithRawSchema("list_servers",
 		"Lists the MCP servers this toolbox can reach for you.", tb.schema(listServersSchema)), tb.handle("list_servers", tb.listServers))
@@ -185,9 +188,11 @@ func (tb *toolbox) handle(name string, h tbHandler) func(context.Context, mcp.Ca
 		case res.IsError:
 			outcome = "error"
 		}
+		b, _ := json.Marshal(res)
 		tb.d.Auditor.Record(ctx, policy.AuditEvent{RequestID: tb.d.RequestID(ctx), Caller: c.caller, Agent: tb.d.Agent,
-			Server: c.server, Tool: c.target, Decision: c.decision, Latency: time.Since(c.start)})
-		tb.d.Observe(name, outcome, c.start)
+			Server: c.server, Tool: c.target, Decision: c.decision, Latency: time.Since(c.start),
+			Outcome: policy.AuditOutcome(outcome), ResultBytes: len(b)})
+		tb.d.Observe(c.caller, name, outcome, c.start)
 		return res, nil
 	}
 }
