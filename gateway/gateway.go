@@ -30,7 +30,10 @@ import (
 type Options struct {
 	ConfigPath string
 	// Listen overrides the config's listen address (the --listen flag).
-	Listen  string
+	Listen string
+	// Agent, when set (serve --agent), serves only that agent and the
+	// agents it runs.
+	Agent   string
 	Logger  *zap.Logger
 	Version string
 	Commit  string
@@ -92,6 +95,9 @@ func New(opts Options) (*Gateway, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Every line of the process names the project (SPEC §3: name is the
+	// log prefix); a reload that renames it takes effect at the next start.
+	g.log = opts.Logger.With(zap.String("project", cfg.Name))
 	if opts.Listen != "" {
 		cfg.Listen = opts.Listen
 	}

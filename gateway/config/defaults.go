@@ -117,7 +117,12 @@ func (p *parser) applyDefaults(c *Config) {
 		if s == nil {
 			continue
 		}
-		def(&s.Transport, "http")
+		if s.Transport == "" { // inferred: a command is a stdio server, anything else http
+			s.Transport = "http"
+			if s.Command != "" {
+				s.Transport = "stdio"
+			}
+		}
 		if s.Timeout == 0 {
 			s.Timeout = DefaultServerTimeout
 		}

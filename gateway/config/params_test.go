@@ -1,6 +1,11 @@
 package config
 
-import "testing"
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
 
 // A capabilities entry that leaves out context_window or max_output_tokens
 // gets the Pallas reference's defaults; a model without an entry has no
@@ -45,5 +50,57 @@ func TestParamProblem(t *testing.T) {
 		if got := ParamProblem(tt.key, tt.v); got != tt.want {
 			t.Errorf("ParamProblem(%s, %v) = %q, want %q", tt.key, tt.v, got, tt.want)
 		}
+	}
+}
+
+// transport, when not written, is inferred: a command is a stdio server,
+// anything else http.
+func TestTransportInferred(t *testing.T) {
+	c, err := Parse("t.yaml", []byte(`
+name: t
+mcp:
+  servers:
+    files: {command: npx, args: [server]}
+    web: {url: "http://127.0.0.1:1/mcp"}
+    old: {transport: sse, url: "http://127.0.0.1:1/sse"}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]string{"files": "stdio", "web": "http", "old": "sse"} {
+		if got := c.MCP.Servers[name].Transport; got != want {
+			t.Errorf("%s: transport %q, want %q", name, got, want)
+		}
+	}
+}
+
+// A .env beside the config is read when env_file is not set; the process
+// environment wins over it.
+func TestDotEnvBesideConfig(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "pallasgw.yaml")
+	write := func(name, body string) {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("pallasgw.yaml", "name: ${PGW_T_NAME}\nversion: ${PGW_T_VERSION}\n")
+	write(".env", "PGW_T_NAME=from-dotenv\nPGW_T_VERSION=1.0.0\n")
+	t.Setenv("PGW_T_VERSION", "2.0.0")
+	c, err := Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Name != "from-dotenv" || c.Version != "2.0.0" {
+		t.Errorf("name %q version %q, want from-dotenv (.env) and 2.0.0 (process)", c.Name, c.Version)
+	}
+	if c.EnvFilePath != filepath.Join(dir, ".env") {
+		t.Errorf("EnvFilePath %q: the .env must be watched", c.EnvFilePath)
+	}
+	if err := os.Remove(filepath.Join(dir, ".env")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Load(path); err == nil || !strings.Contains(err.Error(), "PGW_T_NAME") {
+		t.Errorf("without the .env: %v, want the unset variable named", err)
 	}
 }

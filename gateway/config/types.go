@@ -162,7 +162,7 @@ type MCP struct {
 
 // Server is one downstream MCP server.
 type Server struct {
-	Transport          string            `yaml:"transport"` // http (default) | sse | stdio
+	Transport          string            `yaml:"transport"` // http | sse | stdio; default stdio when command is set, else http
 	URL                string            `yaml:"url"`
 	Headers            map[string]Secret `yaml:"headers"`              // static; always win
 	ForwardInboundAuth bool              `yaml:"forward_inbound_auth"` // default false
