@@ -142,6 +142,7 @@ func (a *Agent) toolboxDeps() toolbox.Deps {
 	return toolbox.Deps{Agent: a.Name, Servers: a.Config.Servers, Tools: a.Config.Tools, Transports: d.Config.MCP.Servers,
 		Passthrough: d.Config.Auth.Mode != policy.ModeTokens, Logger: a.log, Downstream: d.Downstream,
 		Callers: d.Callers, Auditor: d.Auditor, Outbound: a.set.outbound, Observe: a.observe, RequestID: RequestID,
+		GatewayStatus: a.Config.GatewayStatus, Status: d.Status,
 		Progress: func(ctx context.Context, token mcp.ProgressToken) (mcpclient.ProgressFunc, func(time.Duration)) {
 			relay := proxy.NewProgressRelay(ctx, streamOf(ctx), token, d.Metrics)
 			return relay.ProgressFunc(), relay.Flush

@@ -73,6 +73,9 @@ type Deps struct {
 	// CallerRequests holds the sampling and roots requests waiting for
 	// callers' answers; shared by every snapshot (nil: one per Set).
 	CallerRequests *endpoint.CallerRequests
+	// Status is the gateway's status document (what GET /-/status
+	// answers), for toolboxes with gateway_status (nil: none).
+	Status func() any
 }
 
 // Set is the agents of one snapshot, by name.

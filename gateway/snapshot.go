@@ -112,6 +112,7 @@ func (g *Gateway) buildSnapshot(cfg *config.Config) (_ *Snapshot, err error) {
 		CallerRequests:       g.callerReqs,
 		Exchanger:            g.exchanger,
 		Quotas:               s.quotas,
+		Status:               g.status,
 	})
 	if err != nil {
 		s.downstream.close()

@@ -88,6 +88,10 @@ type Deps struct {
 	Observe func(caller, tool, outcome string, start time.Time)
 	// RequestID is the request id of ctx.
 	RequestID func(ctx context.Context) string
+	// GatewayStatus, when enabled, adds get_gateway_status, answering
+	// Status() to the callers it allows.
+	GatewayStatus *config.GatewayStatus
+	Status        func() any
 	// Progress relays the progress of one downstream call to the caller
 	// under token: onProgress is handed to the downstream call (nil: none
 	// asked), flush waits until what was relayed is written.
@@ -97,6 +101,7 @@ type Deps struct {
 type toolbox struct {
 	d      Deps
 	filter policy.ToolFilter
+	status policy.Globs // who may call get_gateway_status; empty: every caller
 }
 
 // tbCall is one toolbox call: who, what, and the policy decision reached.
@@ -127,6 +132,42 @@ func Register(srv *server.MCPServer, d Deps) {
 	srv.AddTool(mcp.NewToolWithRawSchema("execute_tool",
 		"Calls a tool of a server with arguments and returns its result unchanged.", tb.schema(executeToolSchema)),
 		tb.handle("execute_tool", tb.executeTool))
+	if gs := d.GatewayStatus; gs != nil && gs.Enabled && d.Status != nil {
+		g, err := policy.CompileGlobs(gs.Callers)
+		if err != nil { // config validation rejects bad globs; fail closed
+			g = mustGlobs("\x00none")
+		}
+		tb.status = g
+		srv.AddTool(mcp.NewToolWithRawSchema(StatusTool,
+			"Returns the gateway's status: its config file and hash, agents, listeners, reloads and warnings (what GET /-/status answers).",
+			tb.schema(listServersSchema)), tb.handle(StatusTool, tb.gatewayStatus))
+	}
+}
+
+// StatusTool is the name of the toolbox's diagnostic tool.
+const StatusTool = "get_gateway_status"
+
+// gatewayStatus answers the gateway's status document to the callers
+// gateway_status.callers allows.
+func (tb *toolbox) gatewayStatus(_ context.Context, c *tbCall, _ mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	if !tb.status.Empty() {
+		rule := "agents." + tb.d.Agent + ".gateway_status.callers"
+		d := policy.Decision{Allowed: true, Reason: policy.ReasonAllowed, Rule: rule}
+		if !tb.status.Match(c.caller) {
+			d = policy.Decision{Reason: policy.ReasonToolNotAllowed, Rule: rule}
+		}
+		if err := tb.check(c, d, "caller %q may not see the gateway status", c.caller); err != nil {
+			return nil, err
+		}
+	}
+	st := tb.d.Status()
+	b, err := json.Marshal(st)
+	if err != nil {
+		return nil, fmt.Errorf("encoding the status: %w", err)
+	}
+	var structured map[string]any
+	_ = json.Unmarshal(b, &structured)
+	return mcp.NewToolResultStructured(structured, string(b)), nil
 }
 
 func mustGlobs(p ...string) policy.Globs {

@@ -256,6 +256,15 @@ type Overrides struct {
 	Tools  bool `yaml:"tools"`  // tools: globs narrowing the agent's tools
 }
 
+// GatewayStatus is a toolbox's get_gateway_status tool.
+type GatewayStatus struct {
+	Enabled bool `yaml:"enabled"` // default false: no such tool
+	// Callers are globs of the caller identities that may call it (token
+	// names, policy.callers rules; agent_id in passthrough mode); default:
+	// every caller of the toolbox.
+	Callers []string `yaml:"callers"`
+}
+
 // Icon is a registry icon.
 type Icon struct {
 	Src      string `yaml:"src" json:"src"`
@@ -333,6 +342,9 @@ type Agent struct {
 	// them itself; "workflow" runs them as this agent, for callers allowed
 	// only the workflow.
 	RunAs string `yaml:"run_as"`
+	// GatewayStatus adds get_gateway_status to a toolbox agent: what GET
+	// /-/status answers, for the callers it names. Default: off.
+	GatewayStatus *GatewayStatus `yaml:"gateway_status"`
 
 	// Name is the agent's key (set by Load).
 	Name string `yaml:"-"`

@@ -58,6 +58,12 @@ func (p *parser) validateAgent(c *Config, a *Agent) {
 			p.addPath(append(append([]string{}, key...), "params", k), msg)
 		}
 	}
+	if gs := a.GatewayStatus; gs != nil {
+		if a.Kind != KindToolbox {
+			p.addPath(append(append([]string{}, key...), "gateway_status"), "only a toolbox agent has get_gateway_status")
+		}
+		p.checkGlobs(append(append([]string{}, key...), "gateway_status", "callers"), gs.Callers)
+	}
 	switch {
 	case a.RunAs != "" && a.RunAs != RunAsCaller && a.RunAs != RunAsWorkflow:
 		p.addPath(append(key, "run_as"), fmt.Sprintf("unknown value %q (want caller or workflow)", a.RunAs))
