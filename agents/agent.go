@@ -15,6 +15,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/pallasgw/pallasgw/agents/endpoint"
+	"github.com/pallasgw/pallasgw/agents/llm"
 	"github.com/pallasgw/pallasgw/agents/mcpclient"
 	"github.com/pallasgw/pallasgw/agents/proxy"
 	"github.com/pallasgw/pallasgw/agents/toolbox"
@@ -52,6 +53,9 @@ type Call struct {
 	Caller    string
 	Depth     int
 	overrides *callOverrides // this call's own; sub-calls have none
+	// schema asks an llm agent's model for its answer as JSON of this
+	// schema (an evaluator's rating); this call's own, like overrides.
+	schema *llm.OutputSchema
 	// asWorkflow: an agent above runs with run_as: workflow, so the
 	// caller's agent rules are not applied to this one's (admit).
 	asWorkflow bool

@@ -52,7 +52,7 @@ func (r *llmRunner) run(ctx context.Context, c *Call) (string, error) {
 	for i := 1; i <= r.maxIter; i++ {
 		c.Progress.Send(fmt.Sprintf("%s step %d (llm)", a.Name, i))
 		iterations = i
-		resp, err := model.chat(ctx, a, llm.Request{System: system, Messages: msgs, Tools: tools.defs, OnText: text.onText()}, c)
+		resp, err := model.chat(ctx, a, llm.Request{System: system, Messages: msgs, Tools: tools.defs, OnText: text.onText(), Schema: c.schema}, c)
 		text.flush()
 		if err != nil {
 			return "", err

@@ -2,11 +2,13 @@ package agents
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
+	"go.uber.org/zap"
 
 	"github.com/pallasgw/pallasgw/agents/llm"
 	"github.com/pallasgw/pallasgw/gateway/config"
@@ -95,6 +97,14 @@ func (m *modelRef) chat(ctx context.Context, a *Agent, req llm.Request, c *Call)
 	}
 	start := time.Now()
 	resp, err := m.provider.Chat(ctx, req)
+	if err != nil && req.Schema != nil && refusedRequest(err) {
+		// A server without structured output (an older vLLM, a proxy)
+		// refuses the request: ask again for text, which is parsed anyway.
+		a.log.Info("structured output refused by the provider; asking for text", zap.String("request_id", c.RequestID),
+			zap.String("model", m.ref), zap.Error(err))
+		req.Schema = nil
+		resp, err = m.provider.Chat(ctx, req)
+	}
 	met := a.set.deps.Metrics
 	met.GenAIDuration.WithLabelValues(m.providerName, m.model).Observe(time.Since(start).Seconds())
 	outcome := outcomeOf(ctx, err)
@@ -125,6 +135,13 @@ func (m *modelRef) chat(ctx context.Context, a *Agent, req llm.Request, c *Call)
 		met.LLMCost.WithLabelValues(a.Name, m.ref).Add(cost)
 	}
 	return resp, nil
+}
+
+// refusedRequest reports whether err is the provider refusing the request
+// as malformed (HTTP 400 or 422), not failing to answer it.
+func refusedRequest(err error) bool {
+	var he *llm.HTTPError
+	return errors.As(err, &he) && (he.Status == 400 || he.Status == 422)
 }
 
 // clamp returns p with max_tokens no larger than the model's

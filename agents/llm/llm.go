@@ -80,10 +80,22 @@ type Request struct {
 	// Header carries extra outbound headers for this call (e.g. the caller's
 	// Authorization when the provider has forward_inbound_auth). May be nil.
 	Header http.Header
+	// Schema, when set, asks for the answer as JSON matching it
+	// (structured output): OpenAI-compatible servers get response_format
+	// json_schema (unless params.response_format is set), Anthropic
+	// output_config.format; the built-in models ignore it. The caller
+	// still parses the text: a model may answer otherwise.
+	Schema *OutputSchema
 	// OnText, when set, is given each text delta of the answer as it
 	// streams in, on the goroutine that called Chat (the built-in models
 	// give their whole answer once). The Response still holds all of it.
 	OnText func(delta string)
+}
+
+// OutputSchema is a JSON schema the answer must follow.
+type OutputSchema struct {
+	Name   string         // OpenAI's json_schema.name: [a-zA-Z0-9_-]{1,64}
+	Schema map[string]any // a JSON Schema object
 }
 
 // Usage is token accounting for one turn (final, not cumulative deltas).

@@ -101,6 +101,10 @@ func (p *openAIProvider) Chat(ctx context.Context, req Request) (*Response, erro
 	if p.noTopK {
 		req.Params.TopK = nil // req is this call's copy
 	}
+	if req.Schema != nil && req.Params.ResponseFormat == nil {
+		req.Params.ResponseFormat = map[string]any{"type": "json_schema",
+			"json_schema": map[string]any{"name": req.Schema.Name, "strict": true, "schema": req.Schema.Schema}}
+	}
 	body, err := openAIBody(req, p.tools)
 	if err != nil {
 		return nil, fmt.Errorf("openai: %w", err)
