@@ -62,7 +62,7 @@ func usage(w io.Writer) {
   pallasgw serve    [--config PATH] [--listen ADDR] [--agent NAME] [--log-level debug|info|warn|error] [--log-format json|console]
   pallasgw validate [--config PATH]
   pallasgw chat     [--url URL] [--token T] AGENT [-m MESSAGE]
-  pallasgw import   --pallas DIR [--out FILE]
+  pallasgw import   --pallas DIR [--out FILE] [--cards DIR]
   pallasgw version
 --config defaults to $PALLASGW_CONFIG, then ./pallasgw.yaml.
 `)
