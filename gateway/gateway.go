@@ -115,6 +115,9 @@ func LoadConfig(path string) (*config.Config, error) {
 	return config.Load(path, policyChecks)
 }
 
+// Logger is the gateway's logger: the one it was given, naming the project.
+func (g *Gateway) Logger() *zap.Logger { return g.log }
+
 // Metrics exposes the gateway's metrics (tests, benchmarks).
 func (g *Gateway) Metrics() *metrics.Metrics { return g.metrics }
 

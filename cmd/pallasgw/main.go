@@ -130,6 +130,7 @@ func serve(args []string, stderr io.Writer) int {
 		printConfigError(stderr, err)
 		return 1
 	}
+	log = g.Logger() // its lines name the project too
 	if err := g.Listen(); err != nil {
 		_ = log.Sync()
 		fmt.Fprintln(stderr, "pallasgw:", err)
