@@ -15,6 +15,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/pallasgw/pallasgw/agents/endpoint"
+	"github.com/pallasgw/pallasgw/agents/llm"
 	"github.com/pallasgw/pallasgw/agents/mcpclient"
 	"github.com/pallasgw/pallasgw/agents/proxy"
 	"github.com/pallasgw/pallasgw/agents/toolbox"
@@ -54,6 +55,9 @@ type Call struct {
 	Caller    string
 	Depth     int
 	overrides *callOverrides // this call's own; sub-calls have none
+	// schema asks an llm agent's model for its answer as JSON of this
+	// schema (an evaluator's rating); this call's own, like overrides.
+	schema *llm.OutputSchema
 	// asWorkflow: an agent above runs with run_as: workflow, so the
 	// caller's agent rules are not applied to this one's (admit).
 	asWorkflow bool
@@ -168,6 +172,7 @@ func (a *Agent) toolboxDeps() toolbox.Deps {
 	return toolbox.Deps{Agent: a.Name, Servers: a.Config.Servers, Tools: a.Config.Tools, Transports: d.Config.MCP.Servers,
 		Passthrough: d.Config.Auth.Mode != policy.ModeTokens, Logger: a.log, Downstream: d.Downstream,
 		Callers: d.Callers, Auditor: d.Auditor, Outbound: a.set.outbound, Observe: a.observe, RequestID: RequestID,
+		GatewayStatus: a.Config.GatewayStatus, Status: d.Status,
 		Relay: func(ctx context.Context, token mcp.ProgressToken) (context.Context, mcpclient.ProgressFunc, func()) {
 			relay := proxy.NewCallRelay(ctx, streamOf(ctx), token, d.Metrics)
 			ctx = mcpclient.WithRelay(ctx, &mcpclient.Relay{Request: func(dctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
@@ -259,14 +264,14 @@ func (a *Agent) handleSendMessage(ctx context.Context, req mcp.CallToolRequest) 
 		a.log.Warn("skipped history entries", ridField, toolField, zap.Any("skipped", skipped))
 	}
 	if err != nil {
-		a.observe(a.Config.ToolName, "error", start)
+		a.observe(callerOf(ctx), a.Config.ToolName, "error", start)
 		return mcp.NewToolResultError(fmt.Sprintf("%v (request id %s)", err, rid)), nil
 	}
 	call := &Call{Turn: turn, Inbound: req.Header, Progress: progress, RequestID: rid, Caller: callerOf(ctx), overrides: ov}
 	answer, err := a.Run(ctx, call)
 	progress.flush(2 * time.Second)
 	outcome := outcomeOf(ctx, err)
-	a.observe(a.Config.ToolName, outcome, start)
+	a.observe(call.Caller, a.Config.ToolName, outcome, start)
 	a.log.Info("send_message", ridField, toolField, zap.String("conversation_id", turn.ConversationID),
 		zap.String("outcome", outcome), zap.Int64("duration_ms", time.Since(start).Milliseconds()),
 		zap.Int("history", len(turn.History)), zap.Error(err), tracing.LogField(ctx))
@@ -320,9 +325,11 @@ func (a *Agent) recoverCall(rid, what string, fail func(error)) {
 	}
 }
 
-func (a *Agent) observe(tool, outcome string, start time.Time) {
+// observe counts one call of the agent's own tool; caller is the caller's
+// policy key, kept as the label only when the config names it.
+func (a *Agent) observe(caller, tool, outcome string, start time.Time) {
 	m := a.set.deps.Metrics
-	m.ToolCalls.WithLabelValues(a.Name, tool, outcome).Inc()
+	m.ToolCalls.WithLabelValues(a.Name, tool, outcome, a.set.deps.Callers.Label(caller)).Inc()
 	m.ToolCallDuration.WithLabelValues(a.Name, tool).Observe(time.Since(start).Seconds())
 }
 

@@ -71,6 +71,9 @@ type Deps struct {
 	// CallerRequests holds the sampling and roots requests waiting for
 	// callers' answers; shared by every snapshot (nil: one per Set).
 	CallerRequests *endpoint.CallerRequests
+	// Status is the gateway's status document (what GET /-/status
+	// answers), for toolboxes with gateway_status (nil: none).
+	Status func() any
 }
 
 // Set is the agents of one snapshot, by name.
@@ -109,7 +112,8 @@ func HeaderRules(name string, s *config.Server) policy.HeaderRules {
 	for k, v := range s.Headers {
 		static[k] = v.Value()
 	}
-	return policy.HeaderRules{Server: name, Static: static, Forward: s.ForwardHeaders, ForwardInboundAuth: s.ForwardInboundAuth}
+	return policy.HeaderRules{Server: name, Static: static, Forward: s.ForwardHeaders, ForwardInboundAuth: s.ForwardInboundAuth,
+		Blocked: policy.ExtraBlocklist(s.ExtraBlockedHeaders)}
 }
 
 // ProviderHeaderRules maps an LLM provider's config onto the policy's
@@ -120,7 +124,8 @@ func ProviderHeaderRules(name string, p *config.Provider) policy.HeaderRules {
 	for k, v := range p.Headers {
 		static[k] = v.Value()
 	}
-	return policy.HeaderRules{Server: "provider:" + name, Static: static, Forward: p.ForwardHeaders, ForwardInboundAuth: p.ForwardInboundAuth}
+	return policy.HeaderRules{Server: "provider:" + name, Static: static, Forward: p.ForwardHeaders, ForwardInboundAuth: p.ForwardInboundAuth,
+		Blocked: policy.ExtraBlocklist(p.ExtraBlockedHeaders)}
 }
 
 // Get returns the named agent or nil.

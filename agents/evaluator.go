@@ -8,6 +8,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/pallasgw/pallasgw/agents/llm"
 	"github.com/pallasgw/pallasgw/gateway/config"
 )
 
@@ -38,12 +39,13 @@ func (r *evalOptRunner) run(ctx context.Context, c *Call) (string, error) {
 		step++
 		turn := c.Turn
 		turn.Message = msg
-		draft, err := r.a.delegate(ctx, c, step, cfg.Generator, turn)
+		draft, err := r.a.delegate(ctx, c, step, cfg.Generator, turn, nil)
 		if err != nil {
 			return "", fmt.Errorf("generator %s: %w", cfg.Generator, err)
 		}
 		step++
-		verdict, err := r.a.delegate(ctx, c, step, cfg.Evaluator, Turn{Message: evaluationRequest(c.Message, draft), ConversationID: c.ConversationID})
+		verdict, err := r.a.delegate(ctx, c, step, cfg.Evaluator, Turn{Message: evaluationRequest(c.Message, draft), ConversationID: c.ConversationID},
+			evaluationSchema)
 		if err != nil {
 			return "", fmt.Errorf("evaluator %s: %w", cfg.Evaluator, err)
 		}
@@ -67,14 +69,16 @@ func (r *evalOptRunner) run(ctx context.Context, c *Call) (string, error) {
 
 // delegate runs one step of a workflow kind: the named sub-agent with
 // turn, its progress prefixed "{sub}/{tool}: " and framed by
-// "{agent} step N (tool)" and started/completed/failed.
-func (a *Agent) delegate(ctx context.Context, c *Call, step int, name string, turn Turn) (string, error) {
+// "{agent} step N (tool)" and started/completed/failed. schema, when set,
+// asks the sub-agent's model for a structured answer.
+func (a *Agent) delegate(ctx context.Context, c *Call, step int, name string, turn Turn, schema *llm.OutputSchema) (string, error) {
 	sub := a.set.Get(name)
 	label := name + "/" + sub.Config.ToolName
 	c.Progress.Send(fmt.Sprintf("%s step %d (tool)", a.Name, step))
 	c.Progress.Send(label + ": started")
 	next := c.sub(turn.Message, c.Progress.Prefixed(label+": "))
 	next.Turn = turn
+	next.schema = schema
 	out, err := sub.Run(ctx, next)
 	if err != nil {
 		c.Progress.Send(label + ": failed")
@@ -83,6 +87,19 @@ func (a *Agent) delegate(ctx context.Context, c *Call, step int, name string, tu
 	c.Progress.Send(label + ": completed")
 	return out, nil
 }
+
+// evaluationSchema is the evaluator's answer as structured output, where
+// the provider takes it (OpenAI response_format json_schema, Anthropic
+// output_config.format); parseEvaluation reads the text either way.
+var evaluationSchema = &llm.OutputSchema{Name: "evaluation", Schema: map[string]any{
+	"type": "object",
+	"properties": map[string]any{
+		"rating":   map[string]any{"type": "string", "enum": []any{"EXCELLENT", "GOOD", "FAIR", "POOR"}},
+		"feedback": map[string]any{"type": "string"},
+	},
+	"required":             []any{"rating", "feedback"},
+	"additionalProperties": false,
+}}
 
 func evaluationRequest(request, draft string) string {
 	return "Evaluate the response below to the request below.\n\n" +

@@ -36,7 +36,7 @@ var healthValue = map[string]float64{statusOK: 1, statusDegraded: 0.5, statusErr
 func (a *Agent) handleHealth(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	start := time.Now()
 	h := a.Health(ctx, req.Header)
-	a.observe("get_health", "ok", start)
+	a.observe(callerOf(ctx), "get_health", "ok", start)
 	b, _ := json.Marshal(h)
 	return mcp.NewToolResultText(string(b)), nil
 }

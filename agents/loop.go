@@ -69,7 +69,7 @@ func (r *llmRunner) run(ctx context.Context, c *Call) (string, error) {
 			calls, done, last = turn.ToolCalls, resumed.Done, turn.Text
 		} else {
 			c.Progress.Send(fmt.Sprintf("%s step %d (llm)", a.Name, i))
-			resp, err := model.chat(ctx, a, llm.Request{System: system, Messages: msgs, Tools: tools.defs, OnText: text.onText()}, c)
+			resp, err := model.chat(ctx, a, llm.Request{System: system, Messages: msgs, Tools: tools.defs, OnText: text.onText(), Schema: c.schema}, c)
 			text.flush()
 			if err != nil {
 				return "", err
@@ -196,9 +196,16 @@ func (r *llmRunner) callServer(ctx context.Context, c *Call, ref toolRef, tc llm
 	label := ref.server + "/" + ref.tool
 	start := time.Now()
 	// Checked again at call time: the rules may differ per caller.
-	if d := r.decide(ctx, c, ref.server, ref.tool, start); !d.Allowed {
+	d := r.decision(c, ref.server, ref.tool)
+	if !d.Allowed {
+		r.audit(ctx, c, ref.server, ref.tool, d, start)
 		return deniedResult(tc, d)
 	}
+	audit := policy.AuditEvent{RequestID: c.RequestID, Caller: c.Caller, Agent: r.a.Name, Server: ref.server, Tool: ref.tool, Decision: d}
+	defer func() {
+		audit.Latency = time.Since(start)
+		r.a.set.deps.Auditor.Record(ctx, audit)
+	}()
 	c.Progress.Send(label + ": started")
 	relay := c.Progress.Prefixed(label + ": ")
 	onProgress := func(progress float64, total *float64, msg string) {
@@ -210,17 +217,32 @@ func (r *llmRunner) callServer(ctx context.Context, c *Call, ref toolRef, tc llm
 		res, err = a.callTool(a.relayRequests(ctx, c.Progress), ref.server, ref.tool, args, hdr, onProgress)
 	}
 	if err != nil {
+		audit.Outcome = policy.AuditOutcome(mcpclient.Outcome(err))
 		c.Progress.Send(label + ": failed")
 		a.log.Warn("downstream tool failed", zap.String("request_id", c.RequestID), zap.String("server", ref.server),
 			zap.String("tool", ref.tool), zap.String("outcome", mcpclient.Outcome(err)), zap.Error(err), tracing.LogField(ctx))
 		return llm.Message{Role: llm.RoleTool, ToolCallID: tc.ID, IsError: true, Text: fmt.Sprintf("tool %s failed: %v", tc.Name, err)}
 	}
+	audit.Outcome = policy.OutcomeAllow
 	if res.IsError {
+		audit.Outcome = policy.OutcomeError
 		c.Progress.Send(label + ": failed")
 	} else {
 		c.Progress.Send(label + ": completed")
 	}
-	return resultToMessage(tc.ID, res, r.maxBytes)
+	msg := resultToMessage(tc.ID, res, r.maxBytes)
+	audit.ResultBytes = messageBytes(msg)
+	return msg
+}
+
+// messageBytes is the size of a tool result as the model gets it: its text
+// and its images' bytes.
+func messageBytes(m llm.Message) int {
+	n := len(m.Text)
+	for _, img := range m.Images {
+		n += len(img.Data)
+	}
+	return n
 }
 
 // relayRequests returns ctx whose downstream call takes the downstream's
@@ -275,18 +297,17 @@ func downstreamProgress(progress float64, total *float64, msg string) string {
 	return fmt.Sprintf("progress %g", progress)
 }
 
-// decide applies the caller policy and the agent's tools filter to one
-// downstream tool and records the decision in the audit log.
-func (r *llmRunner) decide(ctx context.Context, c *Call, server, tool string, start time.Time) policy.Decision {
-	d := r.decision(c, server, tool)
-	r.audit(ctx, c, server, tool, d, start)
-	return d
-}
-
 func (r *llmRunner) decision(c *Call, server, tool string) policy.Decision {
 	d := r.a.set.deps.Callers.AllowTool(c.Caller, server, tool)
-	if d.Allowed && !r.filter.Allowed(server+"__"+tool) {
-		d = policy.Decision{Allowed: false, Reason: policy.ReasonToolDenied}
+	if !d.Allowed {
+		return d
+	}
+	switch fd := r.filter.Decide(server + "__" + tool); {
+	case !fd.Allowed:
+		fd.Reason = policy.ReasonToolDenied
+		return fd
+	case d.Rule == "":
+		return fd
 	}
 	return d
 }
@@ -354,5 +375,6 @@ func newLLMRunner(a *Agent) (*llmRunner, error) {
 	if err != nil {
 		return nil, err
 	}
+	f.Name = "agents." + a.Name + ".tools"
 	return &llmRunner{a: a, model: m, filter: f, maxIter: a.Config.MaxIterations, maxBytes: a.set.deps.Config.Limits.MaxToolResultBytes}, nil
 }

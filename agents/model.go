@@ -2,11 +2,13 @@ package agents
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
+	"go.uber.org/zap"
 
 	"github.com/pallasgw/pallasgw/agents/llm"
 	"github.com/pallasgw/pallasgw/gateway/config"
@@ -23,6 +25,7 @@ type modelRef struct {
 	params       llm.Params
 	headers      *policy.HeaderRules // nil: the provider sends no per-call headers
 	price        *config.Price
+	maxOut       int // the model's max_output_tokens (models.capabilities); 0: unknown
 }
 
 func newModelRef(a *Agent, ref string) (*modelRef, error) {
@@ -33,7 +36,8 @@ func newModelRef(a *Agent, ref string) (*modelRef, error) {
 	if err != nil {
 		return nil, fmt.Errorf("params: %w", err)
 	}
-	m.params = params
+	m.maxOut = d.Config.MaxOutputTokens(ref)
+	m.params = m.clamp(params)
 	switch {
 	case ref == "passthrough":
 		m.provider = llm.NewPassthrough()
@@ -93,6 +97,14 @@ func (m *modelRef) chat(ctx context.Context, a *Agent, req llm.Request, c *Call)
 	}
 	start := time.Now()
 	resp, err := m.provider.Chat(ctx, req)
+	if err != nil && req.Schema != nil && refusedRequest(err) {
+		// A server without structured output (an older vLLM, a proxy)
+		// refuses the request: ask again for text, which is parsed anyway.
+		a.log.Info("structured output refused by the provider; asking for text", zap.String("request_id", c.RequestID),
+			zap.String("model", m.ref), zap.Error(err))
+		req.Schema = nil
+		resp, err = m.provider.Chat(ctx, req)
+	}
 	met := a.set.deps.Metrics
 	met.GenAIDuration.WithLabelValues(m.providerName, m.model).Observe(time.Since(start).Seconds())
 	outcome := outcomeOf(ctx, err)
@@ -123,6 +135,23 @@ func (m *modelRef) chat(ctx context.Context, a *Agent, req llm.Request, c *Call)
 		met.LLMCost.WithLabelValues(a.Name, m.ref).Add(cost)
 	}
 	return resp, nil
+}
+
+// refusedRequest reports whether err is the provider refusing the request
+// as malformed (HTTP 400 or 422), not failing to answer it.
+func refusedRequest(err error) bool {
+	var he *llm.HTTPError
+	return errors.As(err, &he) && (he.Status == 400 || he.Status == 422)
+}
+
+// clamp returns p with max_tokens no larger than the model's
+// max_output_tokens, when the model's capabilities name it.
+func (m *modelRef) clamp(p llm.Params) llm.Params {
+	if m.maxOut > 0 && p.MaxTokens != nil && *p.MaxTokens > m.maxOut {
+		n := m.maxOut
+		p.MaxTokens = &n
+	}
+	return p
 }
 
 // parseParams maps an agent's params block onto llm.Params.

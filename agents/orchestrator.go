@@ -302,7 +302,7 @@ func (r *orchestratorRunner) execute(ctx context.Context, o *orchestration, step
 			go func() {
 				defer wg.Done()
 				defer r.a.recoverCall(o.c.RequestID, "step "+s.ID, func(err error) { o.record(s.ID, "", err) })
-				out, err := r.a.delegate(ctx, o.c, step, s.Agent, turn)
+				out, err := r.a.delegate(ctx, o.c, step, s.Agent, turn, nil)
 				o.record(s.ID, out, err)
 			}()
 		}

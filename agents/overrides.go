@@ -46,6 +46,12 @@ func parseOverrides(args map[string]any, allow config.Overrides) (*callOverrides
 			if !overrideParams[k] {
 				return nil, &ArgumentError{fmt.Sprintf("params: unknown parameter %q", k)}
 			}
+			if m[k] == nil {
+				continue // null clears
+			}
+			if msg := config.ParamProblem(k, m[k]); msg != "" {
+				return nil, &ArgumentError{fmt.Sprintf("params: %s %s", k, msg)}
+			}
 		}
 		o.params, used = m, true
 	}
@@ -112,6 +118,10 @@ func (o *callOverrides) model(m *modelRef, agentParams map[string]any) (*modelRe
 		merged[k] = v
 	}
 	for k, v := range o.params {
+		if v == nil {
+			delete(merged, k) // null clears the agent's value: the provider's default
+			continue
+		}
 		merged[k] = v
 	}
 	p, err := parseParams(merged)
@@ -119,7 +129,7 @@ func (o *callOverrides) model(m *modelRef, agentParams map[string]any) (*modelRe
 		return nil, &ArgumentError{"params: " + err.Error()}
 	}
 	cp := *m
-	cp.params = p
+	cp.params = m.clamp(p)
 	return &cp, nil
 }
 

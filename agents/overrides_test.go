@@ -16,6 +16,8 @@ name: unit
 models:
   providers:
     openai: {base_url: "http://127.0.0.1:1/v1"}
+  capabilities:
+    openai.m: {max_output_tokens: 80}
 mcp:
   servers:
     files: {url: "http://127.0.0.1:1/mcp"}
@@ -46,8 +48,25 @@ func TestSendMessageOverrides(t *testing.T) {
 		{"unknown param", "tuned", `{"message":"hi","params":{"playback":["x"]}}`, `params: unknown parameter \"playback\"`, nil},
 		{"bad param value", "tuned", `{"message":"hi","params":{"temperature":"hot"}}`, "params: temperature must be a number", nil},
 		{"params merged over the agent's", "tuned", `{"message":"hi","params":{"temperature":0.9}}`, "", func(t *testing.T, req llm.Request) {
-			if *req.Params.Temperature != 0.9 || *req.Params.MaxTokens != 100 {
+			if *req.Params.Temperature != 0.9 || *req.Params.MaxTokens != 80 {
 				t.Errorf("params %v %v", *req.Params.Temperature, *req.Params.MaxTokens)
+			}
+		}},
+		{"a param out of range", "tuned", `{"message":"hi","params":{"temperature":3}}`, "params: temperature 3 is out of range 0 to 2", nil},
+		{"too many stop sequences", "tuned", `{"message":"hi","params":{"stop":["a","b","c","d","e"]}}`, "params: stop at most 4 stop sequences (got 5)", nil},
+		{"null clears the agent's value", "tuned", `{"message":"hi","params":{"temperature":null}}`, "", func(t *testing.T, req llm.Request) {
+			if req.Params.Temperature != nil {
+				t.Errorf("temperature %v, want unset", *req.Params.Temperature)
+			}
+		}},
+		{"max_tokens clamped to the model's max_output_tokens", "tuned", `{"message":"hi","params":{"max_tokens":5000}}`, "", func(t *testing.T, req llm.Request) {
+			if *req.Params.MaxTokens != 80 {
+				t.Errorf("max_tokens %d, want 80", *req.Params.MaxTokens)
+			}
+		}},
+		{"max_tokens under the limit kept", "tuned", `{"message":"hi","params":{"max_tokens":50}}`, "", func(t *testing.T, req llm.Request) {
+			if *req.Params.MaxTokens != 50 {
+				t.Errorf("max_tokens %d, want 50", *req.Params.MaxTokens)
 			}
 		}},
 		{"no overrides: the agent's own", "tuned", `{"message":"hi"}`, "", func(t *testing.T, req llm.Request) {

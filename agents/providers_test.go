@@ -101,3 +101,40 @@ agents:
 		t.Errorf("pallasgw_forwarded_header_rejections_total{server=provider:openai,reason=too_long} = %v, want 2", n)
 	}
 }
+
+// Headers toward a provider follow the downstream rules: a bare token
+// mapped to Authorization gets "Bearer ", the provider's own
+// extra_blocked_headers drop a name, unlisted inbound headers never leave.
+func TestProviderForwardedHeaders(t *testing.T) {
+	srv := fakellm.New(t)
+	cfg := `
+name: unit
+models:
+  providers:
+    litellm:
+      type: openai
+      base_url: ` + srv.OpenAIBaseURL() + `
+      headers: {OpenAI-Organization: org-42}
+      forward_headers: {X-Maas-Token: Authorization, X-Tenant: X-Tenant-ID, X-Meta: X-Internal-Meta}
+      extra_blocked_headers: [X-Internal-*]
+agents:
+  a: {model: litellm.m}
+`
+	p, err := llm.NewOpenAI(llm.ProviderConfig{Kind: "openai", BaseURL: srv.OpenAIBaseURL(), Headers: map[string]string{"OpenAI-Organization": "org-42"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ta := agenttest.NewWith(t, cfg, &agenttest.FakeDown{}, map[string]llm.Provider{"litellm": p})
+	hdr := map[string]string{"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
+		"X-Maas-Token": "tok-123", "X-Tenant": "acme", "X-Meta": "m", "X-Secret": "s"}
+	if x := ta.Send(t, "a", agenttest.SendBody("1", "send_message", `{"message":"hi"}`, ""), hdr); !strings.Contains(x.Body, "echo: hi") {
+		t.Fatalf("answer %s", x)
+	}
+	h := srv.ChatRequests()[0].Header
+	if h.Get("Authorization") != "Bearer tok-123" || h.Get("X-Tenant-ID") != "acme" || h.Get("OpenAI-Organization") != "org-42" {
+		t.Errorf("provider got %v", h)
+	}
+	if h.Get("X-Internal-Meta") != "" || h.Get("X-Secret") != "" || h.Get("X-Maas-Token") != "" {
+		t.Errorf("blocked or unlisted headers reached the provider: %v", h)
+	}
+}

@@ -12,6 +12,16 @@ import (
 // statusHandler serves GET /-/status. It shows no secret: agents'
 // configs are summarised, never dumped.
 func (g *Gateway) statusHandler(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.Encode(g.status())
+}
+
+// status is the document of GET /-/status, also the answer of a toolbox's
+// get_gateway_status: the serving config's file, hash, agents (summarised,
+// never dumped), reloads, listeners and warnings. It holds no secret.
+func (g *Gateway) status() any {
 	s := g.acquire()
 	defer s.release()
 	type agentStatus struct {
@@ -47,10 +57,7 @@ func (g *Gateway) statusHandler(w http.ResponseWriter, r *http.Request) {
 	}
 	out.Listeners = append(out.Listeners, g.listeners.addrs()...)
 	sort.Strings(out.Listeners[min(1, len(out.Listeners)):])
-	w.Header().Set("Content-Type", "application/json")
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	enc.Encode(out)
+	return out
 }
 
 // reloadHandler serves POST /-/reload: it reloads at once and answers when

@@ -294,7 +294,7 @@ func (g *Gateway) authorize(w http.ResponseWriter, r *http.Request, s *Snapshot,
 	if id.Claims != nil {
 		id.Rule = s.callers.MatchRule(id.Claims)
 	}
-	d := policy.Decision{Allowed: status == 0, Reason: reason}
+	d := policy.Decision{Allowed: status == 0, Reason: reason, Rule: policy.AuthRule(id, reason)}
 	if d.Allowed {
 		d = s.callers.AllowAgent(id.PolicyKey(), agent)
 		if !d.Allowed {

@@ -30,7 +30,10 @@ import (
 type Options struct {
 	ConfigPath string
 	// Listen overrides the config's listen address (the --listen flag).
-	Listen  string
+	Listen string
+	// Agent, when set (serve --agent), serves only that agent and the
+	// agents it runs.
+	Agent   string
 	Logger  *zap.Logger
 	Version string
 	Commit  string
@@ -92,6 +95,9 @@ func New(opts Options) (*Gateway, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Every line of the process names the project (SPEC §3: name is the
+	// log prefix); a reload that renames it takes effect at the next start.
+	g.log = opts.Logger.With(zap.String("project", cfg.Name))
 	if opts.Listen != "" {
 		cfg.Listen = opts.Listen
 	}
@@ -108,6 +114,9 @@ func New(opts Options) (*Gateway, error) {
 func LoadConfig(path string) (*config.Config, error) {
 	return config.Load(path, policyChecks)
 }
+
+// Logger is the gateway's logger: the one it was given, naming the project.
+func (g *Gateway) Logger() *zap.Logger { return g.log }
 
 // Metrics exposes the gateway's metrics (tests, benchmarks).
 func (g *Gateway) Metrics() *metrics.Metrics { return g.metrics }

@@ -273,3 +273,31 @@ agents:
 		}
 	}
 }
+
+// A server's extra_blocked_headers are checked at load beside the global
+// list: a forward_headers target it blocks is a file:line error.
+func TestServerExtraBlockedHeaders(t *testing.T) {
+	raw := `
+name: t
+policy: {extra_blocked_headers: [X-Global]}
+mcp:
+  servers:
+    argos:
+      url: http://127.0.0.1:1/mcp
+      extra_blocked_headers: [X-Internal-*]
+      forward_headers: {X-A: X-Internal-Tenant, X-B: X-Global, X-C: X-Tenant}
+`
+	_, err := config.Parse("t.yaml", []byte(raw), policyChecks)
+	if err == nil {
+		t.Fatal("blocked targets loaded")
+	}
+	for _, want := range []string{`t.yaml:9: mcp.servers.argos.forward_headers.X-A: target "X-Internal-Tenant" is a blocked header`,
+		`t.yaml:9: mcp.servers.argos.forward_headers.X-B: target "X-Global" is a blocked header`} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("missing %q in:\n%v", want, err)
+		}
+	}
+	if strings.Contains(err.Error(), "X-C") {
+		t.Errorf("an allowed target reported:\n%v", err)
+	}
+}

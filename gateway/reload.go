@@ -70,6 +70,11 @@ func (g *Gateway) apply(cfg *config.Config, trigger string) error {
 	for _, w := range cfg.Warnings {
 		g.log.Warn(w)
 	}
+	if g.opts.Agent != "" {
+		if err := keepAgent(cfg, g.opts.Agent); err != nil {
+			return err
+		}
+	}
 	s, err := g.buildSnapshot(cfg)
 	if err != nil {
 		if errors.As(err, new(config.Error)) {

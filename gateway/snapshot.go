@@ -88,7 +88,10 @@ func (g *Gateway) buildSnapshot(cfg *config.Config) (_ *Snapshot, err error) {
 	}
 	// One audit line per call, always from the same line of code: without
 	// the caller, which zap finds by walking the stack.
-	s.auditor = &policy.Auditor{Logger: g.log.Named("audit").WithOptions(zap.WithCaller(false)), Metrics: g.metrics,
+	for _, t := range cfg.Auth.Tokens {
+		s.callers.NameCallers(t.Name) // the metrics' caller label keeps these and the policy.callers names
+	}
+	s.auditor = &policy.Auditor{Logger: g.log.Named("audit").WithOptions(zap.WithCaller(false)), Metrics: g.metrics, Callers: s.callers,
 		ListingLevel: logLevel(cfg.Policy.Audit.Listing), CallLevel: logLevel(cfg.Policy.Audit.Calls)}
 	if s.quotas, err = g.buildQuotas(cfg); err != nil {
 		return nil, cfg.ErrorAt([]string{"quotas"}, err.Error())
@@ -118,6 +121,7 @@ func (g *Gateway) buildSnapshot(cfg *config.Config) (_ *Snapshot, err error) {
 		CallerRequests:       g.callerReqs,
 		Exchanger:            g.exchanger,
 		Quotas:               s.quotas,
+		Status:               g.status,
 	})
 	if err != nil {
 		s.downstream.close()

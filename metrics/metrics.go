@@ -24,7 +24,7 @@ type Metrics struct {
 	HTTPDuration *prometheus.HistogramVec // handler
 	Inflight     *prometheus.GaugeVec     // agent
 
-	ToolCalls        *prometheus.CounterVec   // agent, tool, outcome
+	ToolCalls        *prometheus.CounterVec   // agent, tool, outcome, caller
 	ToolCallDuration *prometheus.HistogramVec // agent, tool
 
 	DownstreamCalls    *prometheus.CounterVec   // server, outcome
@@ -42,7 +42,7 @@ type Metrics struct {
 	AgentHealth         *prometheus.GaugeVec   // agent
 	ProviderUp          *prometheus.GaugeVec   // provider
 
-	PolicyDecisions          *prometheus.CounterVec // agent, decision, reason
+	PolicyDecisions          *prometheus.CounterVec // agent, decision, reason, caller
 	AuthFailures             *prometheus.CounterVec // reason
 	QuotaRejections          *prometheus.CounterVec // caller, reason
 	QuotaStoreErrors         *prometheus.CounterVec // op
@@ -85,8 +85,8 @@ func New(version string) *Metrics {
 	}, []string{"agent"})
 
 	m.ToolCalls = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "pallasgw_tool_calls_total", Help: "Calls of agents' own tools by outcome (ok, error, denied, timeout, canceled).",
-	}, []string{"agent", "tool", "outcome"})
+		Name: "pallasgw_tool_calls_total", Help: "Calls of agents' own tools by outcome (ok, error, denied, timeout, canceled) and caller (named in the config, else other).",
+	}, []string{"agent", "tool", "outcome", "caller"})
 	m.ToolCallDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name: "pallasgw_tool_call_duration_seconds", Help: "Duration of agents' own tool calls.",
 		Buckets: []float64{.001, .01, .1, .5, 1, 5, 15, 60, 300},
@@ -136,8 +136,8 @@ func New(version string) *Metrics {
 	}, []string{"provider"})
 
 	m.PolicyDecisions = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "pallasgw_policy_decisions_total", Help: "Policy decisions by agent, decision and reason.",
-	}, []string{"agent", "decision", "reason"})
+		Name: "pallasgw_policy_decisions_total", Help: "Policy decisions by agent, decision, reason and caller (named in the config, else other).",
+	}, []string{"agent", "decision", "reason", "caller"})
 	m.AuthFailures = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "pallasgw_auth_failures_total", Help: "Inbound requests refused by authentication, by reason (expired, wrong_audience, ...).",
 	}, []string{"reason"})

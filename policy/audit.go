@@ -19,7 +19,32 @@ const (
 	fieldTool       = "tool"
 	fieldDecision   = "decision"
 	fieldDurationMS = "duration_ms"
+	fieldOutcome    = "outcome"
+	fieldRule       = "rule"
+	fieldResultSize = "result_bytes"
 )
+
+// Outcomes of the audit line: what became of a decided use.
+const (
+	OutcomeAllow   = "allow"   // allowed (and, for a tool, it answered)
+	OutcomeDeny    = "deny"    // refused by policy
+	OutcomeError   = "error"   // allowed; the call failed or its result is an error
+	OutcomeTimeout = "timeout" // allowed; the call ran out of time
+)
+
+// AuditOutcome maps a call's metric outcome (ok, error, denied, timeout,
+// canceled, unavailable) onto the audit outcomes.
+func AuditOutcome(callOutcome string) string {
+	switch callOutcome {
+	case "ok":
+		return OutcomeAllow
+	case "denied":
+		return OutcomeDeny
+	case "timeout":
+		return OutcomeTimeout
+	}
+	return OutcomeError
+}
 
 // Decision label values of the audit line and of
 // pallasgw_policy_decisions_total.
@@ -45,6 +70,12 @@ type AuditEvent struct {
 	Tool      string
 	Decision  Decision
 	Latency   time.Duration
+	// Outcome is one of the Outcome* constants, for a use audited after
+	// it ran; "" means the decision's (allow or deny).
+	Outcome string
+	// ResultBytes is the size of a tool's result as the caller or the
+	// model got it, logged for a Tool that was allowed.
+	ResultBytes int
 }
 
 // Auditor records policy decisions (every decision is logged and
@@ -56,37 +87,54 @@ type Auditor struct {
 	// ListingLevel is the level of an allowed Listing event's line,
 	// CallLevel that of every other line (policy.audit); zero: info.
 	ListingLevel, CallLevel zapcore.Level
+	// Callers names the callers the metric's caller label keeps (nil:
+	// every caller is "other").
+	Callers *CallerPolicy
 }
 
 // Record writes one line "policy decision" (at CallLevel, or ListingLevel
-// for an allowed Listing event) with request_id, caller,
-// agent, server, tool, decision ("allow"/"deny"), reason and duration_ms,
-// and increments pallasgw_policy_decisions_total{agent,decision,reason}.
-// A reason that is not a short snake_case word is counted as "other", so
-// that a careless caller cannot grow the label set with free text.
+// for an allowed Listing event) with request_id, caller, agent, server,
+// tool, decision ("allow"/"deny"), reason, rule (the config path that
+// decided, when one did), outcome (allow, deny, error, timeout),
+// result_bytes (an allowed tool's) and duration_ms, and increments
+// pallasgw_policy_decisions_total{agent,decision,reason,caller}. A reason
+// that is not a short snake_case word is counted as "other", and a caller
+// the config does not name as "other", so that a careless or hostile
+// caller cannot grow the label set.
 func (a *Auditor) Record(ctx context.Context, e AuditEvent) {
 	var rule string
+	key := e.Caller // the policy key: a token name, a toolbox agent_id
 	if ctx != nil {
 		switch id := IdentityFrom(ctx); {
 		case id.Claims != nil:
 			// A JWT caller is decided by its rule (PolicyKey) and named by
 			// its identity claim.
-			e.Caller, rule = id.Caller, id.Rule
+			e.Caller, rule, key = id.Caller, id.Rule, id.Rule
 		case e.Caller == "":
-			e.Caller = id.Caller
+			e.Caller, key = id.Caller, id.Caller
 		}
 	}
 	verdict := DecisionDeny
 	if e.Decision.Allowed {
 		verdict = DecisionAllow
 	}
+	outcome := e.Outcome
+	if outcome == "" {
+		outcome = verdict
+	}
 	if a.Metrics != nil {
-		a.Metrics.PolicyDecisions.WithLabelValues(e.Agent, verdict, metricReason(e.Decision.Reason)).Inc()
+		a.Metrics.PolicyDecisions.WithLabelValues(e.Agent, verdict, metricReason(e.Decision.Reason), a.Callers.Label(key)).Inc()
 	}
 	if a.Logger != nil {
-		ruleField, traceField := zap.Skip(), zap.Skip()
+		ruleField, traceField, matched, size := zap.Skip(), zap.Skip(), zap.Skip(), zap.Skip()
 		if rule != "" {
 			ruleField = zap.String("caller_rule", rule)
+		}
+		if e.Decision.Rule != "" {
+			matched = zap.String(fieldRule, e.Decision.Rule)
+		}
+		if e.Tool != "" && e.Decision.Allowed && e.Outcome != "" {
+			size = zap.Int(fieldResultSize, e.ResultBytes)
 		}
 		if ctx != nil {
 			traceField = tracing.LogField(ctx)
@@ -107,6 +155,9 @@ func (a *Auditor) Record(ctx context.Context, e AuditEvent) {
 			zap.String(fieldTool, e.Tool),
 			zap.String(fieldDecision, verdict),
 			zap.String(fieldReason, e.Decision.Reason),
+			matched,
+			zap.String(fieldOutcome, outcome),
+			size,
 			zap.Float64(fieldDurationMS, float64(e.Latency)/float64(time.Millisecond)),
 			ruleField, traceField,
 		)

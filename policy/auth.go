@@ -248,16 +248,31 @@ func (a *Authenticator) AllowAgent(id Identity, agent string) Decision {
 		return Decision{Allowed: true, Reason: AuthOK}
 	case id.Claims != nil:
 		if a.jwt != nil && len(MissingScopes(id.Claims, a.jwt.RequiredScopes(agent))) > 0 {
-			return Decision{Reason: AuthMissingScope}
+			return Decision{Reason: AuthMissingScope, Rule: AuthRule(id, AuthMissingScope)}
 		}
 		return Decision{Allowed: true, Reason: AuthOK}
 	}
 	for i := range a.creds {
 		if c := &a.creds[i]; c.name == id.Caller && !c.agents.Empty() && !c.agents.Match(agent) {
-			return Decision{Reason: AuthAgentNotAllowed}
+			return Decision{Reason: AuthAgentNotAllowed, Rule: AuthRule(id, AuthAgentNotAllowed)}
 		}
 	}
 	return Decision{Allowed: true, Reason: AuthOK}
+}
+
+// AuthRule is the config path behind an authentication refusal with
+// reason, for the audit line: a static token's agents globs, the JWT
+// scopes, else auth.mode itself (no or a bad credential).
+func AuthRule(id Identity, reason string) string {
+	switch {
+	case reason == AuthOK:
+		return ""
+	case reason == AuthAgentNotAllowed && id.Claims == nil:
+		return "auth.tokens." + id.Caller + ".agents"
+	case reason == AuthMissingScope:
+		return "auth.jwt.scopes"
+	}
+	return "auth.mode"
 }
 
 // match finds the credential whose digest equals the candidate's, looking at

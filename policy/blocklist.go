@@ -39,8 +39,24 @@ var defaultBlocklist = NewBlocklist(nil)
 // syntax: exact names, or a prefix ending in "*". Surrounding spaces are
 // trimmed and empty entries ignored; a lone "*" blocks every name.
 func NewBlocklist(extra []string) *Blocklist {
+	return newBlocklist(builtinBlocked, extra)
+}
+
+// ExtraBlocklist returns a list of names alone, without the built-in ones:
+// one server's or provider's extra_blocked_headers, checked in
+// HeaderRules.Blocked beside the Composer's list. It returns nil when
+// names holds no entry.
+func ExtraBlocklist(names []string) *Blocklist {
+	b := newBlocklist(nil, names)
+	if len(b.exact) == 0 && len(b.prefixes) == 0 {
+		return nil
+	}
+	return b
+}
+
+func newBlocklist(lists ...[]string) *Blocklist {
 	b := &Blocklist{exact: make(map[string]struct{})}
-	for _, list := range [][]string{builtinBlocked, extra} {
+	for _, list := range lists {
 		for _, e := range list {
 			e = strings.TrimSpace(e)
 			switch {
@@ -56,7 +72,11 @@ func NewBlocklist(extra []string) *Blocklist {
 }
 
 // Blocked reports whether name, compared case-insensitively, is on the list.
+// A nil Blocklist blocks nothing.
 func (b *Blocklist) Blocked(name string) bool {
+	if b == nil {
+		return false
+	}
 	n := asciiLower(name)
 	if _, ok := b.exact[n]; ok {
 		return true
@@ -82,7 +102,7 @@ func (e *RuleError) Error() string { return e.Field + ": " + e.Key + ": " + e.Ms
 
 // Validate reports every problem of r against b, in a stable order: names
 // that are not RFC 7230 tokens, static names and forward targets on the
-// blocked list, two static names or two forward targets that differ only in
+// blocked list (b, or r's own Blocked), two static names or two forward targets that differ only in
 // case, and static values Compose would drop. Values are never quoted.
 // Validate does not complain about a forward target that is also a static
 // name: that is legal, and the static value wins.
@@ -98,7 +118,7 @@ func (b *Blocklist) Validate(r HeaderRules) []error {
 		case !validHeaderName(name):
 			add("headers", name, "not a valid header name")
 			continue
-		case b.Blocked(name):
+		case b.Blocked(name) || r.Blocked.Blocked(name):
 			add("headers", name, "%q is a blocked header", name)
 		}
 		cn := http.CanonicalHeaderKey(name)
@@ -121,7 +141,7 @@ func (b *Blocklist) Validate(r HeaderRules) []error {
 		case !validHeaderName(target):
 			add("forward_headers", src, "target %q is not a valid header name", target)
 			continue
-		case b.Blocked(target):
+		case b.Blocked(target) || r.Blocked.Blocked(target):
 			add("forward_headers", src, "target %q is a blocked header", target)
 		}
 		ct := http.CanonicalHeaderKey(target)

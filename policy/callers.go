@@ -23,10 +23,15 @@ const (
 type Decision struct {
 	Allowed bool
 	Reason  string
+	// Rule is the config path of the rule that decided
+	// ("policy.callers.bob.tools.deny", "agents.research.tools.allow",
+	// "policy.default"), "" when nothing restricted the use. A config
+	// name, never request data.
+	Rule string
 }
 
-func decision(reason string) Decision {
-	return Decision{Allowed: reason == ReasonAllowed, Reason: reason}
+func decision(reason, rule string) Decision {
+	return Decision{Allowed: reason == ReasonAllowed, Reason: reason, Rule: rule}
 }
 
 // Rule narrows what one caller may use (policy.callers.<name> or
@@ -48,13 +53,14 @@ type Rule struct {
 }
 
 type compiledRule struct {
-	agents, servers Globs // empty = all
+	name            string // policy.callers.<name> or policy.default
+	agents, servers Globs  // empty = all
 	tools           ToolFilter
 	limits          quota.Limits
 }
 
-func compileRule(r Rule) (compiledRule, []error) {
-	c := compiledRule{limits: r.Limits}
+func compileRule(name string, r Rule) (compiledRule, []error) {
+	c := compiledRule{name: name, limits: r.Limits}
 	var errs []error
 	var err error
 	if c.agents, err = CompileGlobs(r.Agents); err != nil {
@@ -66,6 +72,7 @@ func compileRule(r Rule) (compiledRule, []error) {
 	if c.tools, err = NewToolFilter(r.ToolsAllow, r.ToolsDeny); err != nil {
 		errs = append(errs, prefixErrs("tools.", err)...)
 	}
+	c.tools.Name = name + ".tools"
 	return c, errs
 }
 
@@ -75,7 +82,8 @@ func compileRule(r Rule) (compiledRule, []error) {
 // for concurrent use.
 type CallerPolicy struct {
 	callers       map[string]compiledRule
-	matchers      []matcher // rules with a match, in file order
+	names         map[string]struct{} // caller names the config knows (Label)
+	matchers      []matcher           // rules with a match, in file order
 	def           compiledRule
 	denyOnMissing bool
 }
@@ -92,7 +100,9 @@ type matcher struct {
 // MissingIdentity. The error lists every bad glob, prefixed with
 // "callers.<name>." or "default.", and empty caller names.
 func NewCallerPolicy(callers map[string]Rule, def *Rule, denyOnMissingIdentity bool) (*CallerPolicy, error) {
-	p := &CallerPolicy{callers: make(map[string]compiledRule, len(callers)), denyOnMissing: denyOnMissingIdentity}
+	p := &CallerPolicy{callers: make(map[string]compiledRule, len(callers)), names: map[string]struct{}{},
+		denyOnMissing: denyOnMissingIdentity, def: compiledRule{name: "policy.default"}}
+	p.def.tools.Name = "policy.default.tools"
 	var errs []error
 	names := make([]string, 0, len(callers))
 	for name := range callers {
@@ -104,16 +114,17 @@ func NewCallerPolicy(callers map[string]Rule, def *Rule, denyOnMissingIdentity b
 			errs = append(errs, errors.New("callers: empty caller name"))
 			continue
 		}
-		c, cerrs := compileRule(callers[name])
+		c, cerrs := compileRule("policy.callers."+name, callers[name])
 		errs = append(errs, prefixAll("callers."+name+".", cerrs)...)
 		p.callers[name] = c
+		p.names[name] = struct{}{}
 		if m := callers[name].Match; len(m) > 0 {
 			p.matchers = append(p.matchers, matcher{name: name, claims: matchValues(m), order: callers[name].Order})
 		}
 	}
 	sort.SliceStable(p.matchers, func(i, j int) bool { return p.matchers[i].order < p.matchers[j].order })
 	if def != nil {
-		c, cerrs := compileRule(*def)
+		c, cerrs := compileRule("policy.default", *def)
 		errs = append(errs, prefixAll("default.", cerrs)...)
 		p.def = c
 	}
@@ -144,6 +155,32 @@ func prefixAll(prefix string, errs []error) []error {
 	return out
 }
 
+// NameCallers adds names (auth.tokens names) to the callers Label keeps.
+// It is called while the policy is built, before it is shared.
+func (p *CallerPolicy) NameCallers(names ...string) {
+	for _, n := range names {
+		if n != "" {
+			p.names[n] = struct{}{}
+		}
+	}
+}
+
+// OtherCaller is the caller label of every caller the config does not name.
+const OtherCaller = "other"
+
+// Label is the caller label of metrics for a caller's policy key: the key
+// when the config names it (a policy.callers rule, an auth.tokens name),
+// else OtherCaller, so that the label set stays bounded whatever callers
+// send (a toolbox agent_id, a JWT subject).
+func (p *CallerPolicy) Label(caller string) string {
+	if p != nil {
+		if _, ok := p.names[caller]; ok {
+			return caller
+		}
+	}
+	return OtherCaller
+}
+
 func (p *CallerPolicy) rule(caller string) compiledRule {
 	if r, ok := p.callers[caller]; ok {
 		return r
@@ -154,19 +191,25 @@ func (p *CallerPolicy) rule(caller string) compiledRule {
 // AllowAgent decides whether caller may use agent.
 func (p *CallerPolicy) AllowAgent(caller, agent string) Decision {
 	r := p.rule(caller)
-	if !r.agents.Empty() && !r.agents.Match(agent) {
-		return decision(ReasonAgentNotAllowed)
+	if r.agents.Empty() {
+		return decision(ReasonAllowed, "")
 	}
-	return decision(ReasonAllowed)
+	if !r.agents.Match(agent) {
+		return decision(ReasonAgentNotAllowed, r.name+".agents")
+	}
+	return decision(ReasonAllowed, r.name+".agents")
 }
 
 // AllowServer decides whether caller may use downstream server.
 func (p *CallerPolicy) AllowServer(caller, server string) Decision {
 	r := p.rule(caller)
-	if !r.servers.Empty() && !r.servers.Match(server) {
-		return decision(ReasonServerNotAllowed)
+	if r.servers.Empty() {
+		return decision(ReasonAllowed, "")
 	}
-	return decision(ReasonAllowed)
+	if !r.servers.Match(server) {
+		return decision(ReasonServerNotAllowed, r.name+".servers")
+	}
+	return decision(ReasonAllowed, r.name+".servers")
 }
 
 // AllowTool decides whether caller may call tool on server. The server must
@@ -174,10 +217,14 @@ func (p *CallerPolicy) AllowServer(caller, server string) Decision {
 // name "<server>__<tool>" only (the same names agents' tools filters use),
 // so a rule for all tools of one server reads "argos__*".
 func (p *CallerPolicy) AllowTool(caller, server, tool string) Decision {
-	if d := p.AllowServer(caller, server); !d.Allowed {
+	d := p.AllowServer(caller, server)
+	if !d.Allowed {
 		return d
 	}
-	return decision(p.rule(caller).tools.decide(server + "__" + tool))
+	if td := p.rule(caller).tools.Decide(server + "__" + tool); td.Rule != "" {
+		return td
+	}
+	return d
 }
 
 // MissingIdentity decides whether a toolbox call by caller may go on at
@@ -186,23 +233,23 @@ func (p *CallerPolicy) AllowTool(caller, server, tool string) Decision {
 // (and the unnamed caller is then judged by the default rule).
 func (p *CallerPolicy) MissingIdentity(caller string) Decision {
 	if caller == "" && p.denyOnMissing {
-		return decision(ReasonMissingIdentity)
+		return decision(ReasonMissingIdentity, "policy.deny_on_missing_identity")
 	}
-	return decision(ReasonAllowed)
+	return decision(ReasonAllowed, "")
 }
 
 // DecideTool is the decision for one downstream tool an agent is asked to
 // call or show: the agent's tools filter (deny wins; an empty allow list
 // allows all, matched on "<server>__<tool>"), then the caller's rule.
 func (p *CallerPolicy) DecideTool(agent ToolFilter, caller, server, tool string) Decision {
-	full := server + "__" + tool
-	switch {
-	case agent.Deny.Match(full):
-		return Decision{Reason: ReasonToolDenied}
-	case !agent.Allow.Empty() && !agent.Allow.Match(full):
-		return Decision{Reason: ReasonToolNotAllowed}
+	ad := agent.Decide(server + "__" + tool)
+	if !ad.Allowed {
+		return ad
 	}
-	return p.AllowTool(caller, server, tool)
+	if d := p.AllowTool(caller, server, tool); !d.Allowed || d.Rule != "" {
+		return d
+	}
+	return ad
 }
 
 // Limits are the quota limits of the caller with policy key caller.

@@ -57,6 +57,10 @@ func (g Globs) Patterns() []string { return append([]string(nil), g.patterns...)
 // The zero value allows everything.
 type ToolFilter struct {
 	Allow, Deny Globs
+	// Name is where the filter is configured ("agents.research.tools",
+	// "policy.callers.bob.tools"); decisions name its allow or deny list
+	// as the rule that matched. Default "tools".
+	Name string
 }
 
 // NewToolFilter compiles allow and deny; errors are prefixed "allow: " or
@@ -80,17 +84,25 @@ func NewToolFilter(allow, deny []string) (ToolFilter, error) {
 
 // Allowed reports whether name passes the filter.
 func (f ToolFilter) Allowed(name string) bool {
-	return f.decide(name) == ReasonAllowed
+	return f.Decide(name).Allowed
 }
 
-// decide returns ReasonAllowed, ReasonToolDenied (a deny glob matched) or
-// ReasonToolNotAllowed (allow globs are set and none matched).
-func (f ToolFilter) decide(name string) string {
+// Decide returns the filter's decision on name: ReasonToolDenied (a deny
+// glob matched; Rule "<Name>.deny"), ReasonToolNotAllowed (allow globs are
+// set and none matched; "<Name>.allow") or ReasonAllowed (Rule
+// "<Name>.allow" when an allow glob matched, "" when nothing restricts).
+func (f ToolFilter) Decide(name string) Decision {
+	base := f.Name
+	if base == "" {
+		base = "tools"
+	}
 	switch {
 	case f.Deny.Match(name):
-		return ReasonToolDenied
-	case !f.Allow.Empty() && !f.Allow.Match(name):
-		return ReasonToolNotAllowed
+		return Decision{Reason: ReasonToolDenied, Rule: base + ".deny"}
+	case f.Allow.Empty():
+		return Decision{Allowed: true, Reason: ReasonAllowed}
+	case !f.Allow.Match(name):
+		return Decision{Reason: ReasonToolNotAllowed, Rule: base + ".allow"}
 	}
-	return ReasonAllowed
+	return Decision{Allowed: true, Reason: ReasonAllowed, Rule: base + ".allow"}
 }

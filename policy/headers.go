@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"net/http"
 	"sort"
+	"strings"
 
 	"go.uber.org/zap"
 
@@ -40,6 +41,9 @@ type HeaderRules struct {
 	Static             map[string]string // step 1: always sent; values are secrets
 	Forward            map[string]string // step 2: inbound name -> outbound name; default-deny
 	ForwardInboundAuth bool              // step 3: honoured only when Compose allows inbound auth
+	// Blocked are names blocked for this server alone (its
+	// extra_blocked_headers), beside the Composer's list; nil: none.
+	Blocked *Blocklist
 }
 
 // Composer builds outbound headers. The zero value is
@@ -62,7 +66,9 @@ type Composer struct {
 //     sends nothing but still keeps forwarded values out);
 //  2. a Forward mapping whose inbound header is present and non-empty owns
 //     its target; mappings are applied in sorted source order, so when two
-//     map to one target the first wins (Validate reports that config);
+//     map to one target the first wins (Validate reports that config). A
+//     value mapped to Authorization that is a bare token (no space, so no
+//     scheme) is sent as "Bearer <token>";
 //  3. the inbound Authorization, when r.ForwardInboundAuth and
 //     allowInboundAuth and nothing above owns Authorization.
 //
@@ -81,7 +87,7 @@ func (c *Composer) Compose(r HeaderRules, inbound http.Header, allowInboundAuth 
 		}
 		owned[cn] = struct{}{}
 		if v := r.Static[name]; v != "" {
-			c.set(out, r.Server, cn, v)
+			c.set(out, r, cn, v)
 		}
 	}
 
@@ -98,13 +104,16 @@ func (c *Composer) Compose(r HeaderRules, inbound http.Header, allowInboundAuth 
 			continue
 		}
 		owned[target] = struct{}{}
-		c.set(out, r.Server, target, v)
+		if target == authorization && !strings.Contains(v, " ") {
+			v = "Bearer " + v
+		}
+		c.set(out, r, target, v)
 	}
 
 	if r.ForwardInboundAuth && allowInboundAuth {
 		if _, taken := owned[authorization]; !taken {
 			if v, ok := firstValue(inbound, authorization); ok {
-				c.set(out, r.Server, authorization, v)
+				c.set(out, r, authorization, v)
 			}
 		}
 	}
@@ -112,12 +121,12 @@ func (c *Composer) Compose(r HeaderRules, inbound http.Header, allowInboundAuth 
 }
 
 // set adds name: v to out unless the name or the value is rejected.
-func (c *Composer) set(out http.Header, server, name, v string) {
+func (c *Composer) set(out http.Header, r HeaderRules, name, v string) {
 	reason := ""
 	switch {
 	case !validHeaderName(name):
 		reason = ReasonInvalidName
-	case c.blocklist().Blocked(name):
+	case c.blocklist().Blocked(name) || r.Blocked.Blocked(name):
 		reason = ReasonBlocked
 	default:
 		if r, ok := SanitizeValue(v); !ok {
@@ -128,7 +137,7 @@ func (c *Composer) set(out http.Header, server, name, v string) {
 		out[name] = []string{v}
 		return
 	}
-	c.reject(server, name, reason)
+	c.reject(r.Server, name, reason)
 }
 
 func (c *Composer) reject(server, name, reason string) {

@@ -138,6 +138,36 @@ func TestCompose(t *testing.T) {
 			wantReject: map[string]float64{ReasonBlocked: 7},
 		},
 		{
+			name:      "a bare token mapped to Authorization gets Bearer in front",
+			rules:     HeaderRules{Forward: map[string]string{"X-Maas-Token": "Authorization"}},
+			inbound:   hdr("X-Maas-Token", "tok-123"),
+			allowAuth: true,
+			want:      hdr("Authorization", "Bearer tok-123"),
+		},
+		{
+			name:      "a value with its scheme mapped to Authorization is sent as it is",
+			rules:     HeaderRules{Forward: map[string]string{"X-Up": "authorization"}},
+			inbound:   hdr("X-Up", "Basic dXNlcjpwdw=="),
+			allowAuth: true,
+			want:      hdr("Authorization", "Basic dXNlcjpwdw=="),
+		},
+		{
+			name:      "a bare token mapped elsewhere stays bare",
+			rules:     HeaderRules{Forward: map[string]string{"X-Maas-Token": "X-Api-Key"}},
+			inbound:   hdr("X-Maas-Token", "tok-123"),
+			allowAuth: true,
+			want:      hdr("X-Api-Key", "tok-123"),
+		},
+		{
+			name: "a server's own blocked names beside the global list",
+			rules: HeaderRules{Static: map[string]string{"X-Internal": "s"}, Forward: map[string]string{"X-A": "X-Corp-Tenant", "X-B": "X-Ok"},
+				Blocked: ExtraBlocklist([]string{"x-internal", "X-Corp-*"})},
+			inbound:    hdr("X-A", "1", "X-B", "2"),
+			allowAuth:  true,
+			want:       hdr("X-Ok", "2"),
+			wantReject: map[string]float64{ReasonBlocked: 2},
+		},
+		{
 			name:       "invalid target names are dropped",
 			rules:      HeaderRules{Forward: map[string]string{"X-A": "Bad Name", "X-B": "X-Bad:Colon", "X-C": ""}},
 			inbound:    hdr("X-A", "1", "X-B", "2", "X-C", "3"),
@@ -275,6 +305,17 @@ func TestValidate(t *testing.T) {
 			},
 		},
 		{
+			name:  "a server's extra_blocked_headers beside the global list",
+			extra: []string{"X-Global"},
+			rules: HeaderRules{Static: map[string]string{"X-Own": "v"}, Forward: map[string]string{"A": "X-Global", "B": "x-own-2", "C": "X-Fine"},
+				Blocked: ExtraBlocklist([]string{"X-Own", "X-Own-*"})},
+			want: []string{
+				`headers: X-Own: "X-Own" is a blocked header`,
+				`forward_headers: A: target "X-Global" is a blocked header`,
+				`forward_headers: B: target "x-own-2" is a blocked header`,
+			},
+		},
+		{
 			name:  "blocked static name",
 			rules: HeaderRules{Static: map[string]string{"Host": "h"}},
 			want:  []string{`headers: Host: "Host" is a blocked header`},
@@ -313,6 +354,20 @@ func TestValidate(t *testing.T) {
 				t.Errorf("Validate =\n  %q\nwant\n  %q", got, tt.want)
 			}
 		})
+	}
+}
+
+func TestExtraBlocklist(t *testing.T) {
+	if ExtraBlocklist(nil) != nil || ExtraBlocklist([]string{" ", ""}) != nil {
+		t.Error("an empty list is not nil")
+	}
+	b := ExtraBlocklist([]string{"X-Secret"})
+	if !b.Blocked("x-secret") || b.Blocked("Host") {
+		t.Error("an extra list holds its names and nothing built in")
+	}
+	var none *Blocklist
+	if none.Blocked("Host") {
+		t.Error("a nil list blocks")
 	}
 }
 

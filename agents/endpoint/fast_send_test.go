@@ -227,7 +227,7 @@ func TestSendMessageFastCancel(t *testing.T) {
 	cancel()
 	<-done
 	waitFor(t, "the disconnected call to end as canceled", func() bool {
-		return agenttest.CounterValue(p.fast.Metrics.ToolCalls.WithLabelValues("talk", "send_message", "canceled")) == 2
+		return agenttest.CounterValue(p.fast.Metrics.ToolCalls.WithLabelValues("talk", "send_message", "canceled", "other")) == 2
 	})
 	noTrackedCalls(t, p.fast)
 }

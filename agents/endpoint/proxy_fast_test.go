@@ -277,7 +277,7 @@ func TestProxyFastMatchesMCPGo(t *testing.T) {
 	t.Run("denied", func(t *testing.T) {
 		for _, hdr := range []map[string]string{legacySSE, with(modern, "Mcp-Name", "text")} {
 			hdr = with(hdr, "X-Test-Caller", "alice")
-			before := agenttest.CounterValue(p.fast.Metrics.PolicyDecisions.WithLabelValues("px", "deny", "tool_denied"))
+			before := agenttest.CounterValue(p.fast.Metrics.PolicyDecisions.WithLabelValues("px", "deny", "tool_denied", "other"))
 			meta := ""
 			if hdr["Mcp-Method"] != "" {
 				meta = modernMeta
@@ -286,7 +286,7 @@ func TestProxyFastMatchesMCPGo(t *testing.T) {
 			if !sameExchange(got, want) || !strings.Contains(got.Body, "denied by policy") {
 				t.Errorf("denied call:\nfast:   %s\nmcp-go: %s", got, want)
 			}
-			if after := agenttest.CounterValue(p.fast.Metrics.PolicyDecisions.WithLabelValues("px", "deny", "tool_denied")); after != before+1 {
+			if after := agenttest.CounterValue(p.fast.Metrics.PolicyDecisions.WithLabelValues("px", "deny", "tool_denied", "other")); after != before+1 {
 				t.Errorf("policy decisions deny/tool_denied %v → %v, want one more", before, after)
 			}
 		}
@@ -413,7 +413,7 @@ func TestProxyFastDisconnect(t *testing.T) {
 	cancel()
 	<-done
 	waitFor(t, "the call to end as canceled", func() bool {
-		return agenttest.CounterValue(p.fast.Metrics.ToolCalls.WithLabelValues("px", "block", "canceled")) == 1
+		return agenttest.CounterValue(p.fast.Metrics.ToolCalls.WithLabelValues("px", "block", "canceled", "other")) == 1
 	})
 }
 

@@ -64,6 +64,9 @@ func anthropicParams(req Request) (anthropic.MessageNewParams, map[string]any, e
 		params.TopK = anthropic.Int(int64(*p.TopK))
 	}
 	params.StopSequences = p.Stop
+	if req.Schema != nil {
+		params.OutputConfig.Format = anthropic.JSONOutputFormatParam{Schema: req.Schema.Schema}
+	}
 
 	extra := map[string]any{"stream": true}
 	if tc := anthropicToolChoice(p.ToolChoice); tc != nil && len(req.Tools) > 0 {

@@ -81,10 +81,22 @@ type Request struct {
 	// Header carries extra outbound headers for this call (e.g. the caller's
 	// Authorization when the provider has forward_inbound_auth). May be nil.
 	Header http.Header
+	// Schema, when set, asks for the answer as JSON matching it
+	// (structured output): OpenAI-compatible servers get response_format
+	// json_schema (unless params.response_format is set), Anthropic
+	// output_config.format; the built-in models ignore it. The caller
+	// still parses the text: a model may answer otherwise.
+	Schema *OutputSchema
 	// OnText, when set, is given each text delta of the answer as it
 	// streams in, on the goroutine that called Chat (the built-in models
 	// give their whole answer once). The Response still holds all of it.
 	OnText func(delta string)
+}
+
+// OutputSchema is a JSON schema the answer must follow.
+type OutputSchema struct {
+	Name   string         // OpenAI's json_schema.name: [a-zA-Z0-9_-]{1,64}
+	Schema map[string]any // a JSON Schema object
 }
 
 // Usage is token accounting for one turn (final, not cumulative deltas).
@@ -134,6 +146,11 @@ type ProviderConfig struct {
 	// Backoff is exponential from 200 ms (cap 10 s, jittered) and honours
 	// Retry-After / retry-after-ms (cap 30 s).
 	MaxRetries int
+	// DropTopK leaves top_k out of OpenAI requests, for servers that
+	// refuse unknown parameters. It is implied for OpenAI's own API
+	// (api.openai.com, *.openai.azure.com; see RejectsTopK); vLLM,
+	// llama.cpp, Ollama and LiteLLM take top_k.
+	DropTopK bool
 	// HTTPClient may be set by tests; nil = a tuned default client.
 	HTTPClient *http.Client
 }

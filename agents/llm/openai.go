@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"net/url"
 	"os"
 	"strings"
 
@@ -24,6 +25,7 @@ type openAIProvider struct {
 	timeout func(context.Context) (context.Context, context.CancelFunc)
 	client  openai.Client
 	tools   *toolJSON
+	noTopK  bool // the server refuses top_k: it is never sent
 }
 
 // NewOpenAI returns a provider for an OpenAI-compatible Chat Completions
@@ -40,7 +42,20 @@ func NewOpenAI(cfg ProviderConfig) (Provider, error) {
 		tools:   newToolJSON(encodeOpenAITool),
 		timeout: callTimeout(cfg.Timeout),
 		client:  openai.NewClient(openAIOptions(base, cfg)...),
+		noTopK:  cfg.DropTopK || RejectsTopK(base),
 	}, nil
+}
+
+// RejectsTopK reports whether the OpenAI-compatible server at baseURL is
+// OpenAI's own API, which answers 400 "Unrecognized request argument" to
+// top_k (an extension of vLLM, llama.cpp, Ollama and LiteLLM).
+func RejectsTopK(baseURL string) bool {
+	u, err := url.Parse(baseURL)
+	if err != nil {
+		return false
+	}
+	h := strings.ToLower(u.Hostname())
+	return h == "api.openai.com" || strings.HasSuffix(h, ".openai.azure.com")
 }
 
 // openAIOptions configures the client from cfg alone. openai.NewClient
@@ -83,6 +98,13 @@ func (p *openAIProvider) Name() string { return "openai" }
 func (p *openAIProvider) Chat(ctx context.Context, req Request) (*Response, error) {
 	ctx, cancel := p.timeout(ctx)
 	defer cancel()
+	if p.noTopK {
+		req.Params.TopK = nil // req is this call's copy
+	}
+	if req.Schema != nil && req.Params.ResponseFormat == nil {
+		req.Params.ResponseFormat = map[string]any{"type": "json_schema",
+			"json_schema": map[string]any{"name": req.Schema.Name, "strict": true, "schema": req.Schema.Schema}}
+	}
 	body, err := openAIBody(req, p.tools)
 	if err != nil {
 		return nil, fmt.Errorf("openai: %w", err)

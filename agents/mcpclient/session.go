@@ -149,6 +149,7 @@ func closeClient(s *session, cli *client.Client, proc *stdioProc) {
 // connectLocked creates, starts and initializes a client. Any failure is
 // reported as ErrUnavailable, unless ctx ended.
 func (s *session) connectLocked(ctx context.Context) (*client.Client, error) {
+	start := time.Now()
 	cli, proc, err := s.newClient()
 	if err == nil {
 		err = s.start(ctx, cli)
@@ -172,6 +173,9 @@ func (s *session) connectLocked(ctx context.Context) (*client.Client, error) {
 	}
 	s.cli, s.proc = cli, proc
 	s.noteWire(cli, version)
+	s.srv.m.log.Info("downstream connected", zap.String(fieldServer, s.srv.spec.Name), zap.String("transport", s.srv.spec.Transport),
+		zap.String("protocol_version", version), zap.Int("headers", len(s.hdr)),
+		zap.Int64("duration_ms", time.Since(start).Milliseconds()))
 	return cli, nil
 }
 

@@ -110,7 +110,9 @@ type Deps struct {
 	Outbound func(ctx context.Context, server string, inbound http.Header) (http.Header, error)
 	// Observe records one call's outcome in the tool metrics; Outcome names
 	// the outcome of a call that ended with err.
-	Observe func(tool, outcome string, start time.Time)
+	// caller is the caller's policy key (the metric keeps only names the
+	// config knows).
+	Observe func(caller, tool, outcome string, start time.Time)
 	Outcome func(ctx context.Context, err error) string
 	// RequestID is the request id of ctx.
 	RequestID func(ctx context.Context) string
@@ -162,6 +164,7 @@ func New(d Deps) (*Proxy, error) {
 	if err != nil {
 		return nil, fmt.Errorf("tools: %w", err)
 	}
+	f.Name = "agents." + d.Agent + ".tools"
 	p := &Proxy{d: d, filter: f, prefix: len(d.Servers) > 1}
 	p.catalog, _ = d.Downstream.(CatalogDownstream)
 	return p, nil
@@ -392,10 +395,11 @@ func (p *Proxy) forward(ctx context.Context, req mcp.CallToolRequest, raw RawDow
 	r := v.(route)
 	rid, caller := p.d.RequestID(ctx), callerOf(ctx)
 	d := p.decide(caller, r.server, r.name)
-	p.d.Auditor.Record(ctx, policy.AuditEvent{RequestID: rid, Caller: caller, Agent: p.d.Agent,
-		Server: r.server, Tool: r.name, Decision: d, Latency: time.Since(start)})
+	audit := policy.AuditEvent{RequestID: rid, Caller: caller, Agent: p.d.Agent, Server: r.server, Tool: r.name, Decision: d}
 	if !d.Allowed {
-		p.d.Observe(name, "denied", start)
+		audit.Latency = time.Since(start)
+		p.d.Auditor.Record(ctx, audit)
+		p.d.Observe(caller, name, "denied", start)
 		return mcp.NewToolResultError(fmt.Sprintf("tool %s is denied by policy (%s)", name, d.Reason)), nil, nil
 	}
 	relay, rel := p.relayFor(ctx, req)
@@ -417,7 +421,9 @@ func (p *Proxy) forward(ctx context.Context, req mcp.CallToolRequest, raw RawDow
 	if isError {
 		outcome = "error"
 	}
-	p.d.Observe(name, outcome, start)
+	p.d.Observe(caller, name, outcome, start)
+	audit.Outcome, audit.ResultBytes, audit.Latency = policy.AuditOutcome(outcome), resultBytes(res, rr), time.Since(start)
+	p.d.Auditor.Record(ctx, audit)
 	switch {
 	case err == nil:
 		return res, rr, nil
@@ -427,6 +433,20 @@ func (p *Proxy) forward(ctx context.Context, req mcp.CallToolRequest, raw RawDow
 	p.d.Logger.Warn("downstream tool failed", zap.String("request_id", rid), zap.String("server", r.server),
 		zap.String("tool", r.name), zap.String("outcome", mcpclient.Outcome(err)), zap.Error(err), tracing.LogField(ctx))
 	return mcp.NewToolResultError(fmt.Sprintf("%s: %v (request id %s)", p.d.Agent, err, rid)), nil, nil
+}
+
+// resultBytes is the size of a call's result as its caller gets it: the
+// downstream's bytes on the raw path, the encoded result otherwise (0 when
+// there is none).
+func resultBytes(res *mcp.CallToolResult, rr *mcpclient.RawResult) int {
+	switch {
+	case rr != nil:
+		return len(rr.JSON)
+	case res != nil:
+		b, _ := json.Marshal(res)
+		return len(b)
+	}
+	return 0
 }
 
 // isRPCError reports whether err is the downstream's JSON-RPC error answer

@@ -38,12 +38,12 @@ func TestProxyOneServer(t *testing.T) {
 			if string(got) != want {
 				t.Errorf("result changed on the way:\n got %s\nwant %s", got, want)
 			}
-			before := agenttest.CounterValue(ta.Metrics.PolicyDecisions.WithLabelValues("px", "deny", "tool_denied"))
+			before := agenttest.CounterValue(ta.Metrics.PolicyDecisions.WithLabelValues("px", "deny", "tool_denied", "other"))
 			res, err = alice.CallTool(context.Background(), &sdk.CallToolParams{Name: "write"})
 			if err != nil || !res.IsError || !strings.Contains(agenttest.AllText(res), "denied by policy") {
 				t.Fatalf("alice calling write: %v %+v", err, res)
 			}
-			if after := agenttest.CounterValue(ta.Metrics.PolicyDecisions.WithLabelValues("px", "deny", "tool_denied")); after != before+1 {
+			if after := agenttest.CounterValue(ta.Metrics.PolicyDecisions.WithLabelValues("px", "deny", "tool_denied", "other")); after != before+1 {
 				t.Errorf("policy decisions deny/tool_denied %v → %v, want one more", before, after)
 			}
 			if _, err := bob.CallTool(context.Background(), &sdk.CallToolParams{Name: "nope"}); err == nil {

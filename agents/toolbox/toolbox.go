@@ -83,9 +83,15 @@ type Deps struct {
 	// arrived with inbound headers.
 	Outbound func(ctx context.Context, server string, inbound http.Header) (http.Header, error)
 	// Observe records one call's outcome in the tool metrics.
-	Observe func(tool, outcome string, start time.Time)
+	// caller is the caller's policy key (the metric keeps only names the
+	// config knows).
+	Observe func(caller, tool, outcome string, start time.Time)
 	// RequestID is the request id of ctx.
 	RequestID func(ctx context.Context) string
+	// GatewayStatus, when enabled, adds get_gateway_status, answering
+	// Status() to the callers it allows.
+	GatewayStatus *config.GatewayStatus
+	Status        func() any
 	// Relay prepares one downstream call of execute_tool for the caller:
 	// the returned ctx takes the downstream's server-to-client requests
 	// (elicitation, sampling, roots) to the caller (mcpclient.WithRelay),
@@ -98,6 +104,7 @@ type Deps struct {
 type toolbox struct {
 	d      Deps
 	filter policy.ToolFilter
+	status policy.Globs // who may call get_gateway_status; empty: every caller
 }
 
 // tbCall is one toolbox call: who, what, and the policy decision reached.
@@ -120,6 +127,7 @@ func Register(srv *server.MCPServer, d Deps) (executeTool server.ToolHandlerFunc
 		d.Logger.Error("toolbox tools filter invalid; every tool is denied", zap.Error(err))
 		f = policy.ToolFilter{Deny: mustGlobs("*")}
 	}
+	f.Name = "agents." + d.Agent + ".tools"
 	tb := &toolbox{d: d, filter: f}
 	srv.AddTool(mcp.NewToolWithRawSchema("list_servers",
 		"Lists the MCP servers this toolbox can reach for you.", tb.schema(listServersSchema)), tb.handle("list_servers", tb.listServers))
@@ -129,7 +137,43 @@ func Register(srv *server.MCPServer, d Deps) (executeTool server.ToolHandlerFunc
 	executeTool = tb.handle("execute_tool", tb.executeTool)
 	srv.AddTool(mcp.NewToolWithRawSchema("execute_tool",
 		"Calls a tool of a server with arguments and returns its result unchanged.", tb.schema(executeToolSchema)), executeTool)
+	if gs := d.GatewayStatus; gs != nil && gs.Enabled && d.Status != nil {
+		g, err := policy.CompileGlobs(gs.Callers)
+		if err != nil { // config validation rejects bad globs; fail closed
+			g = mustGlobs("\x00none")
+		}
+		tb.status = g
+		srv.AddTool(mcp.NewToolWithRawSchema(StatusTool,
+			"Returns the gateway's status: its config file and hash, agents, listeners, reloads and warnings (what GET /-/status answers).",
+			tb.schema(listServersSchema)), tb.handle(StatusTool, tb.gatewayStatus))
+	}
 	return executeTool
+}
+
+// StatusTool is the name of the toolbox's diagnostic tool.
+const StatusTool = "get_gateway_status"
+
+// gatewayStatus answers the gateway's status document to the callers
+// gateway_status.callers allows.
+func (tb *toolbox) gatewayStatus(_ context.Context, c *tbCall, _ mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	if !tb.status.Empty() {
+		rule := "agents." + tb.d.Agent + ".gateway_status.callers"
+		d := policy.Decision{Allowed: true, Reason: policy.ReasonAllowed, Rule: rule}
+		if !tb.status.Match(c.caller) {
+			d = policy.Decision{Reason: policy.ReasonToolNotAllowed, Rule: rule}
+		}
+		if err := tb.check(c, d, "caller %q may not see the gateway status", c.caller); err != nil {
+			return nil, err
+		}
+	}
+	st := tb.d.Status()
+	b, err := json.Marshal(st)
+	if err != nil {
+		return nil, fmt.Errorf("encoding the status: %w", err)
+	}
+	var structured map[string]any
+	_ = json.Unmarshal(b, &structured)
+	return mcp.NewToolResultStructured(structured, string(b)), nil
 }
 
 func mustGlobs(p ...string) policy.Globs {
@@ -191,9 +235,11 @@ func (tb *toolbox) handle(name string, h tbHandler) func(context.Context, mcp.Ca
 		case res.IsError:
 			outcome = "error"
 		}
+		b, _ := json.Marshal(res)
 		tb.d.Auditor.Record(ctx, policy.AuditEvent{RequestID: tb.d.RequestID(ctx), Caller: c.caller, Agent: tb.d.Agent,
-			Server: c.server, Tool: c.target, Decision: c.decision, Latency: time.Since(c.start)})
-		tb.d.Observe(name, outcome, c.start)
+			Server: c.server, Tool: c.target, Decision: c.decision, Latency: time.Since(c.start),
+			Outcome: policy.AuditOutcome(outcome), ResultBytes: len(b)})
+		tb.d.Observe(c.caller, name, outcome, c.start)
 		return res, nil
 	}
 }

@@ -72,10 +72,10 @@ func parseFlags(fs *flag.FlagSet, args []string) (code int, done bool) {
 
 func usage(w io.Writer) {
 	fmt.Fprint(w, `usage:
-  pallasgw serve    [--config PATH] [--listen ADDR] [--log-level debug|info|warn|error] [--log-format json|console]
+  pallasgw serve    [--config PATH] [--listen ADDR] [--agent NAME] [--log-level debug|info|warn|error] [--log-format json|console]
   pallasgw validate [--config PATH]
   pallasgw chat     [--url URL] [--token T] AGENT [-m MESSAGE]
-  pallasgw import   --pallas DIR [--out FILE]
+  pallasgw import   --pallas DIR [--out FILE] [--cards DIR]
   pallasgw version
 --config defaults to $PALLASGW_CONFIG, then ./pallasgw.yaml.
 `)
@@ -123,6 +123,7 @@ func serve(args []string, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	path := fs.String("config", defaultConfig(), "config file")
 	listen := fs.String("listen", "", "listen address (overrides the config's listen)")
+	agent := fs.String("agent", "", "serve only this agent (and the agents it runs)")
 	level := fs.String("log-level", "info", "debug, info, warn or error")
 	format := fs.String("log-format", "json", "json or console")
 	if code, done := parseFlags(fs, args); done {
@@ -136,12 +137,13 @@ func serve(args []string, stderr io.Writer) int {
 	// Every return below, the graceful shutdown on SIGTERM included, writes
 	// out the buffered lines; main's os.Exit comes after.
 	defer flush()
-	g, err := gateway.New(gateway.Options{ConfigPath: *path, Listen: *listen, Logger: log, Version: version, Commit: commit})
+	g, err := gateway.New(gateway.Options{ConfigPath: *path, Listen: *listen, Agent: *agent, Logger: log, Version: version, Commit: commit})
 	if err != nil {
 		_ = log.Sync() // the lines logged so far come before the error
 		printConfigError(stderr, err)
 		return 1
 	}
+	log = g.Logger() // its lines name the project too
 	if err := g.Listen(); err != nil {
 		_ = log.Sync()
 		fmt.Fprintln(stderr, "pallasgw:", err)

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 
 	"github.com/pallasgw/pallasgw/cmd/pallasgw/internal/chat"
 	"github.com/pallasgw/pallasgw/cmd/pallasgw/internal/pallasimport"
@@ -52,20 +53,28 @@ func importCmd(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	dir := fs.String("pallas", "", "the Pallas project directory (agents.yaml, fastagent.config.yaml, fastagent.secrets.yaml)")
 	out := fs.String("out", "", "write the pallasgw config here (default: stdout)")
+	cards := fs.String("cards", "", "write each agent as an agent card (<agent>.md) into this directory, and a config whose agent_cards names it")
 	if code, done := parseFlags(fs, args); done {
 		return code
 	}
 	if *dir == "" || fs.NArg() > 0 {
-		fmt.Fprintln(stderr, "usage: pallasgw import --pallas DIR [--out FILE]")
+		fmt.Fprintln(stderr, "usage: pallasgw import --pallas DIR [--out FILE] [--cards DIR]")
 		return 2
 	}
-	res, err := pallasimport.Convert(*dir)
+	res, err := pallasimport.ConvertWith(*dir, pallasimport.Options{Cards: cardsRef(*cards, *out)})
 	if err != nil {
 		fmt.Fprintln(stderr, "pallasgw import:", err)
 		return 1
 	}
 	for _, n := range res.Unmapped {
 		fmt.Fprintln(stderr, "not mapped: "+n)
+	}
+	if err := writeCards(*cards, res.Cards); err != nil {
+		fmt.Fprintln(stderr, "pallasgw import:", err)
+		return 1
+	}
+	if *cards != "" {
+		fmt.Fprintf(stderr, "wrote %d agent cards into %s\n", len(res.Cards), *cards)
 	}
 	if *out == "" {
 		stdout.Write(res.Config)
@@ -77,6 +86,45 @@ func importCmd(args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stderr, "wrote %s (%d agents); check it with: pallasgw validate --config %s\n", *out, res.Agents, *out)
 	return 0
+}
+
+// cardsRef is how the config names the cards directory: relative to the
+// config file's directory when there is one, else absolute.
+func cardsRef(cards, out string) string {
+	if cards == "" {
+		return ""
+	}
+	abs, err := filepath.Abs(cards)
+	if err != nil {
+		return cards
+	}
+	if out == "" {
+		return abs
+	}
+	absOut, err := filepath.Abs(out)
+	if err != nil {
+		return abs
+	}
+	if rel, err := filepath.Rel(filepath.Dir(absOut), abs); err == nil {
+		return rel
+	}
+	return abs
+}
+
+// writeCards writes the agent cards into dir, creating it.
+func writeCards(dir string, cards map[string][]byte) error {
+	if dir == "" {
+		return nil
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	for name, body := range cards {
+		if err := os.WriteFile(filepath.Join(dir, name), body, 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func envOr(name, def string) string {

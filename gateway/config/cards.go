@@ -93,6 +93,9 @@ func (p *parser) loadCard(c *Config, file string, raw []byte) {
 		}
 	}
 	before := len(p.errs.List)
+	if cp.fastAgentCard(root, name); len(p.errs.List) > before {
+		return
+	}
 	checkKnownKeys(cp, root, typeOfAgent, []string{"agents", name})
 	a := &Agent{}
 	if len(p.errs.List) == before {

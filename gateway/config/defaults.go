@@ -99,6 +99,15 @@ func (p *parser) applyDefaults(c *Config) {
 			r.Line = lineOf(p.root, []string{"policy", "callers", name})
 		}
 	}
+	for ref, caps := range c.Models.Capabilities {
+		if caps.ContextWindow == 0 {
+			caps.ContextWindow = DefaultContextWindow
+		}
+		if caps.MaxOutputTokens == 0 {
+			caps.MaxOutputTokens = DefaultMaxOutputTokens
+		}
+		c.Models.Capabilities[ref] = caps
+	}
 	for name, pr := range c.Models.Providers {
 		if pr == nil {
 			pr = &Provider{}
@@ -110,7 +119,12 @@ func (p *parser) applyDefaults(c *Config) {
 		if s == nil {
 			continue
 		}
-		def(&s.Transport, "http")
+		if s.Transport == "" { // inferred: a command is a stdio server, anything else http
+			s.Transport = "http"
+			if s.Command != "" {
+				s.Transport = "stdio"
+			}
+		}
 		if s.Timeout == 0 {
 			s.Timeout = DefaultServerTimeout
 		}

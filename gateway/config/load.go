@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -88,14 +89,20 @@ func (p *parser) parse(raw []byte) *Config {
 	hash := sha256.New()
 	hash.Write(raw)
 	envPath, envLine := p.envFilePath(raw)
-	if envPath != "" {
-		data, err := os.ReadFile(envPath)
-		if err != nil {
-			p.add(envLine, "env_file", err.Error())
-			return nil
-		}
+	optional := envPath == ""
+	if optional {
+		// No env_file: a .env beside the config is read when present (and
+		// watched, so that creating one reloads).
+		envPath = filepath.Join(filepath.Dir(p.file), ".env")
+	}
+	data, err := os.ReadFile(envPath)
+	switch {
+	case err == nil:
 		hash.Write(data)
 		p.env = parseEnvFile(data)
+	case !optional || !errors.Is(err, fs.ErrNotExist):
+		p.add(envLine, "env_file", err.Error())
+		return nil
 	}
 	expanded := p.expandText(raw)
 	if len(p.errs.List) > 0 {

@@ -133,8 +133,12 @@ type Provider struct {
 	Headers            map[string]Secret `yaml:"headers"`              // static, on every request; default none
 	ForwardHeaders     map[string]string `yaml:"forward_headers"`      // inbound -> outbound, per call; default none
 	ForwardInboundAuth bool              `yaml:"forward_inbound_auth"` // default false
-	Timeout            time.Duration     `yaml:"timeout"`              // default 300s
-	MaxRetries         *int              `yaml:"max_retries"`          // default 2
+	// ExtraBlockedHeaders are names this provider must never receive,
+	// beside the built-in list and policy.extra_blocked_headers; exact
+	// names or prefixes ending in "*". Default none.
+	ExtraBlockedHeaders []string      `yaml:"extra_blocked_headers"`
+	Timeout             time.Duration `yaml:"timeout"`     // default 300s
+	MaxRetries          *int          `yaml:"max_retries"` // default 2
 
 	// Name is the provider's key (set by Load).
 	Name string `yaml:"-"`
@@ -160,17 +164,21 @@ type MCP struct {
 
 // Server is one downstream MCP server.
 type Server struct {
-	Transport          string            `yaml:"transport"` // http (default) | sse | stdio
+	Transport          string            `yaml:"transport"` // http | sse | stdio; default stdio when command is set, else http
 	URL                string            `yaml:"url"`
 	Headers            map[string]Secret `yaml:"headers"`              // static; always win
 	ForwardInboundAuth bool              `yaml:"forward_inbound_auth"` // default false
-	ForwardHeaders     map[string]string `yaml:"forward_headers"`      // inbound -> outbound
-	Timeout            time.Duration     `yaml:"timeout"`              // per tool call; default 60s
-	Command            string            `yaml:"command"`
-	Args               []string          `yaml:"args"`
-	Env                map[string]Secret `yaml:"env"`
-	Dir                string            `yaml:"dir"`
-	TokenExchange      *TokenExchange    `yaml:"token_exchange"` // RFC 8693; needs auth.mode jwt
+	ForwardHeaders     map[string]string `yaml:"forward_headers"`      // inbound -> outbound; a bare token mapped to Authorization is sent as "Bearer <token>"
+	// ExtraBlockedHeaders are names this server must never receive, beside
+	// the built-in list and policy.extra_blocked_headers; exact names or
+	// prefixes ending in "*". Default none.
+	ExtraBlockedHeaders []string          `yaml:"extra_blocked_headers"`
+	Timeout             time.Duration     `yaml:"timeout"` // per tool call; default 60s
+	Command             string            `yaml:"command"`
+	Args                []string          `yaml:"args"`
+	Env                 map[string]Secret `yaml:"env"`
+	Dir                 string            `yaml:"dir"`
+	TokenExchange       *TokenExchange    `yaml:"token_exchange"` // RFC 8693; needs auth.mode jwt
 }
 
 // TokenExchange trades the caller's access token for one meant for the
@@ -265,6 +273,15 @@ type Overrides struct {
 	Tools  bool `yaml:"tools"`  // tools: globs narrowing the agent's tools
 }
 
+// GatewayStatus is a toolbox's get_gateway_status tool.
+type GatewayStatus struct {
+	Enabled bool `yaml:"enabled"` // default false: no such tool
+	// Callers are globs of the caller identities that may call it (token
+	// names, policy.callers rules; agent_id in passthrough mode); default:
+	// every caller of the toolbox.
+	Callers []string `yaml:"callers"`
+}
+
 // Icon is a registry icon.
 type Icon struct {
 	Src      string `yaml:"src" json:"src"`
@@ -342,6 +359,9 @@ type Agent struct {
 	// them itself; "workflow" runs them as this agent, for callers allowed
 	// only the workflow.
 	RunAs string `yaml:"run_as"`
+	// GatewayStatus adds get_gateway_status to a toolbox agent: what GET
+	// /-/status answers, for the callers it names. Default: off.
+	GatewayStatus *GatewayStatus `yaml:"gateway_status"`
 
 	// Name is the agent's key (set by Load).
 	Name string `yaml:"-"`

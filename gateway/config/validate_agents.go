@@ -51,10 +51,18 @@ func (p *parser) validateAgent(c *Config, a *Agent) {
 	}
 	p.checkGlobs(append(append([]string{}, key...), "tools", "allow"), a.Tools.Allow)
 	p.checkGlobs(append(append([]string{}, key...), "tools", "deny"), a.Tools.Deny)
-	for k := range a.Params {
+	for _, k := range sortedKeys(a.Params) {
 		if !knownParams[k] {
 			p.addPath(append(append([]string{}, key...), "params", k), "unknown parameter")
+		} else if msg := ParamProblem(k, a.Params[k]); msg != "" {
+			p.addPath(append(append([]string{}, key...), "params", k), msg)
 		}
+	}
+	if gs := a.GatewayStatus; gs != nil {
+		if a.Kind != KindToolbox {
+			p.addPath(append(append([]string{}, key...), "gateway_status"), "only a toolbox agent has get_gateway_status")
+		}
+		p.checkGlobs(append(append([]string{}, key...), "gateway_status", "callers"), gs.Callers)
 	}
 	switch {
 	case a.RunAs != "" && a.RunAs != RunAsCaller && a.RunAs != RunAsWorkflow:

@@ -52,6 +52,8 @@ type Options struct {
 	// LogChecks are strings whose presence in the log after the stop fails
 	// the test; default {"DATA RACE"}.
 	LogChecks []string
+	// Args are more flags of serve (--agent NAME); default none.
+	Args []string
 }
 
 // Gateway is one running `pallasgw serve` process, stopped when the test
@@ -84,7 +86,7 @@ func Start(t testing.TB, o Options) *Gateway {
 			t.Fatal(err)
 		}
 	}
-	g.cmd = exec.Command(o.Binary, "serve", "--config", g.ConfigPath, "--log-level", o.LogLevel)
+	g.cmd = exec.Command(o.Binary, append([]string{"serve", "--config", g.ConfigPath, "--log-level", o.LogLevel}, o.Args...)...)
 	g.cmd.Env = append(os.Environ(), o.Env...)
 	if o.ProcessGroup {
 		g.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}

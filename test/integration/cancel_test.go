@@ -78,7 +78,7 @@ agents:
 			t.Errorf("%s -> %s: %d, want %d", c.token, c.agent, resp.StatusCode, c.want)
 		}
 	}
-	if v, _ := g.metric(t, `pallasgw_policy_decisions_total{agent="internal",decision="deny",reason="agent_not_allowed"}`); v != 1 {
+	if v, _ := g.metric(t, `pallasgw_policy_decisions_total{agent="internal",caller="web",decision="deny",reason="agent_not_allowed"}`); v != 1 {
 		t.Errorf("deny not counted: %v", v)
 	}
 	if !g.logged(`"caller":"web"`) {

@@ -64,4 +64,20 @@ func TestImportCommand(t *testing.T) {
 		raw, _ := os.ReadFile(out)
 		t.Fatalf("validate: %v\n%s\n%s", err, b, raw)
 	}
+	// --cards: one card per agent, and a config pointing at them.
+	outDir := t.TempDir()
+	out, cards := filepath.Join(outDir, "gw.yaml"), filepath.Join(outDir, "cards")
+	if b, err := exec.Command(binary(), "import", "--pallas", dir, "--out", out, "--cards", cards).CombinedOutput(); err != nil ||
+		!strings.Contains(string(b), "wrote 1 agent cards into") {
+		t.Fatalf("import --cards: %v\n%s", err, b)
+	}
+	card, _ := os.ReadFile(filepath.Join(cards, "helper.md"))
+	if raw, _ := os.ReadFile(out); !strings.Contains(string(raw), "agent_cards:\n  - cards") || !strings.Contains(string(card), "---\nHelp.\n") {
+		t.Fatalf("config:\n%s\ncard:\n%s", raw, card)
+	}
+	cmd = exec.Command(binary(), "validate", "--config", out)
+	cmd.Env = append(os.Environ(), "OPENAI_API_KEY=", "OPENAI_BASE_URL=")
+	if b, err := cmd.CombinedOutput(); err != nil || !strings.Contains(string(b), "(1 agents") {
+		t.Fatalf("validate with cards: %v\n%s", err, b)
+	}
 }

@@ -176,7 +176,7 @@ func TestLLMToolLoop(t *testing.T) {
 		})
 	}
 	m := e.metricsText(t)
-	if !strings.Contains(m, `pallasgw_policy_decisions_total{agent="x",decision="deny",reason=`) {
+	if !strings.Contains(m, `pallasgw_policy_decisions_total{agent="x",caller="other",decision="deny",reason=`) {
 		t.Errorf("no policy deny decision counted for x:\n%s", linesWith(m, "pallasgw_policy_decisions_total"))
 	}
 }
@@ -562,7 +562,7 @@ func TestLLMClientCancel(t *testing.T) {
 			t.Error("CallTool succeeded after cancel")
 		}
 		e.waitSeries(t, `pallasgw_llm_requests_total{agent="x",model="fake-model",outcome="canceled",provider="openai"}`, 1)
-		e.waitSeries(t, `pallasgw_tool_calls_total{agent="x",outcome="canceled",tool="send_message"}`, 1)
+		e.waitSeries(t, `pallasgw_tool_calls_total{agent="x",caller="other",outcome="canceled",tool="send_message"}`, 1)
 	})
 	t.Run("stops the tool call", func(t *testing.T) {
 		n := len(e.oai.ChatRequests())
@@ -577,7 +577,7 @@ func TestLLMClientCancel(t *testing.T) {
 			t.Fatalf("slow tool ended with %v, want context canceled", err)
 		}
 		recvWithin(t, 15*time.Second, "CallTool to return", done)
-		e.waitSeries(t, `pallasgw_tool_calls_total{agent="x",outcome="canceled",tool="send_message"}`, 2)
+		e.waitSeries(t, `pallasgw_tool_calls_total{agent="x",caller="other",outcome="canceled",tool="send_message"}`, 2)
 		if got := len(e.oai.ChatRequests()) - n; got != 1 {
 			t.Errorf("model asked %d times after the cancel, want 1 (the run must stop)", got)
 		}
@@ -592,7 +592,7 @@ func TestLLMClientCancel(t *testing.T) {
 			t.Fatalf("result (isError %v): %q", res.IsError, text)
 		}
 		recvWithin(t, 15*time.Second, "the model stream to be closed", hang.Disconnected())
-		e.waitSeries(t, `pallasgw_tool_calls_total{agent="impatient",outcome="timeout",tool="send_message"}`, 1)
+		e.waitSeries(t, `pallasgw_tool_calls_total{agent="impatient",caller="other",outcome="timeout",tool="send_message"}`, 1)
 	})
 }
 
@@ -827,10 +827,10 @@ func TestLLMMetrics(t *testing.T) {
 		`gen_ai_client_token_usage_sum{gen_ai_provider_name="openai",gen_ai_request_model="fake-model",gen_ai_token_type="output"}`:  10,
 		`pallasgw_llm_tokens_total{agent="m",model="openai.fake-model",type="input"}`:                                                30,
 		`pallasgw_llm_tokens_total{agent="m",model="openai.fake-model",type="output"}`:                                               10,
-		`pallasgw_agent_iterations_count`:                                       1,
-		`pallasgw_agent_iterations_sum`:                                         2,
-		`pallasgw_downstream_calls_total{outcome="ok",server="srv"}`:            1,
-		`pallasgw_tool_calls_total{agent="m",outcome="ok",tool="send_message"}`: 1,
+		`pallasgw_agent_iterations_count`:                                                      1,
+		`pallasgw_agent_iterations_sum`:                                                        2,
+		`pallasgw_downstream_calls_total{outcome="ok",server="srv"}`:                           1,
+		`pallasgw_tool_calls_total{agent="m",caller="other",outcome="ok",tool="send_message"}`: 1,
 	}
 	for series, want := range exact {
 		if got, ok := e.metric(t, series); !ok || got != want {

@@ -174,8 +174,8 @@ func TestOutboundHeaderPolicy(t *testing.T) {
 	check("closed", r.closed, "Authorization", nil)
 	check("closed", r.closed, "X-Tenant-ID", nil)
 	check("closed", r.closed, "X-User-Token", nil)
-	check("mapped", r.mapped, "Authorization", []string{"user-token-secret"}) // mapping beats forward_inbound_auth
-	check("mapped", r.mapped, "X-Tenant-ID", []string{"static-tenant"})       // static beats forwarded
+	check("mapped", r.mapped, "Authorization", []string{"Bearer user-token-secret"}) // mapping beats forward_inbound_auth; a bare token gets "Bearer "
+	check("mapped", r.mapped, "X-Tenant-ID", []string{"static-tenant"})              // static beats forwarded
 	check("mapped", r.mapped, "X-Static", []string{"static-secret-value"})
 	check("mapped", r.mapped, "X-User-Token", nil)
 	if v, _ := r.g.metric(t, `pallasgw_forwarded_header_rejections_total{reason="too_long",server="mapped"}`); v < 1 {
@@ -212,7 +212,7 @@ func TestTokensModeNeverForwardsGatewayToken(t *testing.T) {
 		}
 	}
 	// forward_headers still carries downstream credentials.
-	if got := r.mapped.values("Authorization"); strings.Join(got, "") != "user-token-secret" {
+	if got := r.mapped.values("Authorization"); strings.Join(got, "") != "Bearer user-token-secret" {
 		t.Errorf("mapped received Authorization %q", got)
 	}
 	if !r.g.logged("forward_inbound_auth: ignored in auth mode tokens") {

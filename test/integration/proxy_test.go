@@ -279,9 +279,14 @@ func TestProxyToolsOfOneAndTwoServers(t *testing.T) {
 			}
 		})
 	}
-	pxWaitMetric(t, g, `pallasgw_policy_decisions_total{agent="two",decision="deny",reason="tool_denied"}`, 2)
+	pxWaitMetric(t, g, `pallasgw_policy_decisions_total{agent="two",caller="other",decision="deny",reason="tool_denied"}`, 2)
 	if !g.logged(`"tool":"admin_reset","decision":"deny"`) {
 		t.Error("no audit line for the refused call")
+	}
+	// Written after the call: its outcome and the size of the result the
+	// caller got ({"content":[{"type":"text","text":"alpha:hi"}]...}).
+	if !g.logged(`"agent":"one","server":"alpha","tool":"echo","decision":"allow","reason":"allowed","outcome":"allow","result_bytes":`) {
+		t.Error("no audit line with the outcome and result size of an allowed call")
 	}
 }
 

@@ -146,12 +146,16 @@ func TestToolboxPassthrough(t *testing.T) {
 		})
 	}
 	for _, want := range []string{`"caller":"reader","agent":"tb","server":"beta","tool":"echo","decision":"deny"`,
-		`"caller":"reader","agent":"tb","server":"alpha","tool":"image","decision":"allow"`, `"reason":"missing_identity"`} {
+		`"caller":"reader","agent":"tb","server":"alpha","tool":"image","decision":"allow"`, `"reason":"missing_identity"`,
+		// the rule that decided, the outcome after the call, the result's size
+		`"tool":"image","decision":"allow","reason":"allowed","rule":"policy.callers.reader.tools.allow","outcome":"allow","result_bytes":`,
+		`"tool":"admin_reset","decision":"deny","reason":"tool_denied","rule":"agents.tb.tools.deny","outcome":"deny"`,
+		`"tool":"block","decision":"allow","reason":"allowed","rule":"policy.callers.reader.tools.allow","outcome":"timeout"`} {
 		if !g.logged(want) {
 			t.Errorf("no audit line with %s", want)
 		}
 	}
-	pxWaitMetric(t, g, `pallasgw_tool_calls_total{agent="tb",outcome="timeout",tool="execute_tool"}`, 2)
+	pxWaitMetric(t, g, `pallasgw_tool_calls_total{agent="tb",caller="reader",outcome="timeout",tool="execute_tool"}`, 2)
 }
 
 // execute_tool relays the downstream progress to its caller.

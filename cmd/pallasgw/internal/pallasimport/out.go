@@ -11,7 +11,8 @@ type outConfig struct {
 	EnvFile      string               `yaml:"env_file,omitempty"`
 	Models       outModels            `yaml:"models"`
 	MCP          outMCP               `yaml:"mcp,omitempty"`
-	Agents       map[string]*outAgent `yaml:"agents"`
+	Agents       map[string]*outAgent `yaml:"agents,omitempty"`
+	AgentCards   []string             `yaml:"agent_cards,omitempty"`
 }
 
 type outModels struct {

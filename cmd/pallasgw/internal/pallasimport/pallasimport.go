@@ -24,6 +24,19 @@ type Result struct {
 	Config   []byte   // the pallasgw config (YAML)
 	Agents   int      // agents converted
 	Unmapped []string // what was not mapped, one sentence each
+	// Cards are the agent cards by file name (<agent>.md), when Options
+	// asked for them; the config then lists no agents but points
+	// agent_cards at their directory.
+	Cards map[string][]byte
+}
+
+// Options shape the output of Convert.
+type Options struct {
+	// Cards, when set, writes each agent as an agent card (SPEC §16) and
+	// the config's agent_cards: [Cards]: the cards' directory as the
+	// config will name it (relative to the config's directory, or
+	// absolute).
+	Cards string
 }
 
 // pallasAgents is agents.yaml.
@@ -42,8 +55,11 @@ type pallasAgents struct {
 	} `yaml:"agents"`
 }
 
-// Convert reads the Pallas project in dir.
-func Convert(dir string) (*Result, error) {
+// Convert reads the Pallas project in dir into one config file.
+func Convert(dir string) (*Result, error) { return ConvertWith(dir, Options{}) }
+
+// ConvertWith reads the Pallas project in dir.
+func ConvertWith(dir string, opts Options) (*Result, error) {
 	res := &Result{}
 	note := func(format string, args ...any) { res.Unmapped = append(res.Unmapped, fmt.Sprintf(format, args...)) }
 	var pa pallasAgents
@@ -102,6 +118,17 @@ func Convert(dir string) (*Result, error) {
 		out.Agents[name] = oa
 	}
 	res.Agents = len(out.Agents)
+	if opts.Cards != "" {
+		res.Cards = map[string][]byte{}
+		for name, a := range out.Agents {
+			c, err := cardFile(a)
+			if err != nil {
+				return nil, fmt.Errorf("agent %s: %w", name, err)
+			}
+			res.Cards[name+".md"] = c
+		}
+		out.Agents, out.AgentCards = nil, []string{opts.Cards}
+	}
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "# Converted from the Pallas project %s by pallasgw import.\n# Check it with: pallasgw validate --config <this file>\n", dir)
 	enc := yaml.NewEncoder(&b)
@@ -112,6 +139,27 @@ func Convert(dir string) (*Result, error) {
 	res.Config = b.Bytes()
 	sort.Strings(res.Unmapped)
 	return res, nil
+}
+
+// cardFile is agent a as an agent card: its keys as YAML front matter, its
+// instruction as the body.
+func cardFile(a *outAgent) ([]byte, error) {
+	keys := *a
+	keys.Instruction = ""
+	front, err := yaml.Marshal(&keys)
+	if err != nil {
+		return nil, err
+	}
+	var b bytes.Buffer
+	b.WriteString("---\n")
+	if string(front) != "{}\n" {
+		b.Write(front)
+	}
+	b.WriteString("---\n")
+	if a.Instruction != "" {
+		b.WriteString(strings.TrimRight(a.Instruction, "\n") + "\n")
+	}
+	return b.Bytes(), nil
 }
 
 func readYAML(path string, v any, required bool) error {

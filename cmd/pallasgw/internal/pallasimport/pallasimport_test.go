@@ -130,6 +130,32 @@ def main(): ...
 	if cfg.Models.Providers["openai"].BaseURL != "https://api.openai.com/v1" || cfg.Namespace != "com.example.project" || cfg.Host != "my-host.example.com" {
 		t.Errorf("openai %+v, namespace %q", cfg.Models.Providers["openai"], cfg.Namespace)
 	}
+	// The same project as agent cards: one <agent>.md each, and a config
+	// whose agent_cards names their directory; it loads to the same agents.
+	cres, err := ConvertWith(dir, Options{Cards: "cards"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cdir := t.TempDir()
+	os.WriteFile(filepath.Join(cdir, "pallasgw.yaml"), cres.Config, 0o644)
+	os.MkdirAll(filepath.Join(cdir, "cards"), 0o755)
+	for name, body := range cres.Cards {
+		os.WriteFile(filepath.Join(cdir, "cards", name), body, 0o644)
+	}
+	if len(cres.Cards) != 2 || cres.Cards["jarvis.md"] == nil || strings.Contains(string(cres.Config), "instruction") {
+		t.Fatalf("cards %v, config:\n%s", len(cres.Cards), cres.Config)
+	}
+	ccfg, err := gateway.LoadConfig(filepath.Join(cdir, "pallasgw.yaml"))
+	if err != nil {
+		t.Fatalf("the config with cards does not validate: %v\n%s\n%s", err, cres.Config, cres.Cards["jarvis.md"])
+	}
+	for _, name := range []string{"jarvis", "research"} {
+		a, b := cfg.Agents[name], ccfg.Agents[name]
+		if b == nil || a.Instruction != b.Instruction || a.Port != b.Port || a.Model != b.Model || a.Title != b.Title ||
+			strings.Join(a.Servers, ",") != strings.Join(b.Servers, ",") || strings.Join(a.Agents, ",") != strings.Join(b.Agents, ",") {
+			t.Errorf("%s from its card = %+v, want %+v", name, b, a)
+		}
+	}
 	report := strings.Join(res.Unmapped, "\n")
 	for _, want := range []string{"fastagent.config.yaml: logger: not mapped", "agent jarvis: depends_on [research] is not needed",
 		"agent jarvis: use_history= in", "agent research: instruction in", "listen: port 8200 is used by registry_port",
