@@ -205,6 +205,10 @@ func (e *Endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	if (method == string(mcp.MethodPromptsGet) || method == string(mcp.MethodResourcesRead)) && !rs.legacy && e.bridge != nil &&
+		e.bridge.serveCatalog(w, r, msg, rs) {
+		return // bridgecatalog.go
+	}
 	switch {
 	case method == string(mcp.MethodNotificationCancelled) && rs.sessionID != "":
 		e.cancelTracked(r, msg, body, rs.sessionID) // then mcp-go cancels its own, if any, and answers 202

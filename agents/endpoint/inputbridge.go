@@ -83,7 +83,7 @@ func (b *inputBridge) TakesRoundTrips()         {}
 type inputCall struct {
 	b      *inputBridge
 	id     string
-	tool   string
+	tool   string // bridged.what
 	args   string // digest
 	caps   capSet
 	cancel context.CancelFunc
@@ -128,11 +128,29 @@ func inputCallFrom(ctx context.Context) *inputCall {
 	return c
 }
 
+// bridged is one request the bridge runs: what names it in the state (a
+// tool's name for tools/call, "<method> <name or uri>" otherwise), args is
+// the digest of its arguments, and run makes one downstream call of it and
+// returns its JSON-RPC answer (under any id).
+type bridged struct {
+	what, args string
+	run        func(ctx context.Context, id any) any
+}
+
 // Answer runs one round of a 2026-07-28 call.
 func (b *inputBridge) Answer(ctx context.Context, req mcp.CallToolRequest, id any, modern bool) any {
 	if !modern {
 		return b.inner.Answer(ctx, req, id, modern)
 	}
+	q := bridged{what: req.Params.Name, args: digest(rawArgs(req)), run: func(ctx context.Context, id any) any {
+		return b.inner.Answer(ctx, req, id, true)
+	}}
+	return b.round(ctx, q, id, fastcall.RoundTripFrom(ctx))
+}
+
+// round runs one round of q for a 2026-07-28 caller whose retry carried rt
+// (nil: a first round).
+func (b *inputBridge) round(ctx context.Context, q bridged, id any, rt *fastcall.RoundTrip) any {
 	info := server.RequestProtocolInfoFromContext(ctx)
 	var caps capSet
 	var rawCaps json.RawMessage
@@ -141,10 +159,9 @@ func (b *inputBridge) Answer(ctx context.Context, req mcp.CallToolRequest, id an
 		caps = capSet{elicitation: c.Elicitation != nil, sampling: c.Sampling != nil, roots: c.Roots != nil}
 		rawCaps, _ = json.Marshal(c)
 	}
-	args := digest(rawArgs(req))
 	var st *roundState
 	var responses map[string]json.RawMessage
-	if rt := fastcall.RoundTripFrom(ctx); rt != nil {
+	if rt != nil {
 		var err error
 		if responses, err = parseResponses(rt.InputResponses); err != nil {
 			b.e.d.Requests.rejected("inputResponses")
@@ -156,8 +173,8 @@ func (b *inputBridge) Answer(ctx context.Context, req mcp.CallToolRequest, id an
 				b.e.d.Requests.rejected(stateInvalid)
 				return errAnswer(id, mcp.INVALID_PARAMS, "invalid requestState: must be a string", nil)
 			}
-			if st, err = b.e.d.Requests.open(text, b.e.d.Agent); err == nil && (st.Tool != req.Params.Name || st.Args != args) {
-				err = &stateError{stateMismatch, "invalid requestState: it was issued for another tool or other arguments"}
+			if st, err = b.e.d.Requests.open(text, b.e.d.Agent); err == nil && (st.Tool != q.what || st.Args != q.args) {
+				err = &stateError{stateMismatch, "invalid requestState: it was issued for another request or other arguments"}
 			}
 			if err != nil {
 				se, _ := err.(*stateError)
@@ -172,7 +189,7 @@ func (b *inputBridge) Answer(ctx context.Context, req mcp.CallToolRequest, id an
 	if rawCaps != nil {
 		extras.Meta = map[string]json.RawMessage{mcp.MetaKeyClientCapabilities: rawCaps}
 	}
-	call := &inputCall{b: b, tool: req.Params.Name, args: args, caps: caps, wake: make(chan struct{}, 1),
+	call := &inputCall{b: b, tool: q.what, args: q.args, caps: caps, wake: make(chan struct{}, 1),
 		seq: map[string]int{}, replay: map[string]askedInput{}, prior: map[string]askedInput{}}
 	switch {
 	case st != nil && st.IsNat:
@@ -192,19 +209,19 @@ func (b *inputBridge) Answer(ctx context.Context, req mcp.CallToolRequest, id an
 		call.replay = replayAnswers(st, responses)
 		b.e.d.Requests.count("replayed")
 	}
-	return call.start(ctx, req, id, extras)
+	return call.start(ctx, q.run, id, extras)
 }
 
 // start runs the downstream call detached from the caller's request and
 // serves its first round.
-func (c *inputCall) start(ctx context.Context, req mcp.CallToolRequest, id any, extras *mcpclient.CallExtras) any {
+func (c *inputCall) start(ctx context.Context, run func(context.Context, any) any, id any, extras *mcpclient.CallExtras) any {
 	c.id = newCallID()
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), maxCallLife)
 	c.cancel = cancel
 	cctx = mcpclient.WithCallExtras(context.WithValue(cctx, inputCallKey{}, c), extras)
 	go func() {
 		defer cancel()
-		ans := c.b.inner.Answer(cctx, req, id, true)
+		ans := run(cctx, id)
 		raw, err := answerJSON(ans)
 		if err != nil {
 			raw, _ = answerJSON(errAnswer(id, mcp.INTERNAL_ERROR, "encoding the answer: "+err.Error(), nil))

@@ -251,3 +251,94 @@ func TestInputRequiredNeverRetried(t *testing.T) {
 		return v <= base+2
 	})
 }
+
+// TestInputRequiredPromptAndResource: a downstream that elicits while it
+// renders a prompt or reads a resource: the Go SDK client (2026-07-28) gets
+// input_required for prompts/get and resources/read, answers it with its
+// elicitation handler, and gets the downstream's result; a caller that did
+// not declare elicitation gets -32021 (HTTP 400).
+func TestInputRequiredPromptAndResource(t *testing.T) {
+	d := newRelayDown(t)
+	g := startInputGateway(t, d.ts.URL, "30s")
+	c := mcp.NewClient(&mcp.Implementation{Name: "it", Version: "1"}, &mcp.ClientOptions{
+		ElicitationHandler: func(_ context.Context, r *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"name": "bo"}}, nil
+		}})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: g.Base + "/agents/px/mcp", MaxRetries: -1}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	pr, err := cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: "askprompt", Arguments: map[string]string{"tag": "t1"}})
+	if err != nil {
+		t.Fatalf("prompts/get: %v", err)
+	}
+	if tc, _ := pr.Messages[0].Content.(*mcp.TextContent); tc == nil || tc.Text != "accept bo t1" {
+		t.Errorf("prompts/get answered %+v", pr.Messages[0].Content)
+	}
+	rr, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "ask://name"})
+	if err != nil {
+		t.Fatalf("resources/read: %v", err)
+	}
+	if len(rr.Contents) != 1 || rr.Contents[0].Text != "accept bo" {
+		t.Errorf("resources/read answered %+v", rr.Contents)
+	}
+	if v, _ := g.metric(t, `pallasgw_input_required_total{outcome="asked"}`); v < 2 {
+		t.Errorf("asked rounds: %v, want 2", v)
+	}
+
+	// The raw round: its key, and the retry under a new id.
+	url := g.Base + "/agents/px/mcp"
+	post := func(id int, caps map[string]any, extra map[string]any) (int, map[string]any) {
+		params := map[string]any{"name": "askprompt", "arguments": map[string]any{"tag": "t2"}, "_meta": map[string]any{
+			"io.modelcontextprotocol/protocolVersion":    "2026-07-28",
+			"io.modelcontextprotocol/clientInfo":         map[string]any{"name": "it", "version": "1"},
+			"io.modelcontextprotocol/clientCapabilities": caps}}
+		for k, v := range extra {
+			params[k] = v
+		}
+		return modernRequest(t, url, "prompts/get", "askprompt", id, params)
+	}
+	status, msg := post(1, map[string]any{"elicitation": map[string]any{}}, nil)
+	key, state := inputRequired(t, msg)
+	if status != http.StatusOK || key != "elicitation-1" {
+		t.Fatalf("first round: HTTP %d, key %q", status, key)
+	}
+	_, msg = post(2, map[string]any{"elicitation": map[string]any{}}, map[string]any{"requestState": state,
+		"inputResponses": map[string]any{key: map[string]any{"action": "accept", "content": map[string]any{"name": "cy"}}}})
+	res, _ := msg["result"].(map[string]any)
+	if b, _ := json.Marshal(res["messages"]); res["resultType"] != "complete" || msg["id"] != float64(2) || !strings.Contains(string(b), "accept cy t2") {
+		t.Errorf("retry answered %v", msg)
+	}
+	status, msg = post(3, map[string]any{}, nil)
+	if e, _ := msg["error"].(map[string]any); status != http.StatusBadRequest || e == nil || e["code"] != float64(-32021) {
+		t.Errorf("without elicitation: HTTP %d %v, want 400 and -32021", status, msg)
+	}
+}
+
+// modernRequest POSTs one 2026-07-28 request (method, Mcp-Name name, id,
+// params) and returns the HTTP status and the JSON-RPC answer.
+func modernRequest(t *testing.T, url, method, name string, id int, params map[string]any) (int, map[string]any) {
+	t.Helper()
+	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "method": method, "params": params})
+	req, _ := http.NewRequest(http.MethodPost, url, bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("MCP-Protocol-Version", "2026-07-28")
+	req.Header.Set("Mcp-Method", method)
+	req.Header.Set("Mcp-Name", name)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	resp, err := http.DefaultClient.Do(req.WithContext(ctx))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var msg map[string]any
+	if err := json.NewDecoder(resp.Body).Decode(&msg); err != nil {
+		t.Fatalf("%s answer: %v", method, err)
+	}
+	return resp.StatusCode, msg
+}
