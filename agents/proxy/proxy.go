@@ -177,7 +177,9 @@ func (p *Proxy) ServerOptions(h *server.Hooks) []server.ServerOption {
 	h.AddBeforeCallTool(func(ctx context.Context, _ any, req *mcp.CallToolRequest) {
 		p.ensureTool(ctx, req.Params.Name, req.Header)
 	})
-	opts := []server.ServerOption{server.WithLogging(), server.WithCompletions()}
+	opts := []server.ServerOption{server.WithLogging(), server.WithCompletions(),
+		server.WithCacheHints(listTTL, cacheScope), // bridged.go
+		server.WithMethodCacheHints(mcp.MethodResourcesRead, readTTL, cacheScope)}
 	if p.catalog == nil {
 		return opts
 	}

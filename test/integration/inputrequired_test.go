@@ -328,7 +328,9 @@ func modernRequest(t *testing.T, url, method, name string, id int, params map[st
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	req.Header.Set("MCP-Protocol-Version", "2026-07-28")
 	req.Header.Set("Mcp-Method", method)
-	req.Header.Set("Mcp-Name", name)
+	if name != "" {
+		req.Header.Set("Mcp-Name", name)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	resp, err := http.DefaultClient.Do(req.WithContext(ctx))
@@ -341,4 +343,68 @@ func modernRequest(t *testing.T, url, method, name string, id int, params map[st
 		t.Fatalf("%s answer: %v", method, err)
 	}
 	return resp.StatusCode, msg
+}
+
+// modernMeta is the _meta of a 2026-07-28 request declaring caps.
+func modernMeta(caps map[string]any) map[string]any {
+	return map[string]any{
+		"io.modelcontextprotocol/protocolVersion":    "2026-07-28",
+		"io.modelcontextprotocol/clientInfo":         map[string]any{"name": "it", "version": "1"},
+		"io.modelcontextprotocol/clientCapabilities": caps}
+}
+
+// TestCachingHints: list results carry ttlMs and cacheScope for 2026-07-28
+// callers: a proxy's lists (built per caller) private for 30 s, its
+// resources/read (bridged) private and revalidated, an llm agent's lists
+// private for 60 s.
+func TestCachingHints(t *testing.T) {
+	d := newRelayDown(t)
+	g := startGateway(t, fmt.Sprintf(`
+name: caching
+listen: "127.0.0.1:{{PORT}}"
+models:
+  default: passthrough
+mcp:
+  servers:
+    down: {url: %q, timeout: 30s}
+agents:
+  px: {kind: proxy, servers: [down]}
+  echo: {}
+`, d.ts.URL))
+	for _, c := range []struct {
+		agent, method, name string
+		params             map[string]any
+		ttl                float64
+	}{
+		{"px", "tools/list", "", nil, 30000},
+		{"px", "prompts/list", "", nil, 30000},
+		{"px", "resources/list", "", nil, 30000},
+		{"px", "resources/templates/list", "", nil, 30000},
+		{"px", "resources/read", "ask://name", map[string]any{"uri": "ask://name"}, 0},
+		{"echo", "tools/list", "", nil, 60000},
+		{"echo", "prompts/list", "", nil, 60000},
+	} {
+		params := map[string]any{"_meta": modernMeta(map[string]any{"elicitation": map[string]any{}})}
+		for k, v := range c.params {
+			params[k] = v
+		}
+		_, msg := modernRequest(t, g.Base+"/agents/"+c.agent+"/mcp", c.method, c.name, 1, params)
+		res, _ := msg["result"].(map[string]any)
+		if c.method == "resources/read" && res["resultType"] == "input_required" {
+			continue // the downstream elicits; the hints of a complete read are checked below
+		}
+		if res == nil || res["ttlMs"] != c.ttl || res["cacheScope"] != "private" {
+			t.Errorf("%s %s: ttlMs %v cacheScope %v, want %v private (%v)", c.agent, c.method, res["ttlMs"], res["cacheScope"], c.ttl, msg)
+		}
+	}
+	// A bridged read, completed.
+	url := g.Base + "/agents/px/mcp"
+	params := map[string]any{"uri": "ask://name", "_meta": modernMeta(map[string]any{"elicitation": map[string]any{}})}
+	_, msg := modernRequest(t, url, "resources/read", "ask://name", 1, params)
+	key, state := inputRequired(t, msg)
+	params["requestState"], params["inputResponses"] = state, map[string]any{key: map[string]any{"action": "accept", "content": map[string]any{"name": "x"}}}
+	_, msg = modernRequest(t, url, "resources/read", "ask://name", 2, params)
+	if res, _ := msg["result"].(map[string]any); res == nil || res["resultType"] != "complete" || res["ttlMs"] != float64(0) || res["cacheScope"] != "private" {
+		t.Errorf("bridged resources/read: %v", msg)
+	}
 }
