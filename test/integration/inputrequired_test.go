@@ -373,8 +373,8 @@ agents:
 `, d.ts.URL))
 	for _, c := range []struct {
 		agent, method, name string
-		params             map[string]any
-		ttl                float64
+		params              map[string]any
+		ttl                 float64
 	}{
 		{"px", "tools/list", "", nil, 30000},
 		{"px", "prompts/list", "", nil, 30000},
