@@ -174,6 +174,9 @@ func (p *Proxy) ServerOptions(h *server.Hooks) []server.ServerOption {
 		res.Tools = p.toolView(ctx, req.Header)
 		res.NextCursor = ""
 	})
+	h.AddAfterDiscover(func(ctx context.Context, _ any, req *mcp.DiscoverRequest, res *mcp.DiscoverResult) {
+		p.mergeCapabilities(ctx, req.Header, &res.Capabilities) // discover.go
+	})
 	h.AddBeforeCallTool(func(ctx context.Context, _ any, req *mcp.CallToolRequest) {
 		p.ensureTool(ctx, req.Params.Name, req.Header)
 	})

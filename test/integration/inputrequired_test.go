@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -406,5 +407,53 @@ agents:
 	_, msg = modernRequest(t, url, "resources/read", "ask://name", 2, params)
 	if res, _ := msg["result"].(map[string]any); res == nil || res["resultType"] != "complete" || res["ttlMs"] != float64(0) || res["cacheScope"] != "private" {
 		t.Errorf("bridged resources/read: %v", msg)
+	}
+}
+
+// TestDiscoverMergesDownstreams: server/discover is answered for every
+// agent; a proxy's capabilities are its downstreams' merged view: prompts
+// and resources only when a downstream of the caller declares them.
+func TestDiscoverMergesDownstreams(t *testing.T) {
+	d := newRelayDown(t)
+	toolsOnly := mcp.NewServer(&mcp.Implementation{Name: "toolsonly", Version: "1"}, nil)
+	toolsOnly.AddTool(&mcp.Tool{Name: "noop", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) { return &mcp.CallToolResult{}, nil })
+	ts := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return toolsOnly }, nil))
+	t.Cleanup(ts.Close)
+	g := startGateway(t, fmt.Sprintf(`
+name: discover
+listen: "127.0.0.1:{{PORT}}"
+models:
+  default: passthrough
+mcp:
+  servers:
+    down: {url: %q, timeout: 30s}
+    plain: {url: %q, timeout: 30s}
+agents:
+  px: {kind: proxy, servers: [down]}
+  pt: {kind: proxy, servers: [plain]}
+  echo: {}
+`, d.ts.URL, ts.URL))
+	for _, c := range []struct {
+		agent string
+		want  map[string]bool // capability → present
+	}{
+		{"px", map[string]bool{"tools": true, "prompts": true, "resources": true}},
+		{"pt", map[string]bool{"tools": true, "prompts": false, "resources": false}},
+		{"echo", map[string]bool{"tools": true}},
+	} {
+		status, msg := modernRequest(t, g.Base+"/agents/"+c.agent+"/mcp", "server/discover", "", 1,
+			map[string]any{"_meta": modernMeta(map[string]any{})})
+		res, _ := msg["result"].(map[string]any)
+		caps, _ := res["capabilities"].(map[string]any)
+		if status != http.StatusOK || caps == nil {
+			t.Errorf("%s: HTTP %d %v", c.agent, status, msg)
+			continue
+		}
+		for name, want := range c.want {
+			if _, got := caps[name]; got != want {
+				t.Errorf("%s: capability %s present %v, want %v (%v)", c.agent, name, got, want, caps)
+			}
+		}
 	}
 }
