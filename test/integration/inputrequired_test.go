@@ -417,7 +417,9 @@ func TestDiscoverMergesDownstreams(t *testing.T) {
 	d := newRelayDown(t)
 	toolsOnly := mcp.NewServer(&mcp.Implementation{Name: "toolsonly", Version: "1"}, nil)
 	toolsOnly.AddTool(&mcp.Tool{Name: "noop", InputSchema: json.RawMessage(`{"type":"object"}`)},
-		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) { return &mcp.CallToolResult{}, nil })
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{}, nil
+		})
 	ts := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return toolsOnly }, nil))
 	t.Cleanup(ts.Close)
 	g := startGateway(t, fmt.Sprintf(`
