@@ -200,6 +200,16 @@ func (e *Endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		ctx := context.WithValue(r.Context(), requestStateKey{}, rs)
 		if name, ok := msg.Params.ToolName(); ok {
 			e.bridge.inner.Ensure(ctx, name, r.Header)
+			if mcp.IsModernProtocol(r.Header.Get(mcp.HeaderProtocolVersion)) {
+				if err := e.bridge.inner.CheckParamHeaders(name, r.Header, msg.RawParams); err != nil {
+					// mcp-go would check them against the proxy's placeholder
+					// schema, which binds none (agents/proxy headers.go).
+					var id any
+					_ = json.Unmarshal(msg.ID, &id)
+					writeAnswer(w, errAnswer(id, mcp.HEADER_MISMATCH, err.Error(), nil))
+					return
+				}
+			}
 		}
 		if fastcall.ServeRoundTrip(w, r.WithContext(ctx), msg, e.bridge) {
 			return

@@ -40,7 +40,8 @@
 // mcp-go also checks Mcp-Param-* headers against x-mcp-header annotations of
 // the called tool's input schema. This package does not: the schemas of the
 // tools it answers (send_message; a proxy's placeholder schema) bind none,
-// and a change there must revisit this.
+// and a change there must revisit this. (The endpoint checks a proxied
+// tool's own bindings, the downstream's, before: agents/proxy headers.go.)
 //
 // The switch: PALLASGW_FASTCALL=off in the gateway's environment sends every
 // request through mcp-go (CI runs the end-to-end suite, conformance

@@ -146,8 +146,13 @@ type Proxy struct {
 	exactURIs  sync.Map // resource URIs registered exactly
 }
 
-// route is where an exposed name leads.
-type route struct{ server, name string }
+// route is where an exposed name leads; for a tool whose input schema
+// binds parameters to Mcp-Param-* headers (x-mcp-header), bound is the
+// downstream's definition (headers.go).
+type route struct {
+	server, name string
+	bound        *mcp.Tool
+}
 
 // catchAll is the resource template every read goes through.
 const catchAll = "{+uri}"
@@ -269,8 +274,9 @@ func (p *Proxy) toolView(ctx context.Context, inbound http.Header) []mcp.Tool {
 		}
 		for _, t := range list {
 			name := p.exposed(srv, t.Name)
-			if _, ok := p.tools.Load(name); !ok {
-				p.tools.Store(name, route{srv, t.Name})
+			r := route{srv, t.Name, headerBound(t)}
+			if old, ok := p.tools.Load(name); !ok || old.(route).bound != nil || r.bound != nil {
+				p.tools.Store(name, r)
 			}
 			names = append(names, name)
 			if p.decide(caller, srv, t.Name).Allowed {

@@ -321,7 +321,7 @@ func TestInputRequiredPromptAndResource(t *testing.T) {
 
 // modernRequest POSTs one 2026-07-28 request (method, Mcp-Name name, id,
 // params) and returns the HTTP status and the JSON-RPC answer.
-func modernRequest(t *testing.T, url, method, name string, id int, params map[string]any) (int, map[string]any) {
+func modernRequest(t *testing.T, url, method, name string, id int, params map[string]any, hdr ...string) (int, map[string]any) {
 	t.Helper()
 	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "method": method, "params": params})
 	req, _ := http.NewRequest(http.MethodPost, url, bytes.NewReader(body))
@@ -331,6 +331,9 @@ func modernRequest(t *testing.T, url, method, name string, id int, params map[st
 	req.Header.Set("Mcp-Method", method)
 	if name != "" {
 		req.Header.Set("Mcp-Name", name)
+	}
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Set(hdr[i], hdr[i+1])
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -456,6 +459,54 @@ agents:
 			if _, got := caps[name]; got != want {
 				t.Errorf("%s: capability %s present %v, want %v (%v)", c.agent, name, got, want, caps)
 			}
+		}
+	}
+}
+
+// TestParamHeaders: a proxied tool whose schema binds a parameter to an
+// Mcp-Param-* header (x-mcp-header): a 2026-07-28 call whose header agrees
+// with the body (plain or in the base64 form) goes through; one that
+// contradicts it or leaves it out gets -32020 (HTTP 400) with the request
+// id; an Mcp-Param-* header the tool does not declare is left alone.
+func TestParamHeaders(t *testing.T) {
+	s := mcp.NewServer(&mcp.Implementation{Name: "regional", Version: "1"}, nil)
+	s.AddTool(&mcp.Tool{Name: "where", InputSchema: json.RawMessage(
+		`{"type":"object","properties":{"region":{"type":"string","x-mcp-header":"Region"}},"required":["region"]}`)},
+		func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "at " + string(req.Params.Arguments)}}}, nil
+		})
+	ts := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil))
+	t.Cleanup(ts.Close)
+	g := startGateway(t, fmt.Sprintf(`
+name: headers
+listen: "127.0.0.1:{{PORT}}"
+mcp:
+  servers:
+    down: {url: %q, timeout: 30s}
+agents:
+  px: {kind: proxy, servers: [down]}
+`, ts.URL))
+	url := g.Base + "/agents/px/mcp"
+	params := map[string]any{"name": "where", "arguments": map[string]any{"region": "eu"}, "_meta": modernMeta(map[string]any{})}
+	for i, c := range []struct {
+		name string
+		hdr  []string
+		ok   bool
+	}{
+		{"plain", []string{"Mcp-Param-Region", "eu"}, true},
+		{"base64", []string{"Mcp-Param-Region", "=?base64?ZXU=?="}, true},
+		{"unknown header left alone", []string{"Mcp-Param-Region", "eu", "Mcp-Param-Other", "x"}, true},
+		{"contradicts", []string{"Mcp-Param-Region", "us"}, false},
+		{"missing", nil, false},
+	} {
+		status, msg := modernRequest(t, url, "tools/call", "where", 10+i, params, c.hdr...)
+		res, _ := msg["result"].(map[string]any)
+		e, _ := msg["error"].(map[string]any)
+		switch {
+		case c.ok && (status != http.StatusOK || res == nil || res["isError"] == true):
+			t.Errorf("%s: HTTP %d %v, want the tool's result", c.name, status, msg)
+		case !c.ok && (status != http.StatusBadRequest || e == nil || e["code"] != float64(-32020) || msg["id"] != float64(10+i)):
+			t.Errorf("%s: HTTP %d %v, want 400 and -32020 with id %d", c.name, status, msg, 10+i)
 		}
 	}
 }
