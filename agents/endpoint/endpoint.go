@@ -101,7 +101,7 @@ type SetLevelAnswerer interface {
 type Endpoint struct {
 	d       Deps
 	fastOff bool         // tests: every tools/call through mcp-go
-	bridge  *inputBridge // a proxy's 2026-07-28 calls (inputbridge.go); nil for other kinds
+	bridge  *inputBridge // a proxy's 2026-07-28 tools/call, prompts/get, resources/read (inputbridge.go); nil for other kinds
 }
 
 // requestState is what the endpoint knows of one POST, for the agent's

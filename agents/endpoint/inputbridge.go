@@ -3,10 +3,11 @@ package endpoint
 // The input-required bridge (MCP 2026-07-28 multi round-trip requests) of
 // a proxy agent. A 2026-07-28 caller cannot take server-to-client
 // requests; when a downstream sends elicitation/create,
-// sampling/createMessage or roots/list during its tools/call, the caller
+// sampling/createMessage or roots/list during its tools/call (or its
+// prompts/get or resources/read: bridgecatalog.go), the caller
 // gets an InputRequiredResult (resultType "input_required", inputRequests
-// keyed "<kind>-<n>", a sealed requestState: state.go) and retries the call
-// with inputResponses and the requestState under a new JSON-RPC id.
+// keyed "<kind>-<n>", a sealed requestState: state.go) and retries the
+// request with inputResponses and the requestState under a new JSON-RPC id.
 //
 //   - The downstream call keeps running, detached from the caller's HTTP
 //     request, and waits for the answers (each bounded by the downstream
@@ -83,7 +84,7 @@ func (b *inputBridge) TakesRoundTrips()         {}
 type inputCall struct {
 	b      *inputBridge
 	id     string
-	tool   string // bridged.what
+	what   string // bridged.what
 	args   string // digest
 	caps   capSet
 	cancel context.CancelFunc
@@ -128,8 +129,8 @@ func inputCallFrom(ctx context.Context) *inputCall {
 	return c
 }
 
-// bridged is one request the bridge runs: what names it in the state (a
-// tool's name for tools/call, "<method> <name or uri>" otherwise), args is
+// bridged is one request the bridge runs: what names it in the state
+// ("<method> <tool or prompt name, or uri>"), args is
 // the digest of its arguments, and run makes one downstream call of it and
 // returns its JSON-RPC answer (under any id).
 type bridged struct {
@@ -142,7 +143,7 @@ func (b *inputBridge) Answer(ctx context.Context, req mcp.CallToolRequest, id an
 	if !modern {
 		return b.inner.Answer(ctx, req, id, modern)
 	}
-	q := bridged{what: req.Params.Name, args: digest(rawArgs(req)), run: func(ctx context.Context, id any) any {
+	q := bridged{what: string(mcp.MethodToolsCall) + " " + req.Params.Name, args: digest(rawArgs(req)), run: func(ctx context.Context, id any) any {
 		return b.inner.Answer(ctx, req, id, true)
 	}}
 	return b.round(ctx, q, id, fastcall.RoundTripFrom(ctx))
@@ -189,7 +190,7 @@ func (b *inputBridge) round(ctx context.Context, q bridged, id any, rt *fastcall
 	if rawCaps != nil {
 		extras.Meta = map[string]json.RawMessage{mcp.MetaKeyClientCapabilities: rawCaps}
 	}
-	call := &inputCall{b: b, tool: q.what, args: q.args, caps: caps, wake: make(chan struct{}, 1),
+	call := &inputCall{b: b, what: q.what, args: q.args, caps: caps, wake: make(chan struct{}, 1),
 		seq: map[string]int{}, replay: map[string]askedInput{}, prior: map[string]askedInput{}}
 	switch {
 	case st != nil && st.IsNat:
@@ -472,7 +473,7 @@ func (c *inputCall) gather(ctx context.Context) {
 // requests. c.mu is held.
 func (c *inputCall) inputRequired(id any) any {
 	c.exp = time.Now().Add(stateTTL)
-	st := &roundState{ID: c.id, Agent: c.b.e.d.Agent, Tool: c.tool, Args: c.args, Exp: c.exp.Unix(),
+	st := &roundState{ID: c.id, Agent: c.b.e.d.Agent, Tool: c.what, Args: c.args, Exp: c.exp.Unix(),
 		Asked: map[string]askedInput{}, Prior: map[string]askedInput{}}
 	requests := map[string]json.RawMessage{}
 	for _, a := range c.asks {
@@ -505,7 +506,7 @@ func (c *inputCall) finished(final json.RawMessage, id any) any {
 		} `json:"result"`
 	}
 	if json.Unmarshal(final, &msg) == nil && msg.Result != nil && msg.Result.InputRequests != nil {
-		st := &roundState{Agent: c.b.e.d.Agent, Tool: c.tool, Args: c.args, Exp: time.Now().Add(stateTTL).Unix(), IsNat: true}
+		st := &roundState{Agent: c.b.e.d.Agent, Tool: c.what, Args: c.args, Exp: time.Now().Add(stateTTL).Unix(), IsNat: true}
 		if msg.Result.RequestState != nil {
 			st.Native = *msg.Result.RequestState
 		}

@@ -49,17 +49,19 @@ func (p *Proxy) ResourceCall(ctx context.Context, uri string, inbound http.Heade
 	if p.catalog == nil {
 		return nil
 	}
-	if _, err := p.resourceServer(ctx, uri, inbound); err != nil {
+	srv, err := p.resourceServer(ctx, uri, inbound)
+	if err != nil {
 		return nil
 	}
-	return func(ctx context.Context) (any, error) {
-		var req mcp.ReadResourceRequest
-		req.Header = inbound
-		req.Params.URI = uri
-		contents, err := p.readResource(p.relayRequests(ctx), req)
+	return func(ctx context.Context) (any, error) { // readResource's, with the server found once
+		if err := p.allowServer(ctx, srv, "resource:"+uri); err != nil {
+			return nil, err
+		}
+		res, err := p.catalog.ReadResource(p.relayRequests(ctx), srv, uri, p.outbound(ctx, srv, inbound))
 		if err != nil {
 			return nil, err
 		}
+		contents := res.Contents
 		if contents == nil {
 			contents = []mcp.ResourceContents{} // a required array, as mcp-go sends it
 		}
@@ -86,12 +88,14 @@ func (p *Proxy) Self() mcp.Implementation { return p.d.Self }
 
 // Caching hints (SEP-2549) of a proxy's results for 2026-07-28 callers.
 // Every list is built for its caller (the caller policy, and the
-// credentials its request forwards downstream): private, kept listTTL (a
-// downstream's change, or a reload's, shows within it; calls are decided
-// when made, whatever a client cached). A read is the downstream's content,
-// which a 2025-era downstream gives no freshness for: revalidated each time.
+// credentials its request forwards downstream): private. And revalidated
+// each time (ttlMs 0): a list follows its downstreams, whose changes the
+// proxy cannot push to a 2026-07-28 caller (it declares no listChanged),
+// and a downstream's change shows in the caller's next list; clients do
+// cache for the ttl (go-sdk's does). A read is the downstream's content,
+// which a 2025-era downstream gives no freshness for: revalidated too.
 const (
-	listTTL    = 30_000 // ms
+	listTTL    = 0 // ms
 	readTTL    = 0
 	cacheScope = mcp.CacheScopePrivate
 )

@@ -358,9 +358,9 @@ func modernMeta(caps map[string]any) map[string]any {
 }
 
 // TestCachingHints: list results carry ttlMs and cacheScope for 2026-07-28
-// callers: a proxy's lists (built per caller) private for 30 s, its
-// resources/read (bridged) private and revalidated, an llm agent's lists
-// private for 60 s.
+// callers: a proxy's lists (built per caller, following its downstreams)
+// and its resources/read (bridged) private and revalidated (ttlMs 0), an
+// llm agent's lists private for 60 s.
 func TestCachingHints(t *testing.T) {
 	d := newRelayDown(t)
 	g := startGateway(t, fmt.Sprintf(`
@@ -380,10 +380,10 @@ agents:
 		params              map[string]any
 		ttl                 float64
 	}{
-		{"px", "tools/list", "", nil, 30000},
-		{"px", "prompts/list", "", nil, 30000},
-		{"px", "resources/list", "", nil, 30000},
-		{"px", "resources/templates/list", "", nil, 30000},
+		{"px", "tools/list", "", nil, 0},
+		{"px", "prompts/list", "", nil, 0},
+		{"px", "resources/list", "", nil, 0},
+		{"px", "resources/templates/list", "", nil, 0},
 		{"px", "resources/read", "ask://name", map[string]any{"uri": "ask://name"}, 0},
 		{"echo", "tools/list", "", nil, 60000},
 		{"echo", "prompts/list", "", nil, 60000},
