@@ -317,6 +317,13 @@ func TestInputRequiredPromptAndResource(t *testing.T) {
 	if e, _ := msg["error"].(map[string]any); status != http.StatusBadRequest || e == nil || e["code"] != float64(-32021) {
 		t.Errorf("without elicitation: HTTP %d %v, want 400 and -32021", status, msg)
 	}
+	// A request mcp-go would refuse is left to it: an Mcp-Name that
+	// contradicts the body gets its -32020.
+	status, msg = modernRequest(t, url, "prompts/get", "other", 4, map[string]any{"name": "askprompt",
+		"_meta": modernMeta(map[string]any{"elicitation": map[string]any{}})})
+	if e, _ := msg["error"].(map[string]any); status != http.StatusBadRequest || e == nil || e["code"] != float64(-32020) {
+		t.Errorf("contradicting Mcp-Name: HTTP %d %v, want 400 and -32020", status, msg)
+	}
 }
 
 // modernRequest POSTs one 2026-07-28 request (method, Mcp-Name name, id,
