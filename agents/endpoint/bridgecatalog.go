@@ -40,58 +40,78 @@ type catalogParams struct {
 	Arguments map[string]string `json:"arguments"`
 }
 
-// serveCatalog answers msg, a 2026-07-28 prompts/get or resources/read,
-// through the bridge, and reports whether it did; when it reports false it
-// has written nothing.
-func (b *inputBridge) serveCatalog(w http.ResponseWriter, r *http.Request, msg *jsonrpc.Message, rs *requestState) bool {
+// serveCatalog answers msg, a 2026-07-28 prompts/get or resources/read of a
+// proxy agent, through the bridge, and reports whether it did; when it
+// reports false it has written nothing. The request runs as a bridged call
+// named "<method> <prompt name or uri>" (a tool name has no space, so the
+// requestState of one is never taken for the other) whose arguments are
+// the prompt's, with a Target of its own (catalogTarget).
+func (e *Endpoint) serveCatalog(w http.ResponseWriter, r *http.Request, msg *jsonrpc.Message, rs *requestState) bool {
+	p, ok := e.bridge.inner.(*proxy.Proxy)
+	if !ok {
+		return false
+	}
 	method := mcp.MCPMethod(msg.MethodName())
 	info, id, ok := modernRequest(r, msg, method)
 	if !ok {
 		return false
 	}
-	var p catalogParams
-	if json.Unmarshal(msg.RawParams, &p) != nil {
+	var params catalogParams
+	if json.Unmarshal(msg.RawParams, &params) != nil {
 		return false
 	}
 	ctx := server.WithRequestProtocolInfo(context.WithValue(r.Context(), requestStateKey{}, rs), info)
+	var req mcp.CallToolRequest
 	var call proxy.BridgedCall
-	q := bridged{what: string(method) + " "}
 	switch method {
 	case mcp.MethodPromptsGet:
-		call = b.inner.PromptCall(ctx, p.Name, p.Arguments, r.Header)
-		q.what += p.Name
-		q.args = digest(mustJSON(p.Arguments)) // encoding/json sorts map keys
+		call = p.PromptCall(ctx, params.Name, params.Arguments, r.Header)
+		req.Params.Name = string(method) + " " + params.Name
+		if params.Arguments != nil {
+			req.Params.RawArguments = mustJSON(params.Arguments)
+		}
 	case mcp.MethodResourcesRead:
-		call = b.inner.ResourceCall(ctx, p.URI, r.Header)
-		q.what += p.URI
-		q.args = digest(nil)
+		call = p.ResourceCall(ctx, params.URI, r.Header)
+		req.Params.Name = string(method) + " " + params.URI
 	}
 	if call == nil {
 		return false
 	}
-	self := b.inner.Self()
-	q.run = func(ctx context.Context, id any) any {
-		res, err := call(ctx)
-		if err != nil {
-			var rpc *mcpclient.RPCError
-			if errors.As(err, &rpc) && rpc.Code == mcp.MISSING_REQUIRED_CLIENT_CAPABILITY {
-				var data any
-				if len(rpc.Data) > 0 {
-					data = rpc.Data
-				}
-				return errAnswer(id, rpc.Code, rpc.Message, data)
-			}
-			return errAnswer(id, mcp.INTERNAL_ERROR, err.Error(), nil) // mcp-go's handlerError
-		}
-		decorate(res, self)
-		return mcp.NewJSONRPCResultResponse(mcp.NewRequestId(id), res)
-	}
-	var rt *fastcall.RoundTrip
+	req.Method, req.Header = string(mcp.MethodToolsCall), r.Header
 	if len(msg.Params.InputResponses) > 0 || len(msg.Params.RequestState) > 0 {
-		rt = &fastcall.RoundTrip{InputResponses: msg.Params.InputResponses, RequestState: msg.Params.RequestState}
+		ctx = fastcall.WithRoundTrip(ctx, &fastcall.RoundTrip{InputResponses: msg.Params.InputResponses, RequestState: msg.Params.RequestState})
 	}
-	writeAnswer(w, b.round(ctx, q, id, rt))
+	b := &inputBridge{e: e, inner: catalogTarget{call: call, self: p.Self()}}
+	writeAnswer(w, b.Answer(ctx, req, id, true))
 	return true
+}
+
+// catalogTarget is the Target of one bridged prompts/get or resources/read:
+// its Answer runs the proxy's call and makes of its result what mcp-go's
+// server would.
+type catalogTarget struct {
+	call proxy.BridgedCall
+	self mcp.Implementation
+}
+
+func (catalogTarget) Answers(string) bool { return true }
+func (catalogTarget) RawArgs() bool       { return true }
+
+func (t catalogTarget) Answer(ctx context.Context, _ mcp.CallToolRequest, id any, _ bool) any {
+	res, err := t.call(ctx)
+	if err != nil {
+		var rpc *mcpclient.RPCError
+		if errors.As(err, &rpc) && rpc.Code == mcp.MISSING_REQUIRED_CLIENT_CAPABILITY {
+			var data any
+			if len(rpc.Data) > 0 {
+				data = rpc.Data
+			}
+			return errAnswer(id, rpc.Code, rpc.Message, data)
+		}
+		return errAnswer(id, mcp.INTERNAL_ERROR, err.Error(), nil) // mcp-go's handlerError
+	}
+	decorate(res, t.self)
+	return mcp.NewJSONRPCResultResponse(mcp.NewRequestId(id), res)
 }
 
 // modernRequest reports a 2026-07-28 request of method that mcp-go would

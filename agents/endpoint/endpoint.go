@@ -198,16 +198,18 @@ func (e *Endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// whatever PALLASGW_FASTCALL says: mcp-go could not finish a call
 		// that asked its caller for input.
 		ctx := context.WithValue(r.Context(), requestStateKey{}, rs)
-		if name, ok := msg.Params.ToolName(); ok {
-			e.bridge.inner.Ensure(ctx, name, r.Header)
-			if mcp.IsModernProtocol(r.Header.Get(mcp.HeaderProtocolVersion)) {
-				if err := e.bridge.inner.CheckParamHeaders(name, r.Header, msg.RawParams); err != nil {
-					// mcp-go would check them against the proxy's placeholder
-					// schema, which binds none (agents/proxy headers.go).
-					var id any
-					_ = json.Unmarshal(msg.ID, &id)
-					writeAnswer(w, errAnswer(id, mcp.HEADER_MISMATCH, err.Error(), nil))
-					return
+		if p, ok := e.bridge.inner.(*proxy.Proxy); ok {
+			if name, ok := msg.Params.ToolName(); ok {
+				p.Ensure(ctx, name, r.Header)
+				if mcp.IsModernProtocol(r.Header.Get(mcp.HeaderProtocolVersion)) {
+					if err := p.CheckParamHeaders(name, r.Header, msg.RawParams); err != nil {
+						// mcp-go would check them against the proxy's placeholder
+						// schema, which binds none (agents/proxy headers.go).
+						var id any
+						_ = json.Unmarshal(msg.ID, &id)
+						writeAnswer(w, errAnswer(id, mcp.HEADER_MISMATCH, err.Error(), nil))
+						return
+					}
 				}
 			}
 		}
@@ -216,7 +218,7 @@ func (e *Endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if (method == string(mcp.MethodPromptsGet) || method == string(mcp.MethodResourcesRead)) && !rs.legacy && e.bridge != nil &&
-		e.bridge.serveCatalog(w, r, msg, rs) {
+		e.serveCatalog(w, r, msg, rs) {
 		return // bridgecatalog.go
 	}
 	switch {

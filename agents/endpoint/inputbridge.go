@@ -3,11 +3,10 @@ package endpoint
 // The input-required bridge (MCP 2026-07-28 multi round-trip requests) of
 // a proxy agent. A 2026-07-28 caller cannot take server-to-client
 // requests; when a downstream sends elicitation/create,
-// sampling/createMessage or roots/list during its tools/call (or its
-// prompts/get or resources/read: bridgecatalog.go), the caller
+// sampling/createMessage or roots/list during its tools/call, the caller
 // gets an InputRequiredResult (resultType "input_required", inputRequests
-// keyed "<kind>-<n>", a sealed requestState: state.go) and retries the
-// request with inputResponses and the requestState under a new JSON-RPC id.
+// keyed "<kind>-<n>", a sealed requestState: state.go) and retries the call
+// with inputResponses and the requestState under a new JSON-RPC id.
 //
 //   - The downstream call keeps running, detached from the caller's HTTP
 //     request, and waits for the answers (each bounded by the downstream
@@ -49,7 +48,6 @@ import (
 
 	"github.com/pallasgw/pallasgw/agents/fastcall"
 	"github.com/pallasgw/pallasgw/agents/mcpclient"
-	"github.com/pallasgw/pallasgw/agents/proxy"
 )
 
 const (
@@ -73,7 +71,7 @@ const (
 // inputBridge is a proxy's fast-path Target for 2026-07-28 calls.
 type inputBridge struct {
 	e     *Endpoint
-	inner *proxy.Proxy
+	inner fastcall.Target
 }
 
 func (b *inputBridge) Answers(name string) bool { return b.inner.Answers(name) }
@@ -84,7 +82,7 @@ func (b *inputBridge) TakesRoundTrips()         {}
 type inputCall struct {
 	b      *inputBridge
 	id     string
-	what   string // bridged.what
+	tool   string
 	args   string // digest
 	caps   capSet
 	cancel context.CancelFunc
@@ -129,29 +127,11 @@ func inputCallFrom(ctx context.Context) *inputCall {
 	return c
 }
 
-// bridged is one request the bridge runs: what names it in the state
-// ("<method> <tool or prompt name, or uri>"), args is
-// the digest of its arguments, and run makes one downstream call of it and
-// returns its JSON-RPC answer (under any id).
-type bridged struct {
-	what, args string
-	run        func(ctx context.Context, id any) any
-}
-
 // Answer runs one round of a 2026-07-28 call.
 func (b *inputBridge) Answer(ctx context.Context, req mcp.CallToolRequest, id any, modern bool) any {
 	if !modern {
 		return b.inner.Answer(ctx, req, id, modern)
 	}
-	q := bridged{what: string(mcp.MethodToolsCall) + " " + req.Params.Name, args: digest(rawArgs(req)), run: func(ctx context.Context, id any) any {
-		return b.inner.Answer(ctx, req, id, true)
-	}}
-	return b.round(ctx, q, id, fastcall.RoundTripFrom(ctx))
-}
-
-// round runs one round of q for a 2026-07-28 caller whose retry carried rt
-// (nil: a first round).
-func (b *inputBridge) round(ctx context.Context, q bridged, id any, rt *fastcall.RoundTrip) any {
 	info := server.RequestProtocolInfoFromContext(ctx)
 	var caps capSet
 	var rawCaps json.RawMessage
@@ -160,9 +140,10 @@ func (b *inputBridge) round(ctx context.Context, q bridged, id any, rt *fastcall
 		caps = capSet{elicitation: c.Elicitation != nil, sampling: c.Sampling != nil, roots: c.Roots != nil}
 		rawCaps, _ = json.Marshal(c)
 	}
+	args := digest(rawArgs(req))
 	var st *roundState
 	var responses map[string]json.RawMessage
-	if rt != nil {
+	if rt := fastcall.RoundTripFrom(ctx); rt != nil {
 		var err error
 		if responses, err = parseResponses(rt.InputResponses); err != nil {
 			b.e.d.Requests.rejected("inputResponses")
@@ -174,8 +155,8 @@ func (b *inputBridge) round(ctx context.Context, q bridged, id any, rt *fastcall
 				b.e.d.Requests.rejected(stateInvalid)
 				return errAnswer(id, mcp.INVALID_PARAMS, "invalid requestState: must be a string", nil)
 			}
-			if st, err = b.e.d.Requests.open(text, b.e.d.Agent); err == nil && (st.Tool != q.what || st.Args != q.args) {
-				err = &stateError{stateMismatch, "invalid requestState: it was issued for another request or other arguments"}
+			if st, err = b.e.d.Requests.open(text, b.e.d.Agent); err == nil && (st.Tool != req.Params.Name || st.Args != args) {
+				err = &stateError{stateMismatch, "invalid requestState: it was issued for another tool or other arguments"}
 			}
 			if err != nil {
 				se, _ := err.(*stateError)
@@ -190,7 +171,7 @@ func (b *inputBridge) round(ctx context.Context, q bridged, id any, rt *fastcall
 	if rawCaps != nil {
 		extras.Meta = map[string]json.RawMessage{mcp.MetaKeyClientCapabilities: rawCaps}
 	}
-	call := &inputCall{b: b, what: q.what, args: q.args, caps: caps, wake: make(chan struct{}, 1),
+	call := &inputCall{b: b, tool: req.Params.Name, args: args, caps: caps, wake: make(chan struct{}, 1),
 		seq: map[string]int{}, replay: map[string]askedInput{}, prior: map[string]askedInput{}}
 	switch {
 	case st != nil && st.IsNat:
@@ -210,19 +191,19 @@ func (b *inputBridge) round(ctx context.Context, q bridged, id any, rt *fastcall
 		call.replay = replayAnswers(st, responses)
 		b.e.d.Requests.count("replayed")
 	}
-	return call.start(ctx, q.run, id, extras)
+	return call.start(ctx, req, id, extras)
 }
 
 // start runs the downstream call detached from the caller's request and
 // serves its first round.
-func (c *inputCall) start(ctx context.Context, run func(context.Context, any) any, id any, extras *mcpclient.CallExtras) any {
+func (c *inputCall) start(ctx context.Context, req mcp.CallToolRequest, id any, extras *mcpclient.CallExtras) any {
 	c.id = newCallID()
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), maxCallLife)
 	c.cancel = cancel
 	cctx = mcpclient.WithCallExtras(context.WithValue(cctx, inputCallKey{}, c), extras)
 	go func() {
 		defer cancel()
-		ans := run(cctx, id)
+		ans := c.b.inner.Answer(cctx, req, id, true)
 		raw, err := answerJSON(ans)
 		if err != nil {
 			raw, _ = answerJSON(errAnswer(id, mcp.INTERNAL_ERROR, "encoding the answer: "+err.Error(), nil))
@@ -473,7 +454,7 @@ func (c *inputCall) gather(ctx context.Context) {
 // requests. c.mu is held.
 func (c *inputCall) inputRequired(id any) any {
 	c.exp = time.Now().Add(stateTTL)
-	st := &roundState{ID: c.id, Agent: c.b.e.d.Agent, Tool: c.what, Args: c.args, Exp: c.exp.Unix(),
+	st := &roundState{ID: c.id, Agent: c.b.e.d.Agent, Tool: c.tool, Args: c.args, Exp: c.exp.Unix(),
 		Asked: map[string]askedInput{}, Prior: map[string]askedInput{}}
 	requests := map[string]json.RawMessage{}
 	for _, a := range c.asks {
@@ -506,7 +487,7 @@ func (c *inputCall) finished(final json.RawMessage, id any) any {
 		} `json:"result"`
 	}
 	if json.Unmarshal(final, &msg) == nil && msg.Result != nil && msg.Result.InputRequests != nil {
-		st := &roundState{Agent: c.b.e.d.Agent, Tool: c.what, Args: c.args, Exp: time.Now().Add(stateTTL).Unix(), IsNat: true}
+		st := &roundState{Agent: c.b.e.d.Agent, Tool: c.tool, Args: c.args, Exp: time.Now().Add(stateTTL).Unix(), IsNat: true}
 		if msg.Result.RequestState != nil {
 			st.Native = *msg.Result.RequestState
 		}

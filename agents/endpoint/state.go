@@ -31,7 +31,7 @@ const stateVersion = 1
 type roundState struct {
 	ID     string                `json:"id,omitempty"` // the waiting call on the replica that asked
 	Agent  string                `json:"agent"`
-	Tool   string                `json:"tool"` // the request: "<method> <name or uri>"
+	Tool   string                `json:"tool"`
 	Args   string                `json:"args"` // argsDigest of the call's arguments
 	Exp    int64                 `json:"exp"`  // unix seconds
 	Asked  map[string]askedInput `json:"asked,omitempty"`

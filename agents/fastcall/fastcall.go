@@ -433,3 +433,10 @@ func Decorate(res *mcp.CallToolResult, self mcp.Implementation) {
 		meta.SetServerInfo(self)
 	}
 }
+
+// WithRoundTrip is ctx carrying rt, a 2026-07-28 request's multi
+// round-trip members, for a RoundTripTarget run outside Serve (the
+// endpoint's bridged prompts/get and resources/read).
+func WithRoundTrip(ctx context.Context, rt *RoundTrip) context.Context {
+	return context.WithValue(ctx, roundTripKey{}, rt)
+}
