@@ -201,17 +201,10 @@ func (e *Endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if p, ok := e.bridge.inner.(*proxy.Proxy); ok {
 			if name, ok := msg.Params.ToolName(); ok {
 				p.Ensure(ctx, name, r.Header)
-				if mcp.IsModernProtocol(r.Header.Get(mcp.HeaderProtocolVersion)) {
-					if err := p.CheckParamHeaders(name, r.Header, msg.RawParams); err != nil {
-						// mcp-go would check them against the proxy's placeholder
-						// schema, which binds none (agents/proxy headers.go).
-						var id any
-						_ = json.Unmarshal(msg.ID, &id)
-						writeAnswer(w, errAnswer(id, mcp.HEADER_MISMATCH, err.Error(), nil))
-						return
-					}
-				}
 			}
+		}
+		if e.paramHeadersRefused(w, r, msg) {
+			return
 		}
 		if fastcall.ServeRoundTrip(w, r.WithContext(ctx), msg, e.bridge) {
 			return
