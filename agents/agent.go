@@ -77,6 +77,12 @@ const sendMessageSchema = `{
   "required": ["message"]
 }`
 
+// listCacheTTL (ms) is how long a 2026-07-28 caller may reuse an agent's
+// list results: they change only with a reload. Private: an agent is
+// reached with each caller's own credentials, so a shared cache must not
+// serve one caller's answer to another.
+const listCacheTTL = 60_000
+
 const healthSchema = `{"type": "object", "properties": {}, "additionalProperties": false}`
 
 func newAgent(s *Set, c *config.Agent) (*Agent, error) {
@@ -95,6 +101,9 @@ func newAgent(s *Set, c *config.Agent) (*Agent, error) {
 		server.WithRecovery(),
 		server.WithTitle(c.Title),
 		server.WithDescription(c.Description),
+		// Caching hints of list results for 2026-07-28 callers (a proxy
+		// sets its own: its lists are built per caller).
+		server.WithCacheHints(listCacheTTL, mcp.CacheScopePrivate),
 	}
 	if c.Kind == config.KindProxy {
 		if a.proxy, err = proxy.New(a.proxyDeps()); err != nil {

@@ -45,6 +45,8 @@ func (s *Set) NewDirectory() *Directory {
 		server.WithToolCapabilities(false),
 		server.WithRecovery(),
 		server.WithDescription("Every agent of "+s.deps.Config.Name+" as one tool each."),
+		// The list is filtered per caller: private.
+		server.WithCacheHints(listCacheTTL, mcp.CacheScopePrivate),
 		// Applied to tools/list and to every tools/call (mcp-go checks the
 		// called tool through the same filter).
 		server.WithToolFilter(func(ctx context.Context, tools []mcp.Tool) []mcp.Tool {

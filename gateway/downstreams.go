@@ -224,3 +224,13 @@ func (d *downstreams) ReadResource(ctx context.Context, server, uri string, hdr 
 	}
 	return m.ReadResource(ctx, server, uri, hdr)
 }
+
+var _ proxy.CapabilitiesDownstream = (*downstreams)(nil)
+
+func (d *downstreams) Capabilities(ctx context.Context, server string, hdr http.Header) (mcp.ServerCapabilities, error) {
+	m, err := d.get(server)
+	if err != nil {
+		return mcp.ServerCapabilities{}, err
+	}
+	return m.Capabilities(ctx, server, hdr)
+}

@@ -113,7 +113,7 @@ type SetLevelAnswerer interface {
 type Endpoint struct {
 	d       Deps
 	fastOff bool         // tests: every tools/call through mcp-go
-	bridge  *inputBridge // a proxy's 2026-07-28 calls (inputbridge.go); nil for other kinds
+	bridge  *inputBridge // a proxy's 2026-07-28 tools/call, prompts/get, resources/read (inputbridge.go); nil for other kinds
 }
 
 // requestState is what the endpoint knows of one POST, for the agent's
@@ -215,9 +215,16 @@ func (e *Endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				p.Ensure(ctx, name, r.Header)
 			}
 		}
+		if e.paramHeadersRefused(w, r, msg) {
+			return
+		}
 		if fastcall.ServeRoundTrip(w, r.WithContext(ctx), msg, e.bridge) {
 			return
 		}
+	}
+	if (method == string(mcp.MethodPromptsGet) || method == string(mcp.MethodResourcesRead)) && !rs.legacy && e.bridge != nil &&
+		e.serveCatalog(w, r, msg, rs) {
+		return // bridgecatalog.go
 	}
 	switch {
 	case method == string(mcp.MethodNotificationCancelled) && rs.sessionID != "":

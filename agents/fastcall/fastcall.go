@@ -40,7 +40,8 @@
 // mcp-go also checks Mcp-Param-* headers against x-mcp-header annotations of
 // the called tool's input schema. This package does not: the schemas of the
 // tools it answers (send_message; a proxy's placeholder schema) bind none,
-// and a change there must revisit this.
+// and a change there must revisit this. (The endpoint checks a proxied
+// tool's own bindings, the downstream's, before: agents/proxy headers.go.)
 //
 // The switch: PALLASGW_FASTCALL=off in the gateway's environment sends every
 // request through mcp-go (CI runs the end-to-end suite, conformance
@@ -431,4 +432,11 @@ func Decorate(res *mcp.CallToolResult, self mcp.Implementation) {
 	if meta := res.EnsureResultMeta(); meta.ServerInfo() == nil {
 		meta.SetServerInfo(self)
 	}
+}
+
+// WithRoundTrip is ctx carrying rt, a 2026-07-28 request's multi
+// round-trip members, for a RoundTripTarget run outside Serve (the
+// endpoint's bridged prompts/get and resources/read).
+func WithRoundTrip(ctx context.Context, rt *RoundTrip) context.Context {
+	return context.WithValue(ctx, roundTripKey{}, rt)
 }

@@ -34,7 +34,7 @@ func (p *Proxy) promptView(ctx context.Context, inbound http.Header) []mcp.Promp
 		for _, pr := range res.Prompts {
 			name := p.exposed(srv, pr.Name)
 			if _, ok := p.prompts.Load(name); !ok {
-				p.prompts.Store(name, route{srv, pr.Name})
+				p.prompts.Store(name, route{server: srv, name: pr.Name})
 			}
 			if _, ok := p.promptsReg.Load(name); !ok {
 				missing = append(missing, server.ServerPrompt{Prompt: mcp.NewPrompt(name), Handler: p.getPrompt})

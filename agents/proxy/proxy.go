@@ -149,8 +149,13 @@ type Proxy struct {
 	exactURIs  sync.Map // resource URIs registered exactly
 }
 
-// route is where an exposed name leads.
-type route struct{ server, name string }
+// route is where an exposed name leads; for a tool whose input schema
+// binds parameters to Mcp-Param-* headers (x-mcp-header), bound is the
+// downstream's definition (headers.go).
+type route struct {
+	server, name string
+	bound        *mcp.Tool
+}
 
 // catchAll is the resource template every read goes through.
 const catchAll = "{+uri}"
@@ -178,10 +183,15 @@ func (p *Proxy) ServerOptions(h *server.Hooks) []server.ServerOption {
 		res.Tools = p.toolView(ctx, req.Header)
 		res.NextCursor = ""
 	})
+	h.AddAfterDiscover(func(ctx context.Context, _ any, req *mcp.DiscoverRequest, res *mcp.DiscoverResult) {
+		p.mergeCapabilities(ctx, req.Header, &res.Capabilities) // discover.go
+	})
 	h.AddBeforeCallTool(func(ctx context.Context, _ any, req *mcp.CallToolRequest) {
 		p.ensureTool(ctx, req.Params.Name, req.Header)
 	})
-	opts := []server.ServerOption{server.WithLogging(), server.WithCompletions()}
+	opts := []server.ServerOption{server.WithLogging(), server.WithCompletions(),
+		server.WithCacheHints(listTTL, cacheScope), // bridged.go
+		server.WithMethodCacheHints(mcp.MethodResourcesRead, readTTL, cacheScope)}
 	if p.catalog == nil {
 		return opts
 	}
@@ -280,8 +290,9 @@ func (p *Proxy) toolViewFailed(ctx context.Context, inbound http.Header) ([]mcp.
 		}
 		for _, t := range list {
 			name := p.exposed(srv, t.Name)
-			if _, ok := p.tools.Load(name); !ok {
-				p.tools.Store(name, route{srv, t.Name})
+			r := route{srv, t.Name, headerBound(t)}
+			if old, ok := p.tools.Load(name); !ok || old.(route).bound != nil || r.bound != nil {
+				p.tools.Store(name, r)
 			}
 			names = append(names, name)
 			if p.decide(caller, srv, t.Name).Allowed {

@@ -230,11 +230,13 @@ agents:
 
 	t.Run("token exchange", func(t *testing.T) {
 		tok := idp.token(t, "erin", pxURL, nil) // a caller not seen before: nothing cached
+		// Counted from before the session: its server/discover already asks
+		// the downstreams for their capabilities with the exchanged token.
+		before := idp.exchanges.Load()
 		cs, err := bearerSession(t, pxURL, tok)
 		if err != nil {
 			t.Fatal(err)
 		}
-		before := idp.exchanges.Load()
 		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 		defer cancel()
 		for range 3 {

@@ -31,7 +31,8 @@ func newRelayDown(t *testing.T) *relayDown {
 	t.Helper()
 	d := &relayDown{blocked: map[string]bool{}, stop: make(chan struct{})}
 	s := mcp.NewServer(&mcp.Implementation{Name: "relaydown", Version: "1"}, &mcp.ServerOptions{
-		Capabilities: &mcp.ServerCapabilities{Logging: &mcp.LoggingCapabilities{}, Tools: &mcp.ToolCapabilities{}}})
+		Capabilities: &mcp.ServerCapabilities{Logging: &mcp.LoggingCapabilities{}, Tools: &mcp.ToolCapabilities{},
+			Prompts: &mcp.PromptCapabilities{}, Resources: &mcp.ResourceCapabilities{}}})
 	schema := json.RawMessage(`{"type":"object","properties":{"tag":{"type":"string"}}}`)
 	text := func(s string) *mcp.CallToolResult {
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: s}}}
@@ -97,6 +98,32 @@ func newRelayDown(t *testing.T) *relayDown {
 		d.canceled = append(d.canceled, args.Tag)
 		d.mu.Unlock()
 		return nil, ctx.Err()
+	})
+	// A prompt and a resource that elicit while they answer (the input-required
+	// bridge of prompts/get and resources/read).
+	elicitName := func(ctx context.Context, ss *mcp.ServerSession) string {
+		ctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		go func() { // an elicitation nobody answers must not hold Close
+			select {
+			case <-d.stop:
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
+		res, err := ss.Elicit(ctx, &mcp.ElicitParams{Message: "Your name?", RequestedSchema: json.RawMessage(
+			`{"type":"object","properties":{"name":{"type":"string"}},"required":["name"]}`)})
+		if err != nil {
+			return "elicitation failed: " + err.Error()
+		}
+		return fmt.Sprintf("%s %v", res.Action, res.Content["name"])
+	}
+	s.AddPrompt(&mcp.Prompt{Name: "askprompt"}, func(ctx context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+		return &mcp.GetPromptResult{Messages: []*mcp.PromptMessage{{Role: "user",
+			Content: &mcp.TextContent{Text: elicitName(ctx, req.Session) + " " + req.Params.Arguments["tag"]}}}}, nil
+	})
+	s.AddResource(&mcp.Resource{URI: "ask://name", Name: "askres"}, func(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+		return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: "ask://name", Text: elicitName(ctx, req.Session)}}}, nil
 	})
 	d.ts = httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil))
 	t.Cleanup(d.ts.Close)

@@ -1,0 +1,178 @@
+package endpoint
+
+// prompts/get and resources/read of a proxy agent for 2026-07-28 callers,
+// through the input-required bridge (inputbridge.go), as tools/call goes
+// through it: a downstream that asks for elicitation, sampling or roots
+// while it renders a prompt or reads a resource gets its answer from the
+// caller's retry. The endpoint answers these requests itself (mcp-go could
+// not finish a request that asked its caller for input) when it is sure of
+// them; anything else (a request mcp-go would refuse: headers that do not
+// match the body, an unknown version, no client capabilities; a name no
+// server of the caller offers) goes to mcp-go, which answers it as before.
+//
+// The answer is what mcp-go's server makes of the handler's result for a
+// 2026-07-28 caller: resultType, the agent's identity in _meta, and for
+// resources/read the caching hints; a handler's error is an internal error,
+// except a downstream's missing client capability (-32021), which the
+// caller gets as it is. It is always JSON: progress and log messages of a
+// bridged prompts/get or resources/read are not relayed.
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/pallasgw/pallasgw/agents/fastcall"
+	"github.com/pallasgw/pallasgw/agents/jsonrpc"
+	"github.com/pallasgw/pallasgw/agents/mcpclient"
+	"github.com/pallasgw/pallasgw/agents/proxy"
+)
+
+// catalogParams are the params of a prompts/get or resources/read as the
+// bridge reads them.
+type catalogParams struct {
+	Name      string            `json:"name"`
+	URI       string            `json:"uri"`
+	Arguments map[string]string `json:"arguments"`
+}
+
+// serveCatalog answers msg, a 2026-07-28 prompts/get or resources/read of a
+// proxy agent, through the bridge, and reports whether it did; when it
+// reports false it has written nothing. The request runs as a bridged call
+// named "<method> <prompt name or uri>" (a tool name has no space, so the
+// requestState of one is never taken for the other) whose arguments are
+// the prompt's, with a Target of its own (catalogTarget).
+func (e *Endpoint) serveCatalog(w http.ResponseWriter, r *http.Request, msg *jsonrpc.Message, rs *requestState) bool {
+	p, ok := e.bridge.inner.(*proxy.Proxy)
+	if !ok {
+		return false
+	}
+	method := mcp.MCPMethod(msg.MethodName())
+	info, id, ok := modernRequest(r, msg, method)
+	if !ok {
+		return false
+	}
+	var params catalogParams
+	if json.Unmarshal(msg.RawParams, &params) != nil {
+		return false
+	}
+	ctx := server.WithRequestProtocolInfo(context.WithValue(r.Context(), requestStateKey{}, rs), info)
+	var req mcp.CallToolRequest
+	var call proxy.BridgedCall
+	switch method {
+	case mcp.MethodPromptsGet:
+		call = p.PromptCall(ctx, params.Name, params.Arguments, r.Header)
+		req.Params.Name = string(method) + " " + params.Name
+		if params.Arguments != nil {
+			req.Params.RawArguments = mustJSON(params.Arguments)
+		}
+	case mcp.MethodResourcesRead:
+		call = p.ResourceCall(ctx, params.URI, r.Header)
+		req.Params.Name = string(method) + " " + params.URI
+	}
+	if call == nil {
+		return false
+	}
+	req.Method, req.Header = string(mcp.MethodToolsCall), r.Header
+	if len(msg.Params.InputResponses) > 0 || len(msg.Params.RequestState) > 0 {
+		ctx = fastcall.WithRoundTrip(ctx, &fastcall.RoundTrip{InputResponses: msg.Params.InputResponses, RequestState: msg.Params.RequestState})
+	}
+	b := &inputBridge{e: e, inner: catalogTarget{call: call, self: p.Self()}}
+	writeAnswer(w, b.Answer(ctx, req, id, true))
+	return true
+}
+
+// catalogTarget is the Target of one bridged prompts/get or resources/read:
+// its Answer runs the proxy's call and makes of its result what mcp-go's
+// server would.
+type catalogTarget struct {
+	call proxy.BridgedCall
+	self mcp.Implementation
+}
+
+func (catalogTarget) Answers(string) bool { return true }
+func (catalogTarget) RawArgs() bool       { return true }
+
+func (t catalogTarget) Answer(ctx context.Context, _ mcp.CallToolRequest, id any, _ bool) any {
+	res, err := t.call(ctx)
+	if err != nil {
+		var rpc *mcpclient.RPCError
+		if errors.As(err, &rpc) && rpc.Code == mcp.MISSING_REQUIRED_CLIENT_CAPABILITY {
+			var data any
+			if len(rpc.Data) > 0 {
+				data = rpc.Data
+			}
+			return errAnswer(id, rpc.Code, rpc.Message, data)
+		}
+		return errAnswer(id, mcp.INTERNAL_ERROR, err.Error(), nil) // mcp-go's handlerError
+	}
+	decorate(res, t.self)
+	return mcp.NewJSONRPCResultResponse(mcp.NewRequestId(id), res)
+}
+
+// modernRequest reports a 2026-07-28 request of method that mcp-go would
+// accept as it is (handlePost's checks: Content-Type, the protocol version
+// in the header and in _meta, no Last-Event-ID, the client capabilities in
+// _meta, Mcp-Method and Mcp-Name), with its protocol info and JSON-RPC id
+// (numbers as float64, as mcp-go decodes them).
+func modernRequest(r *http.Request, msg *jsonrpc.Message, method mcp.MCPMethod) (*server.RequestProtocolInfo, any, bool) {
+	h := r.Header
+	version := msg.MetaString(mcp.MetaKeyProtocolVersion)
+	if !fastcall.JSONContent(h.Get("Content-Type")) || string(msg.JSONRPC) != `"2.0"` || !msg.ParamsRead() ||
+		len(msg.Result) > 0 || len(msg.Error) > 0 || !jsonrpc.IsNull(msg.Params.Task) ||
+		h.Get(mcp.HeaderProtocolVersion) != version || !mcp.IsModernProtocol(version) || !mcp.IsValidProtocolVersion(version) ||
+		h.Get(mcp.HeaderLastEventID) != "" || mcp.ValidateStandardHeaders(h.Get, version, method, msg.RawParams) != nil {
+		return nil, nil, false
+	}
+	meta, _ := msg.Meta()
+	var caps mcp.ClientCapabilities
+	if raw := meta[mcp.MetaKeyClientCapabilities]; jsonrpc.IsNull(raw) || json.Unmarshal(raw, &caps) != nil {
+		return nil, nil, false
+	}
+	var id any
+	if jsonrpc.IsNull(msg.ID) || (msg.ID[0] != '"' && msg.ID[0] != '-' && (msg.ID[0] < '0' || msg.ID[0] > '9')) ||
+		json.Unmarshal(msg.ID, &id) != nil {
+		return nil, nil, false
+	}
+	return &server.RequestProtocolInfo{Modern: true, ProtocolVersion: version, ClientCapabilities: &caps,
+		LogLevel: mcp.LoggingLevel(msg.MetaString(mcp.MetaKeyLogLevel))}, id, true
+}
+
+// decorate stamps res as mcp-go's decorateResponse does for a 2026-07-28
+// caller: resultType "complete" unless set, the server's identity in _meta
+// unless the result names one, and the caching hints of a read.
+func decorate(res any, self mcp.Implementation) {
+	if m, ok := res.(mcp.ResultMetadata); ok {
+		if m.GetResultType() == "" {
+			m.SetResultType(mcp.ResultTypeComplete)
+		}
+		if meta := m.EnsureResultMeta(); meta != nil && meta.ServerInfo() == nil {
+			meta.SetServerInfo(self)
+		}
+	}
+	if c, ok := res.(mcp.CacheHintSetter); ok {
+		ttl, scope := proxy.ReadCacheHints()
+		c.SetCacheHints(ttl, scope)
+	}
+}
+
+// writeAnswer writes a JSON-RPC answer as JSON, with the HTTP status
+// 2026-07-28 gives its error code.
+func writeAnswer(w http.ResponseWriter, ans any) {
+	raw, err := answerJSON(ans)
+	status := http.StatusOK
+	if err != nil {
+		ans = errAnswer(nil, mcp.INTERNAL_ERROR, "encoding the answer: "+err.Error(), nil)
+		raw, _ = answerJSON(ans)
+	}
+	if e, ok := ans.(mcp.JSONRPCError); ok {
+		status = fastcall.HTTPStatus(e.Error.Code)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(raw)
+}

@@ -1,0 +1,35 @@
+package endpoint
+
+import (
+	"encoding/json"
+	"net/http"
+
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/pallasgw/pallasgw/agents/jsonrpc"
+	"github.com/pallasgw/pallasgw/agents/proxy"
+)
+
+// paramHeadersRefused answers a 2026-07-28 tools/call of a proxied tool
+// whose Mcp-Param-* headers disagree with its arguments with -32020 (HTTP
+// 400) and reports whether it did. mcp-go would check them against the
+// proxy's placeholder schema, which binds none: the proxy checks them
+// against the downstream tool's own bindings (agents/proxy headers.go).
+func (e *Endpoint) paramHeadersRefused(w http.ResponseWriter, r *http.Request, msg *jsonrpc.Message) bool {
+	p, ok := e.bridge.inner.(*proxy.Proxy)
+	if !ok || !mcp.IsModernProtocol(r.Header.Get(mcp.HeaderProtocolVersion)) {
+		return false
+	}
+	name, ok := msg.Params.ToolName()
+	if !ok {
+		return false
+	}
+	err := p.CheckParamHeaders(name, r.Header, msg.RawParams)
+	if err == nil {
+		return false
+	}
+	var id any
+	_ = json.Unmarshal(msg.ID, &id)
+	writeAnswer(w, errAnswer(id, mcp.HEADER_MISMATCH, err.Error(), nil))
+	return true
+}
