@@ -642,7 +642,9 @@ func TestIdentityTokenExchange(t *testing.T) {
 	sessions := map[string]*mcp.ClientSession{}
 	for _, c := range clients {
 		tokens[c.ID] = h.token(t, c, []string{"mcp.tools"}, deskURL)
-		sessions[c.ID] = mustSession(t, deskURL, tokens[c.ID])
+		if c.ID != "carol-app" { // carol connects once the token endpoint is down (below)
+			sessions[c.ID] = mustSession(t, deskURL, tokens[c.ID])
+		}
 	}
 	secrets := map[string]string{"the exchange client secret": asSecret}
 	for id, tok := range tokens {
@@ -700,9 +702,12 @@ func TestIdentityTokenExchange(t *testing.T) {
 	}
 
 	// The token endpoint goes down: carol, who has no exchanged token yet,
-	// gets a clear error for billing; her plain calls and alice's and
+	// connects only now (a 2026-07-28 client's server/discover reaches the
+	// downstreams, so connecting earlier would have exchanged her token),
+	// and gets a clear error for billing; her plain calls and alice's and
 	// bob's cached billing calls go on.
 	as.p.stop()
+	sessions["carol-app"] = mustSession(t, deskURL, tokens["carol-app"])
 	_, err := callTool(sessions["carol-app"], "billing__whoami", nil)
 	if err == nil {
 		t.Errorf("carol's billing call succeeded with the token endpoint down")
