@@ -154,6 +154,7 @@ func agentCall(t *testing.T, url, tool string, id int, args, caps, extra map[str
 	defer resp.Body.Close()
 	raw, _ := io.ReadAll(resp.Body)
 	if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		// the last data line is the answer
 		lines := strings.Split(strings.TrimSpace(string(raw)), "\n")
 		for i := len(lines) - 1; i >= 0; i-- {
 			if d, ok := strings.CutPrefix(lines[i], "data: "); ok {

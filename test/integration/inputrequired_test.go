@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -36,50 +35,13 @@ agents:
 `, stateKeyB64, downURL, timeout))
 }
 
-// modernCall POSTs one 2026-07-28 tools/call of tool with params extra
-// (inputResponses, requestState) and returns the HTTP status and the
-// JSON-RPC answer.
+// modernCall POSTs one 2026-07-28 tools/call of tool, without arguments,
+// from a caller that declared elicitation, with params extra
+// (inputResponses, requestState), and returns the HTTP status and the
+// JSON-RPC answer (agentCall).
 func modernCall(t *testing.T, url, tool string, id int, extra map[string]any) (int, map[string]any) {
 	t.Helper()
-	params := map[string]any{"name": tool, "arguments": map[string]any{},
-		"_meta": map[string]any{
-			"io.modelcontextprotocol/protocolVersion":    "2026-07-28",
-			"io.modelcontextprotocol/clientInfo":         map[string]any{"name": "it", "version": "1"},
-			"io.modelcontextprotocol/clientCapabilities": map[string]any{"elicitation": map[string]any{}},
-		}}
-	for k, v := range extra {
-		params[k] = v
-	}
-	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params})
-	req, _ := http.NewRequest(http.MethodPost, url, bytes.NewReader(body))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set("MCP-Protocol-Version", "2026-07-28")
-	req.Header.Set("Mcp-Method", "tools/call")
-	req.Header.Set("Mcp-Name", tool)
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	resp, err := http.DefaultClient.Do(req.WithContext(ctx))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
-	if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
-		// the last data line is the answer
-		lines := strings.Split(strings.TrimSpace(string(raw)), "\n")
-		for i := len(lines) - 1; i >= 0; i-- {
-			if d, ok := strings.CutPrefix(lines[i], "data: "); ok {
-				raw = []byte(d)
-				break
-			}
-		}
-	}
-	var msg map[string]any
-	if err := json.Unmarshal(raw, &msg); err != nil {
-		t.Fatalf("answer %q: %v", raw, err)
-	}
-	return resp.StatusCode, msg
+	return agentCall(t, url, tool, id, map[string]any{}, elicitCaps, extra)
 }
 
 // inputRequired checks that msg is an input_required answer with one
