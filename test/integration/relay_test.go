@@ -27,6 +27,22 @@ type relayDown struct {
 	stop     chan struct{} // closed when the test ends
 }
 
+// live is ctx, also ended when the test ends: a tool waiting for its
+// caller's answer (a call the gateway parked and nobody retried) must not
+// hold the server's Close, which waits for its handlers (go-sdk's session
+// Close does not end a handler's pending request).
+func (d *relayDown) live(ctx context.Context) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(ctx)
+	go func() {
+		select {
+		case <-d.stop:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, cancel
+}
+
 func newRelayDown(t *testing.T) *relayDown {
 	t.Helper()
 	d := &relayDown{blocked: map[string]bool{}, stop: make(chan struct{})}
@@ -46,6 +62,8 @@ func newRelayDown(t *testing.T) *relayDown {
 		return text("logged"), nil
 	})
 	s.AddTool(&mcp.Tool{Name: "ask", InputSchema: schema}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		ctx, cancel := d.live(ctx)
+		defer cancel()
 		res, err := req.Session.Elicit(ctx, &mcp.ElicitParams{Message: "Your name?", RequestedSchema: json.RawMessage(
 			`{"type":"object","properties":{"name":{"type":"string","default":"ann"}},"required":["name"]}`)})
 		if err != nil {
@@ -54,6 +72,8 @@ func newRelayDown(t *testing.T) *relayDown {
 		return text(fmt.Sprintf("%s %v", res.Action, res.Content["name"])), nil
 	})
 	s.AddTool(&mcp.Tool{Name: "sample", InputSchema: schema}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		ctx, cancel := d.live(ctx)
+		defer cancel()
 		var args struct{ Tag string }
 		_ = json.Unmarshal(req.Params.Arguments, &args)
 		// A log message first, so that the request follows a relayed
@@ -73,6 +93,8 @@ func newRelayDown(t *testing.T) *relayDown {
 		return text(fmt.Sprintf("%s by %s", tc.Text, res.Model)), nil
 	})
 	s.AddTool(&mcp.Tool{Name: "roots", InputSchema: schema}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		ctx, cancel := d.live(ctx)
+		defer cancel()
 		res, err := req.Session.ListRoots(ctx, nil)
 		if err != nil {
 			return text(fmt.Sprint("roots failed: ", err)), nil
