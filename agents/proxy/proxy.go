@@ -184,7 +184,11 @@ func (p *Proxy) ServerOptions(h *server.Hooks) []server.ServerOption {
 		res.NextCursor = ""
 	})
 	h.AddAfterDiscover(func(ctx context.Context, _ any, req *mcp.DiscoverRequest, res *mcp.DiscoverResult) {
-		p.mergeCapabilities(ctx, req.Header, &res.Capabilities) // discover.go
+		p.mergeCapabilities(ctx, req.Header, &res.Capabilities)    // discover.go
+		p.advertiseTasks(ctx, req.Header, &res.Capabilities, true) // tasks.go
+	})
+	h.AddAfterInitialize(func(ctx context.Context, _ any, req *mcp.InitializeRequest, res *mcp.InitializeResult) {
+		p.advertiseTasks(ctx, req.Header, &res.Capabilities, false) // tasks.go
 	})
 	h.AddBeforeCallTool(func(ctx context.Context, _ any, req *mcp.CallToolRequest) {
 		p.ensureTool(ctx, req.Params.Name, req.Header)
