@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -155,24 +154,93 @@ func taskStatus(t *testing.T, url, who, id string) string {
 func TestProxyTasks(t *testing.T) {
 	tasky, other, plain := newTaskDown(t, true), newTaskDown(t, true), newTaskDown(t, false)
 	cfg := fmt.Sprintf(tasksCfg, tasky.ts.URL, other.ts.URL, plain.ts.URL)
-	var g1, g2 *gw
-	var wg sync.WaitGroup
-	wg.Add(2)
-	go func() { defer wg.Done(); g1 = startGateway(t, cfg) }()
-	go func() { defer wg.Done(); g2 = startGateway(t, cfg) }()
-	wg.Wait()
-	if g1 == nil || g2 == nil {
-		t.Fatal("a gateway did not start")
-	}
+	g1, g2 := startGateway(t, cfg), startGateway(t, cfg) // two replicas of one config
 	px1, px2 := g1.Base+"/agents/px/mcp", g2.Base+"/agents/px/mcp"
 
-	// Advertised: the extension and the capability, from the downstreams.
-	_, msg := taskRPC(t, px1, "web", "server/discover", nil)
-	caps, _ := rpcResult(t, "discover", msg)["capabilities"].(map[string]any)
-	ext, _ := caps["extensions"].(map[string]any)
-	if _, ok := ext["io.modelcontextprotocol/tasks"]; !ok || caps["tasks"] == nil {
-		t.Fatalf("px does not advertise tasks: %v", caps)
+	t.Run("advertised", func(t *testing.T) {
+		// The extension (2026-07-28) and the capability, from the downstreams.
+		_, msg := taskRPC(t, px1, "web", "server/discover", nil)
+		caps, _ := rpcResult(t, "discover", msg)["capabilities"].(map[string]any)
+		ext, _ := caps["extensions"].(map[string]any)
+		if _, ok := ext["io.modelcontextprotocol/tasks"]; !ok || caps["tasks"] == nil {
+			t.Fatalf("px does not advertise tasks: %v", caps)
+		}
+		// The capability at a session-based initialize.
+		if caps := legacyInit(t, px1); caps["tasks"] == nil {
+			t.Fatalf("px does not declare tasks at initialize: %v", caps)
+		}
+	})
+	t.Run("lifecycle", func(t *testing.T) { taskLifecycle(t, tasky, px1, px2) })
+	t.Run("forged", func(t *testing.T) {
+		// A forged id naming a server web may not use is refused; so is one
+		// naming no server of the agent.
+		for _, forged := range []string{"other/0b0e4f5c-forged", "nowhere/x"} {
+			status, msg := taskRPC(t, px1, "web", "tasks/get", map[string]any{"taskId": forged})
+			code, m := rpcError(t, "forged "+forged, msg)
+			if code != -32602 || status != 400 || !strings.Contains(m, "task") {
+				t.Fatalf("forged %s: %d %v %q", forged, status, code, m)
+			}
+		}
+	})
+	t.Run("unknown", func(t *testing.T) {
+		// A task id the downstream does not know (its session gone, or
+		// never): the downstream's not-found, with the reason.
+		_, msg := taskRPC(t, px1, "web", "tasks/get", map[string]any{"taskId": "tasky/no-such-task"})
+		if code, m := rpcError(t, "unknown", msg); code != -32602 || !strings.Contains(m, "not found") || !strings.Contains(m, "session") {
+			t.Fatalf("unknown task: %v %q", code, m)
+		}
+	})
+	t.Run("flat", func(t *testing.T) {
+		// An agent whose downstreams lack tasks advertises none and does
+		// not know tasks/*.
+		flat := g1.Base + "/agents/flat/mcp"
+		_, msg := taskRPC(t, flat, "web", "server/discover", nil)
+		caps, _ := rpcResult(t, "flat discover", msg)["capabilities"].(map[string]any)
+		if ext, _ := caps["extensions"].(map[string]any); caps["tasks"] != nil || ext["io.modelcontextprotocol/tasks"] != nil {
+			t.Fatalf("flat advertises tasks: %v", caps)
+		}
+		if caps := legacyInit(t, flat); caps["tasks"] != nil {
+			t.Fatalf("flat declares tasks at initialize: %v", caps)
+		}
+		for _, m := range []string{"tasks/get", "tasks/list"} {
+			_, msg = taskRPC(t, flat, "web", m, map[string]any{"taskId": "plain/x"})
+			if code, _ := rpcError(t, "flat "+m, msg); code != -32601 {
+				t.Fatalf("flat %s: %v", m, msg)
+			}
+		}
+	})
+}
+
+// legacyInit is a 2025-11-25 initialize of url by web; it returns the
+// declared capabilities.
+func legacyInit(t *testing.T, url string) map[string]any {
+	t.Helper()
+	body := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"it","version":"1"}}}`
+	req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Authorization", "Bearer web-token-0123456789abcdef")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
 	}
+	defer resp.Body.Close()
+	var msg struct {
+		Result struct {
+			Capabilities map[string]any `json:"capabilities"`
+		} `json:"result"`
+	}
+	raw, _ := io.ReadAll(resp.Body)
+	if err := json.Unmarshal(raw, &msg); err != nil || msg.Result.Capabilities == nil {
+		t.Fatalf("initialize: %d %q", resp.StatusCode, raw)
+	}
+	return msg.Result.Capabilities
+}
+
+// taskLifecycle creates two tasks through px1, reads them through px2 (the
+// other replica), lists them, cancels one, and polls the other until it
+// completes once released, then fetches its result.
+func taskLifecycle(t *testing.T, tasky *taskDown, px1, px2 string) {
 
 	create := func(url string) string {
 		t.Helper()
@@ -186,6 +254,7 @@ func TestProxyTasks(t *testing.T) {
 		return id
 	}
 	done, stopped := create(px1), create(px1)
+	var msg map[string]any
 
 	// The second replica serves the first one's task.
 	if s := taskStatus(t, px2, "web", done); s != "working" {
@@ -222,35 +291,5 @@ func TestProxyTasks(t *testing.T) {
 	_, msg = taskRPC(t, px2, "web", "tasks/result", map[string]any{"taskId": done})
 	if b, _ := json.Marshal(rpcResult(t, "tasks/result", msg)["content"]); !strings.Contains(string(b), "held and released") {
 		t.Fatalf("tasks/result: %v", msg)
-	}
-
-	// A forged id naming a server web may not use is refused; so is one
-	// naming no server of the agent.
-	for _, forged := range []string{"other/" + strings.TrimPrefix(done, "tasky/"), "nowhere/x"} {
-		status, msg := taskRPC(t, px1, "web", "tasks/get", map[string]any{"taskId": forged})
-		code, m := rpcError(t, "forged "+forged, msg)
-		if code != -32602 || status != 400 || !strings.Contains(m, "task") {
-			t.Fatalf("forged %s: %d %v %q", forged, status, code, m)
-		}
-	}
-	// A task id the downstream does not know: the honest not-found.
-	_, msg = taskRPC(t, px1, "web", "tasks/get", map[string]any{"taskId": "tasky/no-such-task"})
-	if code, m := rpcError(t, "unknown", msg); code != -32602 || !strings.Contains(m, "not found") || !strings.Contains(m, "session") {
-		t.Fatalf("unknown task: %v %q", code, m)
-	}
-
-	// An agent whose downstreams lack tasks advertises none and does not
-	// know tasks/*.
-	flat := g1.Base + "/agents/flat/mcp"
-	_, msg = taskRPC(t, flat, "web", "server/discover", nil)
-	caps, _ = rpcResult(t, "flat discover", msg)["capabilities"].(map[string]any)
-	if ext, _ := caps["extensions"].(map[string]any); caps["tasks"] != nil || ext["io.modelcontextprotocol/tasks"] != nil {
-		t.Fatalf("flat advertises tasks: %v", caps)
-	}
-	for _, m := range []string{"tasks/get", "tasks/list"} {
-		_, msg = taskRPC(t, flat, "web", m, map[string]any{"taskId": "plain/x"})
-		if code, _ := rpcError(t, "flat "+m, msg); code != -32601 {
-			t.Fatalf("flat %s: %v", m, msg)
-		}
 	}
 }
