@@ -45,6 +45,9 @@ func isTaskRequest(method string, msg *jsonrpc.Message) bool {
 // and reports whether it did (false: it wrote nothing).
 func (e *Endpoint) serveTask(w http.ResponseWriter, r *http.Request, body []byte, msg *jsonrpc.Message, rs *requestState) bool {
 	ctx := context.WithValue(r.Context(), requestStateKey{}, rs)
+	if !rs.legacy && !modernHeadersMatch(r, msg) {
+		return false // mcp-go answers the mismatch
+	}
 	if !e.d.Tasks.SupportsTasks(ctx, r.Header) {
 		return false
 	}
@@ -71,6 +74,9 @@ func (e *Endpoint) serveTask(w http.ResponseWriter, r *http.Request, body []byte
 		}
 		req.Header = r.Header
 		e.d.Tasks.Ensure(ctx, req.Params.Name, r.Header)
+		if e.bridge != nil && e.paramHeadersRefused(w, r, msg) {
+			return true
+		}
 		res, err = e.d.Tasks.CallAsTask(ctx, req, msg.Params.Task)
 	} else {
 		params := msg.RawParams
@@ -118,4 +124,14 @@ func withResultType(res json.RawMessage) json.RawMessage {
 		return res
 	}
 	return b
+}
+
+// modernHeadersMatch reports whether a 2026-07-28 request's standard
+// headers (protocol version, Mcp-Method, Mcp-Name) agree with its body, as
+// mcp-go checks them before it dispatches.
+func modernHeadersMatch(r *http.Request, msg *jsonrpc.Message) bool {
+	version := msg.MetaString(mcp.MetaKeyProtocolVersion)
+	h := r.Header
+	return h.Get(mcp.HeaderProtocolVersion) == version && mcp.IsValidProtocolVersion(version) &&
+		mcp.ValidateStandardHeaders(h.Get, version, mcp.MCPMethod(msg.MethodName()), msg.RawParams) == nil
 }

@@ -15,6 +15,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"strconv"
+	"time"
 
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
@@ -26,6 +27,7 @@ import (
 // as it sent it. A downstream's JSON-RPC error comes back as an *RPCError
 // with its code and message.
 func (m *Manager) TaskRequest(ctx context.Context, server, method string, params json.RawMessage, hdr http.Header) (json.RawMessage, error) {
+	start := time.Now()
 	var res json.RawMessage
 	err := m.do(ctx, server, method, hdr, func(ctx context.Context, _ *session, cli *client.Client) error {
 		id := "pgw-task-" + strconv.FormatUint(m.callSeq.Add(1), 36)
@@ -43,5 +45,6 @@ func (m *Manager) TaskRequest(ctx context.Context, server, method string, params
 		res = resp.Result
 		return nil
 	})
+	m.observe(server, start, false, err) // pallasgw_downstream_calls_total, as a tools/call
 	return res, err
 }

@@ -33,7 +33,6 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
-	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"go.uber.org/zap"
@@ -219,9 +218,7 @@ func (p *Proxy) Task(ctx context.Context, method string, params json.RawMessage,
 	// A fresh request: the caller's _meta (a 2026-07-28 caller's) would be
 	// refused by a session-based downstream.
 	out, _ := json.Marshal(map[string]string{"taskId": downID})
-	start := time.Now()
 	res, err := down.TaskRequest(ctx, srv, method, out, hdr)
-	p.d.Observe(caller, srv+" "+method, p.d.Outcome(ctx, err), start)
 	if err != nil {
 		return nil, p.taskFailed(ctx, id, srv, method, err)
 	}

@@ -76,7 +76,7 @@ agents:
 
 // taskRPC POSTs one 2026-07-28 request and returns the HTTP status and the
 // JSON-RPC answer.
-func taskRPC(t *testing.T, url, who, method string, params map[string]any) (int, map[string]any) {
+func taskRPC(t *testing.T, url, who, method string, params map[string]any, hdr ...string) (int, map[string]any) {
 	t.Helper()
 	if params == nil {
 		params = map[string]any{}
@@ -96,6 +96,9 @@ func taskRPC(t *testing.T, url, who, method string, params map[string]any) (int,
 		req.Header.Set("Mcp-Name", name)
 	}
 	req.Header.Set("Authorization", "Bearer "+who+"-token-0123456789abcdef")
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Set(hdr[i], hdr[i+1])
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	resp, err := http.DefaultClient.Do(req.WithContext(ctx))
@@ -180,6 +183,15 @@ func TestProxyTasks(t *testing.T) {
 			if code != -32602 || status != 400 || !strings.Contains(m, "task") {
 				t.Fatalf("forged %s: %d %v %q", forged, status, code, m)
 			}
+		}
+	})
+	t.Run("header mismatch", func(t *testing.T) {
+		// A task-augmented call whose Mcp-Name contradicts its body gets
+		// the protocol's header-mismatch error, as any call does.
+		status, msg := taskRPC(t, px1, "web", "tools/call", map[string]any{"name": "tasky__hold", "arguments": map[string]any{},
+			"task": map[string]any{"ttl": 600000}}, "Mcp-Name", "other__hold")
+		if code, _ := rpcError(t, "mismatch", msg); code != -32020 || status != 400 {
+			t.Fatalf("mismatched Mcp-Name: %d %v", status, msg)
 		}
 	})
 	t.Run("unknown", func(t *testing.T) {
