@@ -301,7 +301,13 @@ func taskLifecycle(t *testing.T, tasky *taskDown, px1, px2 string) {
 		time.Sleep(5 * time.Millisecond)
 	}
 	_, msg = taskRPC(t, px2, "web", "tasks/result", map[string]any{"taskId": done})
-	if b, _ := json.Marshal(rpcResult(t, "tasks/result", msg)["content"]); !strings.Contains(string(b), "held and released") {
+	res := rpcResult(t, "tasks/result", msg)
+	if b, _ := json.Marshal(res["content"]); !strings.Contains(string(b), "held and released") {
 		t.Fatalf("tasks/result: %v", msg)
+	}
+	// The result names its task (_meta related-task) by the caller's id.
+	meta, _ := res["_meta"].(map[string]any)
+	if rel, _ := meta["io.modelcontextprotocol/related-task"].(map[string]any); rel["taskId"] != done {
+		t.Fatalf("tasks/result _meta: %v", res["_meta"])
 	}
 }
