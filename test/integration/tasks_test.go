@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -26,6 +27,20 @@ import (
 type taskDown struct {
 	ts      *httptest.Server
 	release chan struct{}
+
+	mu      sync.Mutex
+	tenants map[string]map[string]bool // method → X-Tenant-ID values it came with
+}
+
+// tenantsOf lists the X-Tenant-ID values method came with.
+func (d *taskDown) tenantsOf(method string) []string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var out []string
+	for v := range d.tenants[method] {
+		out = append(out, v)
+	}
+	return out
 }
 
 func newTaskDown(t *testing.T, tasks bool) *taskDown {
@@ -48,7 +63,24 @@ func newTaskDown(t *testing.T, tasks bool) *taskDown {
 				return nil, fmt.Errorf("test over")
 			}
 		})
-	d.ts = httptest.NewServer(server.NewStreamableHTTPServer(s, server.WithStateLess(true)))
+	h := server.NewStreamableHTTPServer(s, server.WithStateLess(true))
+	d.tenants = map[string]map[string]bool{}
+	d.ts = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		var m struct {
+			Method string `json:"method"`
+		}
+		if json.Unmarshal(body, &m) == nil && m.Method != "" {
+			d.mu.Lock()
+			if d.tenants[m.Method] == nil {
+				d.tenants[m.Method] = map[string]bool{}
+			}
+			d.tenants[m.Method][r.Header.Get("X-Tenant-ID")] = true
+			d.mu.Unlock()
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		h.ServeHTTP(w, r)
+	}))
 	t.Cleanup(func() { close(stop); d.ts.Close() })
 	return d
 }
@@ -66,7 +98,7 @@ policy:
     web: {servers: [tasky, plain]}
 mcp:
   servers:
-    tasky: {url: %q}
+    tasky: {url: %q, forward_headers: {X-Tenant-ID: X-Tenant-ID}}
     other: {url: %q}
     plain: {url: %q}
 agents:
@@ -96,6 +128,7 @@ func taskRPC(t *testing.T, url, who, method string, params map[string]any, hdr .
 		req.Header.Set("Mcp-Name", name)
 	}
 	req.Header.Set("Authorization", "Bearer "+who+"-token-0123456789abcdef")
+	req.Header.Set("X-Tenant-ID", "tenant-"+who)
 	for i := 0; i+1 < len(hdr); i += 2 {
 		req.Header.Set(hdr[i], hdr[i+1])
 	}
@@ -174,6 +207,15 @@ func TestProxyTasks(t *testing.T) {
 		}
 	})
 	t.Run("lifecycle", func(t *testing.T) { taskLifecycle(t, tasky, px1, px2) })
+	t.Run("credentials", func(t *testing.T) {
+		// Every downstream request of the tasks went out with the caller's
+		// forwarded header, as its tools/call did.
+		for _, m := range []string{"tools/call", "tasks/get", "tasks/list", "tasks/cancel", "tasks/result"} {
+			if got := tasky.tenantsOf(m); len(got) != 1 || got[0] != "tenant-web" {
+				t.Errorf("%s reached the downstream with X-Tenant-ID %q, want only tenant-web", m, got)
+			}
+		}
+	})
 	t.Run("forged", func(t *testing.T) {
 		// A forged id naming a server web may not use is refused; so is one
 		// naming no server of the agent.
