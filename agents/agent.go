@@ -123,7 +123,7 @@ func newAgent(s *Set, c *config.Agent) (*Agent, error) {
 	d.Route = a.route
 	switch {
 	case a.proxy != nil:
-		d.Fast, d.SetLevel, d.Rounds = a.proxy, a.proxy, a.proxy
+		d.Fast, d.SetLevel, d.Rounds, d.Tasks = a.proxy, a.proxy, a.proxy, a.proxy
 	case a.executeTool != nil:
 		d.Rounds = endpoint.Tool{Name: "execute_tool", Handler: a.executeTool, Self: a.self()}
 	case a.run != nil:

@@ -234,3 +234,13 @@ func (d *downstreams) Capabilities(ctx context.Context, server string, hdr http.
 	}
 	return m.Capabilities(ctx, server, hdr)
 }
+
+var _ proxy.TaskDownstream = (*downstreams)(nil)
+
+func (d *downstreams) TaskRequest(ctx context.Context, server, method string, params json.RawMessage, hdr http.Header) (json.RawMessage, error) {
+	m, err := d.get(server)
+	if err != nil {
+		return nil, err
+	}
+	return m.TaskRequest(ctx, server, method, params, hdr)
+}

@@ -101,6 +101,9 @@ type Deps struct {
 	// caller (nil: it can); the endpoint then answers with that error
 	// itself. nil: mcp-go answers every name.
 	Route func(ctx context.Context, name string, inbound http.Header) error
+	// Tasks routes the tasks extension's requests (tasks.go); nil: mcp-go
+	// answers them.
+	Tasks TaskRouter
 }
 
 // SetLevelAnswerer answers a session-based caller's logging/setLevel (id is
@@ -204,6 +207,9 @@ func (e *Endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		default:
 			rs.sessionID = r.Header.Get(server.HeaderKeySessionID)
 		}
+	}
+	if e.d.Tasks != nil && isTaskRequest(method, msg) && e.serveTask(w, r, body, msg, rs) {
+		return // tasks.go
 	}
 	if method == string(mcp.MethodToolsCall) && !rs.legacy && e.bridge != nil {
 		// A bridged 2026-07-28 call runs through the input-required bridge,

@@ -167,6 +167,11 @@ func typedRequest(r rawRequest) (mcp.CallToolRequest, error) {
 		}
 		req.Params.Arguments = args
 	}
+	if t := r.extra.task(); t != nil {
+		if err := json.Unmarshal(t, &req.Params.Task); err != nil {
+			return req, fmt.Errorf("task: %w", err)
+		}
+	}
 	if r.token != "" || r.traceparent != "" {
 		req.Params.Meta = &mcp.Meta{}
 	}

@@ -83,6 +83,14 @@ type CallExtras struct {
 	Meta   map[string]json.RawMessage
 }
 
+// task is the caller's task param (a task-augmented call), or nil.
+func (x *CallExtras) task() json.RawMessage {
+	if x == nil {
+		return nil
+	}
+	return x.Params["task"]
+}
+
 type extrasKey struct{}
 
 // WithCallExtras returns ctx whose downstream tools/call carries x.

@@ -43,6 +43,10 @@
 // (notifications/resources/updated cannot reach a caller of a stateless
 // endpoint); completion/complete answers an empty completion.
 //
+// The tasks extension (task-augmented tools/call, tasks/get, tasks/result,
+// tasks/cancel, tasks/list) is routed to the downstream that owns the task
+// by an id that names its server; tasks.go says how.
+//
 // An answer is plain JSON unless something streams before it (progress,
 // logging, a server-to-client request), as mcp-go and the downstreams
 // answer: a client parses a JSON answer for about half the CPU of the same
@@ -184,7 +188,11 @@ func (p *Proxy) ServerOptions(h *server.Hooks) []server.ServerOption {
 		res.NextCursor = ""
 	})
 	h.AddAfterDiscover(func(ctx context.Context, _ any, req *mcp.DiscoverRequest, res *mcp.DiscoverResult) {
-		p.mergeCapabilities(ctx, req.Header, &res.Capabilities) // discover.go
+		p.mergeCapabilities(ctx, req.Header, &res.Capabilities)    // discover.go
+		p.advertiseTasks(ctx, req.Header, &res.Capabilities, true) // tasks.go
+	})
+	h.AddAfterInitialize(func(ctx context.Context, _ any, req *mcp.InitializeRequest, res *mcp.InitializeResult) {
+		p.advertiseTasks(ctx, req.Header, &res.Capabilities, false) // tasks.go
 	})
 	h.AddBeforeCallTool(func(ctx context.Context, _ any, req *mcp.CallToolRequest) {
 		p.ensureTool(ctx, req.Params.Name, req.Header)

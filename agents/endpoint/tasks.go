@@ -1,0 +1,137 @@
+package endpoint
+
+// tasks/* and task-augmented tools/call of a proxy agent (the tasks
+// extension; agents/proxy tasks.go routes them). The endpoint answers them
+// itself when a server the caller may use declares tasks: mcp-go's server
+// would look the task up in its own store. Otherwise they go to mcp-go,
+// which answers method-not-found (tasks/*) or "does not support task
+// augmentation" (tools/call with a task), as for any agent without tasks.
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/pallasgw/pallasgw/agents/jsonrpc"
+	"github.com/pallasgw/pallasgw/agents/proxy"
+)
+
+// TaskRouter routes the tasks of an agent (*proxy.Proxy implements it).
+type TaskRouter interface {
+	SupportsTasks(ctx context.Context, inbound http.Header) bool
+	Task(ctx context.Context, method string, params json.RawMessage, inbound http.Header) (json.RawMessage, error)
+	CallAsTask(ctx context.Context, req mcp.CallToolRequest, task json.RawMessage) (json.RawMessage, error)
+	Ensure(ctx context.Context, name string, inbound http.Header)
+}
+
+var _ TaskRouter = (*proxy.Proxy)(nil)
+
+// isTaskRequest reports a request of the tasks extension: tasks/get,
+// tasks/result, tasks/cancel, tasks/list, or a tools/call with a task.
+func isTaskRequest(method string, msg *jsonrpc.Message) bool {
+	switch mcp.MCPMethod(method) {
+	case mcp.MethodTasksGet, mcp.MethodTasksResult, mcp.MethodTasksCancel, mcp.MethodTasksList:
+		return !jsonrpc.IsNull(msg.ID)
+	case mcp.MethodToolsCall:
+		return !jsonrpc.IsNull(msg.ID) && msg.ParamsRead() && !jsonrpc.IsNull(msg.Params.Task)
+	}
+	return false
+}
+
+// serveTask answers a task request when the caller's servers declare tasks,
+// and reports whether it did (false: it wrote nothing).
+func (e *Endpoint) serveTask(w http.ResponseWriter, r *http.Request, body []byte, msg *jsonrpc.Message, rs *requestState) bool {
+	ctx := context.WithValue(r.Context(), requestStateKey{}, rs)
+	if !rs.legacy && !modernHeadersMatch(r, msg) {
+		return false // mcp-go answers the mismatch
+	}
+	if !e.d.Tasks.SupportsTasks(ctx, r.Header) {
+		return false
+	}
+	status := func(code int) int {
+		if rs.legacy {
+			return http.StatusOK
+		}
+		switch code { // mcp-go's httpStatusForJSONRPCError
+		case mcp.METHOD_NOT_FOUND:
+			return http.StatusNotFound
+		case mcp.INVALID_PARAMS:
+			return http.StatusBadRequest
+		}
+		return http.StatusOK
+	}
+	method := msg.MethodName()
+	var res json.RawMessage
+	var err error
+	if method == string(mcp.MethodToolsCall) {
+		var req mcp.CallToolRequest
+		if err := json.Unmarshal(body, &req); err != nil {
+			writeRPCError(w, status(mcp.INVALID_PARAMS), msg.ID, mcp.INVALID_PARAMS, "params: "+err.Error())
+			return true
+		}
+		req.Header = r.Header
+		e.d.Tasks.Ensure(ctx, req.Params.Name, r.Header)
+		if e.bridge != nil && e.paramHeadersRefused(w, r, msg) {
+			return true
+		}
+		res, err = e.d.Tasks.CallAsTask(ctx, req, msg.Params.Task)
+	} else {
+		params := msg.RawParams
+		if jsonrpc.IsNull(params) {
+			params = json.RawMessage(`{}`)
+		}
+		res, err = e.d.Tasks.Task(ctx, method, params, r.Header)
+	}
+	if err != nil {
+		code := mcp.INTERNAL_ERROR
+		var te *proxy.TaskError
+		if errors.As(err, &te) {
+			code = te.Code
+		}
+		writeRPCError(w, status(code), msg.ID, code, err.Error())
+		return true
+	}
+	if !rs.legacy {
+		res = withResultType(res)
+	}
+	b, _ := json.Marshal(struct {
+		JSONRPC string          `json:"jsonrpc"`
+		ID      json.RawMessage `json:"id"`
+		Result  json.RawMessage `json:"result"`
+	}{"2.0", msg.ID, res})
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(b)
+	return true
+}
+
+// withResultType adds resultType "complete" to a result that has none, as
+// every 2026-07-28 result carries one.
+func withResultType(res json.RawMessage) json.RawMessage {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(res, &m) != nil {
+		return res
+	}
+	if _, ok := m["resultType"]; ok {
+		return res
+	}
+	m["resultType"] = json.RawMessage(`"complete"`)
+	b, err := json.Marshal(m)
+	if err != nil {
+		return res
+	}
+	return b
+}
+
+// modernHeadersMatch reports whether a 2026-07-28 request's standard
+// headers (protocol version, Mcp-Method, Mcp-Name) agree with its body, as
+// mcp-go checks them before it dispatches.
+func modernHeadersMatch(r *http.Request, msg *jsonrpc.Message) bool {
+	version := msg.MetaString(mcp.MetaKeyProtocolVersion)
+	h := r.Header
+	return h.Get(mcp.HeaderProtocolVersion) == version && mcp.IsValidProtocolVersion(version) &&
+		mcp.ValidateStandardHeaders(h.Get, version, mcp.MCPMethod(msg.MethodName()), msg.RawParams) == nil
+}

@@ -1,0 +1,342 @@
+package proxy
+
+// The tasks extension (io.modelcontextprotocol/tasks; in the 2025-11-25
+// revision the tasks capability) of a proxy agent: a task-augmented
+// tools/call, tasks/get, tasks/result, tasks/cancel and tasks/list are
+// routed to the downstream that owns the task.
+//
+// Task ids. The id a caller sees is "<server>/<downstream id>": it names
+// the server that owns the task, so any replica routes a tasks/* request
+// without shared state. The id is not a secret and not a capability: the
+// caller may only reach tasks on servers it may use (policy.callers), and
+// the request goes out with the caller's own outbound credentials, exactly
+// as a tools/call does, so a downstream that keys tasks by credentials or
+// session refuses another caller's id as it would refuse it directly.
+//
+// Session-based downstreams keep a task in the session that created it
+// (mcp-go does). Downstream sessions are pooled per outbound credential
+// set and can be replaced (a lost connection, an idle expiry, another
+// replica's pool): the downstream then answers "task not found", and the
+// caller gets -32602 with that reason and the note that the task's
+// session may be gone. A stateless downstream keeps its tasks whatever
+// session asks.
+//
+// Advertising. The agent declares tasks (capabilities.tasks and, for
+// 2026-07-28 callers, the io.modelcontextprotocol/tasks extension) only
+// when a server the caller may use declares them; otherwise tasks/* get
+// mcp-go's method-not-found, as for any agent without tasks.
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"go.uber.org/zap"
+
+	"github.com/pallasgw/pallasgw/agents/mcpclient"
+	"github.com/pallasgw/pallasgw/policy"
+)
+
+// TasksExtension is the extension id of the tasks extension (MCP 2026-07-28).
+const TasksExtension = "io.modelcontextprotocol/tasks"
+
+// relatedTaskKey is the _meta key a downstream names a result's task with.
+const relatedTaskKey = "io.modelcontextprotocol/related-task"
+
+// TaskDownstream is what the proxy needs to route tasks
+// (*mcpclient.Manager implements it).
+type TaskDownstream interface {
+	CapabilitiesDownstream
+	TaskRequest(ctx context.Context, server, method string, params json.RawMessage, hdr http.Header) (json.RawMessage, error)
+}
+
+var _ TaskDownstream = (*mcpclient.Manager)(nil)
+
+// TaskError is a tasks/* request the proxy answers with a JSON-RPC error.
+type TaskError struct {
+	Code    int
+	Message string
+}
+
+func (e *TaskError) Error() string { return e.Message }
+
+// taskServers are the servers the caller of ctx may use that declare
+// tasks, with the merged capability (nil: none does).
+func (p *Proxy) taskServers(ctx context.Context, inbound http.Header) ([]string, *mcp.TasksCapability) {
+	down, ok := p.d.Downstream.(TaskDownstream)
+	if !ok {
+		return nil, nil
+	}
+	var out []string
+	var merged *mcp.TasksCapability
+	for _, srv := range p.servers(callerOf(ctx)) {
+		c, err := down.Capabilities(ctx, srv, p.outbound(ctx, srv, inbound))
+		if err != nil {
+			p.listFailed(ctx, "tasks", srv, err)
+			continue
+		}
+		t := c.Tasks
+		if t == nil {
+			if _, ext := c.Extensions[TasksExtension]; ext {
+				t = &mcp.TasksCapability{}
+			}
+		}
+		if t == nil {
+			continue
+		}
+		out = append(out, srv)
+		if merged == nil {
+			merged = &mcp.TasksCapability{}
+		}
+		if t.List != nil {
+			merged.List = &struct{}{}
+		}
+		if t.Cancel != nil {
+			merged.Cancel = &struct{}{}
+		}
+		if t.Requests != nil && t.Requests.Tools != nil && t.Requests.Tools.Call != nil {
+			merged.Requests = t.Requests
+		}
+	}
+	return out, merged
+}
+
+// TasksCapability is the tasks capability the agent declares to the caller
+// of ctx: the merge of its servers', nil when none declares tasks.
+func (p *Proxy) TasksCapability(ctx context.Context, inbound http.Header) *mcp.TasksCapability {
+	_, c := p.taskServers(ctx, inbound)
+	return c
+}
+
+// SupportsTasks reports whether a server the caller of ctx may use declares
+// tasks.
+func (p *Proxy) SupportsTasks(ctx context.Context, inbound http.Header) bool {
+	return p.TasksCapability(ctx, inbound) != nil
+}
+
+// advertiseTasks adds the tasks capability and extension to caps when a
+// server of the caller declares them.
+func (p *Proxy) advertiseTasks(ctx context.Context, inbound http.Header, caps *mcp.ServerCapabilities, extension bool) {
+	t := p.TasksCapability(ctx, inbound)
+	if t == nil {
+		return
+	}
+	caps.Tasks = t
+	if extension {
+		ext := make(map[string]any, len(caps.Extensions)+1)
+		for k, v := range caps.Extensions {
+			ext[k] = v
+		}
+		ext[TasksExtension] = map[string]any{}
+		caps.Extensions = ext
+	}
+}
+
+// CallAsTask runs a task-augmented tools/call (task is the caller's task
+// param) and returns the downstream's result with its task id named for
+// the caller. The call is decided, audited and counted as any tools/call.
+func (p *Proxy) CallAsTask(ctx context.Context, req mcp.CallToolRequest, task json.RawMessage) (json.RawMessage, error) {
+	v, ok := p.tools.Load(req.Params.Name)
+	if !ok {
+		return nil, &TaskError{mcp.INVALID_PARAMS, fmt.Sprintf("tool %q not found", req.Params.Name)}
+	}
+	srv := v.(route).server
+	if !p.serverHasTasks(ctx, srv, req.Header) {
+		return nil, &TaskError{mcp.METHOD_NOT_FOUND, fmt.Sprintf("tool %q does not support task augmentation: server %s does not declare tasks", req.Params.Name, srv)}
+	}
+	x := &mcpclient.CallExtras{Params: map[string]json.RawMessage{"task": task}}
+	ctx = mcpclient.WithCallExtras(ctx, x)
+	raw, _ := p.d.Downstream.(RawDownstream)
+	res, rr, err := p.forward(ctx, req, raw)
+	switch {
+	case err != nil:
+		var rpc *mcpclient.RPCError
+		if errors.As(err, &rpc) {
+			return nil, &TaskError{rpc.Code, rpc.Message}
+		}
+		return nil, &TaskError{mcp.INTERNAL_ERROR, err.Error()}
+	case rr != nil:
+		return renameTasks(rr.JSON, srv), nil
+	}
+	b, err := json.Marshal(res)
+	if err != nil {
+		return nil, &TaskError{mcp.INTERNAL_ERROR, err.Error()}
+	}
+	return b, nil
+}
+
+// serverHasTasks reports whether srv declares tasks to the caller's
+// credentials.
+func (p *Proxy) serverHasTasks(ctx context.Context, srv string, inbound http.Header) bool {
+	servers, _ := p.taskServers(ctx, inbound)
+	for _, s := range servers {
+		if s == srv {
+			return true
+		}
+	}
+	return false
+}
+
+// Task answers one tasks/get, tasks/result, tasks/cancel or tasks/list of
+// the caller of ctx.
+func (p *Proxy) Task(ctx context.Context, method string, params json.RawMessage, inbound http.Header) (json.RawMessage, error) {
+	down, ok := p.d.Downstream.(TaskDownstream)
+	if !ok {
+		return nil, &TaskError{mcp.METHOD_NOT_FOUND, "tasks are not supported"}
+	}
+	if method == string(mcp.MethodTasksList) {
+		return p.listTasks(ctx, down, inbound)
+	}
+	var p0 struct {
+		TaskID string `json:"taskId"`
+	}
+	if json.Unmarshal(params, &p0) != nil || p0.TaskID == "" {
+		return nil, &TaskError{mcp.INVALID_PARAMS, "taskId: a string is required"}
+	}
+	id := p0.TaskID
+	srv, downID, ok := strings.Cut(id, "/")
+	if !ok || !p.isServer(srv) {
+		return nil, &TaskError{mcp.INVALID_PARAMS, fmt.Sprintf("task %q not found: it names no server of agent %s", id, p.d.Agent)}
+	}
+	caller := callerOf(ctx)
+	if d := p.d.Callers.AllowServer(caller, srv); !d.Allowed {
+		p.d.Auditor.Record(ctx, policy.AuditEvent{RequestID: p.d.RequestID(ctx), Caller: caller, Agent: p.d.Agent,
+			Server: srv, Tool: method, Decision: d, Outcome: "denied"})
+		return nil, &TaskError{mcp.INVALID_PARAMS, fmt.Sprintf("task %q is refused: server %s is denied by policy (%s)", id, srv, d.Reason)}
+	}
+	if !p.serverHasTasks(ctx, srv, inbound) {
+		return nil, &TaskError{mcp.INVALID_PARAMS, fmt.Sprintf("task %q not found: server %s does not declare tasks (or cannot be reached)", id, srv)}
+	}
+	hdr, err := p.d.Outbound(ctx, srv, inbound)
+	if err != nil {
+		return nil, &TaskError{mcp.INTERNAL_ERROR, fmt.Sprintf("composing the credentials of server %s failed (request id %s)", srv, p.d.RequestID(ctx))}
+	}
+	// A fresh request: the caller's _meta (a 2026-07-28 caller's) would be
+	// refused by a session-based downstream.
+	out, _ := json.Marshal(map[string]string{"taskId": downID})
+	res, err := down.TaskRequest(ctx, srv, method, out, hdr)
+	if err != nil {
+		return nil, p.taskFailed(ctx, id, srv, method, err)
+	}
+	return renameTasks(res, srv), nil
+}
+
+// taskFailed is the caller's error for a tasks/* request that failed
+// downstream.
+func (p *Proxy) taskFailed(ctx context.Context, id, srv, method string, err error) error {
+	var rpc *mcpclient.RPCError
+	if errors.As(err, &rpc) {
+		msg := fmt.Sprintf("task %q: server %s: %s", id, srv, rpc.Message)
+		if rpc.Code == mcp.INVALID_PARAMS && strings.Contains(rpc.Message, "not found") {
+			msg += " (a task lives in the downstream session that created it; that session may have ended or been replaced)"
+		}
+		return &TaskError{rpc.Code, msg}
+	}
+	rid := p.d.RequestID(ctx)
+	p.d.Logger.Warn("downstream task request failed", zap.String("request_id", rid), zap.String("server", srv),
+		zap.String("op", method), zap.String("outcome", mcpclient.Outcome(err)), zap.Error(err))
+	return &TaskError{mcp.INTERNAL_ERROR, fmt.Sprintf("task %q: server %s: %v (request id %s)", id, srv, err, rid)}
+}
+
+// listTasks merges the task lists of the caller's servers that declare
+// tasks/list (first pages only: the merged list has no cursor).
+func (p *Proxy) listTasks(ctx context.Context, down TaskDownstream, inbound http.Header) (json.RawMessage, error) {
+	servers, _ := p.taskServers(ctx, inbound)
+	tasks := []json.RawMessage{}
+	for _, srv := range servers {
+		hdr, err := p.d.Outbound(ctx, srv, inbound)
+		var res json.RawMessage
+		if err == nil {
+			res, err = down.TaskRequest(ctx, srv, string(mcp.MethodTasksList), json.RawMessage(`{}`), hdr)
+		}
+		if err != nil {
+			p.listFailed(ctx, string(mcp.MethodTasksList), srv, err)
+			continue
+		}
+		var list struct {
+			Tasks []json.RawMessage `json:"tasks"`
+		}
+		if json.Unmarshal(renameTasks(res, srv), &list) != nil {
+			continue
+		}
+		tasks = append(tasks, list.Tasks...)
+	}
+	b, err := json.Marshal(map[string]any{"tasks": tasks})
+	if err != nil {
+		return nil, &TaskError{mcp.INTERNAL_ERROR, err.Error()}
+	}
+	return b, nil
+}
+
+func (p *Proxy) isServer(srv string) bool {
+	for _, s := range p.d.Servers {
+		if s == srv {
+			return true
+		}
+	}
+	return false
+}
+
+// renameTasks names the task ids of a downstream result for the caller:
+// "<server>/<id>" for the taskId of the result itself (tasks/get,
+// tasks/cancel), of its task (a created task), of each of its tasks
+// (tasks/list) and of its _meta related-task. Other members are kept as
+// the downstream sent them.
+func renameTasks(raw json.RawMessage, srv string) json.RawMessage {
+	var top map[string]json.RawMessage
+	if json.Unmarshal(raw, &top) != nil {
+		return raw
+	}
+	renameID(top, srv)
+	for _, key := range []string{"task"} {
+		top[key] = renameIn(top[key], srv)
+	}
+	if list := top["tasks"]; len(list) > 0 {
+		var items []json.RawMessage
+		if json.Unmarshal(list, &items) == nil {
+			for i := range items {
+				items[i] = renameIn(items[i], srv)
+			}
+			top["tasks"], _ = json.Marshal(items)
+		}
+	}
+	if meta := top["_meta"]; len(meta) > 0 {
+		var m map[string]json.RawMessage
+		if json.Unmarshal(meta, &m) == nil && m[relatedTaskKey] != nil {
+			m[relatedTaskKey] = renameIn(m[relatedTaskKey], srv)
+			top["_meta"], _ = json.Marshal(m)
+		}
+	}
+	for k, v := range top {
+		if v == nil {
+			delete(top, k)
+		}
+	}
+	b, err := json.Marshal(top)
+	if err != nil {
+		return raw
+	}
+	return b
+}
+
+// renameIn renames the taskId of one JSON object (nil stays nil).
+func renameIn(raw json.RawMessage, srv string) json.RawMessage {
+	var m map[string]json.RawMessage
+	if len(raw) == 0 || json.Unmarshal(raw, &m) != nil {
+		return raw
+	}
+	renameID(m, srv)
+	b, _ := json.Marshal(m)
+	return b
+}
+
+func renameID(m map[string]json.RawMessage, srv string) {
+	var id string
+	if json.Unmarshal(m["taskId"], &id) == nil && id != "" {
+		m["taskId"], _ = json.Marshal(srv + "/" + id)
+	}
+}
