@@ -145,6 +145,14 @@ func agentCall(t *testing.T, url, tool string, id int, args, caps, extra map[str
 	req.Header.Set("MCP-Protocol-Version", "2026-07-28")
 	req.Header.Set("Mcp-Method", "tools/call")
 	req.Header.Set("Mcp-Name", tool)
+	return postRPC(t, req)
+}
+
+// postRPC sends req (a POST of one JSON-RPC request) within 20 s and
+// returns the HTTP status and the JSON-RPC answer: the body, or an SSE
+// stream's last data line.
+func postRPC(t *testing.T, req *http.Request) (int, map[string]any) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	resp, err := http.DefaultClient.Do(req.WithContext(ctx))
@@ -165,7 +173,7 @@ func agentCall(t *testing.T, url, tool string, id int, args, caps, extra map[str
 	}
 	var msg map[string]any
 	if err := json.Unmarshal(raw, &msg); err != nil {
-		t.Fatalf("answer %q: %v", raw, err)
+		t.Fatalf("%s %s: answer %d %q: %v", req.Method, req.URL.Path, resp.StatusCode, raw, err)
 	}
 	return resp.StatusCode, msg
 }

@@ -132,28 +132,7 @@ func taskRPC(t *testing.T, url, who, method string, params map[string]any, hdr .
 	for i := 0; i+1 < len(hdr); i += 2 {
 		req.Header.Set(hdr[i], hdr[i+1])
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	resp, err := http.DefaultClient.Do(req.WithContext(ctx))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
-	if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
-		lines := strings.Split(strings.TrimSpace(string(raw)), "\n")
-		for i := len(lines) - 1; i >= 0; i-- {
-			if d, ok := strings.CutPrefix(lines[i], "data: "); ok {
-				raw = []byte(d)
-				break
-			}
-		}
-	}
-	var msg map[string]any
-	if err := json.Unmarshal(raw, &msg); err != nil {
-		t.Fatalf("%s: answer %d %q: %v", method, resp.StatusCode, raw, err)
-	}
-	return resp.StatusCode, msg
+	return postRPC(t, req)
 }
 
 func rpcResult(t *testing.T, what string, msg map[string]any) map[string]any {
