@@ -85,17 +85,9 @@ func answerText(t *testing.T, msg map[string]any) string {
 func TestInputRequiredRoundTrip(t *testing.T) {
 	d := newRelayDown(t)
 	g := startInputGateway(t, d.ts.URL, "30s")
-	c := mcp.NewClient(&mcp.Implementation{Name: "it", Version: "1"}, &mcp.ClientOptions{
-		ElicitationHandler: func(_ context.Context, r *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
-			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"name": "bo"}}, nil
-		}})
+	cs := sdkSession(t, g.Base+"/agents/px/mcp", "", acceptName("bo"))
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: g.Base + "/agents/px/mcp", MaxRetries: -1}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cs.Close()
 	if got, err := call(ctx, cs, "ask", nil); err != nil || got != "accept bo" {
 		t.Fatalf("ask: %q, %v", got, err)
 	}
@@ -223,17 +215,9 @@ func TestInputRequiredNeverRetried(t *testing.T) {
 func TestInputRequiredPromptAndResource(t *testing.T) {
 	d := newRelayDown(t)
 	g := startInputGateway(t, d.ts.URL, "30s")
-	c := mcp.NewClient(&mcp.Implementation{Name: "it", Version: "1"}, &mcp.ClientOptions{
-		ElicitationHandler: func(_ context.Context, r *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
-			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"name": "bo"}}, nil
-		}})
+	cs := sdkSession(t, g.Base+"/agents/px/mcp", "", acceptName("bo"))
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: g.Base + "/agents/px/mcp", MaxRetries: -1}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cs.Close()
 	pr, err := cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: "askprompt", Arguments: map[string]string{"tag": "t1"}})
 	if err != nil {
 		t.Fatalf("prompts/get: %v", err)
