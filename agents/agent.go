@@ -37,8 +37,8 @@ type Agent struct {
 	log     *zap.Logger
 	health  healthCache
 	proxy   *proxy.Proxy // kind proxy only
-	// executeTool is a toolbox's execute_tool handler (kind toolbox only).
-	executeTool server.ToolHandlerFunc
+	// executeTool is a toolbox's execute_tool (kind toolbox only).
+	executeTool *toolbox.Target
 }
 
 // runner executes one send_message for a kind.
@@ -125,7 +125,7 @@ func newAgent(s *Set, c *config.Agent) (*Agent, error) {
 	case a.proxy != nil:
 		d.Fast, d.SetLevel, d.Rounds, d.Tasks = a.proxy, a.proxy, a.proxy, a.proxy
 	case a.executeTool != nil:
-		d.Rounds = endpoint.Tool{Name: "execute_tool", Handler: a.executeTool, Self: a.self()}
+		d.Fast, d.Rounds = a.executeTool, a.executeTool
 	case a.run != nil:
 		d.Fast = endpoint.Tool{Name: c.ToolName, Handler: a.handleSendMessage, Self: a.self()}
 		if c.Kind == config.KindLLM {
@@ -178,7 +178,7 @@ func (a *Agent) registerTools() {
 // toolboxDeps is what the toolbox kind is handed of the agent.
 func (a *Agent) toolboxDeps() toolbox.Deps {
 	d := a.set.deps
-	return toolbox.Deps{Agent: a.Name, Servers: a.Config.Servers, Tools: a.Config.Tools, Transports: d.Config.MCP.Servers,
+	return toolbox.Deps{Agent: a.Name, Self: a.self(), Servers: a.Config.Servers, Tools: a.Config.Tools, Transports: d.Config.MCP.Servers,
 		Passthrough: d.Config.Auth.Mode != policy.ModeTokens, Logger: a.log, Downstream: d.Downstream,
 		Callers: d.Callers, Auditor: d.Auditor, Outbound: a.set.outbound, Observe: a.observe, RequestID: RequestID,
 		GatewayStatus: a.Config.GatewayStatus, Status: d.Status,

@@ -47,7 +47,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -527,9 +526,11 @@ func (c *inputCall) inputRequired(id any) any {
 // finished answers the call's end: its answer under id, or, when the
 // downstream itself answered input_required, that passed through.
 func (c *inputCall) finished(ans any, id any, first bool) any {
-	if _, native := c.b.inner.(*proxy.Proxy); first && !native {
+	_, native := c.b.inner.(*proxy.Proxy)
+	if _, raw := ans.(fastcall.RawAnswer); first && (!native || raw) {
 		// Already the answer to id, and only a proxy passes a downstream's
-		// own input_required through: nothing to rewrite.
+		// own input_required through, never as a raw answer
+		// (fastcall.RawResponse declines one): nothing to rewrite.
 		return ans
 	}
 	final, err := answerJSON(ans)
@@ -684,21 +685,17 @@ func withID(msg json.RawMessage, id any) any {
 		return errAnswer(id, d.Code, d.Message, data) // typed: the fast path gives it its HTTP status
 	}
 	m["id"] = mustJSON(id)
-	keys := []string{"jsonrpc", "id", "result", "error"}
-	var b strings.Builder
-	b.WriteByte('{')
-	first := true
-	for _, k := range keys {
+	b := make([]byte, 0, len(msg)+len(m["id"])+32)
+	b = append(b, '{')
+	for _, k := range []string{"jsonrpc", "id", "result"} {
 		if v, ok := m[k]; ok {
-			if !first {
-				b.WriteByte(',')
+			if len(b) > 1 {
+				b = append(b, ',')
 			}
-			first = false
-			fmt.Fprintf(&b, "%q:%s", k, v)
+			b = append(append(append(append(b, '"'), k...), `":`...), v...)
 		}
 	}
-	b.WriteByte('}')
-	return fastcall.RawAnswer(b.String())
+	return fastcall.RawAnswer(append(b, '}'))
 }
 
 func errAnswer(id any, code int, msg string, data any) any {

@@ -39,7 +39,8 @@
 //
 // mcp-go also checks Mcp-Param-* headers against x-mcp-header annotations of
 // the called tool's input schema. This package does not: the schemas of the
-// tools it answers (send_message; a proxy's placeholder schema) bind none,
+// tools it answers (send_message; a proxy's placeholder schema; a
+// toolbox's execute_tool) bind none,
 // and a change there must revisit this. (The endpoint checks a proxied
 // tool's own bindings, the downstream's, before: agents/proxy headers.go.)
 //

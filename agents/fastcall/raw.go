@@ -29,15 +29,17 @@ type RawAnswer []byte
 
 // RawResponse is the JSON-RPC response with result rr for request id, or
 // false when rr must take the typed path. self is the answering server's
-// identity as JSON (SelfJSON), put in a 2026-07-28 result's _meta.
+// identity as JSON (SelfJSON), put in a 2026-07-28 result's _meta. The
+// response is built in one buffer of its final size: the result is
+// copied once.
 func RawResponse(id any, rr *mcpclient.RawResult, modern bool, self json.RawMessage) (RawAnswer, bool) {
 	if rr.ResultType == string(mcp.ResultTypeInputRequired) {
 		return nil, false
 	}
-	result := rr.JSON
+	head, rest := []byte(nil), rr.JSON
 	if modern {
 		var ok bool
-		if result, ok = decorateRaw(rr, self); !ok {
+		if head, rest, ok = decorateRaw(rr, self); !ok {
 			return nil, false
 		}
 	}
@@ -45,27 +47,32 @@ func RawResponse(id any, rr *mcpclient.RawResult, modern bool, self json.RawMess
 	if err != nil {
 		return nil, false
 	}
-	b := make([]byte, 0, len(result)+len(idJSON)+40)
-	b = append(b, `{"jsonrpc":"2.0","id":`...)
+	const open, member = `{"jsonrpc":"2.0","id":`, `,"result":`
+	b := make([]byte, 0, len(open)+len(idJSON)+len(member)+len(head)+len(rest)+2) // +2: '}' and the '\n' a JSON answer ends with
+	b = append(b, open...)
 	b = append(b, idJSON...)
-	b = append(b, `,"result":`...)
-	b = append(b, result...)
+	b = append(b, member...)
+	b = append(b, head...)
+	b = append(b, rest...)
 	return append(b, '}'), true
 }
 
 // decorateRaw is decorate for a raw result: resultType "complete" unless
-// set, and the server's identity in _meta unless the result names one. The
-// common case (no _meta) inserts both members at the front; a result with
-// a _meta of its own is rebuilt member by member, values kept as sent.
-func decorateRaw(rr *mcpclient.RawResult, info json.RawMessage) (json.RawMessage, bool) {
+// set, and the server's identity in _meta unless the result names one.
+// The decorated result is head followed by rest. In the common case (no
+// _meta) head is both members and rest the result after its '{' (so the
+// result is not copied here); a result with a _meta of its own is rebuilt
+// member by member, values kept as sent (head nil, rest the rebuilt
+// result).
+func decorateRaw(rr *mcpclient.RawResult, info json.RawMessage) (head, rest []byte, ok bool) {
 	var meta map[string]json.RawMessage
 	if rr.Meta != nil && json.Unmarshal(rr.Meta, &meta) != nil {
-		return nil, false
+		return nil, nil, false
 	}
 	_, hasInfo := meta[mcp.MetaKeyServerInfo]
 	needType := rr.ResultType == ""
 	if hasInfo && !needType {
-		return rr.JSON, true
+		return nil, rr.JSON, true
 	}
 	// A null _meta or resultType reads as absent, but its member is there
 	// and must be replaced, not repeated: the result is rebuilt then (the
@@ -74,21 +81,21 @@ func decorateRaw(rr *mcpclient.RawResult, info json.RawMessage) (json.RawMessage
 		(needType && bytes.Contains(rr.JSON, []byte(`"resultType"`)))
 	if rr.Meta == nil && !nullMember {
 		rest := bytes.TrimSpace(rr.JSON[1:])
-		b := make([]byte, 0, len(rr.JSON)+len(info)+80)
-		b = append(b, `{"_meta":{"`+mcp.MetaKeyServerInfo+`":`...)
-		b = append(b, info...)
-		b = append(b, '}')
+		head := make([]byte, 0, len(info)+80)
+		head = append(head, `{"_meta":{"`+mcp.MetaKeyServerInfo+`":`...)
+		head = append(head, info...)
+		head = append(head, '}')
 		if needType {
-			b = append(b, `,"resultType":"complete"`...)
+			head = append(head, `,"resultType":"complete"`...)
 		}
 		if len(rest) > 0 && rest[0] != '}' {
-			b = append(b, ',')
+			head = append(head, ',')
 		}
-		return append(b, rest...), true
+		return head, rest, true
 	}
 	var top map[string]json.RawMessage
 	if json.Unmarshal(rr.JSON, &top) != nil {
-		return nil, false
+		return nil, nil, false
 	}
 	if !hasInfo {
 		if meta == nil {
@@ -100,7 +107,7 @@ func decorateRaw(rr *mcpclient.RawResult, info json.RawMessage) (json.RawMessage
 	if needType {
 		top["resultType"] = json.RawMessage(`"complete"`)
 	}
-	return mustRaw(top), true
+	return nil, mustRaw(top), true
 }
 
 // mustRaw encodes members of raw JSON values without escaping HTML, so that

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"net/http"
 	"sync"
 	"sync/atomic"
@@ -149,7 +148,11 @@ func (s *Stream) writeEvent(msg any, flush bool) {
 			return // mcp-go logs and skips such an event; the types here always marshal
 		}
 	}
-	_, _ = fmt.Fprintf(s.w, "event: message\ndata: %s\n\n", data)
+	// One Write per event (the endpoint's response writer reads each
+	// Write as one), built in a buffer of its size: fmt would grow one.
+	const head, tail = "event: message\ndata: ", "\n\n"
+	event := make([]byte, 0, len(head)+len(data)+len(tail))
+	_, _ = s.w.Write(append(append(append(event, head...), data...), tail...))
 	if flush {
 		s.flusher.Flush()
 	}

@@ -23,6 +23,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"sync"
 	"sync/atomic"
 
 	"github.com/mark3labs/mcp-go/client"
@@ -62,12 +63,49 @@ func readMessage(resp *http.Response, limit int) ([]byte, error) {
 		}
 		return b, nil
 	}
-	b, err := io.ReadAll(io.LimitReader(resp.Body, int64(limit)+1))
-	if err == nil && len(b) > limit {
-		return nil, &tooLargeError{limit: limit}
-	}
-	return b, err
+	return readUnknown(resp.Body, limit)
 }
+
+// readUnknown reads r to its end, at most limit bytes, when its length is
+// not declared (a chunked answer): in pooled pieces, then into one buffer
+// of the size read. io.ReadAll's growing buffer allocates about twice a
+// large message's size on the way (test/bench/README.md, "Large
+// results"); this allocates it once.
+func readUnknown(r io.Reader, limit int) ([]byte, error) {
+	var pieces []*[]byte
+	defer func() {
+		for _, p := range pieces {
+			piecePool.Put(p)
+		}
+	}()
+	total, last := 0, pieceSize // bytes read; bytes in the last piece
+	for {
+		if last == pieceSize {
+			pieces, last = append(pieces, piecePool.Get().(*[]byte)), 0
+		}
+		n, err := r.Read((*pieces[len(pieces)-1])[last:])
+		last, total = last+n, total+n
+		if total > limit {
+			return nil, &tooLargeError{limit: limit}
+		}
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	out := make([]byte, 0, total)
+	for _, p := range pieces[:len(pieces)-1] {
+		out = append(out, *p...)
+	}
+	return append(out, (*pieces[len(pieces)-1])[:last]...), nil
+}
+
+// pieceSize is the size of the pieces readUnknown reads in.
+const pieceSize = 32 << 10
+
+var piecePool = sync.Pool{New: func() any { b := make([]byte, pieceSize); return &b }}
 
 // tooLargeNoteKey marks a call's context with the note its reads leave
 // when a message is too large (withTooLargeNote).

@@ -70,9 +70,10 @@ type Downstream interface {
 
 // Deps is what the toolbox is handed of its agent.
 type Deps struct {
-	Agent       string           // the agent's name
-	Servers     []string         // the agent's servers, in config order
-	Tools       config.ToolRules // the agent's tools.allow/deny
+	Agent       string             // the agent's name
+	Self        mcp.Implementation // the agent's identity as its MCP server gives it
+	Servers     []string           // the agent's servers, in config order
+	Tools       config.ToolRules   // the agent's tools.allow/deny
 	Transports  map[string]*config.Server
 	Passthrough bool // auth.mode passthrough: agent_id names the caller
 	Logger      *zap.Logger
@@ -118,9 +119,8 @@ type tbCall struct {
 }
 
 // Register adds the toolbox's three tools to srv, the agent's server, and
-// returns the handler of execute_tool (the agent's endpoint runs it for
-// 2026-07-28 callers, through its input-required bridge).
-func Register(srv *server.MCPServer, d Deps) (executeTool server.ToolHandlerFunc) {
+// returns execute_tool as the fast path's Target (fast.go).
+func Register(srv *server.MCPServer, d Deps) *Target {
 	f, err := policy.NewToolFilter(d.Tools.Allow, d.Tools.Deny)
 	if err != nil {
 		// Config validation rejects bad globs; should one get here, fail closed.
@@ -134,8 +134,8 @@ func Register(srv *server.MCPServer, d Deps) (executeTool server.ToolHandlerFunc
 	srv.AddTool(mcp.NewToolWithRawSchema("get_server_tools",
 		"Returns the definitions of a server's tools you may call, optionally only the named ones or those matching a wildcard pattern, within a schema token budget.",
 		tb.schema(getServerToolsSchema)), tb.handle("get_server_tools", tb.getServerTools))
-	executeTool = tb.handle("execute_tool", tb.executeTool)
-	srv.AddTool(mcp.NewToolWithRawSchema("execute_tool",
+	executeTool := tb.handle(executeToolName, tb.executeTool)
+	srv.AddTool(mcp.NewToolWithRawSchema(executeToolName,
 		"Calls a tool of a server with arguments and returns its result unchanged.", tb.schema(executeToolSchema)), executeTool)
 	if gs := d.GatewayStatus; gs != nil && gs.Enabled && d.Status != nil {
 		g, err := policy.CompileGlobs(gs.Callers)
@@ -147,7 +147,7 @@ func Register(srv *server.MCPServer, d Deps) (executeTool server.ToolHandlerFunc
 			"Returns the gateway's status: its config file and hash, agents, listeners, reloads and warnings (what GET /-/status answers).",
 			tb.schema(listServersSchema)), tb.handle(StatusTool, tb.gatewayStatus))
 	}
-	return executeTool
+	return &Target{tb: tb, typed: executeTool}
 }
 
 // StatusTool is the name of the toolbox's diagnostic tool.
@@ -223,25 +223,45 @@ type tbHandler func(ctx context.Context, c *tbCall, req mcp.CallToolRequest) (*m
 // tool, then one audit line and the metrics, whatever happened.
 func (tb *toolbox) handle(name string, h tbHandler) func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		c := &tbCall{tool: name, target: name, start: time.Now(), decision: policy.Decision{Allowed: true, Reason: policy.ReasonAllowed}}
+		c := newCall(name)
 		res, err := tb.run(ctx, c, req, h)
-		outcome := "ok"
-		var tberr *toolboxError
-		switch {
-		case errors.As(err, &tberr):
-			res, outcome = tberr.result(), tbOutcome(tberr.code)
-		case err != nil:
-			res, outcome = (&toolboxError{CodeUnavailable, err.Error()}).result(), "error"
-		case res.IsError:
+		return tb.settle(ctx, c, res, nil, err), nil
+	}
+}
+
+func newCall(tool string) *tbCall {
+	return &tbCall{tool: tool, target: tool, start: time.Now(), decision: policy.Decision{Allowed: true, Reason: policy.ReasonAllowed}}
+}
+
+// settle ends a call: an error becomes its coded result, and one audit line
+// and the metrics record the outcome. A raw result (raw, with res nil) is
+// measured as the downstream sent it; settle then returns nil, and the
+// caller answers raw.
+func (tb *toolbox) settle(ctx context.Context, c *tbCall, res *mcp.CallToolResult, raw *mcpclient.RawResult, err error) *mcp.CallToolResult {
+	outcome, size := "ok", 0
+	var tberr *toolboxError
+	switch {
+	case errors.As(err, &tberr):
+		res, raw, outcome = tberr.result(), nil, tbOutcome(tberr.code)
+	case err != nil:
+		res, raw, outcome = (&toolboxError{CodeUnavailable, err.Error()}).result(), nil, "error"
+	case raw != nil:
+		size = len(raw.JSON)
+		if raw.IsError {
 			outcome = "error"
 		}
-		b, _ := json.Marshal(res)
-		tb.d.Auditor.Record(ctx, policy.AuditEvent{RequestID: tb.d.RequestID(ctx), Caller: c.caller, Agent: tb.d.Agent,
-			Server: c.server, Tool: c.target, Decision: c.decision, Latency: time.Since(c.start),
-			Outcome: policy.AuditOutcome(outcome), ResultBytes: len(b)})
-		tb.d.Observe(c.caller, name, outcome, c.start)
-		return res, nil
+	case res.IsError:
+		outcome = "error"
 	}
+	if raw == nil {
+		b, _ := json.Marshal(res)
+		size = len(b)
+	}
+	tb.d.Auditor.Record(ctx, policy.AuditEvent{RequestID: tb.d.RequestID(ctx), Caller: c.caller, Agent: tb.d.Agent,
+		Server: c.server, Tool: c.target, Decision: c.decision, Latency: time.Since(c.start),
+		Outcome: policy.AuditOutcome(outcome), ResultBytes: size})
+	tb.d.Observe(c.caller, c.tool, outcome, c.start)
+	return res
 }
 
 func tbOutcome(code string) string {
@@ -464,6 +484,38 @@ func schemaTokens(def map[string]any) int {
 
 func (tb *toolbox) executeTool(ctx context.Context, c *tbCall, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	args := req.GetArguments()
+	toolArgs := map[string]any{}
+	if raw, ok := args["args"]; ok && raw != nil {
+		if toolArgs, ok = raw.(map[string]any); !ok {
+			return nil, tbErr(CodeInvalidArgument, "args must be an object")
+		}
+	}
+	call, err := tb.prepareExecute(ctx, c, req, args)
+	if err != nil {
+		return nil, err
+	}
+	defer call.cancel()
+	callCtx, onProgress, done := tb.d.Relay(call.ctx, call.token)
+	res, err := tb.d.Downstream.CallTool(callCtx, c.server, c.target, toolArgs, call.hdr, onProgress)
+	done()
+	if err != nil {
+		return nil, tb.downstreamError(ctx, c, err)
+	}
+	return res, nil
+}
+
+// execCall is an execute_tool call checked and ready to go downstream.
+type execCall struct {
+	ctx    context.Context // the call's, with its timeout_ms
+	cancel context.CancelFunc
+	hdr    http.Header // what the server receives
+	token  mcp.ProgressToken
+}
+
+// prepareExecute checks an execute_tool call's arguments (all but args,
+// which the two paths read each their own way) and its policy, and finds
+// the tool on its server.
+func (tb *toolbox) prepareExecute(ctx context.Context, c *tbCall, req mcp.CallToolRequest, args map[string]any) (*execCall, error) {
 	tool, ok := args["tool"].(string)
 	if !ok || tool == "" {
 		return nil, tbErr(CodeInvalidArgument, "tool is required and must be a string")
@@ -471,12 +523,6 @@ func (tb *toolbox) executeTool(ctx context.Context, c *tbCall, req mcp.CallToolR
 	c.target = tool
 	if err := tb.serverArg(c, args); err != nil {
 		return nil, err
-	}
-	toolArgs := map[string]any{}
-	if raw, ok := args["args"]; ok && raw != nil {
-		if toolArgs, ok = raw.(map[string]any); !ok {
-			return nil, tbErr(CodeInvalidArgument, "args must be an object")
-		}
 	}
 	var timeout time.Duration
 	if raw, ok := args["timeout_ms"]; ok && raw != nil {
@@ -489,34 +535,28 @@ func (tb *toolbox) executeTool(ctx context.Context, c *tbCall, req mcp.CallToolR
 	if err := tb.check(c, tb.decideTool(c.caller, c.server, tool), "tool %s of server %s is denied for caller %q", tool, c.server, c.caller); err != nil {
 		return nil, err
 	}
-	callCtx := ctx
+	call := &execCall{ctx: ctx, cancel: func() {}}
 	if timeout > 0 {
-		var cancel context.CancelFunc
-		callCtx, cancel = context.WithTimeout(ctx, timeout)
-		defer cancel()
+		call.ctx, call.cancel = context.WithTimeout(ctx, timeout)
 	}
-	hdr, err := tb.d.Outbound(callCtx, c.server, req.Header)
-	if err != nil {
+	var err error
+	if call.hdr, err = tb.d.Outbound(call.ctx, c.server, req.Header); err != nil {
+		call.cancel()
 		return nil, tb.downstreamError(ctx, c, err)
 	}
-	tools, err := tb.d.Downstream.Tools(callCtx, c.server, hdr)
+	tools, err := tb.d.Downstream.Tools(call.ctx, c.server, call.hdr)
 	if err != nil {
+		call.cancel()
 		return nil, tb.downstreamError(ctx, c, err)
 	}
 	if !slices.ContainsFunc(tools, func(t mcp.Tool) bool { return t.Name == tool }) {
+		call.cancel()
 		return nil, tbErr(CodeToolNotFound, "server %s has no tool %q; get_server_tools lists them", c.server, tool)
 	}
-	var token mcp.ProgressToken
 	if req.Params.Meta != nil {
-		token = req.Params.Meta.ProgressToken
+		call.token = req.Params.Meta.ProgressToken
 	}
-	callCtx, onProgress, done := tb.d.Relay(callCtx, token)
-	res, err := tb.d.Downstream.CallTool(callCtx, c.server, tool, toolArgs, hdr, onProgress)
-	done()
-	if err != nil {
-		return nil, tb.downstreamError(ctx, c, err)
-	}
-	return res, nil
+	return call, nil
 }
 
 // downstreamError maps a downstream failure onto a toolbox code.

@@ -26,13 +26,13 @@ type gateway struct {
 
 // startGateway writes cfg ({{PORT}} replaced by the main port) and runs
 // `pallasgw serve` on it, logging at info to a file, until the benchmark
-// ends.
-func startGateway(b *testing.B, cfg string) *gateway {
+// ends, with env added to its environment.
+func startGateway(b *testing.B, cfg string, env ...string) *gateway {
 	b.Helper()
 	if binary == "" {
 		b.Fatal("no gateway binary (run with -bench)")
 	}
-	return &gateway{gwtest.Start(b, gwtest.Options{Binary: binary, Config: cfg, LogLevel: "info", LogFile: true, TailBytes: 4000}), b}
+	return &gateway{gwtest.Start(b, gwtest.Options{Binary: binary, Config: cfg, LogLevel: "info", LogFile: true, TailBytes: 4000, Env: env}), b}
 }
 
 // problems returns up to n of the gateway's warn and error log lines, for

@@ -1,0 +1,161 @@
+package toolbox
+
+// execute_tool on the fast path (agents/fastcall): the same checks, audit
+// line and metrics as the handler mcp-go runs, with the downstream's
+// result written through as the downstream sent it when the Downstream can
+// give it raw (RawDownstream; *mcpclient.Manager takes a raw POST on a
+// Streamable HTTP session, mcp-go's client elsewhere). Through mcp-go's
+// client and server a result is decoded into mcp-go's types and encoded
+// again, for the answer and for the audit line's size: an 8 MiB result
+// cost the gateway 13 copies of it in allocation that way, 3 this way
+// (test/bench/README.md, "Large results"). The tool's own arguments (args)
+// go downstream as the caller wrote them. PALLASGW_FASTCALL=off sends
+// session-based calls through mcp-go's handler again; a 2026-07-28 call
+// runs here either way (the input-required bridge).
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"sync"
+
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/pallasgw/pallasgw/agents/fastcall"
+	"github.com/pallasgw/pallasgw/agents/mcpclient"
+)
+
+// RawDownstream is what the fast path needs for raw results
+// (*mcpclient.Manager implements it). args is the arguments object as
+// JSON.
+type RawDownstream interface {
+	CallToolRaw(ctx context.Context, server, tool string, args json.RawMessage, hdr http.Header, onProgress mcpclient.ProgressFunc) (*mcpclient.RawResult, error)
+}
+
+var _ RawDownstream = (*mcpclient.Manager)(nil)
+
+// Target is the toolbox's execute_tool as a fastcall.Target: the agent's
+// endpoint runs it for plain calls (fastcall.Serve) and, for 2026-07-28
+// callers, through its input-required bridge.
+type Target struct {
+	tb       *toolbox
+	typed    func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) // the handler mcp-go holds
+	infoOnce sync.Once
+	info     json.RawMessage
+}
+
+const executeToolName = "execute_tool"
+
+// Answers is execute_tool.
+func (t *Target) Answers(name string) bool { return name == executeToolName }
+
+// RawArgs: an object of arguments is read here, its args member kept as
+// the caller sent it.
+func (t *Target) RawArgs() bool { return true }
+
+// Answer runs execute_tool under mcp-go's WithRecovery middleware (the
+// agent's server is built with it) and answers as mcp-go would, the result
+// written raw when it came so.
+func (t *Target) Answer(ctx context.Context, req mcp.CallToolRequest, id any, modern bool) any {
+	res, rr, err := t.recovered(ctx, req)
+	if err == nil && res == nil {
+		if msg, ok := fastcall.RawResponse(id, rr, modern, t.selfJSON()); ok {
+			return msg
+		}
+		res, err = typedResult(rr)
+	}
+	return fastcall.ToolAnswer(id, executeToolName, res, err, modern, t.tb.d.Self)
+}
+
+func (t *Target) recovered(ctx context.Context, req mcp.CallToolRequest) (res *mcp.CallToolResult, rr *mcpclient.RawResult, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			res, rr, err = nil, nil, fmt.Errorf("panic recovered in %s tool handler: %v", executeToolName, r)
+		}
+	}()
+	raw, ok := t.tb.d.Downstream.(RawDownstream)
+	members := map[string]json.RawMessage{}
+	if !ok || req.Params.Arguments != nil || !rawObject(req.Params.RawArguments) ||
+		json.Unmarshal(req.Params.RawArguments, &members) != nil {
+		// mcp-go's handler, with the arguments decoded as mcp-go decodes
+		// them (the fast path leaves an object undecoded: RawArgs).
+		if req.Params.Arguments == nil && len(req.Params.RawArguments) > 0 {
+			_ = json.Unmarshal(req.Params.RawArguments, &req.Params.Arguments)
+		}
+		res, err = t.typed(ctx, req)
+		return res, nil, err
+	}
+	toolArgs := members["args"]
+	delete(members, "args")
+	args := make(map[string]any, len(members))
+	for k, v := range members {
+		var a any
+		_ = json.Unmarshal(v, &a) // valid JSON: the fast path parsed the body
+		args[k] = a
+	}
+	req.Params.Arguments = args
+	c := newCall(executeToolName)
+	res, err = t.tb.run(ctx, c, req, func(ctx context.Context, c *tbCall, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		rr, err = t.tb.executeRaw(ctx, c, req, args, toolArgs, raw)
+		return nil, err
+	})
+	if err == nil && rr != nil && rr.ResultType == string(mcp.ResultTypeInputRequired) {
+		// A downstream's own input_required result: the typed path answers
+		// it (fastcall.RawResponse declines it).
+		if res, err = typedResult(rr); err != nil {
+			err = t.tb.downstreamError(ctx, c, err)
+		}
+		rr = nil
+	}
+	if res = t.tb.settle(ctx, c, res, rr, err); res != nil {
+		rr = nil
+	}
+	return res, rr, nil
+}
+
+// executeRaw is executeTool with the result raw.
+func (tb *toolbox) executeRaw(ctx context.Context, c *tbCall, req mcp.CallToolRequest, args map[string]any, toolArgs json.RawMessage, raw RawDownstream) (*mcpclient.RawResult, error) {
+	toolArgs = bytes.TrimSpace(toolArgs)
+	switch {
+	case len(toolArgs) == 0 || string(toolArgs) == "null":
+		toolArgs = json.RawMessage(`{}`) // as the typed path sends none
+	case toolArgs[0] != '{':
+		return nil, tbErr(CodeInvalidArgument, "args must be an object")
+	}
+	call, err := tb.prepareExecute(ctx, c, req, args)
+	if err != nil {
+		return nil, err
+	}
+	defer call.cancel()
+	callCtx, onProgress, done := tb.d.Relay(call.ctx, call.token)
+	rr, err := raw.CallToolRaw(callCtx, c.server, c.target, toolArgs, call.hdr, onProgress)
+	done()
+	if err != nil {
+		return nil, tb.downstreamError(ctx, c, err)
+	}
+	return rr, nil
+}
+
+// rawObject reports arguments sent as a JSON object.
+func rawObject(raw json.RawMessage) bool {
+	raw = bytes.TrimSpace(raw)
+	return len(raw) > 0 && raw[0] == '{'
+}
+
+// typedResult decodes a raw result for the typed answer.
+func typedResult(rr *mcpclient.RawResult) (*mcp.CallToolResult, error) {
+	res, err := mcp.ParseCallToolResult(&rr.JSON)
+	if err != nil {
+		return nil, fmt.Errorf("the downstream's result: %w", err)
+	}
+	return res, nil
+}
+
+// selfJSON is the agent's identity as a 2026-07-28 result's _meta names it,
+// encoded once.
+func (t *Target) selfJSON() json.RawMessage {
+	t.infoOnce.Do(func() { t.info = fastcall.SelfJSON(t.tb.d.Self) })
+	return t.info
+}
