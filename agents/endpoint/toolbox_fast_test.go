@@ -140,6 +140,8 @@ func TestToolboxFastMatchesMCPGo(t *testing.T) {
 	t.Run("refusals and bad arguments", func(t *testing.T) {
 		for _, c := range []struct{ name, args, caller string }{
 			{"denied tool", `{"server":"files","tool":"text"}`, "alice"},
+			{"denied tool, caller named by agent_id", `{"server":"files","tool":"text","agent_id":"alice"}`, ""},
+			{"agent_id not a string", `{"server":"files","tool":"text","agent_id":7}`, ""},
 			{"args not an object", `{"server":"files","tool":"text","args":[1]}`, ""},
 			{"args null", `{"server":"files","tool":"text","args":null}`, ""},
 			{"no tool", `{"server":"files"}`, ""},
