@@ -128,9 +128,11 @@ func newAgent(s *Set, c *config.Agent) (*Agent, error) {
 		d.Fast, d.Rounds = a.executeTool, a.executeTool
 	case a.run != nil:
 		d.Fast = endpoint.Tool{Name: c.ToolName, Handler: a.handleSendMessage, Self: a.self()}
-		if c.Kind == config.KindLLM {
-			// Its tool loop continues from a checkpoint (loop.go), so an
-			// input-required round never runs a model turn twice.
+		switch c.Kind {
+		case config.KindLLM, config.KindChain, config.KindRouter, config.KindParallel:
+			// They continue from a checkpoint (resume.go), so an
+			// input-required round never runs a model turn or a step
+			// that has finished twice.
 			d.Rounds = d.Fast
 		}
 	}

@@ -3,12 +3,16 @@ package agents
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"sync"
 
 	"go.uber.org/zap"
 
+	"github.com/pallasgw/pallasgw/agents/endpoint"
 	"github.com/pallasgw/pallasgw/agents/llm"
 	"github.com/pallasgw/pallasgw/gateway/config"
 )
@@ -43,10 +47,23 @@ func newRunner(a *Agent) (runner, error) {
 type chainRunner struct{ a *Agent }
 
 func (r *chainRunner) run(ctx context.Context, c *Call) (string, error) {
-	msg := c.Message
-	for i, name := range r.a.Config.Sequence {
+	seq := r.a.Config.Sequence
+	msg, first := c.Message, 0
+	cp, err := resumeSteps(ctx, c, config.KindChain) // resume.go
+	if err != nil {
+		return "", err
+	}
+	if cp != nil {
+		if cp.Step < 0 || cp.Step >= len(seq) {
+			return "", fmt.Errorf("the requestState's progress names step %d of a chain of %d", cp.Step+1, len(seq))
+		}
+		first, msg = cp.Step, cp.Input
+	}
+	for i := first; i < len(seq); i++ {
+		name := seq[i]
 		sub := r.a.set.Get(name)
 		label := name + "/" + sub.Config.ToolName
+		(&stepCheckpoint{Kind: config.KindChain, Step: i, Input: msg}).record(ctx, c, !(cp != nil && i == first))
 		c.Progress.Send(fmt.Sprintf("%s step %d (tool)", r.a.Name, i+1))
 		c.Progress.Send(label + ": started")
 		next := c.sub(msg, c.Progress.Prefixed(label+": "))
@@ -54,15 +71,27 @@ func (r *chainRunner) run(ctx context.Context, c *Call) (string, error) {
 			// The first agent sees the caller's whole turn.
 			next.Turn = c.Turn
 		}
-		out, err := sub.Run(ctx, next)
+		out, err := sub.Run(stepScope(ctx, c, fmt.Sprintf("step%d", i+1)), next)
 		if err != nil {
 			c.Progress.Send(label + ": failed")
 			return "", fmt.Errorf("chain step %d (%s): %w", i+1, name, err)
 		}
 		c.Progress.Send(label + ": completed")
+		if err := unanswered(ctx, c); err != nil {
+			return "", err
+		}
 		msg = out
 	}
 	return msg, nil
+}
+
+// unanswered ends a top-level workflow whose caller was asked for input
+// and never answered: nobody will read its answer, so no more steps.
+func unanswered(ctx context.Context, c *Call) error {
+	if c.Depth == 0 && endpoint.Unanswered(ctx) {
+		return errUnanswered
+	}
+	return nil
 }
 
 // routerRunner asks the model to pick one agent, then delegates.
@@ -88,21 +117,35 @@ func (r *routerRunner) run(ctx context.Context, c *Call) (string, error) {
 	}
 	system := strings.TrimSpace(r.a.Config.Instruction + "\n\nRoute the user's message to exactly one of these agents by calling " +
 		routeTool + ":\n" + catalogue.String())
-	c.Progress.Send(r.a.Name + " step 1 (llm)")
-	resp, err := r.model.chat(ctx, r.a, llm.Request{System: system, Tools: []llm.Tool{{Name: routeTool, Description: "Pick the agent that should answer.", InputSchema: schema}},
-		Messages: append(append([]llm.Message{}, c.History...), llm.Message{Role: llm.RoleUser, Text: c.Message, Images: c.Images})}, c)
+	cp, err := resumeSteps(ctx, c, config.KindRouter) // resume.go
 	if err != nil {
 		return "", err
 	}
-	choice, reason := pickRoute(resp, names)
-	r.a.log.Info("routed", zap.String("request_id", c.RequestID), zap.String("to", choice), zap.String("reason", trimForLog(reason, 200)))
+	var choice string
+	if cp != nil {
+		if !slices.Contains(names, cp.Route) {
+			return "", fmt.Errorf("the requestState's progress routes to %q, which is not one of this router's agents", cp.Route)
+		}
+		choice = cp.Route // chosen before the input-required round: the model is not asked again
+	} else {
+		c.Progress.Send(r.a.Name + " step 1 (llm)")
+		resp, err := r.model.chat(ctx, r.a, llm.Request{System: system, Tools: []llm.Tool{{Name: routeTool, Description: "Pick the agent that should answer.", InputSchema: schema}},
+			Messages: append(append([]llm.Message{}, c.History...), llm.Message{Role: llm.RoleUser, Text: c.Message, Images: c.Images})}, c)
+		if err != nil {
+			return "", err
+		}
+		var reason string
+		choice, reason = pickRoute(resp, names)
+		r.a.log.Info("routed", zap.String("request_id", c.RequestID), zap.String("to", choice), zap.String("reason", trimForLog(reason, 200)))
+	}
+	(&stepCheckpoint{Kind: config.KindRouter, Route: choice}).record(ctx, c, cp == nil)
 	sub := r.a.set.Get(choice)
 	label := choice + "/" + sub.Config.ToolName
 	c.Progress.Send(r.a.Name + " step 1 (tool)")
 	c.Progress.Send(label + ": started")
 	next := c.sub(c.Message, c.Progress.Prefixed(label+": "))
 	next.Turn = c.Turn
-	out, err := sub.Run(ctx, next)
+	out, err := sub.Run(stepScope(ctx, c, "route"), next)
 	if err != nil {
 		c.Progress.Send(label + ": failed")
 		return "", fmt.Errorf("routed to %s: %w", choice, err)
@@ -139,11 +182,33 @@ func (r *parallelRunner) run(ctx context.Context, c *Call) (string, error) {
 	fan := r.a.Config.FanOut
 	answers := make([]string, len(fan))
 	errs := make([]error, len(fan))
+	resumed, err := resumeSteps(ctx, c, config.KindParallel) // resume.go
+	if err != nil {
+		return "", err
+	}
+	cp := &stepCheckpoint{Kind: config.KindParallel}
+	var done map[int]stepOutcome // answered before the input-required round
+	if resumed != nil {
+		for i := range resumed.Done {
+			if i < 0 || i >= len(fan) {
+				return "", fmt.Errorf("the requestState's progress names fan_out agent %d of %d", i+1, len(fan))
+			}
+		}
+		done, cp.Done = resumed.Done, maps.Clone(resumed.Done)
+	}
+	cp.record(ctx, c, resumed == nil)
 	var wg sync.WaitGroup
 	c.Progress.Send(r.a.Name + " step 1 (tool)")
 	for i, name := range fan {
 		sub := r.a.set.Get(name)
 		label := name + "/" + sub.Config.ToolName
+		if o, ok := done[i]; ok {
+			answers[i] = o.Text
+			if o.Err != "" {
+				errs[i] = errors.New(o.Err)
+			}
+			continue
+		}
 		c.Progress.Send(label + ": started")
 		wg.Add(1)
 		go func() {
@@ -154,17 +219,23 @@ func (r *parallelRunner) run(ctx context.Context, c *Call) (string, error) {
 			})
 			next := c.sub(c.Message, c.Progress.Prefixed(label+": "))
 			next.Turn = c.Turn
-			answers[i], errs[i] = sub.Run(ctx, next)
+			answers[i], errs[i] = sub.Run(stepScope(ctx, c, fmt.Sprintf("agent%d", i+1)), next)
 			if errs[i] != nil {
 				c.Progress.Send(label + ": failed")
 			} else {
 				c.Progress.Send(label + ": completed")
+			}
+			if ctx.Err() == nil {
+				cp.finished(i, answers[i], errs[i])
 			}
 		}()
 	}
 	wg.Wait()
 	if ctx.Err() != nil {
 		return "", ctx.Err()
+	}
+	if err := unanswered(ctx, c); err != nil {
+		return "", err
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "Original request:\n%s\n\nAnswers from %d agents:\n", c.Message, len(fan))
@@ -184,7 +255,7 @@ func (r *parallelRunner) run(ctx context.Context, c *Call) (string, error) {
 	label := in.Name + "/" + in.Config.ToolName
 	c.Progress.Send(r.a.Name + " step 2 (tool)")
 	c.Progress.Send(label + ": started")
-	out, err := in.Run(ctx, c.sub(b.String(), c.Progress.Prefixed(label+": ")))
+	out, err := in.Run(stepScope(ctx, c, "fan_in"), c.sub(b.String(), c.Progress.Prefixed(label+": ")))
 	if err != nil {
 		c.Progress.Send(label + ": failed")
 		return "", fmt.Errorf("fan_in %s: %w", in.Name, err)

@@ -118,3 +118,87 @@ func parseCheckpoint(raw json.RawMessage) (*checkpoint, error) {
 	}
 	return &cp, nil
 }
+
+// The workflows' checkpoints (chain, router, parallel). A workflow runs
+// other agents; when one of them has a downstream ask the caller for
+// input, the state carries what the workflow has done so far, and a
+// replica without the waiting call continues from there: a chain from the
+// step that asked, with that step's input; a router with the agent it
+// chose (the model is not asked again); a parallel run with the fan_out
+// answers it has, running only the agents still missing, then fan_in. The
+// step that asked runs again on that replica (a sub-agent is replayed as a
+// whole, its requests answered from the retry), none before it.
+
+// stepCheckpoint is a workflow's checkpoint.
+type stepCheckpoint struct {
+	Kind  string              `json:"kind"`            // the workflow's kind, checked on resume
+	Step  int                 `json:"step,omitempty"`  // chain: the step (0-based) that runs
+	Input string              `json:"input,omitempty"` // chain: its input
+	Route string              `json:"route,omitempty"` // router: the agent chosen
+	Done  map[int]stepOutcome `json:"done,omitempty"`  // parallel: fan_out answers so far, by position
+	mu    sync.Mutex          // guards Done while fan_out agents finish
+}
+
+// stepOutcome is one finished step: its answer, or its error's text.
+type stepOutcome struct {
+	Text string `json:"text,omitempty"`
+	Err  string `json:"err,omitempty"`
+}
+
+// resumeSteps is the checkpoint a top-level workflow of kind continues from
+// (nil: it starts afresh).
+func resumeSteps(ctx context.Context, c *Call, kind string) (*stepCheckpoint, error) {
+	if c.Depth > 0 {
+		return nil, nil
+	}
+	raw := endpoint.TakeResume(ctx)
+	if raw == nil {
+		return nil, nil
+	}
+	var cp stepCheckpoint
+	if err := json.Unmarshal(raw, &cp); err != nil {
+		return nil, fmt.Errorf("the requestState's progress: %w", err)
+	}
+	if cp.Kind != kind {
+		return nil, fmt.Errorf("the requestState's progress is a %s's, not a %s's", cp.Kind, kind)
+	}
+	return &cp, nil
+}
+
+// record makes cp the checkpoint of a top-level workflow's call (when it is
+// an input-required one); fresh forgets the answers given so far (they
+// belong to steps done). It reports whether cp is recorded.
+func (cp *stepCheckpoint) record(ctx context.Context, c *Call, fresh bool) bool {
+	return c.Depth == 0 && endpoint.SetCheckpoint(ctx, fresh, cp.snapshot)
+}
+
+// finished records fan_out agent i's outcome.
+func (cp *stepCheckpoint) finished(i int, text string, err error) {
+	o := stepOutcome{Text: text}
+	if err != nil {
+		o = stepOutcome{Err: err.Error()}
+	}
+	cp.mu.Lock()
+	if cp.Done == nil {
+		cp.Done = map[int]stepOutcome{}
+	}
+	cp.Done[i] = o
+	cp.mu.Unlock()
+}
+
+func (cp *stepCheckpoint) snapshot() json.RawMessage {
+	cp.mu.Lock()
+	defer cp.mu.Unlock()
+	b, _ := json.Marshal(cp) // strings only: always encodes
+	return b
+}
+
+// stepScope keys the caller's input requests under the step they come
+// from (endpoint.WithAskScope), so that a replay of that step alone finds
+// its answers.
+func stepScope(ctx context.Context, c *Call, name string) context.Context {
+	if c.Depth > 0 {
+		return ctx
+	}
+	return endpoint.WithAskScope(ctx, name+"-")
+}

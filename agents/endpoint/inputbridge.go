@@ -1,8 +1,8 @@
 package endpoint
 
 // The input-required bridge (MCP 2026-07-28 multi round-trip requests) of
-// a proxy agent's tools, a toolbox's execute_tool and an llm agent's
-// send_message (Deps.Rounds). A 2026-07-28 caller cannot take
+// a proxy agent's tools, a toolbox's execute_tool and the send_message of
+// an llm, chain, router or parallel agent (Deps.Rounds). A 2026-07-28 caller cannot take
 // server-to-client requests; when a downstream sends elicitation/create,
 // sampling/createMessage or roots/list during its tools/call, the caller
 // gets an InputRequiredResult (resultType "input_required", inputRequests
@@ -26,13 +26,14 @@ package endpoint
 //     _meta's clientCapabilities fails the call with -32021 (HTTP 400). The
 //     caller's declared capabilities also go to the downstream in the
 //     request's _meta, for servers that read them per request.
-//   - A target that continues from a checkpoint (an llm agent's tool loop,
-//     SetCheckpoint) is not replayed from the start: the state carries its
-//     checkpoint (the conversation so far and the turn's finished tool
-//     results), and a replica without the waiting call runs the target with
-//     it (TakeResume), which re-runs only the tool calls that were still
-//     running, their requests answered as in a replay. Asks are keyed under
-//     the tool call they come from (WithAskScope).
+//   - A target that continues from a checkpoint (SetCheckpoint: an llm
+//     agent's tool loop, a workflow's steps; agents/resume.go) is not
+//     replayed from the start: the state carries its checkpoint (the
+//     conversation so far and the turn's finished tool results; the steps
+//     done), and a replica without the waiting call runs the target with it
+//     (TakeResume), which re-runs only what was still running, its requests
+//     answered as in a replay. Asks are keyed under the tool call or step
+//     they come from (WithAskScope).
 //   - A downstream that itself answers input_required (its result carries
 //     inputRequests) is passed through: its requests as it keyed them, its
 //     requestState sealed inside ours, and given back to it on the retry.
