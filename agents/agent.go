@@ -129,7 +129,7 @@ func newAgent(s *Set, c *config.Agent) (*Agent, error) {
 	case a.run != nil:
 		d.Fast = endpoint.Tool{Name: c.ToolName, Handler: a.handleSendMessage, Self: a.self()}
 		switch c.Kind {
-		case config.KindLLM, config.KindChain, config.KindRouter, config.KindParallel:
+		case config.KindLLM, config.KindChain, config.KindRouter, config.KindParallel, config.KindEvaluatorOptimizer:
 			// They continue from a checkpoint (resume.go), so an
 			// input-required round never runs a model turn or a step
 			// that has finished twice.

@@ -3,6 +3,7 @@ package agents
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -31,23 +32,50 @@ type evaluation struct {
 
 func (r *evalOptRunner) run(ctx context.Context, c *Call) (string, error) {
 	cfg := r.a.Config
-	step := 0
-	var best string
+	step, first := 0, 0
+	var best, generated string // generated: a draft finished before an input-required round
 	bestRank := -1
 	msg := c.Message
-	for round := 0; ; round++ {
-		step++
-		turn := c.Turn
-		turn.Message = msg
-		draft, err := r.a.delegate(ctx, c, step, cfg.Generator, turn, nil)
-		if err != nil {
-			return "", fmt.Errorf("generator %s: %w", cfg.Generator, err)
+	cp, err := resumeSteps(ctx, c, config.KindEvaluatorOptimizer) // resume.go
+	if err != nil {
+		return "", err
+	}
+	if cp != nil {
+		e := cp.Eval
+		if e == nil || e.Round < 0 || e.Round > cfg.MaxRefinements || e.BestRank < -1 || e.BestRank >= len(config.Ratings) {
+			return "", errors.New("the requestState's progress is not an evaluator_optimizer's this agent can continue")
 		}
+		step, first, msg, generated, best, bestRank = e.Step, e.Round, e.Input, e.Draft, e.Best, e.BestRank
+	}
+	for round := first; ; round++ {
+		again := cp != nil && round == first // the round the input-required round stopped in
+		progress := func(draft string) *stepCheckpoint {
+			return &stepCheckpoint{Kind: config.KindEvaluatorOptimizer, Eval: &evalProgress{Round: round, Step: step, Input: msg,
+				Draft: draft, Best: best, BestRank: bestRank}}
+		}
+		draft := generated
+		if !again || generated == "" {
+			progress("").record(ctx, c, !again)
+			step++
+			turn := c.Turn
+			turn.Message = msg
+			draft, err = r.a.delegate(stepScope(ctx, c, fmt.Sprintf("generator%d", round+1)), c, step, cfg.Generator, turn, nil)
+			if err != nil {
+				return "", fmt.Errorf("generator %s: %w", cfg.Generator, err)
+			}
+			if err := unanswered(ctx, c); err != nil {
+				return "", err
+			}
+		}
+		progress(draft).record(ctx, c, !(again && generated != ""))
 		step++
-		verdict, err := r.a.delegate(ctx, c, step, cfg.Evaluator, Turn{Message: evaluationRequest(c.Message, draft), ConversationID: c.ConversationID},
-			evaluationSchema)
+		verdict, err := r.a.delegate(stepScope(ctx, c, fmt.Sprintf("evaluator%d", round+1)), c, step, cfg.Evaluator,
+			Turn{Message: evaluationRequest(c.Message, draft), ConversationID: c.ConversationID}, evaluationSchema)
 		if err != nil {
 			return "", fmt.Errorf("evaluator %s: %w", cfg.Evaluator, err)
+		}
+		if err := unanswered(ctx, c); err != nil {
+			return "", err
 		}
 		ev := parseEvaluation(verdict)
 		if ev.rank >= bestRank {

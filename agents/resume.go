@@ -119,15 +119,17 @@ func parseCheckpoint(raw json.RawMessage) (*checkpoint, error) {
 	return &cp, nil
 }
 
-// The workflows' checkpoints (chain, router, parallel). A workflow runs
-// other agents; when one of them has a downstream ask the caller for
-// input, the state carries what the workflow has done so far, and a
-// replica without the waiting call continues from there: a chain from the
-// step that asked, with that step's input; a router with the agent it
-// chose (the model is not asked again); a parallel run with the fan_out
-// answers it has, running only the agents still missing, then fan_in. The
-// step that asked runs again on that replica (a sub-agent is replayed as a
-// whole, its requests answered from the retry), none before it.
+// The workflows' checkpoints (chain, router, parallel,
+// evaluator_optimizer). A workflow runs other agents; when one of them has
+// a downstream ask the caller for input, the state carries what the
+// workflow has done so far, and a replica without the waiting call
+// continues from there: a chain from the step that asked, with that step's
+// input; a router with the agent it chose (the model is not asked again);
+// a parallel run with the fan_out answers it has, running only the agents
+// still missing, then fan_in; an evaluator_optimizer in the round and at
+// the step (generator or evaluator) that asked, with the drafts it has.
+// The step that asked runs again on that replica (a sub-agent is replayed
+// as a whole, its requests answered from the retry), none before it.
 
 // stepCheckpoint is a workflow's checkpoint.
 type stepCheckpoint struct {
@@ -136,7 +138,21 @@ type stepCheckpoint struct {
 	Input string              `json:"input,omitempty"` // chain: its input
 	Route string              `json:"route,omitempty"` // router: the agent chosen
 	Done  map[int]stepOutcome `json:"done,omitempty"`  // parallel: fan_out answers so far, by position
+	Eval  *evalProgress       `json:"eval,omitempty"`  // evaluator_optimizer
 	mu    sync.Mutex          // guards Done while fan_out agents finish
+}
+
+// evalProgress is where an evaluator_optimizer run is: the round, the
+// progress step counter before the step that runs, the generator's input
+// (the request or a refinement request), the draft when the generator has
+// answered and the evaluator runs, and the best draft so far.
+type evalProgress struct {
+	Round    int    `json:"round"`
+	Step     int    `json:"step"`
+	Input    string `json:"input"`
+	Draft    string `json:"draft,omitempty"`
+	Best     string `json:"best,omitempty"`
+	BestRank int    `json:"best_rank"`
 }
 
 // stepOutcome is one finished step: its answer, or its error's text.

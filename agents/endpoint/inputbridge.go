@@ -2,7 +2,8 @@ package endpoint
 
 // The input-required bridge (MCP 2026-07-28 multi round-trip requests) of
 // a proxy agent's tools, a toolbox's execute_tool and the send_message of
-// an llm, chain, router or parallel agent (Deps.Rounds). A 2026-07-28 caller cannot take
+// an llm, chain, router, parallel or evaluator_optimizer agent
+// (Deps.Rounds). A 2026-07-28 caller cannot take
 // server-to-client requests; when a downstream sends elicitation/create,
 // sampling/createMessage or roots/list during its tools/call, the caller
 // gets an InputRequiredResult (resultType "input_required", inputRequests

@@ -13,7 +13,7 @@ import (
 )
 
 // Input-required rounds through workflows (MCP 2026-07-28): a chain, a
-// router and a parallel agent whose step "asker" (an llm agent) calls
+// router, a parallel and an evaluator_optimizer agent whose step "asker" (an llm agent) calls
 // relayDown's eliciting tool. "prep" and the router's model use a second
 // fake LLM, so that each fake's script is consumed in a known order and the
 // steps that must not run again can be counted.
@@ -40,6 +40,7 @@ agents:
   pipe: {kind: chain, sequence: [prep, asker]}
   triage: {kind: router, agents: [prep, asker], model: second.fake-model}
   panel: {kind: parallel, fan_out: [prep, asker], fan_in: joiner}
+  refine: {kind: evaluator_optimizer, generator: prep, evaluator: asker}
 `, stateKeyB64, asker.OpenAIBaseURL(), second.OpenAIBaseURL(), downURL))
 }
 
@@ -133,5 +134,22 @@ func TestParallelInputRequiredOtherReplica(t *testing.T) {
 	}
 	if n := len(f2.ChatRequests()); n != 1 {
 		t.Errorf("the fan_out agent that had answered ran %d times, want once", n)
+	}
+}
+
+// An evaluator_optimizer continued on another replica in its evaluator
+// step keeps the generator's draft: the generator does not run again.
+func TestEvaluatorInputRequiredOtherReplica(t *testing.T) {
+	f, f2 := fakellm.New(t), fakellm.New(t)
+	f2.Script(fakellm.Text("the draft"))
+	f.Script(askTool, askTool, fakellm.Text(`{"rating":"EXCELLENT","feedback":"fine, cy"}`))
+	if got := flowOtherReplica(t, "refine", "evaluator1-elicitation-1", f, f2); !strings.Contains(got, `"text":"the draft"`) {
+		t.Fatalf("continued evaluator_optimizer answered %q, want the draft", got)
+	}
+	if n := len(f2.ChatRequests()); n != 1 {
+		t.Errorf("the generator ran %d times, want once", n)
+	}
+	if reqs := f.ChatRequests(); len(reqs) != 3 || !strings.Contains(reqs[1].Chat.LastUserText(), "the draft") {
+		t.Errorf("the evaluator's turns: %d, the replayed one not about the draft", len(reqs))
 	}
 }
