@@ -128,13 +128,10 @@ func newAgent(s *Set, c *config.Agent) (*Agent, error) {
 		d.Fast, d.Rounds = a.executeTool, a.executeTool
 	case a.run != nil:
 		d.Fast = endpoint.Tool{Name: c.ToolName, Handler: a.handleSendMessage, Self: a.self()}
-		switch c.Kind {
-		case config.KindLLM, config.KindChain, config.KindRouter, config.KindParallel, config.KindEvaluatorOptimizer:
-			// They continue from a checkpoint (resume.go), so an
-			// input-required round never runs a model turn or a step
-			// that has finished twice.
-			d.Rounds = d.Fast
-		}
+		// Every kind with send_message continues from a checkpoint
+		// (resume.go), so an input-required round never runs a model turn
+		// or a step that has finished twice.
+		d.Rounds = d.Fast
 	}
 	a.handler = endpoint.New(d)
 	return a, nil

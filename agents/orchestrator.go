@@ -11,6 +11,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/pallasgw/pallasgw/agents/endpoint"
 	"github.com/pallasgw/pallasgw/agents/llm"
 	"github.com/pallasgw/pallasgw/gateway/config"
 )
@@ -48,9 +49,13 @@ type orchestration struct {
 	results map[string]string // step id -> answer (or failure text)
 	order   []planStep        // steps run, in order
 	failed  map[string]bool   // step ids that failed
-	mu      sync.Mutex        // results and failed, written by parallel steps
 	byID    map[string]string // step id -> agent, of the steps run
 	limit   bool              // max_iterations cut the work short
+	pending []planStep        // the plan's steps not started yet (for the checkpoint)
+	// mu guards the fields above that steps write (results, failed) and
+	// that the checkpoint reads while steps run (step, order, limit,
+	// pending); the run's goroutine writes those under it.
+	mu sync.Mutex
 }
 
 const (
@@ -64,10 +69,19 @@ var errNoPlan = errors.New("the planner's answer held no plan")
 
 func (r *orchestratorRunner) run(ctx context.Context, c *Call) (string, error) {
 	o := &orchestration{c: c, results: map[string]string{}, failed: map[string]bool{}, byID: map[string]string{}}
-	var err error
-	if r.a.Config.Plan == config.PlanIterative {
+	rest, err := r.resume(ctx, o)
+	if err != nil {
+		return "", err
+	}
+	if rest != nil { // continued after an input-required round
+		if err := r.execute(ctx, o, rest, true); err != nil {
+			return "", err
+		}
+	}
+	switch {
+	case r.a.Config.Plan == config.PlanIterative:
 		err = r.runIterative(ctx, o)
-	} else {
+	case rest == nil:
 		err = r.runFull(ctx, o)
 	}
 	if err != nil {
@@ -81,14 +95,16 @@ func (r *orchestratorRunner) runFull(ctx context.Context, o *orchestration) erro
 	if err != nil {
 		return err
 	}
-	return r.execute(ctx, o, p.Steps)
+	return r.execute(ctx, o, p.Steps, false)
 }
 
 func (r *orchestratorRunner) runIterative(ctx context.Context, o *orchestration) error {
 	for {
 		left := r.a.Config.MaxIterations - len(o.order)
 		if left <= 0 {
+			o.mu.Lock()
 			o.limit = true
+			o.mu.Unlock()
 			return nil
 		}
 		p, err := r.plan(ctx, o, left)
@@ -98,7 +114,7 @@ func (r *orchestratorRunner) runIterative(ctx context.Context, o *orchestration)
 		if len(p.Steps) == 0 {
 			return nil // done
 		}
-		if err := r.execute(ctx, o, p.Steps); err != nil {
+		if err := r.execute(ctx, o, p.Steps, false); err != nil {
 			return err
 		}
 	}
@@ -109,8 +125,7 @@ func (r *orchestratorRunner) runIterative(ctx context.Context, o *orchestration)
 func (r *orchestratorRunner) plan(ctx context.Context, o *orchestration, maxSteps int) (*plan, error) {
 	problem := ""
 	for attempt := 1; ; attempt++ {
-		o.step++
-		o.c.Progress.Send(fmt.Sprintf("%s step %d (llm)", r.a.Name, o.step))
+		o.c.Progress.Send(fmt.Sprintf("%s step %d (llm)", r.a.Name, o.nextStep()))
 		resp, err := r.model.chat(ctx, r.a, r.planRequest(o, maxSteps, problem), o.c)
 		if err != nil {
 			return nil, err
@@ -284,34 +299,115 @@ func stepIDs(steps []planStep) string {
 }
 
 // execute runs checked steps, each round's in parallel. A failed step's
-// error becomes its result; only the call ending stops the work.
-func (r *orchestratorRunner) execute(ctx context.Context, o *orchestration, steps []planStep) error {
+// error becomes its result; only the call ending stops the work. again:
+// the steps continue a run stopped by an input-required round, whose
+// answers the first round's steps still need.
+func (r *orchestratorRunner) execute(ctx context.Context, o *orchestration, steps []planStep, again bool) error {
 	rounds, err := waves(steps, o.byID)
 	if err != nil {
 		return err
 	}
-	for _, round := range rounds {
+	for i, round := range rounds {
 		var wg sync.WaitGroup
+		o.mu.Lock()
+		o.pending = slices.Concat(rounds[i+1:]...)
 		for _, s := range round {
-			o.step++
 			o.byID[s.ID] = s.Agent
 			o.order = append(o.order, s)
+		}
+		o.mu.Unlock()
+		r.checkpoint(ctx, o, !(again && i == 0))
+		for _, s := range round {
+			step := o.nextStep()
 			turn := Turn{Message: stepInput(o, s), ConversationID: o.c.ConversationID}
-			step := o.step
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
 				defer r.a.recoverCall(o.c.RequestID, "step "+s.ID, func(err error) { o.record(s.ID, "", err) })
-				out, err := r.a.delegate(ctx, o.c, step, s.Agent, turn, nil)
-				o.record(s.ID, out, err)
+				out, err := r.a.delegate(stepScope(ctx, o.c, "step-"+scopeName(s.ID)), o.c, step, s.Agent, turn, nil)
+				if ctx.Err() == nil {
+					o.record(s.ID, out, err)
+				}
 			}()
 		}
 		wg.Wait()
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
+		if err := unanswered(ctx, o.c); err != nil {
+			return err
+		}
 	}
+	o.mu.Lock()
+	o.pending = nil
+	o.mu.Unlock()
 	return nil
+}
+
+// checkpoint makes the orchestration's progress the call's checkpoint
+// (resume.go): the steps run, the results of those that finished, the
+// steps of the plan not started, read when the caller is asked for input.
+func (r *orchestratorRunner) checkpoint(ctx context.Context, o *orchestration, fresh bool) {
+	if o.c.Depth > 0 {
+		return
+	}
+	endpoint.SetCheckpoint(ctx, fresh, func() json.RawMessage {
+		o.mu.Lock()
+		defer o.mu.Unlock()
+		b, _ := json.Marshal(&stepCheckpoint{Kind: config.KindOrchestrator, Orch: &orchProgress{Step: o.step, Order: o.order,
+			Results: o.results, Failed: o.failed, Pending: o.pending, Limit: o.limit}})
+		return b
+	})
+}
+
+// resume restores the orchestration a top-level run continues from, and
+// returns the steps to run first: those of the stopped round that had not
+// finished, then the rest of the plan (nil: the run starts afresh).
+func (r *orchestratorRunner) resume(ctx context.Context, o *orchestration) ([]planStep, error) {
+	cp, err := resumeSteps(ctx, o.c, config.KindOrchestrator) // resume.go
+	if err != nil || cp == nil {
+		return nil, err
+	}
+	p := cp.Orch
+	bad := p == nil
+	for _, s := range slices.Concat(p.orderOrNil(), p.pendingOrNil()) {
+		bad = bad || !slices.Contains(r.a.Config.Agents, s.Agent)
+	}
+	if bad {
+		return nil, errors.New("the requestState's progress is not an orchestrator's this agent can continue")
+	}
+	var rest []planStep
+	o.step, o.limit = p.Step, p.Limit
+	for _, s := range p.Order {
+		if res, ok := p.Results[s.ID]; ok {
+			o.order, o.byID[s.ID], o.results[s.ID] = append(o.order, s), s.Agent, res
+			o.failed[s.ID] = p.Failed[s.ID]
+			continue
+		}
+		rest = append(rest, s) // running when the caller was asked: runs again
+		o.step--
+	}
+	return append(rest, p.Pending...), nil
+}
+
+// scopeName is a step id as the key of the caller's input requests takes
+// it: letters, digits, '_' and '.', at most 32.
+func scopeName(id string) string {
+	b := []byte{}
+	for i := 0; i < len(id) && len(b) < 32; i++ {
+		if c := id[i]; c == '_' || c == '.' || (c >= '0' && c <= '9') || (c|0x20 >= 'a' && c|0x20 <= 'z') {
+			b = append(b, c)
+		}
+	}
+	return string(b)
+}
+
+// nextStep counts one more progress step and returns its number.
+func (o *orchestration) nextStep() int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.step++
+	return o.step
 }
 
 func (o *orchestration) record(id, answer string, err error) {
@@ -363,8 +459,7 @@ func (r *orchestratorRunner) synthesize(ctx context.Context, o *orchestration) (
 		fmt.Fprintf(&u, "\nThe step limit (max_iterations %d) was reached before the plan was complete.\n", r.a.Config.MaxIterations)
 	}
 	u.WriteString("\nWrite the final answer to the request from these results.")
-	o.step++
-	o.c.Progress.Send(fmt.Sprintf("%s step %d (llm)", r.a.Name, o.step))
+	o.c.Progress.Send(fmt.Sprintf("%s step %d (llm)", r.a.Name, o.nextStep()))
 	msgs := append(append([]llm.Message{}, o.c.History...), llm.Message{Role: llm.RoleUser, Text: u.String(), Images: o.c.Images})
 	resp, err := r.model.chat(ctx, r.a, llm.Request{System: r.a.Config.Instruction, Messages: msgs}, o.c)
 	if err != nil {

@@ -120,14 +120,15 @@ func parseCheckpoint(raw json.RawMessage) (*checkpoint, error) {
 }
 
 // The workflows' checkpoints (chain, router, parallel,
-// evaluator_optimizer). A workflow runs other agents; when one of them has
+// evaluator_optimizer, orchestrator). A workflow runs other agents; when one of them has
 // a downstream ask the caller for input, the state carries what the
 // workflow has done so far, and a replica without the waiting call
 // continues from there: a chain from the step that asked, with that step's
 // input; a router with the agent it chose (the model is not asked again);
 // a parallel run with the fan_out answers it has, running only the agents
 // still missing, then fan_in; an evaluator_optimizer in the round and at
-// the step (generator or evaluator) that asked, with the drafts it has.
+// the step (generator or evaluator) that asked, with the drafts it has;
+// an orchestrator with its plan and the results of its finished steps.
 // The step that asked runs again on that replica (a sub-agent is replayed
 // as a whole, its requests answered from the retry), none before it.
 
@@ -139,6 +140,7 @@ type stepCheckpoint struct {
 	Route string              `json:"route,omitempty"` // router: the agent chosen
 	Done  map[int]stepOutcome `json:"done,omitempty"`  // parallel: fan_out answers so far, by position
 	Eval  *evalProgress       `json:"eval,omitempty"`  // evaluator_optimizer
+	Orch  *orchProgress       `json:"orch,omitempty"`  // orchestrator
 	mu    sync.Mutex          // guards Done while fan_out agents finish
 }
 
@@ -153,6 +155,32 @@ type evalProgress struct {
 	Draft    string `json:"draft,omitempty"`
 	Best     string `json:"best,omitempty"`
 	BestRank int    `json:"best_rank"`
+}
+
+// orchProgress is where an orchestrator run is: its progress step counter,
+// the steps started so far in order, the results of those that finished
+// (a failure's text too), and the steps of the current plan not started.
+type orchProgress struct {
+	Step    int               `json:"step"`
+	Order   []planStep        `json:"order"`
+	Results map[string]string `json:"results,omitempty"`
+	Failed  map[string]bool   `json:"failed,omitempty"`
+	Pending []planStep        `json:"pending,omitempty"`
+	Limit   bool              `json:"limit,omitempty"`
+}
+
+func (p *orchProgress) orderOrNil() []planStep {
+	if p == nil {
+		return nil
+	}
+	return p.Order
+}
+
+func (p *orchProgress) pendingOrNil() []planStep {
+	if p == nil {
+		return nil
+	}
+	return p.Pending
 }
 
 // stepOutcome is one finished step: its answer, or its error's text.

@@ -1,9 +1,8 @@
 package endpoint
 
 // The input-required bridge (MCP 2026-07-28 multi round-trip requests) of
-// a proxy agent's tools, a toolbox's execute_tool and the send_message of
-// an llm, chain, router, parallel or evaluator_optimizer agent
-// (Deps.Rounds). A 2026-07-28 caller cannot take
+// a proxy agent's tools, a toolbox's execute_tool and every agent's
+// send_message (Deps.Rounds). A 2026-07-28 caller cannot take
 // server-to-client requests; when a downstream sends elicitation/create,
 // sampling/createMessage or roots/list during its tools/call, the caller
 // gets an InputRequiredResult (resultType "input_required", inputRequests

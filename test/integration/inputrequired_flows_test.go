@@ -13,7 +13,8 @@ import (
 )
 
 // Input-required rounds through workflows (MCP 2026-07-28): a chain, a
-// router, a parallel and an evaluator_optimizer agent whose step "asker" (an llm agent) calls
+// router, a parallel, an evaluator_optimizer and an orchestrator agent
+// whose step "asker" (an llm agent) calls
 // relayDown's eliciting tool. "prep" and the router's model use a second
 // fake LLM, so that each fake's script is consumed in a known order and the
 // steps that must not run again can be counted.
@@ -41,6 +42,7 @@ agents:
   triage: {kind: router, agents: [prep, asker], model: second.fake-model}
   panel: {kind: parallel, fan_out: [prep, asker], fan_in: joiner}
   refine: {kind: evaluator_optimizer, generator: prep, evaluator: asker}
+  orch: {kind: orchestrator, model: second.fake-model, agents: [prep, asker]}
 `, stateKeyB64, asker.OpenAIBaseURL(), second.OpenAIBaseURL(), downURL))
 }
 
@@ -151,5 +153,28 @@ func TestEvaluatorInputRequiredOtherReplica(t *testing.T) {
 	}
 	if reqs := f.ChatRequests(); len(reqs) != 3 || !strings.Contains(reqs[1].Chat.LastUserText(), "the draft") {
 		t.Errorf("the evaluator's turns: %d, the replayed one not about the draft", len(reqs))
+	}
+}
+
+// An orchestrator continued on another replica keeps its plan and the
+// results of the steps that finished: the planner and the first step do
+// not run again; the step that asked does, then the answer is written.
+func TestOrchestratorInputRequiredOtherReplica(t *testing.T) {
+	f, f2 := fakellm.New(t), fakellm.New(t)
+	f2.Script(
+		fakellm.ToolCalls(fakellm.Call{ID: "p1", Name: "submit_plan", Args: json.RawMessage(
+			`{"steps":[{"id":"s1","agent":"prep","task":"prepare"},{"id":"s2","agent":"asker","task":"greet","depends_on":["s1"]}]}`)}),
+		fakellm.Text("prepared"),
+		fakellm.Text("final: hello, cy"))
+	f.Script(askTool, askTool, fakellm.Text("hello, cy"))
+	if got := flowOtherReplica(t, "orch", "step-s2-elicitation-1", f, f2); !strings.Contains(got, "final: hello, cy") {
+		t.Fatalf("continued orchestrator answered %q", got)
+	}
+	reqs := f2.ChatRequests()
+	if len(reqs) != 3 {
+		t.Fatalf("planner, first step and answer: %d model turns, want 3 (none again)", len(reqs))
+	}
+	if last := reqs[2].Chat.LastUserText(); !strings.Contains(last, "prepared") || !strings.Contains(last, "hello, cy") {
+		t.Errorf("the answer was written from %q, want both steps' results", last)
 	}
 }
