@@ -61,6 +61,9 @@ const (
 	// DefaultMaxMessageBytes bounds one message a downstream sends (a JSON
 	// body, an SSE event, a stdio line): 64 MiB.
 	DefaultMaxMessageBytes = 64 << 20
+	// DefaultToolListTTL is how long a session's tool list is used before
+	// it is read again.
+	DefaultToolListTTL = 30 * time.Second
 )
 
 // Log field keys of this package.
@@ -129,6 +132,14 @@ type Options struct {
 	// calls): a longer one fails its call with an error saying so, and is
 	// never held whole (bound.go). Default DefaultMaxMessageBytes.
 	MaxMessageBytes int
+
+	// ToolListTTL is how long a session's cached tools/list result is
+	// served as it is; past it the cached list is still answered at once,
+	// and read again in the background, so that a downstream that changed
+	// without telling (redeployed, gone) is seen within about this long
+	// (toollist.go). A notifications/tools/list_changed drops the cache at
+	// once. Default DefaultToolListTTL.
+	ToolListTTL time.Duration
 }
 
 // Manager holds the clients of every configured downstream server. It is
@@ -196,6 +207,9 @@ func withDefaults(o Options) Options {
 	}
 	if o.MaxMessageBytes <= 0 {
 		o.MaxMessageBytes = DefaultMaxMessageBytes
+	}
+	if o.ToolListTTL <= 0 {
+		o.ToolListTTL = DefaultToolListTTL
 	}
 	return o
 }

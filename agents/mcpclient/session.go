@@ -375,24 +375,58 @@ func (rt *headerRoundTripper) roundTrip(req *http.Request) (*http.Response, erro
 // invalidation, so a listing that raced with a tools/list_changed is not
 // stored.
 type toolCache struct {
-	mu    sync.Mutex
-	gen   uint64
-	tools []mcp.Tool
-	ok    bool
+	mu         sync.Mutex
+	gen        uint64
+	tools      []mcp.Tool
+	ok         bool
+	at         time.Time // when tools were read
+	refreshing bool      // a background read is running (refresh)
 }
 
-func (c *toolCache) get() ([]mcp.Tool, uint64, bool) {
+// get returns the cached list, its generation, whether there is one, and
+// whether it is older than ttl (stale: serve it, and read it again).
+func (c *toolCache) get(ttl time.Duration) (tools []mcp.Tool, gen uint64, ok, stale bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.tools, c.gen, c.ok
+	return c.tools, c.gen, c.ok, c.ok && time.Since(c.at) > ttl
 }
 
 func (c *toolCache) put(gen uint64, tools []mcp.Tool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.gen == gen {
-		c.tools, c.ok = tools, true
+		c.tools, c.ok, c.at = tools, true, time.Now()
 	}
+}
+
+// refresh marks a background read of generation gen as started; false
+// when one is running already or the cache has moved on.
+func (c *toolCache) refresh(gen uint64) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.refreshing || c.gen != gen || !c.ok {
+		return false
+	}
+	c.refreshing = true
+	return true
+}
+
+// refreshed ends a background read of generation gen: its list, or on
+// failure the cache dropped, so that the next caller reads the list itself
+// and meets the failure (a server gone is no longer listed).
+func (c *toolCache) refreshed(gen uint64, tools []mcp.Tool, err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.refreshing = false
+	if c.gen != gen {
+		return
+	}
+	if err != nil {
+		c.gen++
+		c.tools, c.ok = nil, false
+		return
+	}
+	c.tools, c.at = tools, time.Now()
 }
 
 func (c *toolCache) invalidate() {

@@ -11,6 +11,7 @@ import (
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
+	"go.uber.org/zap"
 )
 
 // maxToolPages bounds a paginated tools/list.
@@ -51,7 +52,10 @@ type fetchGroup struct {
 // of the fetch of the cache's generation, which it starts if none is in
 // flight.
 func (m *Manager) sessionTools(ctx context.Context, s *session, cli *client.Client) ([]mcp.Tool, error) {
-	cached, gen, ok := s.tools.get()
+	cached, gen, ok, stale := s.tools.get(m.opts.ToolListTTL)
+	if stale && s.tools.refresh(gen) && !m.track(func() { m.refreshTools(s, cli, gen) }) {
+		s.tools.refreshed(gen, cached, nil) // closing: nothing to refresh for
+	}
 	if ok {
 		return cached, nil
 	}
@@ -61,6 +65,22 @@ func (m *Manager) sessionTools(ctx context.Context, s *session, cli *client.Clie
 		m.fetches.finish(key, f, nil, errClosed)
 	}
 	return m.fetches.wait(ctx, key, f)
+}
+
+// refreshTools reads the tool list of s again in the background, once its
+// cached one is older than Options.ToolListTTL: callers meanwhile get the
+// cached list at once. A failure drops the cache, so the next caller reads
+// the list itself (and reconnects, or meets the failure).
+func (m *Manager) refreshTools(s *session, cli *client.Client, gen uint64) {
+	timeout := s.srv.spec.Timeout
+	ctx, cancel := context.WithTimeoutCause(m.ctx, timeout, &timeoutError{timeout: timeout})
+	defer cancel()
+	ctx = context.WithValue(ctx, opKey{}, string(mcp.MethodToolsList))
+	tools, err := m.listTools(ctx, cli)
+	if err != nil {
+		m.log.Debug("tools/list refresh failed; the next caller reads it again", zap.String("server", s.srv.spec.Name), zap.Error(err))
+	}
+	s.tools.refreshed(gen, tools, err)
 }
 
 // fetchTools runs the fetch f under the server's timeout and caches its list

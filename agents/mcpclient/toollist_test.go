@@ -9,13 +9,16 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
 )
 
 // listGate sits in front of a downstream and holds every tools/list POST
@@ -95,7 +98,7 @@ func cacheWarm(m *Manager, server string) bool {
 	srv.mu.Lock()
 	defer srv.mu.Unlock()
 	for _, s := range srv.pool {
-		if _, _, ok := s.tools.get(); ok {
+		if _, _, ok, _ := s.tools.get(time.Hour); ok {
 			return true
 		}
 	}
@@ -268,7 +271,7 @@ func BenchmarkToolsColdCache(b *testing.B) {
 	const callers = 128
 	unshared := func(m *Manager, ctx context.Context) error {
 		return m.do(ctx, "argos", string(mcp.MethodToolsList), nil, func(ctx context.Context, s *session, cli *client.Client) error {
-			_, gen, ok := s.tools.get()
+			_, gen, ok, _ := s.tools.get(time.Hour)
 			if ok {
 				return nil
 			}
@@ -314,5 +317,51 @@ func BenchmarkToolsColdCache(b *testing.B) {
 			}
 			b.ReportMetric(float64(d.count("POST", "tools/list")-start)/float64(b.N), "lists/op")
 		})
+	}
+}
+
+// A cached tool list older than ToolListTTL is answered at once and read
+// again in the background: a tool the downstream added without telling
+// shows up, and a list that can no longer be read is dropped, so that the
+// next caller meets the failure instead of tools that are gone.
+func TestToolListRefreshedAfterTTL(t *testing.T) {
+	g := newListGate(t)
+	m := newManager(t, Options{ToolListTTL: time.Nanosecond}, g.spec("a"))
+	ctx := testCtx(t)
+	list := func() toolsResult {
+		tools, err := m.Tools(ctx, "a", nil)
+		return toolsResult{tools, err}
+	}
+	has := func(tools []mcp.Tool, name string) bool {
+		return slices.ContainsFunc(tools, func(tl mcp.Tool) bool { return tl.Name == name })
+	}
+	first := make(chan toolsResult, 1)
+	go func() { first <- list() }()
+	g.next(t).pass <- true
+	if r := receive(t, "the first list", first); r.err != nil || has(r.tools, "late") {
+		t.Fatalf("first list: %v", r.err)
+	}
+	// The downstream is redeployed with one more tool: nothing tells the
+	// gateway (a new process sends no notifications/tools/list_changed on
+	// the old sessions; this stateless one takes them as they are).
+	s := g.d.newMCPServer()
+	s.AddTool(mcp.NewTool("late"), func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return mcp.NewToolResultText("late"), nil
+	})
+	g.d.mcp.Store(s)
+	g.d.h.Store(server.NewStreamableHTTPServer(s))
+	if r := list(); r.err != nil || has(r.tools, "late") {
+		t.Fatalf("a stale list must be answered at once, as cached: %v", r.err)
+	}
+	g.next(t).pass <- true // the background read
+	eventually(t, "the list read again to show the new tool", func() bool { return has(list().tools, "late") })
+
+	g.next(t).pass <- false // the next background read fails
+	eventually(t, "the cached list dropped", func() bool { return !cacheWarm(m, "a") })
+	failed := make(chan toolsResult, 1)
+	go func() { failed <- list() }()
+	g.next(t).pass <- false
+	if r := receive(t, "the list after the failure", failed); r.err == nil {
+		t.Errorf("a list that cannot be read answered %d tools from the cache", len(r.tools))
 	}
 }
