@@ -57,6 +57,7 @@ import (
 	"github.com/pallasgw/pallasgw/agents/fastcall"
 	"github.com/pallasgw/pallasgw/agents/mcpclient"
 	"github.com/pallasgw/pallasgw/agents/proxy"
+	"github.com/pallasgw/pallasgw/policy"
 )
 
 const (
@@ -98,6 +99,7 @@ type inputCall struct {
 	tool   string
 	req    mcp.CallToolRequest
 	args   string // digest of req's arguments, once needed (argsDigest)
+	caller string // the caller's policy key: only it may continue the call
 	caps   capSet
 	cancel context.CancelFunc
 	wake   chan struct{} // buffered 1: an ask arrived, or the call ended
@@ -158,6 +160,7 @@ func (b *inputBridge) Answer(ctx context.Context, req mcp.CallToolRequest, id an
 		rawCaps, _ = json.Marshal(c)
 	}
 	var args string // their digest, only needed for a state
+	caller := policy.IdentityFrom(ctx).PolicyKey()
 	var st *roundState
 	var responses map[string]json.RawMessage
 	if rt := fastcall.RoundTripFrom(ctx); rt != nil {
@@ -178,6 +181,11 @@ func (b *inputBridge) Answer(ctx context.Context, req mcp.CallToolRequest, id an
 			if err == nil && (st.Tool != req.Params.Name || st.Args != args) {
 				err = &stateError{stateMismatch, "invalid requestState: it was issued for another tool or other arguments"}
 			}
+			if err == nil && st.Caller != caller {
+				// The state is no bearer token: only its caller finishes
+				// the call decided, credentialed and checkpointed for it.
+				err = &stateError{stateMismatch, "invalid requestState: it was issued to another caller"}
+			}
 			if err != nil {
 				se, _ := err.(*stateError)
 				b.e.d.Requests.rejected(se.reason)
@@ -191,7 +199,7 @@ func (b *inputBridge) Answer(ctx context.Context, req mcp.CallToolRequest, id an
 	if rawCaps != nil {
 		extras.Meta = map[string]json.RawMessage{mcp.MetaKeyClientCapabilities: rawCaps}
 	}
-	call := &inputCall{b: b, tool: req.Params.Name, req: req, args: args, caps: caps, wake: make(chan struct{}, 1)}
+	call := &inputCall{b: b, tool: req.Params.Name, req: req, args: args, caller: caller, caps: caps, wake: make(chan struct{}, 1)}
 	switch {
 	case st != nil && st.IsNat:
 		extras.Params = map[string]json.RawMessage{"requestState": mustJSON(st.Native)}
@@ -492,7 +500,7 @@ func (c *inputCall) gather(ctx context.Context) {
 // requests. c.mu is held.
 func (c *inputCall) inputRequired(id any) any {
 	c.exp = time.Now().Add(stateTTL)
-	st := &roundState{ID: c.id, Agent: c.b.e.d.Agent, Tool: c.tool, Args: c.argsDigest(), Exp: c.exp.Unix(),
+	st := &roundState{ID: c.id, Agent: c.b.e.d.Agent, Caller: c.caller, Tool: c.tool, Args: c.argsDigest(), Exp: c.exp.Unix(),
 		Asked: map[string]askedInput{}, Prior: map[string]askedInput{}}
 	requests := map[string]json.RawMessage{}
 	for _, a := range c.asks {
@@ -548,7 +556,7 @@ func (c *inputCall) finished(ans any, id any, first bool) any {
 		c.mu.Lock()
 		args := c.argsDigest()
 		c.mu.Unlock()
-		st := &roundState{Agent: c.b.e.d.Agent, Tool: c.tool, Args: args, Exp: time.Now().Add(stateTTL).Unix(), IsNat: true}
+		st := &roundState{Agent: c.b.e.d.Agent, Caller: c.caller, Tool: c.tool, Args: args, Exp: time.Now().Add(stateTTL).Unix(), IsNat: true}
 		if msg.Result.RequestState != nil {
 			st.Native = *msg.Result.RequestState
 		}

@@ -8,7 +8,7 @@ package endpoint
 //
 // Wire form: base64url (no padding) of version byte 1 | 12-byte nonce |
 // ciphertext+tag. The additional data binds it to the agent; the payload
-// (roundState, JSON) names the tool, the digest of the arguments, the
+// (roundState, JSON) names the caller, the tool, the digest of the arguments, the
 // waiting call's id on the replica that asked, the expiry, the requests of
 // this round (key → method and params digest) and the answers of earlier
 // rounds, so that a replica without the waiting call can replay it, and,
@@ -33,6 +33,7 @@ const stateVersion = 1
 type roundState struct {
 	ID     string                `json:"id,omitempty"` // the waiting call on the replica that asked
 	Agent  string                `json:"agent"`
+	Caller string                `json:"caller,omitempty"` // the caller's policy key (auth's identity)
 	Tool   string                `json:"tool"`
 	Args   string                `json:"args"` // argsDigest of the call's arguments
 	Exp    int64                 `json:"exp"`  // unix seconds
@@ -56,7 +57,7 @@ type askedInput struct {
 const (
 	stateInvalid  = "invalid"  // not ours: malformed, tampered, sealed under another key
 	stateExpired  = "expired"  // past its expiry
-	stateMismatch = "mismatch" // for another agent, tool or arguments
+	stateMismatch = "mismatch" // for another agent, caller, tool or arguments
 	stateLost     = "lost"     // its call ended, and it could not carry the checkpoint to continue it
 )
 
