@@ -2,6 +2,7 @@ package mcpclient
 
 import (
 	"encoding/json"
+	"errors"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -28,23 +29,47 @@ const (
 )
 
 // scrubbedError is an error whose text had header values taken out; the
-// chain is kept for errors.Is and errors.As.
+// chain is kept for errors.Is and errors.As, except that a downstream's
+// JSON-RPC error in it (*RPCError, which callers answer their own callers
+// with: its message and data as sent) is found scrubbed too (As).
 type scrubbedError struct {
 	msg string
 	err error
+	rpc *RPCError // the chain's *RPCError, scrubbed; nil: none
 }
 
 func (e *scrubbedError) Error() string { return e.msg }
 func (e *scrubbedError) Unwrap() error { return e.err }
 
+// As gives errors.As the scrubbed *RPCError before the chain's own.
+func (e *scrubbedError) As(target any) bool {
+	if t, ok := target.(**RPCError); ok && e.rpc != nil {
+		*t = e.rpc
+		return true
+	}
+	return false
+}
+
 // scrub returns err with every value of the headers hs taken out of its
-// text, or err itself when its text holds none.
+// text and of a downstream JSON-RPC error's message and data in its chain,
+// or err itself when they hold none.
 func scrub(err error, hs ...http.Header) error {
 	if err == nil {
 		return err
 	}
 	msg := err.Error()
-	if out := scrubString(msg, hs...); out != msg {
+	out := scrubString(msg, hs...)
+	var rpc *RPCError
+	if errors.As(err, &rpc) {
+		clean := &RPCError{Code: rpc.Code, Message: scrubString(rpc.Message, hs...), Data: rpc.Data}
+		if len(rpc.Data) > 0 {
+			clean.Data = json.RawMessage(scrubString(string(rpc.Data), hs...))
+		}
+		if clean.Message != rpc.Message || string(clean.Data) != string(rpc.Data) {
+			return &scrubbedError{msg: out, err: err, rpc: clean}
+		}
+	}
+	if out != msg {
 		return &scrubbedError{msg: out, err: err}
 	}
 	return err
