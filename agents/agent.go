@@ -198,10 +198,18 @@ func (a *Agent) proxyDeps() proxy.Deps {
 	d := a.set.deps
 	return proxy.Deps{Agent: a.Name, Self: a.self(), Servers: a.Config.Servers, Tools: a.Config.Tools, Logger: a.log,
 		Metrics: d.Metrics, Downstream: d.Downstream, Callers: d.Callers, Auditor: d.Auditor, Outbound: a.set.outbound,
-		Observe: a.observe, Outcome: outcomeOf, RequestID: RequestID, Health: a.handleHealth, StreamOf: streamOf,
+		Observe: a.observe, Outcome: outcomeOf, RequestID: RequestID, Health: a.handleHealth, StreamOf: streamOf, TaskTag: taskTag(d.CallerRequests),
 		Request: func(ctx context.Context, relay *proxy.Relay, method string, params json.RawMessage) (json.RawMessage, error) {
 			return a.handler.Request(ctx, sequencer(relay), method, params) // the endpoint is built after the proxy
 		}}
+}
+
+// taskTag is c's Tag, or nil without c.
+func taskTag(c *endpoint.CallerRequests) func(...string) string {
+	if c == nil {
+		return nil
+	}
+	return c.Tag
 }
 
 // sequencer is relay as the endpoint takes it: nil stays nil.

@@ -224,6 +224,11 @@ func (c *CallerRequests) Configure(key []byte, m *metrics.Metrics) {
 
 func (c *CallerRequests) sealer() *sealer { return c.seal.Load() }
 
+// Tag is a MAC of parts under a key derived from the state key: what a
+// replica that shares the key can check without shared state (a proxy's
+// task ids name their owner with one).
+func (c *CallerRequests) Tag(parts ...string) string { return c.sealer().tag(parts...) }
+
 func (c *CallerRequests) open(text, agent string) (*roundState, error) {
 	return c.sealer().open(text, agent, time.Now())
 }

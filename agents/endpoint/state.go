@@ -18,9 +18,11 @@ package endpoint
 import (
 	"crypto/aes"
 	"crypto/cipher"
+	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -69,8 +71,12 @@ type stateError struct {
 
 func (e *stateError) Error() string { return e.msg }
 
-// sealer seals and opens states under one key.
-type sealer struct{ aead cipher.AEAD }
+// sealer seals and opens states under one key, and tags (Tag) under a key
+// derived from it.
+type sealer struct {
+	aead cipher.AEAD
+	mac  []byte // HMAC-SHA256 key of Tag
+}
 
 // newSealer returns the sealer of key (32 bytes); a nil key is a random one.
 func newSealer(key []byte) *sealer {
@@ -86,7 +92,22 @@ func newSealer(key []byte) *sealer {
 	if err != nil {
 		panic(err)
 	}
-	return &sealer{aead: aead}
+	mac := hmac.New(sha256.New, key)
+	mac.Write([]byte("pallasgw tags v1"))
+	return &sealer{aead: aead, mac: mac.Sum(nil)}
+}
+
+// tag is a short MAC of parts (each length-prefixed): 16 bytes, base64url.
+// Replicas that share the state key compute the same tags.
+func (s *sealer) tag(parts ...string) string {
+	mac := hmac.New(sha256.New, s.mac)
+	for _, p := range parts {
+		var n [8]byte
+		binary.BigEndian.PutUint64(n[:], uint64(len(p)))
+		mac.Write(n[:])
+		mac.Write([]byte(p))
+	}
+	return base64.RawURLEncoding.EncodeToString(mac.Sum(nil)[:16])
 }
 
 func stateAAD(agent string) []byte { return []byte("pallasgw requestState v1\x00" + agent) }

@@ -120,6 +120,10 @@ type Deps struct {
 	Outcome func(ctx context.Context, err error) string
 	// RequestID is the request id of ctx.
 	RequestID func(ctx context.Context) string
+	// TaskTag is a MAC of parts under a key the replicas share
+	// (endpoint.CallerRequests.Tag): it binds task ids to their creator
+	// (tasks.go). nil: ids are bound to nothing (tests).
+	TaskTag func(parts ...string) string
 	// Health answers the agent's get_health (unless a downstream tool
 	// takes that name).
 	Health server.ToolHandlerFunc
@@ -151,6 +155,8 @@ type Proxy struct {
 	registered sync.Map // exposed tool names in the mcp-go registry
 	promptsReg sync.Map // exposed prompt names in the mcp-go registry
 	exactURIs  sync.Map // resource URIs registered exactly
+
+	owned ownedTasks // who created which task (tasks.go)
 }
 
 // route is where an exposed name leads; for a tool whose input schema

@@ -5,13 +5,20 @@ package proxy
 // tools/call, tasks/get, tasks/result, tasks/cancel and tasks/list are
 // routed to the downstream that owns the task.
 //
-// Task ids. The id a caller sees is "<server>/<downstream id>": it names
-// the server that owns the task, so any replica routes a tasks/* request
-// without shared state. The id is not a secret and not a capability: the
-// caller may only reach tasks on servers it may use (policy.callers), and
-// the request goes out with the caller's own outbound credentials, exactly
-// as a tools/call does, so a downstream that keys tasks by credentials or
-// session refuses another caller's id as it would refuse it directly.
+// Task ids. The id a caller sees is "<server>/<tag>/<downstream id>": it
+// names the server that owns the task, so any replica routes a tasks/*
+// request without shared state, and tag, a MAC of the agent, the caller,
+// the server and the downstream id under a key derived from state_key
+// (Deps.TaskTag), binds the task to the caller that created it. A
+// tasks/get, tasks/result or tasks/cancel whose tag is not the caller's is
+// "not found", whatever the downstream would say: callers whose outbound
+// credentials are alike share downstream sessions (and a stateless or stdio
+// downstream keeps one store for everyone), so the downstream cannot tell
+// them apart. tasks/list shows the tasks the caller created through this
+// replica (the last maxOwnedTasks of the agent): a downstream's list names
+// no owner. Requests also go out with the caller's own outbound
+// credentials, exactly as its tools/call did, and only to servers it may
+// use (policy.callers).
 //
 // Session-based downstreams keep a task in the session that created it
 // (mcp-go does). Downstream sessions are pooled per outbound credential
@@ -28,11 +35,13 @@ package proxy
 
 import (
 	"context"
+	"crypto/hmac"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 	"strings"
+	"sync"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"go.uber.org/zap"
@@ -160,13 +169,13 @@ func (p *Proxy) CallAsTask(ctx context.Context, req mcp.CallToolRequest, task js
 		}
 		return nil, &TaskError{mcp.INTERNAL_ERROR, err.Error()}
 	case rr != nil:
-		return renameTasks(rr.JSON, srv), nil
+		return renameTasks(rr.JSON, p.ownTask(ctx, srv)), nil
 	}
 	b, err := json.Marshal(res)
 	if err != nil {
 		return nil, &TaskError{mcp.INTERNAL_ERROR, err.Error()}
 	}
-	return b, nil
+	return renameTasks(b, p.ownTask(ctx, srv)), nil
 }
 
 // serverHasTasks reports whether srv declares tasks to the caller's
@@ -198,11 +207,15 @@ func (p *Proxy) Task(ctx context.Context, method string, params json.RawMessage,
 		return nil, &TaskError{mcp.INVALID_PARAMS, "taskId: a string is required"}
 	}
 	id := p0.TaskID
-	srv, downID, ok := strings.Cut(id, "/")
+	srv, rest, ok := strings.Cut(id, "/")
 	if !ok || !p.isServer(srv) {
 		return nil, &TaskError{mcp.INVALID_PARAMS, fmt.Sprintf("task %q not found: it names no server of agent %s", id, p.d.Agent)}
 	}
 	caller := callerOf(ctx)
+	tag, downID, ok := strings.Cut(rest, "/")
+	if !ok || !hmac.Equal([]byte(tag), []byte(p.taskTag(caller, srv, downID))) {
+		return nil, &TaskError{mcp.INVALID_PARAMS, fmt.Sprintf("task %q not found: it is not a task this caller created through agent %s", id, p.d.Agent)}
+	}
 	if d := p.d.Callers.AllowServer(caller, srv); !d.Allowed {
 		p.d.Auditor.Record(ctx, policy.AuditEvent{RequestID: p.d.RequestID(ctx), Caller: caller, Agent: p.d.Agent,
 			Server: srv, Tool: method, Decision: d, Outcome: "denied"})
@@ -222,7 +235,7 @@ func (p *Proxy) Task(ctx context.Context, method string, params json.RawMessage,
 	if err != nil {
 		return nil, p.taskFailed(ctx, id, srv, method, err)
 	}
-	return renameTasks(res, srv), nil
+	return renameTasks(res, p.nameTask(caller, srv)), nil
 }
 
 // taskFailed is the caller's error for a tasks/* request that failed
@@ -243,9 +256,11 @@ func (p *Proxy) taskFailed(ctx context.Context, id, srv, method string, err erro
 }
 
 // listTasks merges the task lists of the caller's servers that declare
-// tasks/list (first pages only: the merged list has no cursor).
+// tasks/list (first pages only: the merged list has no cursor), keeping
+// the tasks the caller created through this replica.
 func (p *Proxy) listTasks(ctx context.Context, down TaskDownstream, inbound http.Header) (json.RawMessage, error) {
 	servers, _ := p.taskServers(ctx, inbound)
+	caller := callerOf(ctx)
 	tasks := []json.RawMessage{}
 	for _, srv := range servers {
 		hdr, err := p.d.Outbound(ctx, srv, inbound)
@@ -260,10 +275,18 @@ func (p *Proxy) listTasks(ctx context.Context, down TaskDownstream, inbound http
 		var list struct {
 			Tasks []json.RawMessage `json:"tasks"`
 		}
-		if json.Unmarshal(renameTasks(res, srv), &list) != nil {
+		if json.Unmarshal(res, &list) != nil {
 			continue
 		}
-		tasks = append(tasks, list.Tasks...)
+		name := p.nameTask(caller, srv)
+		for _, item := range list.Tasks {
+			var t struct {
+				TaskID string `json:"taskId"`
+			}
+			if json.Unmarshal(item, &t) == nil && p.owned.has(caller, srv, t.TaskID) {
+				tasks = append(tasks, renameIn(item, name))
+			}
+		}
 	}
 	b, err := json.Marshal(map[string]any{"tasks": tasks})
 	if err != nil {
@@ -281,25 +304,25 @@ func (p *Proxy) isServer(srv string) bool {
 	return false
 }
 
-// renameTasks names the task ids of a downstream result for the caller:
-// "<server>/<id>" for the taskId of the result itself (tasks/get,
-// tasks/cancel), of its task (a created task), of each of its tasks
-// (tasks/list) and of its _meta related-task. Other members are kept as
-// the downstream sent them.
-func renameTasks(raw json.RawMessage, srv string) json.RawMessage {
+// renameTasks names the task ids of a downstream result for the caller
+// (name: nameTask or ownTask): the taskId of the result itself
+// (tasks/get, tasks/cancel), of its task (a created task), of each of its
+// tasks (tasks/list) and of its _meta related-task. Other members are kept
+// as the downstream sent them.
+func renameTasks(raw json.RawMessage, name func(downID string) string) json.RawMessage {
 	var top map[string]json.RawMessage
 	if json.Unmarshal(raw, &top) != nil {
 		return raw
 	}
-	renameID(top, srv)
+	renameID(top, name)
 	for _, key := range []string{"task"} {
-		top[key] = renameIn(top[key], srv)
+		top[key] = renameIn(top[key], name)
 	}
 	if list := top["tasks"]; len(list) > 0 {
 		var items []json.RawMessage
 		if json.Unmarshal(list, &items) == nil {
 			for i := range items {
-				items[i] = renameIn(items[i], srv)
+				items[i] = renameIn(items[i], name)
 			}
 			top["tasks"], _ = json.Marshal(items)
 		}
@@ -307,7 +330,7 @@ func renameTasks(raw json.RawMessage, srv string) json.RawMessage {
 	if meta := top["_meta"]; len(meta) > 0 {
 		var m map[string]json.RawMessage
 		if json.Unmarshal(meta, &m) == nil && m[relatedTaskKey] != nil {
-			m[relatedTaskKey] = renameIn(m[relatedTaskKey], srv)
+			m[relatedTaskKey] = renameIn(m[relatedTaskKey], name)
 			top["_meta"], _ = json.Marshal(m)
 		}
 	}
@@ -324,19 +347,82 @@ func renameTasks(raw json.RawMessage, srv string) json.RawMessage {
 }
 
 // renameIn renames the taskId of one JSON object (nil stays nil).
-func renameIn(raw json.RawMessage, srv string) json.RawMessage {
+func renameIn(raw json.RawMessage, name func(string) string) json.RawMessage {
 	var m map[string]json.RawMessage
 	if len(raw) == 0 || json.Unmarshal(raw, &m) != nil {
 		return raw
 	}
-	renameID(m, srv)
+	renameID(m, name)
 	b, _ := json.Marshal(m)
 	return b
 }
 
-func renameID(m map[string]json.RawMessage, srv string) {
+func renameID(m map[string]json.RawMessage, name func(string) string) {
 	var id string
 	if json.Unmarshal(m["taskId"], &id) == nil && id != "" {
-		m["taskId"], _ = json.Marshal(srv + "/" + id)
+		m["taskId"], _ = json.Marshal(name(id))
 	}
+}
+
+// taskTag binds a task of srv to caller (package comment).
+func (p *Proxy) taskTag(caller, srv, downID string) string {
+	if p.d.TaskTag == nil {
+		return "-" // tests without a key: ids still route, bound to nothing
+	}
+	return p.d.TaskTag("task", p.d.Agent, caller, srv, downID)
+}
+
+// nameTask names the tasks of srv for caller.
+func (p *Proxy) nameTask(caller, srv string) func(string) string {
+	return func(downID string) string { return srv + "/" + p.taskTag(caller, srv, downID) + "/" + downID }
+}
+
+// ownTask names the tasks of srv that the caller of ctx creates, and
+// records them as its own (tasks/list).
+func (p *Proxy) ownTask(ctx context.Context, srv string) func(string) string {
+	caller := callerOf(ctx)
+	name := p.nameTask(caller, srv)
+	return func(downID string) string {
+		p.owned.add(caller, srv, downID)
+		return name(downID)
+	}
+}
+
+// maxOwnedTasks bounds the tasks a proxy remembers the creator of, for
+// tasks/list; the oldest go first.
+const maxOwnedTasks = 4096
+
+// ownedTasks is a proxy's record of who created which task: a set bounded
+// to maxOwnedTasks entries, first in first out.
+type ownedTasks struct {
+	mu    sync.Mutex
+	set   map[string]struct{}
+	order []string
+}
+
+func ownedKey(caller, srv, downID string) string { return caller + "\x00" + srv + "\x00" + downID }
+
+func (o *ownedTasks) add(caller, srv, downID string) {
+	k := ownedKey(caller, srv, downID)
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if _, ok := o.set[k]; ok {
+		return
+	}
+	if o.set == nil {
+		o.set = map[string]struct{}{}
+	}
+	if len(o.order) >= maxOwnedTasks {
+		delete(o.set, o.order[0])
+		o.order = o.order[1:]
+	}
+	o.set[k] = struct{}{}
+	o.order = append(o.order, k)
+}
+
+func (o *ownedTasks) has(caller, srv, downID string) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	_, ok := o.set[ownedKey(caller, srv, downID)]
+	return ok
 }

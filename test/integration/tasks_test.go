@@ -20,7 +20,8 @@ import (
 // The tasks extension through a proxy agent: a task-augmented tools/call
 // creates a task on the downstream that owns the tool, and tasks/get,
 // tasks/result, tasks/cancel and tasks/list reach it by the id the caller
-// got ("<server>/<downstream id>"), on any replica.
+// got ("<server>/<tag>/<downstream id>", the tag binding it to its
+// creator), on any replica that shares the state key.
 
 // taskDown is an mcp-go downstream (stateless Streamable HTTP) with a
 // task-capable tool "hold" that finishes when the test releases it.
@@ -88,6 +89,7 @@ func newTaskDown(t *testing.T, tasks bool) *taskDown {
 const tasksCfg = `
 name: tasks
 listen: "127.0.0.1:{{PORT}}"
+state_key: %q
 auth:
   mode: tokens
   tokens:
@@ -168,7 +170,7 @@ func taskStatus(t *testing.T, url, who, id string) string {
 
 func TestProxyTasks(t *testing.T) {
 	tasky, other, plain := newTaskDown(t, true), newTaskDown(t, true), newTaskDown(t, false)
-	cfg := fmt.Sprintf(tasksCfg, tasky.ts.URL, other.ts.URL, plain.ts.URL)
+	cfg := fmt.Sprintf(tasksCfg, stateKeyB64, tasky.ts.URL, other.ts.URL, plain.ts.URL)
 	g1, g2 := startGateway(t, cfg), startGateway(t, cfg) // two replicas of one config
 	px1, px2 := g1.Base+"/agents/px/mcp", g2.Base+"/agents/px/mcp"
 
@@ -206,6 +208,30 @@ func TestProxyTasks(t *testing.T) {
 			}
 		}
 	})
+	t.Run("other caller", func(t *testing.T) {
+		// Callers whose outbound credentials are alike share the
+		// downstream's task store (here a stateless one): another caller
+		// can neither read, cancel nor list the task, on either replica.
+		_, msg := taskRPC(t, px1, "web", "tools/call", map[string]any{"name": "tasky__hold", "arguments": map[string]any{},
+			"task": map[string]any{"ttl": 600000}})
+		task, _ := rpcResult(t, "create", msg)["task"].(map[string]any)
+		id, _ := task["taskId"].(string)
+		for _, px := range []string{px1, px2} {
+			for _, m := range []string{"tasks/get", "tasks/result", "tasks/cancel"} {
+				status, msg := taskRPC(t, px, "ops", m, map[string]any{"taskId": id})
+				if code, text := rpcError(t, "ops "+m, msg); code != -32602 || status != 400 || !strings.Contains(text, "not found") {
+					t.Fatalf("ops %s of web's task: %d %v %q", m, status, code, text)
+				}
+			}
+			_, msg = taskRPC(t, px, "ops", "tasks/list", nil)
+			if listed, _ := json.Marshal(rpcResult(t, "ops tasks/list", msg)["tasks"]); strings.Contains(string(listed), id[strings.LastIndex(id, "/")+1:]) {
+				t.Fatalf("ops lists web's task: %s", listed)
+			}
+		}
+		if s := taskStatus(t, px2, "web", id); s != "working" && s != "completed" {
+			t.Fatalf("web's own task reads %s", s)
+		}
+	})
 	t.Run("header mismatch", func(t *testing.T) {
 		// A task-augmented call whose Mcp-Name contradicts its body gets
 		// the protocol's header-mismatch error, as any call does.
@@ -218,9 +244,11 @@ func TestProxyTasks(t *testing.T) {
 	t.Run("unknown", func(t *testing.T) {
 		// A task id the downstream does not know (its session gone, or
 		// never): the downstream's not-found, with the reason.
-		_, msg := taskRPC(t, px1, "web", "tasks/get", map[string]any{"taskId": "tasky/no-such-task"})
-		if code, m := rpcError(t, "unknown", msg); code != -32602 || !strings.Contains(m, "not found") || !strings.Contains(m, "session") {
-			t.Fatalf("unknown task: %v %q", code, m)
+		for _, id := range []string{"tasky/no-such-task", "tasky/AAAAAAAAAAAAAAAAAAAAAA/no-such-task"} {
+			_, msg := taskRPC(t, px1, "web", "tasks/get", map[string]any{"taskId": id})
+			if code, m := rpcError(t, "unknown", msg); code != -32602 || !strings.Contains(m, "not found") {
+				t.Fatalf("unknown task %s: %v %q", id, code, m)
+			}
 		}
 	})
 	t.Run("flat", func(t *testing.T) {
@@ -293,8 +321,9 @@ func taskLifecycle(t *testing.T, tasky *taskDown, px1, px2 string) {
 	if s := taskStatus(t, px2, "web", done); s != "working" {
 		t.Fatalf("tasks/get on the second replica: %s", s)
 	}
-	// tasks/list merges the caller's servers' lists, ids named.
-	_, msg = taskRPC(t, px2, "web", "tasks/list", nil)
+	// tasks/list merges the caller's servers' lists, ids named: the tasks
+	// the caller created through this replica.
+	_, msg = taskRPC(t, px1, "web", "tasks/list", nil)
 	listed, _ := json.Marshal(rpcResult(t, "tasks/list", msg)["tasks"])
 	if !strings.Contains(string(listed), `"`+done+`"`) || !strings.Contains(string(listed), `"`+stopped+`"`) {
 		t.Fatalf("tasks/list %s: want %s and %s", listed, done, stopped)
