@@ -33,7 +33,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -137,7 +136,6 @@ type Options struct {
 type Manager struct {
 	opts     Options
 	log      *zap.Logger
-	slog     *slog.Logger // for mcp-go's transports
 	servers  map[string]*remote
 	progress progressRouter
 	logs     logRouter
@@ -164,7 +162,6 @@ func NewManager(specs []ServerSpec, opts Options) *Manager {
 	m := &Manager{
 		opts:    opts,
 		log:     log,
-		slog:    slog.New(&zapHandler{log: log}),
 		servers: make(map[string]*remote, len(specs)),
 		ctx:     ctx,
 		cancel:  cancel,

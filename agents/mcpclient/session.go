@@ -237,12 +237,9 @@ func (s *session) httpClient() *http.Client {
 
 // slog is the logger of mcp-go's transport for this session: the
 // Manager's, with the session's header values and its server's secrets
-// taken out (zapHandler).
+// taken out, and its repeated warnings thinned (zapHandler).
 func (s *session) slog() *slog.Logger {
-	if len(s.hdr) == 0 && len(s.srv.secrets) == 0 {
-		return s.srv.m.slog
-	}
-	return slog.New(&zapHandler{log: s.srv.m.log, hs: []http.Header{s.hdr, s.srv.secrets}})
+	return slog.New(&zapHandler{log: s.srv.m.log, hs: []http.Header{s.hdr, s.srv.secrets}, rep: newRepeats()})
 }
 
 // scrub is scrub.go's scrub with the session's headers and its server's
