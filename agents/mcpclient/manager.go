@@ -94,6 +94,12 @@ type ServerSpec struct {
 	Dir     string            // stdio; default: the gateway's working directory
 
 	Timeout time.Duration // per call, applied through the context; default 60s
+
+	// Redact are values of the spec to take out of the server's stderr
+	// lines and errors (as <redacted>) beside those serverSecrets finds:
+	// the values its config took from the environment (${VAR}), a token in
+	// Args among them.
+	Redact []string
 }
 
 // ProgressFunc receives downstream notifications/progress of one call. total
