@@ -69,6 +69,9 @@ const (
 	fieldOp        = "op"
 	fieldError     = "error"
 	fieldLine      = "line"
+	// fieldRepeated counts the repeats of a warning written at Debug
+	// since it was last written at its level (zapslog.go).
+	fieldRepeated = "repeated"
 )
 
 // ErrUnavailable means the downstream could not be reached: connecting

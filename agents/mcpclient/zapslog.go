@@ -108,9 +108,6 @@ const (
 	// maxRepeatKeys bounds the messages tracked: mcp-go's are constant
 	// texts (the details are attributes), a few dozen in all.
 	maxRepeatKeys = 64
-	// fieldRepeated counts the repeats written at Debug since the last
-	// time the message was written at its level.
-	fieldRepeated = "repeated"
 )
 
 // repeats remembers when each warning message of a session was last
