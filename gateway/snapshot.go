@@ -172,7 +172,7 @@ func serverSpecs(cfg *config.Config) []mcpclient.ServerSpec {
 			env[k] = v.Value()
 		}
 		out = append(out, mcpclient.ServerSpec{Name: name, Transport: s.Transport, URL: s.URL, Command: s.Command,
-			Args: s.Args, Env: env, Dir: s.Dir, Timeout: s.Timeout})
+			Args: s.Args, Env: env, Dir: s.Dir, Timeout: s.Timeout, Redact: s.Expanded()})
 	}
 	return out
 }

@@ -143,6 +143,7 @@ func (srv *remote) run(ctx context.Context, s *session, op string, fn opFunc) er
 	if err, ok := s.settle(ctx, cli, err); ok {
 		return srv.wrap(ctx, op, err)
 	}
+	err = s.exitNote(ctx, cli, err) // stdio.go
 	if err == nil || ctx.Err() != nil || !isLost(err) {
 		return srv.wrap(ctx, op, err)
 	}
@@ -159,6 +160,7 @@ func (srv *remote) run(ctx context.Context, s *session, op string, fn opFunc) er
 	if err, ok := s.settle(ctx, cli, err); ok {
 		return srv.wrap(ctx, op, err)
 	}
+	err = s.exitNote(ctx, cli, err)
 	if err != nil && ctx.Err() == nil && isLost(err) {
 		s.drop(ctx, cli)
 		err = fmt.Errorf("%w: session lost twice: %w", ErrUnavailable, err)

@@ -33,7 +33,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -73,6 +72,9 @@ const (
 	fieldOp        = "op"
 	fieldError     = "error"
 	fieldLine      = "line"
+	// fieldRepeated counts the repeats of a warning written at Debug
+	// since it was last written at its level (zapslog.go).
+	fieldRepeated = "repeated"
 )
 
 // ErrUnavailable means the downstream could not be reached: connecting
@@ -98,6 +100,12 @@ type ServerSpec struct {
 	Dir     string            // stdio; default: the gateway's working directory
 
 	Timeout time.Duration // per call, applied through the context; default 60s
+
+	// Redact are values of the spec to take out of the server's stderr
+	// lines and errors (as <redacted>) beside those serverSecrets finds:
+	// the values its config took from the environment (${VAR}), a token in
+	// Args among them.
+	Redact []string
 }
 
 // ProgressFunc receives downstream notifications/progress of one call. total
@@ -148,7 +156,6 @@ type Options struct {
 type Manager struct {
 	opts     Options
 	log      *zap.Logger
-	slog     *slog.Logger // for mcp-go's transports
 	servers  map[string]*remote
 	progress progressRouter
 	logs     logRouter
@@ -175,7 +182,6 @@ func NewManager(specs []ServerSpec, opts Options) *Manager {
 	m := &Manager{
 		opts:    opts,
 		log:     log,
-		slog:    slog.New(&zapHandler{log: log}),
 		servers: make(map[string]*remote, len(specs)),
 		ctx:     ctx,
 		cancel:  cancel,

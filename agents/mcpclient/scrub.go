@@ -118,10 +118,15 @@ func scrubString(s string, hs ...http.Header) string {
 // the user and password of a URL among them, and what the server's URL
 // carries (user, password, and query values whose names say they are
 // secrets: hosted servers often take a key there; Go hides only the
-// password when it prints a URL). Other values ("debug", "production")
-// stay readable.
+// password when it prints a URL), and the values the spec names in Redact
+// (what the config took from the environment: a token in the args of a
+// command is as secret as one in its env). Other values ("debug",
+// "production") stay readable.
 func serverSecrets(spec ServerSpec) http.Header {
 	h := http.Header{}
+	for _, v := range spec.Redact {
+		h.Add("redact", v)
+	}
 	for name, v := range spec.Env {
 		if secretName.MatchString(name) {
 			h.Add("env", v)

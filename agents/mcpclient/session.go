@@ -33,6 +33,9 @@ type session struct {
 	cli    *client.Client
 	proc   *stdioProc // stdio only: the running process of cli
 	closed bool
+	// lastProc is the process of the last client connected (stdio
+	// only), read without the lock by a call that lost it (exitNote).
+	lastProc atomic.Pointer[procOf]
 
 	tools toolCache
 	wire  atomic.Pointer[wireInfo] // Streamable HTTP: what a raw call sends (raw.go); set by connect
@@ -165,6 +168,9 @@ func (s *session) connectLocked(ctx context.Context) (*client.Client, error) {
 		s.resendLevel(ctx, cli)
 	}
 	if err != nil {
+		if s.streamTooLarge.Load() == nil { // a line past the bound ended stdout, not the process
+			err = proc.exitNote(ctx, err) // a process that exited says how
+		}
 		closeOnFailure(s, cli, proc)
 		if ctx.Err() != nil {
 			return nil, fmt.Errorf("connecting: %w", ctx.Err())
@@ -172,11 +178,29 @@ func (s *session) connectLocked(ctx context.Context) (*client.Client, error) {
 		return nil, fmt.Errorf("connecting: %w: %w", ErrUnavailable, err)
 	}
 	s.cli, s.proc = cli, proc
+	if proc != nil {
+		s.lastProc.Store(&procOf{cli: cli, proc: proc})
+	}
 	s.noteWire(cli, version)
 	s.srv.m.log.Info("downstream connected", zap.String(fieldServer, s.srv.spec.Name), zap.String("transport", s.srv.spec.Transport),
 		zap.String("protocol_version", version), zap.Int("headers", len(s.hdr)),
 		zap.Int64("duration_ms", time.Since(start).Milliseconds()))
 	return cli, nil
+}
+
+// procOf is a stdio client and its process.
+type procOf struct {
+	cli  *client.Client
+	proc *stdioProc
+}
+
+// exitNote is the process's exitNote when err is a failure of cli, a
+// stdio client whose process it lost.
+func (s *session) exitNote(ctx context.Context, cli *client.Client, err error) error {
+	if p := s.lastProc.Load(); p != nil && p.cli == cli && err != nil {
+		return p.proc.exitNote(ctx, err)
+	}
+	return err
 }
 
 func closeOnFailure(s *session, cli *client.Client, proc *stdioProc) {
@@ -237,12 +261,9 @@ func (s *session) httpClient() *http.Client {
 
 // slog is the logger of mcp-go's transport for this session: the
 // Manager's, with the session's header values and its server's secrets
-// taken out (zapHandler).
+// taken out, and its repeated warnings thinned (zapHandler).
 func (s *session) slog() *slog.Logger {
-	if len(s.hdr) == 0 && len(s.srv.secrets) == 0 {
-		return s.srv.m.slog
-	}
-	return slog.New(&zapHandler{log: s.srv.m.log, hs: []http.Header{s.hdr, s.srv.secrets}})
+	return slog.New(&zapHandler{log: s.srv.m.log, hs: []http.Header{s.hdr, s.srv.secrets}, rep: newRepeats()})
 }
 
 // scrub is scrub.go's scrub with the session's headers and its server's

@@ -10,6 +10,8 @@ import (
 	"os"
 	"os/exec"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -35,11 +37,21 @@ const stderrDrainWait = time.Second
 // which is how a crash is noticed before the next call. It is stopped as
 // mcp-go stops the processes it starts (stop): stdin closed (by the
 // client's Close), SIGTERM after 2 s, SIGKILL after 3 s more.
+//
+// The process is reaped as soon as it exits (wait), so that the error of
+// the call or health check that found it gone can say how it ended, with
+// its last stderr line (exitNote).
 type stdioProc struct {
 	srv  *remote
 	r, w *os.File
 	done chan struct{} // closed when stderr reaches EOF
 	cmd  *exec.Cmd
+
+	stdin  io.Closer              // the parent's ends of the stdio pipes, closed by release
+	stdout io.Closer              // (cmd.Wait would close them, but the process is reaped by wait)
+	reaped chan struct{}          // closed when wait has reaped the process
+	state  *os.ProcessState       // how it ended; written before reaped is closed
+	last   atomic.Pointer[string] // the last stderr line, scrubbed and cut to maxNoteLine
 
 	closeW sync.Once
 	closeR sync.Once
@@ -52,6 +64,9 @@ const (
 	stdioTermWait = 3 * time.Second
 )
 
+// maxNoteLine bounds the stderr line an error quotes.
+const maxNoteLine = 200
+
 func (s *session) newStdio() (transport.Interface, *stdioProc, error) {
 	spec := s.srv.spec
 	if spec.Command == "" {
@@ -61,7 +76,7 @@ func (s *session) newStdio() (transport.Interface, *stdioProc, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("stderr pipe: %w", err)
 	}
-	p := &stdioProc{srv: s.srv, r: r, w: w, done: make(chan struct{})}
+	p := &stdioProc{srv: s.srv, r: r, w: w, done: make(chan struct{}), reaped: make(chan struct{})}
 	if !s.srv.m.track(p.readStderr) {
 		_ = r.Close()
 		_ = w.Close()
@@ -84,19 +99,30 @@ func (s *session) newStdio() (transport.Interface, *stdioProc, error) {
 		p.closeR.Do(func() { _ = p.r.Close() })
 		return nil, nil, fmt.Errorf("failed to start command: %w", err)
 	}
-	p.cmd = cmd
+	p.cmd, p.stdin, p.stdout = cmd, stdin, stdout
+	// Owned by p: it ends when the process does, which stop (by release,
+	// on every path that drops p) makes sure of.
+	go p.wait()
 	tr := transport.NewIO(&lineBound{r: stdout, limit: s.srv.m.opts.MaxMessageBytes, note: &s.streamTooLarge}, stdin, nil)
 	return tr, p, nil
 }
 
+// wait reaps the process when it exits. It calls Process.Wait, not
+// cmd.Wait, which would close the stdout pipe that mcp-go may still be
+// reading the process's last messages from (release closes the pipes).
+func (p *stdioProc) wait() {
+	state, _ := p.cmd.Process.Wait()
+	p.state = state
+	close(p.reaped)
+}
+
 // stop waits for the process to exit once its stdin is closed, then sends
-// SIGTERM, then SIGKILL, and reaps it.
+// SIGTERM, then SIGKILL, and waits until it is reaped.
 func (p *stdioProc) stop() {
 	if p.cmd == nil || p.cmd.Process == nil {
 		return
 	}
-	exited := make(chan struct{})
-	go func() { _ = p.cmd.Wait(); close(exited) }()
+	exited := p.reaped
 	for _, step := range []struct {
 		wait time.Duration
 		sig  os.Signal
@@ -185,6 +211,41 @@ func (p *stdioProc) release() {
 	case <-t.C:
 	}
 	p.closeR.Do(func() { _ = p.r.Close() })
+	if p.stdout != nil {
+		_ = p.stdin.Close() // mcp-go's Close has closed it already: a no-op then
+		_ = p.stdout.Close()
+	}
+}
+
+// exitNote adds to err, a failure that lost the process's stdio, how the
+// process ended and its last stderr line (scrubbed as logged):
+// `transport closed (the process ended: exit status 3; its last stderr
+// line: "panic: ...")`. It waits for the exit (and the rest of stderr) as
+// long as ctx allows, stdioExitWait at most: a process whose stdout ended
+// is usually ending. err comes back unchanged when it is not such a
+// failure or the process still runs.
+func (p *stdioProc) exitNote(ctx context.Context, err error) error {
+	if p == nil || p.cmd == nil || err == nil || !isLost(err) {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, stdioExitWait)
+	defer cancel()
+	for _, ch := range []chan struct{}{p.reaped, p.done} {
+		select {
+		case <-ch:
+		case <-ctx.Done():
+		}
+	}
+	select {
+	case <-p.reaped:
+	default:
+		return err
+	}
+	note := "the process ended: " + p.state.String()
+	if line := p.last.Load(); line != nil {
+		note += "; its last stderr line: " + strconv.Quote(*line)
+	}
+	return fmt.Errorf("%w (%s)", err, note)
 }
 
 // readStderr logs each stderr line of the child until EOF.
@@ -195,7 +256,12 @@ func (p *stdioProc) readStderr() {
 	for {
 		line, more, err := br.ReadLine()
 		if len(line) > 0 {
-			log.Info("downstream stderr", zap.String(fieldLine, scrubString(string(line), p.srv.secrets)))
+			text := scrubString(string(line), p.srv.secrets)
+			log.Info("downstream stderr", zap.String(fieldLine, text))
+			if len(text) > maxNoteLine {
+				text = strings.ToValidUTF8(text[:maxNoteLine], "") + "…"
+			}
+			p.last.Store(&text)
 		}
 		for more && err == nil {
 			_, more, err = br.ReadLine()

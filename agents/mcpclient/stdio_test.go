@@ -3,6 +3,7 @@ package mcpclient
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"syscall"
@@ -97,6 +98,9 @@ func TestStdioCrashRestarts(t *testing.T) {
 	if !errors.Is(err, ErrUnavailable) {
 		t.Fatalf("crash: err = %v, want ErrUnavailable", err)
 	}
+	if want := `(the process ended: exit status 3; its last stderr line: "crashing on request")`; !strings.Contains(err.Error(), want) {
+		t.Errorf("crash: err = %v, want it to say how the process ended: %s", err, want)
+	}
 	second := pidOf(t, m, nil)
 	if second == first {
 		t.Fatal("the crashed process was not replaced")
@@ -166,5 +170,38 @@ func TestStdioLineIsBounded(t *testing.T) {
 	}
 	if after := pidOf(t, m, nil); after == before {
 		t.Errorf("the process that sent the long line still serves (pid %d)", after)
+	}
+}
+
+// A stdio server that exits at once: the call's and the probe's errors say
+// how it ended, with its last stderr line. The values the spec names in
+// Redact (its config's ${VAR}s; here a token in its args) stay out of them
+// and of the log, stderr lines included.
+func TestStdioExitStatusAndRedactedArgs(t *testing.T) {
+	log, logs := observed(zap.NewAtomicLevelAt(zap.DebugLevel))
+	m := newManager(t, Options{Logger: log}, ServerSpec{
+		Name: "files", Transport: TransportStdio, Command: "/bin/sh",
+		Args:   []string{"-c", `echo "argv: $*" >&2; exit 7`, "sh", "--token", "tok=ARGSECRET9"},
+		Redact: []string{"ARGSECRET9"},
+	})
+	ctx := testCtx(t)
+	_, callErr := m.CallTool(ctx, "files", "echo", nil, nil, nil)
+	probeErr := m.Probe(ctx, "files", nil)
+	for name, err := range map[string]error{"call": callErr, "probe": probeErr} {
+		if !errors.Is(err, ErrUnavailable) {
+			t.Fatalf("%s: err = %v, want ErrUnavailable", name, err)
+		}
+		want := `(the process ended: exit status 7; its last stderr line: "argv: --token tok=<redacted>")`
+		if msg := err.Error(); !strings.Contains(msg, want) || strings.Contains(msg, "ARGSECRET9") {
+			t.Errorf("%s: err = %s\nwant it to end %s", name, msg, want)
+		}
+	}
+	if !hasLog(logs, "downstream stderr", "argv: --token tok="+redactedValue) {
+		t.Error("no stderr line with the token redacted")
+	}
+	for _, e := range logs.All() {
+		if line := fmt.Sprint(e.Message, e.ContextMap()); strings.Contains(line, "ARGSECRET9") {
+			t.Errorf("log line carries the args' secret: %s", line)
+		}
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
+	"sync"
+	"time"
 
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
@@ -18,10 +20,16 @@ import (
 // taken out of errors and strings (scrub.go): mcp-go logs the failures of
 // its listener stream with the server's answer in them, which may echo a
 // credential.
+//
+// A session's handler also writes a warning that repeats (mcp-go retries
+// its GET stream once a second while the server is down, each failure an
+// Error) once a minute at most (repeats); the repeats in between go to
+// Debug.
 type zapHandler struct {
 	log    *zap.Logger
 	prefix string        // group prefix for attribute keys
 	hs     []http.Header // a session's outbound headers and its server's secrets
+	rep    *repeats      // nil: every warning is written
 }
 
 func (h *zapHandler) level(l slog.Level) zapcore.Level {
@@ -40,11 +48,18 @@ func (h *zapHandler) Enabled(_ context.Context, l slog.Level) bool {
 }
 
 func (h *zapHandler) Handle(_ context.Context, r slog.Record) error {
-	ce := h.log.Check(h.level(r.Level), "mcp-go: "+scrubString(r.Message, h.hs...))
+	level, repeated := h.level(r.Level), 0
+	if level >= zapcore.WarnLevel && h.rep != nil {
+		level, repeated = h.rep.admit(r.Message, level)
+	}
+	ce := h.log.Check(level, "mcp-go: "+scrubString(r.Message, h.hs...))
 	if ce == nil {
 		return nil
 	}
-	fields := make([]zap.Field, 0, r.NumAttrs())
+	fields := make([]zap.Field, 0, r.NumAttrs()+1)
+	if repeated > 0 {
+		fields = append(fields, zap.Int(fieldRepeated, repeated))
+	}
 	r.Attrs(func(a slog.Attr) bool {
 		fields = append(fields, h.field(a))
 		return true
@@ -69,14 +84,14 @@ func (h *zapHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
 	for _, a := range attrs {
 		fields = append(fields, h.field(a))
 	}
-	return &zapHandler{log: h.log.With(fields...), prefix: h.prefix, hs: h.hs}
+	return &zapHandler{log: h.log.With(fields...), prefix: h.prefix, hs: h.hs, rep: h.rep}
 }
 
 func (h *zapHandler) WithGroup(name string) slog.Handler {
 	if name == "" {
 		return h
 	}
-	return &zapHandler{log: h.log, prefix: h.prefix + name + ".", hs: h.hs}
+	return &zapHandler{log: h.log, prefix: h.prefix + name + ".", hs: h.hs, rep: h.rep}
 }
 
 // SlogLogger returns a slog.Logger writing into log with the levels lowered
@@ -84,3 +99,56 @@ func (h *zapHandler) WithGroup(name string) slog.Handler {
 // Streamable HTTP handlers), which would otherwise write to slog's default
 // logger on stderr.
 func SlogLogger(log *zap.Logger) *slog.Logger { return slog.New(&zapHandler{log: log}) }
+
+// Repeated warnings of one session's mcp-go transport.
+const (
+	// repeatEvery is how often a warning that keeps repeating is written
+	// at its level; the repeats in between are written at Debug.
+	repeatEvery = time.Minute
+	// maxRepeatKeys bounds the messages tracked: mcp-go's are constant
+	// texts (the details are attributes), a few dozen in all.
+	maxRepeatKeys = 64
+)
+
+// repeats remembers when each warning message of a session was last
+// written at its level. mcp-go's Streamable HTTP client retries its GET
+// stream once a second, for as long as the server is down, logging each
+// failure ("failed to listen to server. retry in 1 second"): 200 lines in
+// 4 minutes for one session. The gateway's health checks and reconnects
+// deal with the outage; the log needs the first failure, and a reminder a
+// minute, with the count of the repeats in between.
+type repeats struct {
+	mu   sync.Mutex
+	now  func() time.Time // time.Now; tests set it
+	seen map[string]*repeat
+}
+
+type repeat struct {
+	written    time.Time // last written at its level
+	suppressed int       // repeats since, written at Debug
+}
+
+func newRepeats() *repeats { return &repeats{now: time.Now, seen: map[string]*repeat{}} }
+
+// admit returns the level to write msg at, and, when that is level, how
+// many repeats were lowered to Debug since it was last written at it.
+func (r *repeats) admit(msg string, level zapcore.Level) (zapcore.Level, int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	now := r.now()
+	e := r.seen[msg]
+	if e == nil {
+		if len(r.seen) >= maxRepeatKeys {
+			return level, 0
+		}
+		r.seen[msg] = &repeat{written: now}
+		return level, 0
+	}
+	if now.Sub(e.written) < repeatEvery {
+		e.suppressed++
+		return zapcore.DebugLevel, 0
+	}
+	n := e.suppressed
+	e.written, e.suppressed = now, 0
+	return level, n
+}

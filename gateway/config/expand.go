@@ -140,6 +140,40 @@ func (p *parser) scrub(c *Config) {
 	}
 }
 
+// noteExpanded records in each server the expanded values that its
+// fields hold (Server.Expanded). The text is expanded before it is
+// decoded, so a value is found by where it ended up: in a field, whole or
+// as part of it ("--token=${T}", "https://${HOST}/mcp").
+func (p *parser) noteExpanded(c *Config) {
+	var values []string
+	for _, e := range p.expansions {
+		if len(e.value) >= minScrubbed && !slices.Contains(values, e.value) {
+			values = append(values, e.value)
+		}
+	}
+	if len(values) == 0 || c == nil {
+		return
+	}
+	slices.Sort(values)
+	for _, s := range c.MCP.Servers {
+		if s == nil {
+			continue
+		}
+		fields := append([]string{s.URL, s.Command, s.Dir}, s.Args...)
+		for _, v := range s.Env {
+			fields = append(fields, v.Value())
+		}
+		for _, v := range s.Headers {
+			fields = append(fields, v.Value())
+		}
+		for _, v := range values {
+			if slices.ContainsFunc(fields, func(f string) bool { return strings.Contains(f, v) }) {
+				s.expanded = append(s.expanded, v)
+			}
+		}
+	}
+}
+
 func validEnvName(s string) bool {
 	if s == "" {
 		return false

@@ -41,6 +41,7 @@ func Parse(path string, raw []byte, checks ...Check) (*Config, error) {
 		return nil, p.errs
 	}
 	p.applyDefaults(c)
+	p.noteExpanded(c)
 	p.validate(c)
 	for _, check := range checks {
 		check(c, func(path []string, msg string) { p.addPath(path, msg) })

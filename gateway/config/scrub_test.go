@@ -1,6 +1,7 @@
 package config
 
 import (
+	"slices"
 	"strings"
 	"testing"
 )
@@ -44,5 +45,43 @@ func TestErrorsNeverCarryExpandedValues(t *testing.T) {
 				t.Fatalf("got %v, want %q", err, c.want)
 			}
 		})
+	}
+}
+
+// Each server knows which of its values came from ${VAR} expansion (its
+// args included), for the downstream client to take out of the server's
+// stderr lines and errors; values expanded elsewhere are not its.
+func TestServerExpandedValues(t *testing.T) {
+	t.Setenv("PGW_K9", "ARGSECRET9")
+	t.Setenv("PGW_K7", "ENVSECRET7")
+	t.Setenv("PGW_K8", "URLSECRET8")
+	t.Setenv("PGW_BIN", "/usr/bin/node")
+	t.Setenv("PGW_OTHER", "other-SECRET-0004")
+	t.Setenv("PGW_SHORT", "on")
+	c, err := Parse("p.yaml", []byte(`name: t
+models:
+  providers:
+    p: {type: openai, base_url: "http://127.0.0.1:1/v1", api_key: "${PGW_OTHER}"}
+mcp:
+  servers:
+    local:
+      command: ${PGW_BIN}
+      args: ["-e", "console.error(process.argv)", "--", "tok=${PGW_K9}", "${PGW_SHORT}"]
+      env: {MY_TOKEN: "${PGW_K7}"}
+    hosted:
+      url: "http://127.0.0.1:1/mcp?key=${PGW_K8}"
+agents:
+  a: {kind: proxy, servers: [local, hosted]}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string][]string{
+		"local":  {"/usr/bin/node", "ARGSECRET9", "ENVSECRET7"},
+		"hosted": {"URLSECRET8"},
+	} {
+		if got := c.MCP.Servers[name].Expanded(); !slices.Equal(got, want) {
+			t.Errorf("%s: Expanded() = %q, want %q", name, got, want)
+		}
 	}
 }

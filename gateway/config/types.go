@@ -179,7 +179,17 @@ type Server struct {
 	Env                 map[string]Secret `yaml:"env"`
 	Dir                 string            `yaml:"dir"`
 	TokenExchange       *TokenExchange    `yaml:"token_exchange"` // RFC 8693; needs auth.mode jwt
+
+	expanded []string // see Expanded
 }
+
+// Expanded returns the values that ${VAR} expansion put into the server's
+// url, command, args, env, dir and headers (those of 4 characters or
+// more, sorted): what the server's process or address carries
+// from the environment, such as a token in its args. They are as secret as
+// the environment they came from, so they are taken out of the server's
+// stderr lines and errors wherever those are logged.
+func (s *Server) Expanded() []string { return s.expanded }
 
 // TokenExchange trades the caller's access token for one meant for the
 // server (RFC 8693), sent as "Authorization: Bearer <token>".

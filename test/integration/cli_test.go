@@ -81,3 +81,48 @@ func TestImportCommand(t *testing.T) {
 		t.Fatalf("validate with cards: %v\n%s", err, b)
 	}
 }
+
+// pallasgw chat prints what the gateway said when it refuses, and the
+// request id to grep its log for, not only the HTTP status text.
+func TestChatShowsGatewayRefusal(t *testing.T) {
+	g := startGateway(t, `
+name: chat-refused
+listen: "127.0.0.1:{{PORT}}"
+auth:
+  mode: tokens
+  tokens:
+    - {name: web, token: web-token-0123456789abcdef}
+policy:
+  callers:
+    web: {agents: ["public_*"]}
+agents:
+  public_echo: {model: passthrough}
+  internal: {model: passthrough}
+`)
+	url := fmt.Sprintf("http://127.0.0.1:%d", g.Port)
+	var ids []string
+	for _, tc := range []struct{ name, token, agent, want string }{
+		{"agent not allowed", "web-token-0123456789abcdef", "internal", "the gateway answered 403 Forbidden: access denied: agent_not_allowed (request id "},
+		{"unknown agent", "web-token-0123456789abcdef", "nosuch", `the gateway answered 404 Not Found: unknown agent "nosuch" (request id `},
+		{"wrong token", "wrong-token-0123456789abcdef", "public_echo", "the gateway answered 401 Unauthorized: access denied: "},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out, err := exec.Command(binary(), "chat", "--url", url, "--token", tc.token, tc.agent, "-m", "hi").CombinedOutput()
+			if err == nil || !strings.Contains(string(out), tc.want) {
+				t.Fatalf("chat: %v\n%s\nwant %q", err, out, tc.want)
+			}
+			if tc.name == "agent not allowed" {
+				_, id, _ := strings.Cut(string(out), "(request id ")
+				id, _, _ = strings.Cut(id, ")")
+				ids = append(ids, id)
+			}
+		})
+	}
+	// The request id of a refusal is the one in the gateway's log line.
+	g.Stop() // flushes the log
+	for _, id := range ids {
+		if id == "" || !strings.Contains(g.Logs(), `"request_id":"`+id+`"`) {
+			t.Errorf("request id %q not in the gateway's log:\n%s", id, g.Logs())
+		}
+	}
+}

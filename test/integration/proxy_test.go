@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"image"
 	"image/color"
@@ -513,6 +514,47 @@ agents:
 				t.Errorf("echo: %v %v", err, res)
 			}
 		})
+	}
+}
+
+// The values a stdio server's config took from the environment stay out of
+// the log, in its args (a "--token ${TOKEN}" is common) as in its env; when
+// the process exits, the health check says how, with its last stderr line.
+func TestProxyStdioExpandedArgsAndExit(t *testing.T) {
+	g := startGateway(t, `
+name: px
+listen: "127.0.0.1:{{PORT}}"
+mcp:
+  servers:
+    dies:
+      command: /bin/sh
+      args: ["-c", "echo \"argv: $* env: $MY_TOKEN\" >&2; exit 7", "sh", "--token", "tok=${PGW_K9}"]
+      env: {MY_TOKEN: "${PGW_K7}"}
+agents:
+  d: {kind: proxy, servers: [dies]}
+`, "PGW_K9=ARGSECRET9", "PGW_K7=ENVSECRET7")
+	cs := pxConnect(t, g.Base+"/agents/d/mcp", "", nil, nil)
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "get_health"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var health struct{ Message string }
+	if err := json.Unmarshal([]byte(pxText(res)), &health); err != nil {
+		t.Fatal(err)
+	}
+	want := `(the process ended: exit status 7; its last stderr line: "argv: --token tok=<redacted> env: <redacted>")`
+	if got := health.Message; !strings.Contains(got, want) || strings.Contains(got, "SECRET") {
+		t.Errorf("get_health: %s\nwant it to hold %s", got, want)
+	}
+	g.Stop() // flushes the log
+	logs := g.Logs()
+	if !strings.Contains(logs, `"line":"argv: --token tok=<redacted> env: <redacted>"`) {
+		t.Errorf("no stderr line with the values redacted:\n%s", logs)
+	}
+	for _, secret := range []string{"ARGSECRET9", "ENVSECRET7"} {
+		if i := strings.Index(logs, secret); i >= 0 {
+			t.Errorf("%s in the log: %s", secret, logs[max(0, i-300):min(len(logs), i+100)])
+		}
 	}
 }
 

@@ -43,10 +43,10 @@ func Run(ctx context.Context, o Options) error {
 			fmt.Fprintln(o.Progress, "  · "+r.Params.Message)
 		},
 	})
-	hc := &http.Client{Transport: bearer{token: o.Token, next: http.DefaultTransport}}
+	hc := &http.Client{Transport: gatewayErrors{next: bearer{token: o.Token, next: http.DefaultTransport}}}
 	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: endpoint, HTTPClient: hc, MaxRetries: -1}, nil)
 	if err != nil {
-		return fmt.Errorf("connecting to %s: %w", endpoint, err)
+		return fmt.Errorf("connecting to %s: %w", endpoint, gatewayError(err))
 	}
 	defer cs.Close()
 	var history []map[string]any
@@ -57,7 +57,7 @@ func Run(ctx context.Context, o Options) error {
 		}
 		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: o.Tool, Arguments: args, Meta: mcp.Meta{"progressToken": "chat"}})
 		if err != nil {
-			return fmt.Errorf("%s: %w", o.Agent, err)
+			return fmt.Errorf("%s: %w", o.Agent, gatewayError(err))
 		}
 		answer := text(res)
 		if res.IsError {
@@ -86,6 +86,17 @@ func Run(ctx context.Context, o Options) error {
 			fmt.Fprintln(o.Progress, "error:", err) // the conversation goes on
 		}
 	}
+}
+
+// gatewayError is the gateway's refusal in err, if there is one, without
+// the SDK's wrapping (`sending "initialize": rejected: Post "<url>": ...`);
+// else err.
+func gatewayError(err error) error {
+	var ge *GatewayError
+	if errors.As(err, &ge) {
+		return ge
+	}
+	return err
 }
 
 func text(r *mcp.CallToolResult) string {
