@@ -36,10 +36,12 @@ func Load(path string, checks ...Check) (*Config, error) {
 func Parse(path string, raw []byte, checks ...Check) (*Config, error) {
 	p := &parser{file: path, errs: &Errors{}, cards: map[string]card{}}
 	c := p.parse(raw)
-	if len(p.errs.List) > 0 {
+	if c == nil {
 		p.scrub(nil)
 		return nil, p.errs
 	}
+	// Unknown keys (the only problems parse lets through) do not stop the
+	// checks below: every problem of the file is reported at once.
 	p.applyDefaults(c)
 	p.noteExpanded(c)
 	p.validate(c)
@@ -119,17 +121,15 @@ func (p *parser) parse(raw []byte) *Config {
 		return nil
 	}
 	p.root = doc.Content[0]
-	checkKnownKeys(p, p.root, typeOfConfig, nil)
-	if len(p.errs.List) > 0 {
-		return nil
-	}
+	checkKnownKeys(p, p.root, typeOfConfig, nil) // reported; decoding ignores them
+	known := len(p.errs.List)
 	c := &Config{}
 	if err := p.root.Decode(c); err != nil {
 		p.yamlError(err)
 		return nil
 	}
 	p.loadCards(c, hash)
-	if len(p.errs.List) > 0 {
+	if len(p.errs.List) > known {
 		return nil
 	}
 	c.File = p.file
