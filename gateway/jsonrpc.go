@@ -15,6 +15,7 @@ import (
 const (
 	rpcParseError     = -32700
 	rpcInvalidRequest = -32600
+	rpcInvalidParams  = -32602
 )
 
 // rpcError is a JSON-RPC error the gateway answers before mcp-go sees the
@@ -30,7 +31,10 @@ type rpcError struct {
 // an error that says what is wrong. mcp-go would answer "not valid json" for
 // well-formed JSON that is not an object, accept a message with neither a
 // method nor a result as an empty response (202, silently), and fail on a
-// method or id of the wrong type with a parse error.
+// method or id of the wrong type with a parse error. params that are not
+// an object (MCP has no by-position params) would reach mcp-go's decoder,
+// whose answer is a Go unmarshal error ("cannot unmarshal string into Go
+// struct field CallToolRequest.params of type mcp.params").
 func checkMessage(body []byte) (*jsonrpc.Message, *rpcError) {
 	env, err := jsonrpc.Parse(body)
 	var syntax *json.SyntaxError
@@ -59,6 +63,8 @@ func checkMessage(body []byte) (*jsonrpc.Message, *rpcError) {
 		return nil, &rpcError{id: id, code: rpcInvalidRequest, msg: "invalid request: method must be a string"}
 	case jsonrpc.IsNull(env.Method) && len(env.Result) == 0 && len(env.Error) == 0:
 		return nil, &rpcError{id: id, code: rpcInvalidRequest, msg: "invalid request: the message has no method (and is not a response)"}
+	case !jsonrpc.IsNull(env.RawParams) && env.RawParams[0] != '{':
+		return nil, &rpcError{id: id, code: rpcInvalidParams, msg: "invalid params: params must be an object"}
 	}
 	return env, nil
 }
