@@ -65,9 +65,16 @@ func checkMessage(body []byte) (*jsonrpc.Message, *rpcError) {
 		return nil, &rpcError{id: id, code: rpcInvalidRequest, msg: "invalid request: the message has no method (and is not a response)"}
 	case !jsonrpc.IsNull(env.RawParams) && env.RawParams[0] != '{':
 		return nil, &rpcError{id: id, code: rpcInvalidParams, msg: "invalid params: params must be an object"}
+	case namedMethod[env.MethodName()] && !jsonrpc.IsNull(env.Params.Name) && env.Params.Name[0] != '"':
+		return nil, &rpcError{id: id, code: rpcInvalidParams, msg: "invalid params: name must be a string"}
 	}
 	return env, nil
 }
+
+// namedMethod are the methods whose params.name is a string, which mcp-go
+// would refuse with its decoder's message ("cannot unmarshal number into
+// Go struct field CallToolRequest.params.name of type string").
+var namedMethod = map[string]bool{string(mcp.MethodToolsCall): true, string(mcp.MethodPromptsGet): true}
 
 // checkHeaders rejects, as JSON-RPC errors carrying the message's id, the
 // headers mcp-go (v1.2.1) would refuse with a text/plain 400 and no id: a

@@ -223,6 +223,7 @@ func TestBadInput(t *testing.T) {
 			// ("cannot unmarshal string into Go struct field
 			// CallToolRequest.params of type mcp.params").
 			{name: "call params a string", body: `{"jsonrpc":"2.0","id":8,"method":"tools/call","params":"x"}`, status: 400, code: -32602, id: 8.0, msg: "invalid params: params must be an object"},
+			{name: "call name a number", body: `{"jsonrpc":"2.0","id":10,"method":"tools/call","params":{"name":5,"arguments":{}}}`, status: 400, code: -32602, id: 10.0, msg: "invalid params: name must be a string"},
 			{name: "call params an array", body: `{"jsonrpc":"2.0","id":9,"method":"tools/call","params":["send_message",{}]}`, status: 400, code: -32602, id: 9.0, msg: "invalid params: params must be an object"},
 		} {
 			t.Run(c.name, func(t *testing.T) {
