@@ -5,6 +5,8 @@ import (
 	"strings"
 
 	"github.com/rs/cors"
+
+	"github.com/pallasgw/pallasgw/gateway/config"
 )
 
 // CORS for the browser routes (the agents' MCP endpoints and the
@@ -20,7 +22,12 @@ import (
 // corsRequestHeaders are the request headers a page may send: what MCP
 // clients send (the Streamable HTTP transport's, the 2026-07-28 routing
 // headers and Last-Event-ID) and Authorization. Mcp-Param-<name> headers
-// (SEP-2243) are allowed by prefix (corsHeadersAllowed).
+// (SEP-2243) are allowed by prefix (corsHeadersAllowed), and so is every
+// header the loaded config forwards (the inbound names of the servers' and
+// providers' forward_headers, forwardedHeaders): a browser UI sends the
+// per-user headers the operator set up forwarding for. Any other header
+// would be dropped by the gateway anyway; its preflight is refused so that
+// a page learns that at once, not from a downstream that never got it.
 var corsRequestHeaders = []string{
 	"Authorization", "Content-Type", "Accept", "Mcp-Session-Id", "MCP-Protocol-Version",
 	"Mcp-Method", "Mcp-Name", "Last-Event-ID", "X-Request-Id", "traceparent", "tracestate",
@@ -47,13 +54,31 @@ var corsAllowed = func() map[string]bool {
 	return m
 }()
 
+// forwardedHeaders are the lower-cased inbound header names cfg forwards:
+// the keys of every server's and provider's forward_headers.
+func forwardedHeaders(cfg *config.Config) map[string]bool {
+	m := map[string]bool{}
+	for _, s := range cfg.MCP.Servers {
+		for in := range s.ForwardHeaders {
+			m[strings.ToLower(in)] = true
+		}
+	}
+	for _, p := range cfg.Models.Providers {
+		for in := range p.ForwardHeaders {
+			m[strings.ToLower(in)] = true
+		}
+	}
+	return m
+}
+
 // corsHeadersAllowed reports whether every header a preflight asks for
-// (Access-Control-Request-Headers, comma-separated) may be sent.
-func corsHeadersAllowed(requested []string) bool {
+// (Access-Control-Request-Headers, comma-separated) may be sent: an MCP
+// header, or one of forwarded.
+func corsHeadersAllowed(requested []string, forwarded map[string]bool) bool {
 	for _, line := range requested {
 		for h := range strings.SplitSeq(line, ",") {
 			h = strings.ToLower(strings.TrimSpace(h))
-			if h != "" && !corsAllowed[h] && (!strings.HasPrefix(h, corsParamPrefix) || len(h) == len(corsParamPrefix)) {
+			if h != "" && !corsAllowed[h] && !forwarded[h] && (!strings.HasPrefix(h, corsParamPrefix) || len(h) == len(corsParamPrefix)) {
 				return false
 			}
 		}
@@ -63,10 +88,12 @@ func corsHeadersAllowed(requested []string) bool {
 
 // browserCORS wraps h, a route behind the Origin guard, with CORS. rs/cors
 // allows every header a preflight names, once corsHeadersAllowed has
-// checked them: it matches header names exactly and cannot express the
-// Mcp-Param- prefix. A preflight asking for another header is answered
-// without CORS headers, which the browser takes as a refusal.
-func browserCORS(h http.Handler) http.Handler {
+// checked them against the MCP headers and forwarded() (the current
+// snapshot's forwarded headers, which a reload changes): rs/cors matches
+// header names fixed at construction and cannot express the Mcp-Param-
+// prefix. A preflight asking for another header is answered without CORS
+// headers, which the browser takes as a refusal.
+func browserCORS(h http.Handler, forwarded func() map[string]bool) http.Handler {
 	c := cors.New(cors.Options{
 		// The Origin guard ran: any Origin that reaches here is allowed.
 		AllowOriginVaryRequestFunc: func(*http.Request, string) (bool, []string) { return true, nil },
@@ -79,7 +106,7 @@ func browserCORS(h http.Handler) http.Handler {
 	withCORS := c.Handler(h)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodOptions && r.Header.Get("Origin") != "" && r.Header.Get("Access-Control-Request-Method") != "" &&
-			!corsHeadersAllowed(r.Header.Values("Access-Control-Request-Headers")) {
+			!corsHeadersAllowed(r.Header.Values("Access-Control-Request-Headers"), forwarded()) {
 			w.Header().Add("Vary", "Origin, Access-Control-Request-Method, Access-Control-Request-Headers")
 			w.WriteHeader(http.StatusNoContent)
 			return

@@ -15,6 +15,14 @@ auth:
   mode: tokens
   tokens:
     - {name: ui, token: cors-test-token-0123456789, agents: ["*"]}
+models:
+  providers:
+    local: {type: openai, base_url: "http://127.0.0.1:1/v1", api_key: k, forward_headers: {X-LLM-User: X-User}}
+mcp:
+  servers:
+    tickets:
+      url: http://127.0.0.1:1/mcp
+      forward_headers: {X-Tenant-ID: X-Tenant-ID, X-Tickets-Token: Authorization}
 agents:
   echo: {model: passthrough}
 `
@@ -68,9 +76,23 @@ func TestCORS(t *testing.T) {
 		hasAll(t, "Access-Control-Allow-Methods", rec.Header().Get("Access-Control-Allow-Methods"), "POST")
 		hasAll(t, "Access-Control-Allow-Headers", rec.Header().Get("Access-Control-Allow-Headers"), strings.Split(mcpHeaders, ", ")...)
 	})
+	t.Run("preflight asking for the headers the config forwards", func(t *testing.T) {
+		// A browser UI sends the per-user headers of forward_headers
+		// (servers' and providers'), whatever their case.
+		forwarded := "x-tenant-id, X-Tickets-Token, x-llm-user, authorization, content-type"
+		rec := preflight(ui, forwarded)
+		if rec.Code != http.StatusNoContent || rec.Header().Get("Access-Control-Allow-Origin") != ui {
+			t.Fatalf("%d, Access-Control-Allow-Origin %q: %v", rec.Code, rec.Header().Get("Access-Control-Allow-Origin"), rec.Header())
+		}
+		hasAll(t, "Access-Control-Allow-Headers", rec.Header().Get("Access-Control-Allow-Headers"), strings.Split(forwarded, ", ")...)
+	})
 	t.Run("preflight asking for another header", func(t *testing.T) {
-		if rec := preflight(ui, "content-type, x-other"); rec.Header().Get("Access-Control-Allow-Origin") != "" {
-			t.Errorf("allowed: %v", rec.Header())
+		// Neither an MCP header nor a forwarded one (an outbound name
+		// of forward_headers is not one a caller sends).
+		for _, hdr := range []string{"content-type, x-other", "x-tenant-id, x-user"} {
+			if rec := preflight(ui, hdr); rec.Header().Get("Access-Control-Allow-Origin") != "" {
+				t.Errorf("%s allowed: %v", hdr, rec.Header())
+			}
 		}
 	})
 	t.Run("preflight of another origin", func(t *testing.T) {

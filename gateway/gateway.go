@@ -115,6 +115,12 @@ func LoadConfig(path string) (*config.Config, error) {
 	return config.Load(path, policyChecks)
 }
 
+// ParseConfig is LoadConfig for bytes that would be read from path (which
+// names the file in errors and anchors its relative paths).
+func ParseConfig(path string, raw []byte) (*config.Config, error) {
+	return config.Parse(path, raw, policyChecks)
+}
+
 // Logger is the gateway's logger: the one it was given, naming the project.
 func (g *Gateway) Logger() *zap.Logger { return g.log }
 

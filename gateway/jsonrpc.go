@@ -15,6 +15,7 @@ import (
 const (
 	rpcParseError     = -32700
 	rpcInvalidRequest = -32600
+	rpcInvalidParams  = -32602
 )
 
 // rpcError is a JSON-RPC error the gateway answers before mcp-go sees the
@@ -30,7 +31,10 @@ type rpcError struct {
 // an error that says what is wrong. mcp-go would answer "not valid json" for
 // well-formed JSON that is not an object, accept a message with neither a
 // method nor a result as an empty response (202, silently), and fail on a
-// method or id of the wrong type with a parse error.
+// method or id of the wrong type with a parse error. params that are not
+// an object (MCP has no by-position params) would reach mcp-go's decoder,
+// whose answer is a Go unmarshal error ("cannot unmarshal string into Go
+// struct field CallToolRequest.params of type mcp.params").
 func checkMessage(body []byte) (*jsonrpc.Message, *rpcError) {
 	env, err := jsonrpc.Parse(body)
 	var syntax *json.SyntaxError
@@ -59,9 +63,18 @@ func checkMessage(body []byte) (*jsonrpc.Message, *rpcError) {
 		return nil, &rpcError{id: id, code: rpcInvalidRequest, msg: "invalid request: method must be a string"}
 	case jsonrpc.IsNull(env.Method) && len(env.Result) == 0 && len(env.Error) == 0:
 		return nil, &rpcError{id: id, code: rpcInvalidRequest, msg: "invalid request: the message has no method (and is not a response)"}
+	case !jsonrpc.IsNull(env.RawParams) && env.RawParams[0] != '{':
+		return nil, &rpcError{id: id, code: rpcInvalidParams, msg: "invalid params: params must be an object"}
+	case namedMethod[env.MethodName()] && !jsonrpc.IsNull(env.Params.Name) && env.Params.Name[0] != '"':
+		return nil, &rpcError{id: id, code: rpcInvalidParams, msg: "invalid params: name must be a string"}
 	}
 	return env, nil
 }
+
+// namedMethod are the methods whose params.name is a string, which mcp-go
+// would refuse with its decoder's message ("cannot unmarshal number into
+// Go struct field CallToolRequest.params.name of type string").
+var namedMethod = map[string]bool{string(mcp.MethodToolsCall): true, string(mcp.MethodPromptsGet): true}
 
 // checkHeaders rejects, as JSON-RPC errors carrying the message's id, the
 // headers mcp-go (v1.2.1) would refuse with a text/plain 400 and no id: a

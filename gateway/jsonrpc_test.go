@@ -25,9 +25,16 @@ func TestCheckMessage(t *testing.T) {
 		{name: "response", body: `{"jsonrpc":"2.0","id":3,"result":{}}`},
 		{name: "error response", body: `{"jsonrpc":"2.0","id":3,"error":{"code":-1,"message":"no"}}`},
 		{name: "null result", body: ` {"jsonrpc":"2.0","id":3,"result":null}`},
-		// params of the wrong type is mcp-go's to answer ("invalid params").
-		{name: "params not an object", body: `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":5}`},
-		{name: "params an array", body: `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":[1]}`},
+		// mcp-go would answer params of the wrong type with its Go
+		// decoder's message.
+		{name: "params not an object", body: `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":5}`, code: rpcInvalidParams, id: 1.0, msg: "invalid params: params must be an object"},
+		{name: "params a string", body: `{"jsonrpc":"2.0","id":"s","method":"tools/call","params":"x"}`, code: rpcInvalidParams, id: "s", msg: "invalid params: params must be an object"},
+		{name: "params an array", body: `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":[1]}`, code: rpcInvalidParams, id: 1.0, msg: "invalid params: params must be an object"},
+		{name: "tool name not a string", body: `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":5}}`, code: rpcInvalidParams, id: 1.0, msg: "invalid params: name must be a string"},
+		{name: "prompt name not a string", body: `{"jsonrpc":"2.0","id":1,"method":"prompts/get","params":{"name":{}}}`, code: rpcInvalidParams, id: 1.0, msg: "invalid params: name must be a string"},
+		{name: "tool name null", body: `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":null}}`},
+		{name: "params null", body: `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":null}`},
+		{name: "params an object", body: `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{}}`},
 		{name: "params not an object, no method", body: `{"jsonrpc":"2.0","id":1,"params":"x"}`, code: rpcInvalidRequest, id: 1.0, msg: "has no method"},
 		{name: "invalid JSON", body: `{"jsonrpc":"2.0",`, code: rpcParseError, msg: "parse error: the request body is not valid json"},
 		{name: "empty", body: ``, code: rpcParseError, msg: "parse error"},

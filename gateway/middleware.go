@@ -25,7 +25,7 @@ func (g *Gateway) chain(handler string, h http.Handler) http.Handler {
 // the routes a page on another origin may call: the agents' MCP endpoints
 // and the registry.
 func (g *Gateway) browserChain(handler string, h http.Handler) http.Handler {
-	return g.publicChain(handler, g.originGuard(browserCORS(h)))
+	return g.publicChain(handler, g.originGuard(browserCORS(h, func() map[string]bool { return g.current.Load().forwarded })))
 }
 
 // publicChain is chain without the Origin guard, for the public metadata

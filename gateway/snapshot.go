@@ -34,6 +34,7 @@ type Snapshot struct {
 	auditor    *policy.Auditor
 	quotas     *quota.Guard // nil: no caller has limits
 	origins    map[string]bool
+	forwarded  map[string]bool // lower-cased inbound names of every forward_headers (CORS)
 	trusted    *trustedProxies
 	ports      map[int]portRole // legacy ports → what they serve
 	preflight  *preflight
@@ -80,6 +81,7 @@ func (g *Gateway) buildSnapshot(cfg *config.Config) (_ *Snapshot, err error) {
 	for _, o := range cfg.AllowedOrigins {
 		s.origins[o] = true
 	}
+	s.forwarded = forwardedHeaders(cfg)
 	if s.auth, err = g.buildAuth(ctx, cfg); err != nil {
 		return nil, cfg.ErrorAt([]string{"auth"}, err.Error())
 	}

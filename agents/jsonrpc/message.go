@@ -58,8 +58,8 @@ type MessageParams struct {
 
 // Parse decodes body as one JSON-RPC message: a *json.SyntaxError
 // when it is not JSON, ErrNotObject when it is not an object. A params that
-// is not an object is not an error here (mcp-go answers it), but the
-// message then serves no fast path.
+// is not an object is not an error here (the gateway answers it before
+// mcp-go would), but the message then serves no fast path.
 func Parse(body []byte) (*Message, error) {
 	if !json.Valid(body) {
 		var v any

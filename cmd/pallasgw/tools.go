@@ -11,6 +11,8 @@ import (
 
 	"github.com/pallasgw/pallasgw/cmd/pallasgw/internal/chat"
 	"github.com/pallasgw/pallasgw/cmd/pallasgw/internal/pallasimport"
+	"github.com/pallasgw/pallasgw/gateway"
+	"github.com/pallasgw/pallasgw/gateway/config"
 )
 
 // chatCmd is `pallasgw chat [--url URL] [--token T] AGENT [-m MESSAGE]`;
@@ -47,7 +49,9 @@ func chatCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	return 0
 }
 
-// importCmd is `pallasgw import --pallas DIR [--out FILE]`.
+// importCmd is `pallasgw import --pallas DIR [--out FILE] [--cards DIR]`:
+// it writes the converted config, then checks it as validate does and
+// exits 1 when it does not load.
 func importCmd(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("import", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -78,13 +82,41 @@ func importCmd(args []string, stdout, stderr io.Writer) int {
 	}
 	if *out == "" {
 		stdout.Write(res.Config)
-		return 0
+		// What validate would say of the config once saved: stdout is
+		// not a file, so the bytes are checked as written.
+		return checkImported(stderr, "<stdout>", res.Config)
 	}
 	if err := os.WriteFile(*out, res.Config, 0o644); err != nil {
 		fmt.Fprintln(stderr, "pallasgw import:", err)
 		return 1
 	}
-	fmt.Fprintf(stderr, "wrote %s (%d agents); check it with: pallasgw validate --config %s\n", *out, res.Agents, *out)
+	if code := checkImported(stderr, *out, nil); code != 0 {
+		return code
+	}
+	fmt.Fprintf(stderr, "wrote %s (%d agents); it validates\n", *out, res.Agents)
+	return 0
+}
+
+// checkImported runs validate's checks on the config import wrote (the
+// file at path, or raw when given) and prints its problems and warnings:
+// an import whose output does not load is a failure (exit 1), even though
+// the file is left for the operator to fix.
+func checkImported(stderr io.Writer, path string, raw []byte) int {
+	var cfg *config.Config
+	var err error
+	if raw != nil {
+		cfg, err = gateway.ParseConfig(path, raw)
+	} else {
+		cfg, err = gateway.LoadConfig(path)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "pallasgw import: the config written to %s does not validate; fix these by hand:\n", path)
+		printConfigError(stderr, err)
+		return 1
+	}
+	for _, w := range cfg.Warnings {
+		fmt.Fprintln(stderr, "warning: "+w)
+	}
 	return 0
 }
 

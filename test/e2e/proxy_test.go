@@ -398,6 +398,9 @@ func checkProxy(t *testing.T, s *streamingStack, base string, port, plainPort in
 	t.Run("non-loopback Host accepted", func(t *testing.T) {
 		checkForeignHost(t, port)
 	})
+	t.Run("body limit is the gateway's", func(t *testing.T) {
+		checkBodyLimit(t, base)
+	})
 	t.Run("admin, profiling and metrics endpoints are not public", func(t *testing.T) {
 		for _, path := range []string{"/-/status", "/debug/pprof/", "/debug/pprof/heap", "/metrics"} {
 			if code, _, body := mustGet(t, base+path, nil); code != http.StatusForbidden {

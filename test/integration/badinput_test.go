@@ -218,7 +218,13 @@ func TestBadInput(t *testing.T) {
 				hdr: map[string]string{"Mcp-Method": "tools/explode", "MCP-Protocol-Version": "2026-07-28"}, status: 404, code: -32601, id: 5.0, msg: "tools/explode"},
 			{name: "unknown tool", body: `{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"launch_missiles","arguments":{},` + badMeta + `}}`,
 				hdr: map[string]string{"Mcp-Method": "tools/call", "Mcp-Name": "launch_missiles", "MCP-Protocol-Version": "2026-07-28"}, status: 400, code: -32602, id: 6.0, msg: "launch_missiles"},
-			{name: "params not an object", body: `{"jsonrpc":"2.0","id":7,"method":"tools/list","params":"all"}`, hdr: sessionless, status: 400, id: 7.0},
+			{name: "params not an object", body: `{"jsonrpc":"2.0","id":7,"method":"tools/list","params":"all"}`, hdr: sessionless, status: 400, code: -32602, id: 7.0, msg: "invalid params: params must be an object"},
+			// mcp-go would answer 200 with its Go decoder's message
+			// ("cannot unmarshal string into Go struct field
+			// CallToolRequest.params of type mcp.params").
+			{name: "call params a string", body: `{"jsonrpc":"2.0","id":8,"method":"tools/call","params":"x"}`, status: 400, code: -32602, id: 8.0, msg: "invalid params: params must be an object"},
+			{name: "call name a number", body: `{"jsonrpc":"2.0","id":10,"method":"tools/call","params":{"name":5,"arguments":{}}}`, status: 400, code: -32602, id: 10.0, msg: "invalid params: name must be a string"},
+			{name: "call params an array", body: `{"jsonrpc":"2.0","id":9,"method":"tools/call","params":["send_message",{}]}`, status: 400, code: -32602, id: 9.0, msg: "invalid params: params must be an object"},
 		} {
 			t.Run(c.name, func(t *testing.T) {
 				rid := "rid-" + strings.ReplaceAll(c.name, " ", "-")

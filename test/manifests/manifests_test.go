@@ -554,7 +554,6 @@ func TestProxyConfigs(t *testing.T) {
 		`(?m)^\s*proxy_set_header\s+X-Forwarded-Host\s+\$http_host;`,
 		`(?m)^\s*proxy_set_header\s+X-Forwarded-For\s+\$proxy_add_x_forwarded_for;`,
 		`(?m)^\s*proxy_read_timeout\s+\d+s;`,
-		`(?m)^\s*client_max_body_size\s+10m;`,
 	} {
 		if !regexp.MustCompile(re).MatchString(nginx) {
 			t.Errorf("configs/nginx/pallasgw.conf does not match %s", re)
@@ -563,11 +562,46 @@ func TestProxyConfigs(t *testing.T) {
 	if regexp.MustCompile(`(?m)^\s*proxy_set_header\s+Host\s+\$host;`).MatchString(nginx) {
 		t.Error("nginx sets Host $host, which drops the port")
 	}
+	checkBodyLimitAbove(t, "configs/nginx/pallasgw.conf", nginx, nginxBodySize)
 	caddy := string(readFile(t, "configs/caddy/Caddyfile"))
+	checkBodyLimitAbove(t, "configs/caddy/Caddyfile", caddy, caddyBodySize)
+	checkBodyLimitAbove(t, "configs/caddy/Caddyfile.compose", string(readFile(t, "configs/caddy/Caddyfile.compose")), caddyBodySize)
 	for _, re := range []string{`(?m)^\s*reverse_proxy\s+127\.0\.0\.1:8200\s*\{`, `(?m)^\s*flush_interval\s+-1\s*$`} {
 		if !regexp.MustCompile(re).MatchString(caddy) {
 			t.Errorf("configs/caddy/Caddyfile does not match %s", re)
 		}
+	}
+}
+
+// Body size limits as the proxies read them: nginx's k/m/g are powers of
+// 1024; Caddy's request_body max_size takes SI (MB = 10^6) and IEC (MiB =
+// 2^20) units.
+var (
+	nginxBodySize = regexp.MustCompile(`(?m)^\s*client_max_body_size\s+(\d+)([kKmMgG]?);`)
+	caddyBodySize = regexp.MustCompile(`(?m)^\s*max_size\s+(\d+)\s*([KMG]i?B|B)?\s*$`)
+	sizeUnits     = map[string]int64{"": 1, "B": 1, "k": 1 << 10, "K": 1 << 10, "m": 1 << 20, "M": 1 << 20, "g": 1 << 30, "G": 1 << 30,
+		"KB": 1e3, "MB": 1e6, "GB": 1e9, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30}
+)
+
+// checkBodyLimitAbove checks that a proxy config lets through every body
+// the gateway reads whole: its default limits.max_body_bytes, plus the
+// megabyte it drains of a longer body before answering 413. A proxy that
+// refuses first answers with its own page (nginx) or cuts the stream into
+// an empty 502 (Caddy) instead of the gateway's JSON-RPC error.
+func checkBodyLimitAbove(t *testing.T, name, text string, re *regexp.Regexp) {
+	t.Helper()
+	m := re.FindAllStringSubmatch(text, -1)
+	if len(m) != 1 {
+		t.Errorf("%s: %d body size limits (%s), want one", name, len(m), re)
+		return
+	}
+	n, err := strconv.ParseInt(m[0][1], 10, 64)
+	if err != nil {
+		t.Fatalf("%s: body size %q: %v", name, m[0][0], err)
+	}
+	if limit := n * sizeUnits[m[0][2]]; limit <= config.DefaultMaxBodyBytes+1<<20 {
+		t.Errorf("%s: body size limit %q is %d bytes, want above the gateway's limits.max_body_bytes (%d) and the 1 MiB it drains past it, so that the gateway answers its JSON-RPC 413",
+			name, strings.TrimSpace(m[0][0]), limit, config.DefaultMaxBodyBytes)
 	}
 }
 

@@ -263,7 +263,7 @@ func convertServers(fa, secrets map[string]any, ports map[int]string, host strin
 	conf := mapAt(fa, "mcp", "servers")
 	sec := mapAt(secrets, "mcp", "servers")
 	for _, name := range sortedKeys(conf) {
-		s := &outServer{Transport: "http"}
+		s := &outServer{}
 		for _, src := range []map[string]any{asMap(conf[name]), asMap(sec[name])} {
 			for _, k := range sortedKeys(src) {
 				v := src[k]
@@ -296,6 +296,14 @@ func convertServers(fa, secrets map[string]any, ports map[int]string, host strin
 				default:
 					note("mcp.servers.%s.%s: not mapped", name, k)
 				}
+			}
+		}
+		if s.Transport == "" {
+			// fast-agent's default, and pallasgw's: a server with a
+			// command is a stdio server, anything else Streamable HTTP.
+			s.Transport = "http"
+			if s.Command != "" {
+				s.Transport = "stdio"
 			}
 		}
 		if u, err := url.Parse(s.URL); err == nil && s.URL != "" {
