@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"reflect"
 	"slices"
 	"sort"
 	"strings"
@@ -44,7 +45,11 @@ func (g *Gateway) Reload(trigger string) (ReloadResult, error) {
 			g.log.Info("config reverted to the serving config", zap.String("trigger", trigger), zap.String("config_hash", cfg.Hash))
 			return ReloadResult{Hash: cfg.Hash, Unchanged: true}, nil
 		}
-		g.log.Debug("config unchanged", zap.String("trigger", trigger), zap.String("config_hash", cfg.Hash))
+		log := g.log.Debug // a watcher's event for an unchanged file is routine
+		if trigger == "sighup" || trigger == "api" {
+			log = g.log.Info // an operator asked: say what happened
+		}
+		log("config unchanged; nothing to reload", zap.String("trigger", trigger), zap.String("config_hash", cfg.Hash))
 		return ReloadResult{Hash: cfg.Hash, Unchanged: true}, nil
 	}
 	if err == nil && cfg.Listen != old.cfg.Listen {
@@ -145,6 +150,39 @@ func diff(a, b *config.Config) []string {
 		return m
 	}
 	out = append(out, diffMap("allowed origin", set(a.AllowedOrigins), set(b.AllowedOrigins), func(_, _ bool) bool { return true })...)
+	return append(out, settingsChanged(a, b)...)
+}
+
+// settingsChanged names the other top-level keys whose value changed
+// ("setting models changed"): by key, never by value.
+func settingsChanged(a, b *config.Config) []string {
+	// Named above, item by item.
+	listed := func(c *config.Config) (config.Auth, config.MCP) {
+		auth, mcp := c.Auth, c.MCP
+		auth.Tokens, mcp.Servers = nil, nil
+		return auth, mcp
+	}
+	aAuth, aMCP := listed(a)
+	bAuth, bMCP := listed(b)
+	var out []string
+	va, vb := reflect.ValueOf(a).Elem(), reflect.ValueOf(b).Elem()
+	for i, f := range reflect.VisibleFields(va.Type()) {
+		key, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+		var x, y any
+		switch key {
+		case "", "-", "agents", "allowed_origins":
+			continue
+		case "auth":
+			x, y = aAuth, bAuth
+		case "mcp":
+			x, y = aMCP, bMCP
+		default:
+			x, y = va.Field(i).Interface(), vb.Field(i).Interface()
+		}
+		if !reflect.DeepEqual(x, y) {
+			out = append(out, "setting "+key+" changed")
+		}
+	}
 	return out
 }
 

@@ -5,6 +5,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -186,5 +187,32 @@ func TestReloadErrorsPlaced(t *testing.T) {
 				t.Errorf("last_reload %+v", st)
 			}
 		})
+	}
+}
+
+// A reload's log line names the other top-level settings it changed, by
+// key only, and none it did not.
+func TestReloadNamesSettingChanges(t *testing.T) {
+	parse := func(extra string) *config.Config {
+		cfg, err := config.Parse("t.yaml", []byte(`
+name: t
+auth: {mode: tokens, tokens: [{name: alice, token: alice-secret-1111}]}
+agents:
+  echo: {model: passthrough}
+`+extra))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cfg
+	}
+	before := parse("limits: {max_body_bytes: 1000000}\n")
+	after := parse("agents_endpoint: true\nlimits: {max_body_bytes: 2000000}\nadmin: {token: admin-secret-5555}\n")
+	got := diff(before, after)
+	want := []string{"setting admin changed", "setting limits changed", "setting agents_endpoint changed"} // in the config's order
+	if !slices.Equal(got, want) {
+		t.Errorf("changes %q, want %q", got, want)
+	}
+	if got := diff(before, parse("limits: {max_body_bytes: 1000000}\n")); len(got) != 0 {
+		t.Errorf("an equal config changed %q", got)
 	}
 }
