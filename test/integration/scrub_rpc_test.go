@@ -38,7 +38,15 @@ func quotingDown(t *testing.T) *httptest.Server {
 					"requests": map[string]any{"tools": map[string]any{"call": map[string]any{}}}}}}
 		case "tools/list":
 			result = map[string]any{"tools": []any{map[string]any{"name": "t", "inputSchema": map[string]any{"type": "object"}},
-				map[string]any{"name": "needs", "inputSchema": map[string]any{"type": "object"}}}}
+				map[string]any{"name": "needs", "inputSchema": map[string]any{"type": "object"}},
+				map[string]any{"name": "mk", "inputSchema": map[string]any{"type": "object"}}}}
+		case "tools/call":
+			if strings.Contains(string(b), `"mk"`) { // creates a task; reading it fails
+				result = map[string]any{"task": map[string]any{"taskId": "abc", "status": "working", "ttl": 1000,
+					"createdAt": "2026-11-25T00:00:00Z", "lastUpdatedAt": "2026-11-25T00:00:00Z"}}
+				break
+			}
+			fallthrough
 		default:
 			code := -32602
 			if strings.Contains(string(b), `"needs"`) {
@@ -75,6 +83,9 @@ agents:
   px: {kind: proxy, servers: [quoting]}
 `, d.URL, secret))
 	px := g.Base + "/agents/px/mcp"
+	_, msg := taskRPC(t, px, "web", "tools/call", map[string]any{"name": "mk", "arguments": map[string]any{}, "task": map[string]any{"ttl": 1000}})
+	task, _ := rpcResult(t, "create", msg)["task"].(map[string]any)
+	id, _ := task["taskId"].(string)
 	for _, c := range []struct {
 		name, method string
 		params       map[string]any
@@ -82,8 +93,8 @@ agents:
 		{"call", "tools/call", map[string]any{"name": "t", "arguments": map[string]any{}}},
 		{"task-augmented call", "tools/call", map[string]any{"name": "t", "arguments": map[string]any{}, "task": map[string]any{"ttl": 1000}}},
 		{"missing capability", "tools/call", map[string]any{"name": "needs", "arguments": map[string]any{}}},
-		{"tasks/get", "tasks/get", map[string]any{"taskId": "quoting/abc"}},
-		{"tasks/result", "tasks/result", map[string]any{"taskId": "quoting/abc"}},
+		{"tasks/get", "tasks/get", map[string]any{"taskId": id}},
+		{"tasks/result", "tasks/result", map[string]any{"taskId": id}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			_, msg := taskRPC(t, px, "web", c.method, c.params)
