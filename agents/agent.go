@@ -178,7 +178,7 @@ func (a *Agent) registerTools() {
 func (a *Agent) toolboxDeps() toolbox.Deps {
 	d := a.set.deps
 	return toolbox.Deps{Agent: a.Name, Self: a.self(), Servers: a.Config.Servers, Tools: a.Config.Tools, Transports: d.Config.MCP.Servers,
-		Passthrough: d.Config.Auth.Mode != policy.ModeTokens, Logger: a.log, Downstream: d.Downstream,
+		Passthrough: d.Config.Auth.Mode == policy.ModePassthrough, Logger: a.log, Downstream: d.Downstream,
 		Callers: d.Callers, Auditor: d.Auditor, Outbound: a.set.outbound, Observe: a.observe, RequestID: RequestID,
 		GatewayStatus: a.Config.GatewayStatus, Status: d.Status,
 		Relay: func(ctx context.Context, token mcp.ProgressToken) (context.Context, mcpclient.ProgressFunc, func()) {

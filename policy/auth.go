@@ -164,14 +164,22 @@ func (id Identity) QuotaKey() (key, label string) {
 	if label == jwtDefault || label == "" {
 		label = "default"
 	}
-	key = id.Caller
-	if id.Claims != nil {
-		key = "jwt:" + id.Caller
-	}
-	if key == "" {
+	if key = id.Principal(); key == "" {
 		key = "anonymous"
 	}
 	return key, label
+}
+
+// Principal tells one authenticated caller from another: the name of its
+// static token, or "jwt:" and a JWT's identity claim; "" for an anonymous
+// caller (passthrough mode). Unlike PolicyKey, two JWT users whose claims
+// meet the same rule have two principals. What belongs to one caller (a
+// task it created, the requestState of its call) is bound to this.
+func (id Identity) Principal() string {
+	if id.Claims != nil {
+		return "jwt:" + id.Caller
+	}
+	return id.Caller
 }
 
 // jwtDefault is the policy key of a JWT caller no rule matched: no

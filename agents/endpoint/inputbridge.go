@@ -99,7 +99,7 @@ type inputCall struct {
 	tool   string
 	req    mcp.CallToolRequest
 	args   string // digest of req's arguments, once needed (argsDigest)
-	caller string // the caller's policy key: only it may continue the call
+	caller string // the caller's principal: only it may continue the call
 	caps   capSet
 	cancel context.CancelFunc
 	wake   chan struct{} // buffered 1: an ask arrived, or the call ended
@@ -160,7 +160,7 @@ func (b *inputBridge) Answer(ctx context.Context, req mcp.CallToolRequest, id an
 		rawCaps, _ = json.Marshal(c)
 	}
 	var args string // their digest, only needed for a state
-	caller := policy.IdentityFrom(ctx).PolicyKey()
+	caller := policy.IdentityFrom(ctx).Principal()
 	var st *roundState
 	var responses map[string]json.RawMessage
 	if rt := fastcall.RoundTripFrom(ctx); rt != nil {

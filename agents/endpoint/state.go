@@ -35,7 +35,7 @@ const stateVersion = 1
 type roundState struct {
 	ID     string                `json:"id,omitempty"` // the waiting call on the replica that asked
 	Agent  string                `json:"agent"`
-	Caller string                `json:"caller,omitempty"` // the caller's policy key (auth's identity)
+	Caller string                `json:"caller,omitempty"` // the caller's principal (policy.Identity.Principal)
 	Tool   string                `json:"tool"`
 	Args   string                `json:"args"` // argsDigest of the call's arguments
 	Exp    int64                 `json:"exp"`  // unix seconds

@@ -7,8 +7,9 @@ package proxy
 //
 // Task ids. The id a caller sees is "<server>/<tag>/<downstream id>": it
 // names the server that owns the task, so any replica routes a tasks/*
-// request without shared state, and tag, a MAC of the agent, the caller,
-// the server and the downstream id under a key derived from state_key
+// request without shared state, and tag, a MAC of the agent, the caller's
+// principal (policy.Identity.Principal: its token's name or its JWT
+// identity, not its rule), the server and the downstream id under a key derived from state_key
 // (Deps.TaskTag), binds the task to the caller that created it. A
 // tasks/get, tasks/result or tasks/cancel whose tag is not the caller's is
 // "not found", whatever the downstream would say: callers whose outbound
@@ -211,9 +212,9 @@ func (p *Proxy) Task(ctx context.Context, method string, params json.RawMessage,
 	if !ok || !p.isServer(srv) {
 		return nil, &TaskError{mcp.INVALID_PARAMS, fmt.Sprintf("task %q not found: it names no server of agent %s", id, p.d.Agent)}
 	}
-	caller := callerOf(ctx)
+	caller, owner := callerOf(ctx), ownerOf(ctx)
 	tag, downID, ok := strings.Cut(rest, "/")
-	if !ok || !hmac.Equal([]byte(tag), []byte(p.taskTag(caller, srv, downID))) {
+	if !ok || !hmac.Equal([]byte(tag), []byte(p.taskTag(owner, srv, downID))) {
 		return nil, &TaskError{mcp.INVALID_PARAMS, fmt.Sprintf("task %q not found: it is not a task this caller created through agent %s", id, p.d.Agent)}
 	}
 	if d := p.d.Callers.AllowServer(caller, srv); !d.Allowed {
@@ -235,7 +236,7 @@ func (p *Proxy) Task(ctx context.Context, method string, params json.RawMessage,
 	if err != nil {
 		return nil, p.taskFailed(ctx, id, srv, method, err)
 	}
-	return renameTasks(res, p.nameTask(caller, srv)), nil
+	return renameTasks(res, p.nameTask(owner, srv)), nil
 }
 
 // taskFailed is the caller's error for a tasks/* request that failed
@@ -260,7 +261,7 @@ func (p *Proxy) taskFailed(ctx context.Context, id, srv, method string, err erro
 // the tasks the caller created through this replica.
 func (p *Proxy) listTasks(ctx context.Context, down TaskDownstream, inbound http.Header) (json.RawMessage, error) {
 	servers, _ := p.taskServers(ctx, inbound)
-	caller := callerOf(ctx)
+	owner := ownerOf(ctx)
 	tasks := []json.RawMessage{}
 	for _, srv := range servers {
 		hdr, err := p.d.Outbound(ctx, srv, inbound)
@@ -278,12 +279,12 @@ func (p *Proxy) listTasks(ctx context.Context, down TaskDownstream, inbound http
 		if json.Unmarshal(res, &list) != nil {
 			continue
 		}
-		name := p.nameTask(caller, srv)
+		name := p.nameTask(owner, srv)
 		for _, item := range list.Tasks {
 			var t struct {
 				TaskID string `json:"taskId"`
 			}
-			if json.Unmarshal(item, &t) == nil && p.owned.has(caller, srv, t.TaskID) {
+			if json.Unmarshal(item, &t) == nil && p.owned.has(owner, srv, t.TaskID) {
 				tasks = append(tasks, renameIn(item, name))
 			}
 		}
@@ -364,29 +365,33 @@ func renameID(m map[string]json.RawMessage, name func(string) string) {
 	}
 }
 
-// taskTag binds a task of srv to caller (package comment).
-func (p *Proxy) taskTag(caller, srv, downID string) string {
+// taskTag binds a task of srv to its owner (package comment).
+func (p *Proxy) taskTag(owner, srv, downID string) string {
 	if p.d.TaskTag == nil {
 		return "-" // tests without a key: ids still route, bound to nothing
 	}
-	return p.d.TaskTag("task", p.d.Agent, caller, srv, downID)
+	return p.d.TaskTag("task", p.d.Agent, owner, srv, downID)
 }
 
-// nameTask names the tasks of srv for caller.
-func (p *Proxy) nameTask(caller, srv string) func(string) string {
-	return func(downID string) string { return srv + "/" + p.taskTag(caller, srv, downID) + "/" + downID }
+// nameTask names the tasks of srv for owner.
+func (p *Proxy) nameTask(owner, srv string) func(string) string {
+	return func(downID string) string { return srv + "/" + p.taskTag(owner, srv, downID) + "/" + downID }
 }
 
 // ownTask names the tasks of srv that the caller of ctx creates, and
 // records them as its own (tasks/list).
 func (p *Proxy) ownTask(ctx context.Context, srv string) func(string) string {
-	caller := callerOf(ctx)
-	name := p.nameTask(caller, srv)
+	owner := ownerOf(ctx)
+	name := p.nameTask(owner, srv)
 	return func(downID string) string {
-		p.owned.add(caller, srv, downID)
+		p.owned.add(owner, srv, downID)
 		return name(downID)
 	}
 }
+
+// ownerOf is whom the tasks the caller of ctx creates belong to: its
+// principal (two JWT users under one rule are two owners).
+func ownerOf(ctx context.Context) string { return policy.IdentityFrom(ctx).Principal() }
 
 // maxOwnedTasks bounds the tasks a proxy remembers the creator of, for
 // tasks/list; the oldest go first.
@@ -400,10 +405,10 @@ type ownedTasks struct {
 	order []string
 }
 
-func ownedKey(caller, srv, downID string) string { return caller + "\x00" + srv + "\x00" + downID }
+func ownedKey(owner, srv, downID string) string { return owner + "\x00" + srv + "\x00" + downID }
 
-func (o *ownedTasks) add(caller, srv, downID string) {
-	k := ownedKey(caller, srv, downID)
+func (o *ownedTasks) add(owner, srv, downID string) {
+	k := ownedKey(owner, srv, downID)
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if _, ok := o.set[k]; ok {
@@ -420,9 +425,9 @@ func (o *ownedTasks) add(caller, srv, downID string) {
 	o.order = append(o.order, k)
 }
 
-func (o *ownedTasks) has(caller, srv, downID string) bool {
+func (o *ownedTasks) has(owner, srv, downID string) bool {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	_, ok := o.set[ownedKey(caller, srv, downID)]
+	_, ok := o.set[ownedKey(owner, srv, downID)]
 	return ok
 }

@@ -13,6 +13,12 @@ import (
 // elicitation declared) with who's bearer token.
 func callAs(t *testing.T, url, who, tool string, id int, extra map[string]any) (int, map[string]any) {
 	t.Helper()
+	return callBearer(t, url, who+"-token-0123456789abcdef", tool, id, extra)
+}
+
+// callBearer is callAs with the bearer token given.
+func callBearer(t *testing.T, url, bearer, tool string, id int, extra map[string]any) (int, map[string]any) {
+	t.Helper()
 	params := map[string]any{"name": tool, "arguments": map[string]any{}, "_meta": modernMeta(elicitCaps)}
 	for k, v := range extra {
 		params[k] = v
@@ -24,7 +30,7 @@ func callAs(t *testing.T, url, who, tool string, id int, extra map[string]any) (
 	req.Header.Set("MCP-Protocol-Version", "2026-07-28")
 	req.Header.Set("Mcp-Method", "tools/call")
 	req.Header.Set("Mcp-Name", tool)
-	req.Header.Set("Authorization", "Bearer "+who+"-token-0123456789abcdef")
+	req.Header.Set("Authorization", "Bearer "+bearer)
 	return postRPC(t, req)
 }
 
