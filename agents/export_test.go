@@ -12,3 +12,6 @@ func HealthEntries(a *Agent) int { return a.health.size() }
 
 // MaxHealthEntries bounds HealthEntries.
 const MaxHealthEntries = maxHealthEntries
+
+// ScopeName is the key prefix of an orchestrator step's input requests.
+var ScopeName = scopeName

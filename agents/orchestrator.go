@@ -2,6 +2,8 @@ package agents
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -391,15 +393,21 @@ func (r *orchestratorRunner) resume(ctx context.Context, o *orchestration) ([]pl
 }
 
 // scopeName is a step id as the key of the caller's input requests takes
-// it: letters, digits, '_' and '.', at most 32.
+// it: the id itself when it is at most 32 letters, digits, '_' and '.';
+// else those characters of it (at most 24) and a digest of the whole id,
+// so that two ids never share a key.
 func scopeName(id string) string {
 	b := []byte{}
-	for i := 0; i < len(id) && len(b) < 32; i++ {
+	for i := 0; i < len(id); i++ {
 		if c := id[i]; c == '_' || c == '.' || (c >= '0' && c <= '9') || (c|0x20 >= 'a' && c|0x20 <= 'z') {
 			b = append(b, c)
 		}
 	}
-	return string(b)
+	if string(b) == id && len(id) <= 32 {
+		return id
+	}
+	sum := sha256.Sum256([]byte(id))
+	return string(b[:min(len(b), 24)]) + "~" + hex.EncodeToString(sum[:4])
 }
 
 // nextStep counts one more progress step and returns its number.

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/pallasgw/pallasgw/agents"
 	"github.com/pallasgw/pallasgw/agents/internal/agenttest"
 	"github.com/pallasgw/pallasgw/agents/llm"
 )
@@ -245,5 +246,20 @@ func TestOrchestratorPassesResults(t *testing.T) {
 	}
 	if s := lastUser(synth); !strings.Contains(s, "### c: writer — write\nwriter did: write") || !strings.Contains(s, "## Request\nnight animals") {
 		t.Errorf("synthesis was asked %q", s)
+	}
+}
+
+// Step ids key the caller's input requests without two ids sharing a key.
+func TestScopeNameDistinct(t *testing.T) {
+	seen := map[string]string{}
+	for _, id := range []string{"s1", "a-1", "a1", "a 1", "ä1", strings.Repeat("x", 40), strings.Repeat("x", 41), "", "-"} {
+		name := agents.ScopeName(id)
+		if other, ok := seen[name]; ok {
+			t.Errorf("ids %q and %q share the key %q", other, id, name)
+		}
+		seen[name] = id
+	}
+	if agents.ScopeName("s1") != "s1" {
+		t.Errorf("a plain id is kept as it is: %q", agents.ScopeName("s1"))
 	}
 }
