@@ -129,12 +129,13 @@ func TestAgentInputRequiredRoundTrip(t *testing.T) {
 // capabilities) and returns the HTTP status and the JSON-RPC answer.
 func agentCall(t *testing.T, url, tool string, id int, args, caps, extra map[string]any) (int, map[string]any) {
 	t.Helper()
-	params := map[string]any{"name": tool, "arguments": args,
-		"_meta": map[string]any{
-			"io.modelcontextprotocol/protocolVersion":    "2026-07-28",
-			"io.modelcontextprotocol/clientInfo":         map[string]any{"name": "it", "version": "1"},
-			"io.modelcontextprotocol/clientCapabilities": caps,
-		}}
+	return agentCallBearer(t, url, "", tool, id, args, caps, extra)
+}
+
+// agentCallBearer is agentCall with bearer's Authorization ("" for none).
+func agentCallBearer(t *testing.T, url, bearer, tool string, id int, args, caps, extra map[string]any) (int, map[string]any) {
+	t.Helper()
+	params := map[string]any{"name": tool, "arguments": args, "_meta": modernMeta(caps)}
 	for k, v := range extra {
 		params[k] = v
 	}
@@ -145,6 +146,9 @@ func agentCall(t *testing.T, url, tool string, id int, args, caps, extra map[str
 	req.Header.Set("MCP-Protocol-Version", "2026-07-28")
 	req.Header.Set("Mcp-Method", "tools/call")
 	req.Header.Set("Mcp-Name", tool)
+	if bearer != "" {
+		req.Header.Set("Authorization", "Bearer "+bearer)
+	}
 	return postRPC(t, req)
 }
 

@@ -1,8 +1,6 @@
 package integration
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
@@ -19,19 +17,7 @@ func callAs(t *testing.T, url, who, tool string, id int, extra map[string]any) (
 // callBearer is callAs with the bearer token given.
 func callBearer(t *testing.T, url, bearer, tool string, id int, extra map[string]any) (int, map[string]any) {
 	t.Helper()
-	params := map[string]any{"name": tool, "arguments": map[string]any{}, "_meta": modernMeta(elicitCaps)}
-	for k, v := range extra {
-		params[k] = v
-	}
-	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params})
-	req, _ := http.NewRequest(http.MethodPost, url, bytes.NewReader(body))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set("MCP-Protocol-Version", "2026-07-28")
-	req.Header.Set("Mcp-Method", "tools/call")
-	req.Header.Set("Mcp-Name", tool)
-	req.Header.Set("Authorization", "Bearer "+bearer)
-	return postRPC(t, req)
+	return agentCallBearer(t, url, bearer, tool, id, map[string]any{}, elicitCaps, extra)
 }
 
 // A requestState is no bearer token: another caller (here one denied the
