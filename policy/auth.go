@@ -170,16 +170,21 @@ func (id Identity) QuotaKey() (key, label string) {
 	return key, label
 }
 
-// Principal tells one authenticated caller from another: the name of its
-// static token, or "jwt:" and a JWT's identity claim; "" for an anonymous
-// caller (passthrough mode). Unlike PolicyKey, two JWT users whose claims
-// meet the same rule have two principals. What belongs to one caller (a
-// task it created, the requestState of its call) is bound to this.
+// Principal tells one authenticated caller from another: "token:" and the
+// name of its static token, or "jwt:" and a JWT's identity claim (the
+// prefixes keep a token named "jwt:alice" from being the JWT user alice);
+// "" for an anonymous caller (passthrough mode). Unlike PolicyKey, two JWT
+// users whose claims meet the same rule have two principals. What belongs
+// to one caller (its quota counters, a task it created, the requestState
+// of its call) is bound to this.
 func (id Identity) Principal() string {
-	if id.Claims != nil {
+	switch {
+	case id.Claims != nil:
 		return "jwt:" + id.Caller
+	case id.Caller != "":
+		return "token:" + id.Caller
 	}
-	return id.Caller
+	return ""
 }
 
 // jwtDefault is the policy key of a JWT caller no rule matched: no

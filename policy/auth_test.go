@@ -207,3 +207,20 @@ func TestAdminGuard(t *testing.T) {
 		})
 	}
 }
+
+// A static token's principal is never a JWT user's, whatever its name.
+func TestPrincipalsDistinct(t *testing.T) {
+	token := Identity{Caller: "jwt:alice", Authenticated: true}
+	user := Identity{Caller: "alice", Authenticated: true, Claims: Claims{"sub": "alice"}}
+	if token.Principal() == user.Principal() {
+		t.Errorf("token %q and JWT user alice share the principal %q", token.Caller, token.Principal())
+	}
+	tk, _ := token.QuotaKey()
+	uk, _ := user.QuotaKey()
+	if tk == uk {
+		t.Errorf("token %q and JWT user alice share the quota key %q", token.Caller, tk)
+	}
+	if (Identity{}).Principal() != "" {
+		t.Errorf("an anonymous caller has a principal")
+	}
+}
