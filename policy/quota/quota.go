@@ -216,7 +216,9 @@ func (g *Guard) storeFailed(op string, err error) error {
 	if g.FailOpen {
 		return nil
 	}
-	return fmt.Errorf("%w: %v", ErrStore, err)
+	// The cause (the store's address, say) is OnStoreError's to log; the
+	// caller gets no more than that the store is down.
+	return ErrStore
 }
 
 func (g *Guard) reject(caller, reason string) {

@@ -148,6 +148,9 @@ func TestGuardStoreDown(t *testing.T) {
 		if open != (err == nil) || (!open && !errors.Is(err, ErrStore)) {
 			t.Errorf("fail open %v: %v", open, err)
 		}
+		if err != nil && strings.Contains(err.Error(), addr) {
+			t.Errorf("the refusal names the store's address: %v", err) // the log has it, the caller need not
+		}
 		if d := time.Since(start); d > 2*time.Second {
 			t.Errorf("a down store held the call %v", d)
 		}
