@@ -18,6 +18,7 @@ package fastcall
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 
 	"github.com/mark3labs/mcp-go/mcp"
 
@@ -55,6 +56,16 @@ func RawResponse(id any, rr *mcpclient.RawResult, modern bool, self json.RawMess
 	b = append(b, head...)
 	b = append(b, rest...)
 	return append(b, '}'), true
+}
+
+// TypedResult decodes a raw result as mcp-go's client would, for the typed
+// answer of a result RawResponse declines.
+func TypedResult(rr *mcpclient.RawResult) (*mcp.CallToolResult, error) {
+	res, err := mcp.ParseCallToolResult(&rr.JSON)
+	if err != nil {
+		return nil, fmt.Errorf("the downstream's result: %w", err)
+	}
+	return res, nil
 }
 
 // decorateRaw is decorate for a raw result: resultType "complete" unless

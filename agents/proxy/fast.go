@@ -51,7 +51,7 @@ func (p *Proxy) Answer(ctx context.Context, req mcp.CallToolRequest, id any, mod
 		if msg, ok := fastcall.RawResponse(id, rr, modern, p.serverInfoJSON()); ok {
 			return msg
 		}
-		res, err = typedResult(rr)
+		res, err = fastcall.TypedResult(rr)
 	}
 	return fastcall.ToolAnswer(id, req.Params.Name, res, err, modern, p.d.Self)
 }
@@ -67,15 +67,6 @@ func (p *Proxy) callRecovered(ctx context.Context, req mcp.CallToolRequest) (res
 	}()
 	raw, _ := p.d.Downstream.(RawDownstream)
 	return p.forward(ctx, req, raw)
-}
-
-// typedResult decodes a raw result for the typed path.
-func typedResult(rr *mcpclient.RawResult) (*mcp.CallToolResult, error) {
-	res, err := mcp.ParseCallToolResult(&rr.JSON)
-	if err != nil {
-		return nil, fmt.Errorf("the downstream's result: %w", err)
-	}
-	return res, nil
 }
 
 // RawDownstream is what the fast path needs for raw results

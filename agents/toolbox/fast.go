@@ -64,7 +64,7 @@ func (t *Target) Answer(ctx context.Context, req mcp.CallToolRequest, id any, mo
 		if msg, ok := fastcall.RawResponse(id, rr, modern, t.selfJSON()); ok {
 			return msg
 		}
-		res, err = typedResult(rr)
+		res, err = fastcall.TypedResult(rr)
 	}
 	return fastcall.ToolAnswer(id, executeToolName, res, err, modern, t.tb.d.Self)
 }
@@ -104,7 +104,7 @@ func (t *Target) recovered(ctx context.Context, req mcp.CallToolRequest) (res *m
 	if err == nil && rr != nil && rr.ResultType == string(mcp.ResultTypeInputRequired) {
 		// A downstream's own input_required result: the typed path answers
 		// it (fastcall.RawResponse declines it).
-		if res, err = typedResult(rr); err != nil {
+		if res, err = fastcall.TypedResult(rr); err != nil {
 			err = t.tb.downstreamError(ctx, c, err)
 		}
 		rr = nil
@@ -142,15 +142,6 @@ func (tb *toolbox) executeRaw(ctx context.Context, c *tbCall, req mcp.CallToolRe
 func rawObject(raw json.RawMessage) bool {
 	raw = bytes.TrimSpace(raw)
 	return len(raw) > 0 && raw[0] == '{'
-}
-
-// typedResult decodes a raw result for the typed answer.
-func typedResult(rr *mcpclient.RawResult) (*mcp.CallToolResult, error) {
-	res, err := mcp.ParseCallToolResult(&rr.JSON)
-	if err != nil {
-		return nil, fmt.Errorf("the downstream's result: %w", err)
-	}
-	return res, nil
 }
 
 // selfJSON is the agent's identity as a 2026-07-28 result's _meta names it,
