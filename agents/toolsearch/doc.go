@@ -1,0 +1,22 @@
+// Package toolsearch ranks an agent's tools by what a caller is trying to
+// do: search_tools on toolbox and proxy agents, and the search an llm
+// agent's model runs instead of being offered every schema.
+//
+// It owns the index (one per agent), its tokenizer and the ranking: BM25
+// over a tool's name, title, description, server, and parameter names and
+// descriptions, each field weighted (BM25F), with names split at
+// snake_case, kebab-case and camelCase. A compact BM25 rather than a search
+// library: the corpus is a few thousand short documents held in memory, and
+// the libraries that rank (bleve and the like) bring a storage engine,
+// analyzers and dozens of modules for what is here a few hundred lines that
+// rank 1,000 tools in tens of microseconds (BenchmarkSearch1000).
+//
+// It decides nothing about who may see what. The caller hands Search the
+// tools its caller may use, exactly as its own tool list shows them (the
+// same path that applies policy and, where configured, tool pins); the
+// index ranks those and nothing else, so two callers with different rules
+// get different answers from one index and no per-caller index is kept.
+// The index keeps itself current from those lists: a tool that is new or
+// whose definition changed is (re)indexed on the query that first sees it,
+// so a tools/list_changed or a reload shows at the next search.
+package toolsearch

@@ -1,0 +1,130 @@
+package toolsearch
+
+import (
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// tokens appends to dst the search terms of s: words split at anything
+// that is not a letter or digit, at snake_case and kebab-case separators,
+// at camelCase humps (a lower-case letter or digit followed by an upper-case
+// one, and the last capital of an acronym before a lower-case letter:
+// "HTTPServer" is http, server) and between letters and digits
+// ("listObjectsV2" is list, object, v, 2); lower-cased, stop words dropped,
+// each reduced by stem.
+func tokens(dst []string, s string) []string {
+	start := -1 // byte offset of the current word, -1: none
+	whole := -1 // byte offset of the current run of letters and digits
+	parts := 0  // words found in that run so far
+	var prev rune
+	add := func(w string) {
+		if w = stem(strings.ToLower(w)); w != "" && !stopWords[w] {
+			dst = append(dst, w)
+		}
+	}
+	flush := func(end int) {
+		if start >= 0 && end > start {
+			add(s[start:end])
+			parts++
+		}
+		start = -1
+	}
+	endRun := func(end int) {
+		flush(end)
+		if parts > 1 { // "JavaScript", "PromQL": the whole word too, as a request writes it
+			add(s[whole:end])
+		}
+		whole, parts = -1, 0
+	}
+	for i, r := range s {
+		if !unicode.IsLetter(r) && !unicode.IsDigit(r) {
+			endRun(i)
+			prev = r
+			continue
+		}
+		if start >= 0 && boundary(prev, r, s[i+utf8.RuneLen(r):]) {
+			flush(i)
+		}
+		if start < 0 {
+			start = i
+		}
+		if whole < 0 {
+			whole = i
+		}
+		prev = r
+	}
+	endRun(len(s))
+	return dst
+}
+
+// boundary reports whether a new word starts at r, which follows prev;
+// rest is what follows r.
+func boundary(prev, r rune, rest string) bool {
+	switch {
+	case unicode.IsDigit(prev) != unicode.IsDigit(r):
+		return true
+	case unicode.IsLower(prev) && unicode.IsUpper(r):
+		return true
+	case unicode.IsUpper(prev) && unicode.IsUpper(r):
+		next, _ := utf8.DecodeRuneInString(rest)
+		return unicode.IsLower(next)
+	}
+	return false
+}
+
+// stem reduces an English word to a crude stem so that the forms a query
+// and a description use meet: plurals, -ing, -ed and a final e go
+// ("branches", "branch"; "listing", "lists", "list"; "created", "creates",
+// "create"), a doubled final consonant left by -ing or -ed is undoubled
+// ("running", "run"). It is no Porter stemmer, only what tool descriptions
+// need: both sides of a match go through it, so a stem need not be a word.
+func stem(w string) string {
+	if len(w) <= 3 || !isASCIILower(w) {
+		return w
+	}
+	switch {
+	case strings.HasSuffix(w, "ies") && len(w) > 4:
+		w = w[:len(w)-3] + "y"
+	case strings.HasSuffix(w, "sses"), strings.HasSuffix(w, "shes"), strings.HasSuffix(w, "ches"), strings.HasSuffix(w, "xes"):
+		w = w[:len(w)-2]
+	case strings.HasSuffix(w, "s") && !strings.HasSuffix(w, "ss") && !strings.HasSuffix(w, "us") && !strings.HasSuffix(w, "is"):
+		w = w[:len(w)-1]
+	}
+	cut := false
+	switch {
+	case strings.HasSuffix(w, "ing") && len(w) > 5:
+		w, cut = w[:len(w)-3], true
+	case strings.HasSuffix(w, "ed") && len(w) > 4:
+		w, cut = w[:len(w)-2], true
+	}
+	if n := len(w); cut && n > 3 && w[n-1] == w[n-2] && !strings.ContainsRune("aeiouls", rune(w[n-1])) {
+		w = w[:n-1]
+	}
+	if n := len(w); n > 4 && w[n-1] == 'e' {
+		w = w[:n-1]
+	}
+	return w
+}
+
+func isASCIILower(w string) bool {
+	for i := 0; i < len(w); i++ {
+		if w[i] < 'a' || w[i] > 'z' {
+			return false
+		}
+	}
+	return true
+}
+
+// stopWords carry no meaning for choosing a tool (stemmed forms).
+var stopWords = func() map[string]bool {
+	m := map[string]bool{}
+	for _, w := range strings.Fields(`a an the of to in on at by for from with into onto as and or
+		not no is are was be been it its this that these those i me my we our you your it's
+		can could would should will shall do does did please some any all each every one
+		which what who whom whose when where how why there here then than so if else also
+		just only very up out about over via per using use`) {
+		m[stem(w)] = true
+	}
+	return m
+}()
