@@ -92,7 +92,7 @@ func TestToolLoopSendsArgumentsAsJSON(t *testing.T) {
 }
 
 // The fast path does not check Mcp-Param-* headers: it relies on the
-// send_message schema binding none (agents/fastcall).
+// send_message schema binding none (agents/wire).
 func TestSendMessageSchemaHasNoHeaderBindings(t *testing.T) {
 	ta := scripted(t, textDown(nil))
 	for name, st := range agents.MCPServer(ta.Set.Get("talk")).ListTools() {

@@ -10,7 +10,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/pallasgw/pallasgw/agents/endpoint"
-	"github.com/pallasgw/pallasgw/agents/fastcall"
+	"github.com/pallasgw/pallasgw/agents/wire"
 	"github.com/pallasgw/pallasgw/metrics"
 )
 
@@ -118,10 +118,10 @@ func (r *Reporter) Exclusive(ctx context.Context, write func() error) error {
 }
 
 // notifier is where the notifications of the call of ctx go: the fast
-// path's stream (agents/fastcall), or mcp-go's session; nil when there is
+// path's stream (agents/wire), or mcp-go's session; nil when there is
 // neither.
 func notifier(ctx context.Context) func(method string, params map[string]any) error {
-	if fs := fastcall.StreamFrom(ctx); fs != nil {
+	if fs := wire.StreamFrom(ctx); fs != nil {
 		return fs.Notify
 	}
 	if srv := server.ServerFromContext(ctx); srv != nil {

@@ -18,7 +18,7 @@ import (
 
 	"github.com/pallasgw/pallasgw/agents"
 	"github.com/pallasgw/pallasgw/agents/endpoint"
-	"github.com/pallasgw/pallasgw/agents/jsonrpc"
+	"github.com/pallasgw/pallasgw/agents/wire"
 	"github.com/pallasgw/pallasgw/policy"
 )
 
@@ -57,7 +57,7 @@ func (g *Gateway) serveAgent(w http.ResponseWriter, r *http.Request, s *Snapshot
 	// whichever span the request has, so the audit line has its trace_id.
 	// Its level (policy.audit: listing or calls) follows the method.
 	var span trace.Span
-	var msg *jsonrpc.Message
+	var msg *wire.Message
 	audit := func() {
 		if allowed != nil {
 			allowed.Listing = listingRequest(r.Method, msg)
@@ -126,7 +126,7 @@ func (g *Gateway) refuseDraining(w http.ResponseWriter, rid string) {
 // it), answers a body that is not one JSON-RPC message with a JSON-RPC
 // error naming the problem, and drops notifications/cancelled that mcp-go
 // would misroute.
-func (g *Gateway) readBody(w http.ResponseWriter, r *http.Request, s *Snapshot, rid string) (*jsonrpc.Message, bool) {
+func (g *Gateway) readBody(w http.ResponseWriter, r *http.Request, s *Snapshot, rid string) (*wire.Message, bool) {
 	limit := s.cfg.Limits.MaxBodyBytes
 	body, err := readAllWithin(w, r, limit+1)
 	if err != nil {
@@ -229,7 +229,7 @@ func readAll(r io.Reader, declared, n int64) ([]byte, error) {
 	}
 }
 
-func isUnroutableCancel(msg *jsonrpc.Message, h http.Header) bool {
+func isUnroutableCancel(msg *wire.Message, h http.Header) bool {
 	if msg.MethodName() != string(mcp.MethodNotificationCancelled) {
 		return false
 	}
@@ -330,7 +330,7 @@ func (g *Gateway) authorize(w http.ResponseWriter, r *http.Request, s *Snapshot,
 // listingRequest reports a request that runs nothing: a session's DELETE,
 // and every method but tools/call, prompts/get and resources/read (its
 // audit line goes at policy.audit.listing). A body not read is not one.
-func listingRequest(method string, msg *jsonrpc.Message) bool {
+func listingRequest(method string, msg *wire.Message) bool {
 	if method == http.MethodDelete {
 		return true
 	}

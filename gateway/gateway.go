@@ -20,7 +20,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/pallasgw/pallasgw/agents/endpoint"
-	"github.com/pallasgw/pallasgw/agents/fastcall"
+	"github.com/pallasgw/pallasgw/agents/wire"
 	"github.com/pallasgw/pallasgw/gateway/config"
 	"github.com/pallasgw/pallasgw/metrics"
 	"github.com/pallasgw/pallasgw/policy"
@@ -158,7 +158,7 @@ func (g *Gateway) Serve() error {
 	s := g.current.Load()
 	g.log.Info("serving", zap.String("listen", g.mainLn.Addr().String()), zap.String("config_hash", s.cfg.Hash),
 		zap.Int("agents", len(s.cfg.Agents)), zap.Strings("legacy_ports", g.listeners.addrs()),
-		zap.Bool("fastcall", fastcall.Enabled())) // PALLASGW_FASTCALL=off: every request through mcp-go
+		zap.Bool("fastcall", wire.Enabled())) // PALLASGW_FASTCALL=off: every request through mcp-go
 	if err := g.main.Serve(g.mainLn); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}

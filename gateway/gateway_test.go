@@ -14,7 +14,7 @@ import (
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
 
-	"github.com/pallasgw/pallasgw/agents/jsonrpc"
+	"github.com/pallasgw/pallasgw/agents/wire"
 	"github.com/pallasgw/pallasgw/gateway/config"
 	"github.com/pallasgw/pallasgw/metrics"
 )
@@ -109,7 +109,7 @@ func TestUnroutableCancel(t *testing.T) {
 		{"not a cancel", `{"method":"tools/call","params":{"x":"notifications/cancelled"}}`, hdr(), false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			msg, err := jsonrpc.Parse([]byte(c.body))
+			msg, err := wire.Parse([]byte(c.body))
 			if err != nil {
 				t.Fatal(err)
 			}

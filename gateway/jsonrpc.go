@@ -8,7 +8,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
-	"github.com/pallasgw/pallasgw/agents/jsonrpc"
+	"github.com/pallasgw/pallasgw/agents/wire"
 )
 
 // JSON-RPC error codes the gateway answers with itself.
@@ -35,8 +35,8 @@ type rpcError struct {
 // an object (MCP has no by-position params) would reach mcp-go's decoder,
 // whose answer is a Go unmarshal error ("cannot unmarshal string into Go
 // struct field CallToolRequest.params of type mcp.params").
-func checkMessage(body []byte) (*jsonrpc.Message, *rpcError) {
-	env, err := jsonrpc.Parse(body)
+func checkMessage(body []byte) (*wire.Message, *rpcError) {
+	env, err := wire.Parse(body)
 	var syntax *json.SyntaxError
 	if errors.As(err, &syntax) {
 		return nil, &rpcError{code: rpcParseError, msg: "parse error: the request body is not valid json: " + err.Error()}
@@ -46,10 +46,10 @@ func checkMessage(body []byte) (*jsonrpc.Message, *rpcError) {
 	}
 	var id any
 	switch {
-	case string(env.ID) == "null" && !jsonrpc.IsNull(env.Method):
+	case string(env.ID) == "null" && !wire.IsNull(env.Method):
 		// mcp-go would take it for a notification and never answer.
 		return nil, &rpcError{code: rpcInvalidRequest, msg: "invalid request: id must not be null (omit it for a notification)"}
-	case jsonrpc.IsNull(env.ID):
+	case wire.IsNull(env.ID):
 	case env.ID[0] == '"' || env.ID[0] == '-' || (env.ID[0] >= '0' && env.ID[0] <= '9'):
 		_ = json.Unmarshal(env.ID, &id)
 	default:
@@ -59,13 +59,13 @@ func checkMessage(body []byte) (*jsonrpc.Message, *rpcError) {
 		return nil, &rpcError{id: id, code: rpcInvalidRequest, msg: `invalid request: jsonrpc must be "2.0"`}
 	}
 	switch {
-	case !jsonrpc.IsNull(env.Method) && env.Method[0] != '"':
+	case !wire.IsNull(env.Method) && env.Method[0] != '"':
 		return nil, &rpcError{id: id, code: rpcInvalidRequest, msg: "invalid request: method must be a string"}
-	case jsonrpc.IsNull(env.Method) && len(env.Result) == 0 && len(env.Error) == 0:
+	case wire.IsNull(env.Method) && len(env.Result) == 0 && len(env.Error) == 0:
 		return nil, &rpcError{id: id, code: rpcInvalidRequest, msg: "invalid request: the message has no method (and is not a response)"}
-	case !jsonrpc.IsNull(env.RawParams) && env.RawParams[0] != '{':
+	case !wire.IsNull(env.RawParams) && env.RawParams[0] != '{':
 		return nil, &rpcError{id: id, code: rpcInvalidParams, msg: "invalid params: params must be an object"}
-	case namedMethod[env.MethodName()] && !jsonrpc.IsNull(env.Params.Name) && env.Params.Name[0] != '"':
+	case namedMethod[env.MethodName()] && !wire.IsNull(env.Params.Name) && env.Params.Name[0] != '"':
 		return nil, &rpcError{id: id, code: rpcInvalidParams, msg: "invalid params: name must be a string"}
 	}
 	return env, nil
@@ -83,9 +83,9 @@ var namedMethod = map[string]bool{string(mcp.MethodToolsCall): true, string(mcp.
 // list, as mcp-go answers an unknown 2026-07-28-style _meta version). An
 // initialize is let through whatever its header says: it negotiates the
 // version in its body, and mcp-go does not check the header there.
-func checkHeaders(h http.Header, msg *jsonrpc.Message) *rpcError {
+func checkHeaders(h http.Header, msg *wire.Message) *rpcError {
 	var id any
-	if !jsonrpc.IsNull(msg.ID) {
+	if !wire.IsNull(msg.ID) {
 		_ = json.Unmarshal(msg.ID, &id)
 	}
 	ct := h.Get("Content-Type")
@@ -105,6 +105,6 @@ func checkHeaders(h http.Header, msg *jsonrpc.Message) *rpcError {
 // servesRunningCall reports whether a POST body is a JSON-RPC response (a
 // caller's answer to a server-to-client request) or a
 // notifications/cancelled: messages for a call that is already running.
-func servesRunningCall(msg *jsonrpc.Message) bool {
-	return msg != nil && (jsonrpc.IsNull(msg.Method) || msg.MethodName() == "notifications/cancelled")
+func servesRunningCall(msg *wire.Message) bool {
+	return msg != nil && (wire.IsNull(msg.Method) || msg.MethodName() == "notifications/cancelled")
 }

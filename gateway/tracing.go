@@ -19,7 +19,7 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/pallasgw/pallasgw/agents/jsonrpc"
+	"github.com/pallasgw/pallasgw/agents/wire"
 	"github.com/pallasgw/pallasgw/gateway/config"
 	"github.com/pallasgw/pallasgw/metrics/tracing"
 )
@@ -46,7 +46,7 @@ func (s *Snapshot) shutdownTraces() {
 // caller's trace context (_meta's, else the headers'); r carries it. With
 // tracing off, or no message (a DELETE), r comes back unchanged and span
 // is nil.
-func (s *Snapshot) traceRequest(r *http.Request, msg *jsonrpc.Message) (_ *http.Request, span trace.Span) {
+func (s *Snapshot) traceRequest(r *http.Request, msg *wire.Message) (_ *http.Request, span trace.Span) {
 	if s.tracer == nil || msg == nil {
 		return r, nil
 	}
@@ -63,7 +63,7 @@ func (s *Snapshot) traceRequest(r *http.Request, msg *jsonrpc.Message) (_ *http.
 	if method == string(mcp.MethodToolsCall) && target != "" {
 		attrs = append(attrs, tracing.GenAIToolName.String(target), tracing.GenAIOperation.String("execute_tool"))
 	}
-	if !jsonrpc.IsNull(msg.ID) {
+	if !wire.IsNull(msg.ID) {
 		attrs = append(attrs, tracing.JSONRPCRequestID.String(requestIDString(msg.ID)))
 	}
 	if v := r.Header.Get(mcp.HeaderProtocolVersion); v != "" {

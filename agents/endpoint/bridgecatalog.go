@@ -26,10 +26,9 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
-	"github.com/pallasgw/pallasgw/agents/fastcall"
-	"github.com/pallasgw/pallasgw/agents/jsonrpc"
 	"github.com/pallasgw/pallasgw/agents/mcpclient"
 	"github.com/pallasgw/pallasgw/agents/proxy"
+	"github.com/pallasgw/pallasgw/agents/wire"
 )
 
 // catalogParams are the params of a prompts/get or resources/read as the
@@ -46,7 +45,7 @@ type catalogParams struct {
 // named "<method> <prompt name or uri>" (a tool name has no space, so the
 // requestState of one is never taken for the other) whose arguments are
 // the prompt's, with a Target of its own (catalogTarget).
-func (e *Endpoint) serveCatalog(w http.ResponseWriter, r *http.Request, msg *jsonrpc.Message, rs *requestState) bool {
+func (e *Endpoint) serveCatalog(w http.ResponseWriter, r *http.Request, msg *wire.Message, rs *requestState) bool {
 	p, ok := e.bridge.inner.(*proxy.Proxy)
 	if !ok {
 		return false
@@ -79,7 +78,7 @@ func (e *Endpoint) serveCatalog(w http.ResponseWriter, r *http.Request, msg *jso
 	}
 	req.Method, req.Header = string(mcp.MethodToolsCall), r.Header
 	if len(msg.Params.InputResponses) > 0 || len(msg.Params.RequestState) > 0 {
-		ctx = fastcall.WithRoundTrip(ctx, &fastcall.RoundTrip{InputResponses: msg.Params.InputResponses, RequestState: msg.Params.RequestState})
+		ctx = wire.WithRoundTrip(ctx, &wire.RoundTrip{InputResponses: msg.Params.InputResponses, RequestState: msg.Params.RequestState})
 	}
 	b := &inputBridge{e: e, inner: catalogTarget{call: call, self: p.Self()}}
 	writeAnswer(w, b.Answer(ctx, req, id, true))
@@ -119,22 +118,22 @@ func (t catalogTarget) Answer(ctx context.Context, _ mcp.CallToolRequest, id any
 // in the header and in _meta, no Last-Event-ID, the client capabilities in
 // _meta, Mcp-Method and Mcp-Name), with its protocol info and JSON-RPC id
 // (numbers as float64, as mcp-go decodes them).
-func modernRequest(r *http.Request, msg *jsonrpc.Message, method mcp.MCPMethod) (*server.RequestProtocolInfo, any, bool) {
+func modernRequest(r *http.Request, msg *wire.Message, method mcp.MCPMethod) (*server.RequestProtocolInfo, any, bool) {
 	h := r.Header
 	version := msg.MetaString(mcp.MetaKeyProtocolVersion)
-	if !fastcall.JSONContent(h.Get("Content-Type")) || string(msg.JSONRPC) != `"2.0"` || !msg.ParamsRead() ||
-		len(msg.Result) > 0 || len(msg.Error) > 0 || !jsonrpc.IsNull(msg.Params.Task) ||
+	if !wire.JSONContent(h.Get("Content-Type")) || string(msg.JSONRPC) != `"2.0"` || !msg.ParamsRead() ||
+		len(msg.Result) > 0 || len(msg.Error) > 0 || !wire.IsNull(msg.Params.Task) ||
 		h.Get(mcp.HeaderProtocolVersion) != version || !mcp.IsModernProtocol(version) || !mcp.IsValidProtocolVersion(version) ||
 		h.Get(mcp.HeaderLastEventID) != "" || mcp.ValidateStandardHeaders(h.Get, version, method, msg.RawParams) != nil {
 		return nil, nil, false
 	}
 	meta, _ := msg.Meta()
 	var caps mcp.ClientCapabilities
-	if raw := meta[mcp.MetaKeyClientCapabilities]; jsonrpc.IsNull(raw) || json.Unmarshal(raw, &caps) != nil {
+	if raw := meta[mcp.MetaKeyClientCapabilities]; wire.IsNull(raw) || json.Unmarshal(raw, &caps) != nil {
 		return nil, nil, false
 	}
 	var id any
-	if jsonrpc.IsNull(msg.ID) || (msg.ID[0] != '"' && msg.ID[0] != '-' && (msg.ID[0] < '0' || msg.ID[0] > '9')) ||
+	if wire.IsNull(msg.ID) || (msg.ID[0] != '"' && msg.ID[0] != '-' && (msg.ID[0] < '0' || msg.ID[0] > '9')) ||
 		json.Unmarshal(msg.ID, &id) != nil {
 		return nil, nil, false
 	}
@@ -170,7 +169,7 @@ func writeAnswer(w http.ResponseWriter, ans any) {
 		raw, _ = answerJSON(ans)
 	}
 	if e, ok := ans.(mcp.JSONRPCError); ok {
-		status = fastcall.HTTPStatus(e.Error.Code)
+		status = wire.HTTPStatus(e.Error.Code)
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)

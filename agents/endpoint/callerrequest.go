@@ -22,8 +22,8 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
-	"github.com/pallasgw/pallasgw/agents/fastcall"
 	"github.com/pallasgw/pallasgw/agents/mcpclient"
+	"github.com/pallasgw/pallasgw/agents/wire"
 	"github.com/pallasgw/pallasgw/metrics"
 )
 
@@ -77,7 +77,7 @@ func (e *Endpoint) Request(ctx context.Context, seq Sequencer, method string, pa
 	if call := inputCallFrom(ctx); call != nil { // a 2026-07-28 caller's: input-required (inputbridge.go)
 		return call.ask(ctx, method, params)
 	}
-	rs, t, fs := requestStateFrom(ctx), TrackerFrom(ctx), fastcall.StreamFrom(ctx)
+	rs, t, fs := requestStateFrom(ctx), TrackerFrom(ctx), wire.StreamFrom(ctx)
 	err := canRequest(rs, t, method)
 	if err == nil && seq == nil && fs == nil {
 		// Without a sequencer the write cannot be ordered with mcp-go's
@@ -176,7 +176,7 @@ func capabilityName(c byte) string {
 
 // CallerRequests holds what a caller's later POST must find of a running
 // call: the requests waiting for the caller's answers, and the running fast
-// calls (agents/fastcall) a notifications/cancelled may name. One lives as long
+// calls (agents/wire) a notifications/cancelled may name. One lives as long
 // as the gateway, which hands it to every snapshot's endpoints: the POST must find them after a
 // reload has swapped the snapshot, and with it the endpoint, that the call
 // runs on.

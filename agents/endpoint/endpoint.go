@@ -6,7 +6,7 @@
 // can wait for its notifications and error answers carry the request id.
 // It is handed what it needs of an agent (Deps); it does not build agents,
 // run their kinds or decide policy, and it never imports package agents:
-// agents → agents/endpoint → agents/fastcall, agents/jsonrpc,
+// agents → agents/endpoint → agents/wire,
 // agents/mcpclient, agents/proxy.
 package endpoint
 
@@ -47,7 +47,7 @@ package endpoint
 //     the replica that asked. A 2026-07-28 caller gets them as an
 //     input-required result instead (inputbridge.go), whose retry any
 //     replica can serve.
-//   - A tools/call is offered to the fast path first (agents/fastcall), which
+//   - A tools/call is offered to the fast path first (agents/wire), which
 //     answers a proxy's and an agent's plain calls without mcp-go's server.
 //   - Every request of a session-based caller is tracked under the key
 //     mcp-go uses, "<session>:<id>", while it runs, in a table of the
@@ -76,20 +76,19 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
-	"github.com/pallasgw/pallasgw/agents/fastcall"
-	"github.com/pallasgw/pallasgw/agents/jsonrpc"
 	"github.com/pallasgw/pallasgw/agents/proxy"
+	"github.com/pallasgw/pallasgw/agents/wire"
 )
 
 // Deps is what the endpoint is handed of its agent.
 type Deps struct {
-	Agent string          // the agent's name
-	MCP   http.Handler    // mcp-go's Streamable HTTP server of the agent (stateless mode)
-	Fast  fastcall.Target // the agent kind's fast tools/call, or nil
+	Agent string       // the agent's name
+	MCP   http.Handler // mcp-go's Streamable HTTP server of the agent (stateless mode)
+	Fast  wire.Target  // the agent kind's fast tools/call, or nil
 	// Rounds is the target whose tools/calls from 2026-07-28 callers run
 	// through the input-required bridge (inputbridge.go): a proxy's tools,
 	// a toolbox's execute_tool, an llm agent's send_message; nil: none.
-	Rounds fastcall.Target
+	Rounds wire.Target
 	// SetLevel answers a session-based caller's logging/setLevel in place
 	// of mcp-go (a proxy agent, which forwards the level downstream); nil:
 	// mcp-go answers.
@@ -140,12 +139,12 @@ func requestStateFrom(ctx context.Context) *requestState {
 type Body struct {
 	*bytes.Reader
 	b   []byte
-	msg *jsonrpc.Message // b parsed, or nil
+	msg *wire.Message // b parsed, or nil
 }
 
 // NewBody is b as a request body, with msg its parsed message (nil when
 // not parsed).
-func NewBody(b []byte, msg *jsonrpc.Message) *Body {
+func NewBody(b []byte, msg *wire.Message) *Body {
 	return &Body{Reader: bytes.NewReader(b), b: b, msg: msg}
 }
 
@@ -155,7 +154,7 @@ func (*Body) Close() error { return nil }
 // bufferedBody returns r's body and its message if parsed, reading the body
 // when it is not a Body yet, and leaves r.Body readable from the start. It
 // reports false when reading failed; r.Body then holds what was read.
-func bufferedBody(r *http.Request) ([]byte, *jsonrpc.Message, bool) {
+func bufferedBody(r *http.Request) ([]byte, *wire.Message, bool) {
 	if b, ok := r.Body.(*Body); ok && b.Len() == len(b.b) {
 		return b.b, b.msg, true
 	}
@@ -180,7 +179,7 @@ func (e *Endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	body, msg, ok := bufferedBody(r)
 	if ok && msg == nil {
-		msg, _ = jsonrpc.Parse(body)
+		msg, _ = wire.Parse(body)
 	}
 	if msg == nil {
 		e.d.MCP.ServeHTTP(w, r) // mcp-go answers the broken body
@@ -199,7 +198,7 @@ func (e *Endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		case method == string(mcp.MethodInitialize):
 			w.Header().Set(server.HeaderKeySessionID, newSessionID(declared(msg)))
-		case method == string(mcp.MethodSetLogLevel) && e.d.SetLevel != nil && !jsonrpc.IsNull(msg.ID) && knownVersion(r.Header):
+		case method == string(mcp.MethodSetLogLevel) && e.d.SetLevel != nil && !wire.IsNull(msg.ID) && knownVersion(r.Header):
 			var level string
 			_ = json.Unmarshal(msg.Params.Level, &level)
 			e.d.SetLevel.AnswerSetLevel(w, r, msg.ID, mcp.LoggingLevel(level))
@@ -224,7 +223,7 @@ func (e *Endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if e.paramHeadersRefused(w, r, msg) {
 			return
 		}
-		if fastcall.ServeRoundTrip(w, r.WithContext(ctx), msg, e.bridge) {
+		if wire.ServeRoundTrip(w, r.WithContext(ctx), msg, e.bridge) {
 			return
 		}
 	}
@@ -236,10 +235,10 @@ func (e *Endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case method == string(mcp.MethodNotificationCancelled) && rs.sessionID != "":
 		e.cancelTracked(r, msg, body, rs.sessionID) // then mcp-go cancels its own, if any, and answers 202
 	case method == string(mcp.MethodToolsCall) && e.d.Fast != nil && !e.fastOff &&
-		fastcall.Serve(w, r.WithContext(context.WithValue(r.Context(), requestStateKey{}, rs)), msg, e.d.Fast, rs.sessionID, e.trackFast):
+		wire.Serve(w, r.WithContext(context.WithValue(r.Context(), requestStateKey{}, rs)), msg, e.d.Fast, rs.sessionID, e.trackFast):
 		return
 	}
-	if method == string(mcp.MethodToolsCall) && e.d.Route != nil && !jsonrpc.IsNull(msg.ID) {
+	if method == string(mcp.MethodToolsCall) && e.d.Route != nil && !wire.IsNull(msg.ID) {
 		if name, ok := msg.Params.ToolName(); ok {
 			if err := e.d.Route(r.Context(), name, r.Header); err != nil {
 				status := http.StatusOK
@@ -262,7 +261,7 @@ func (e *Endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // reaches the next snapshot after a reload can be handed to this one's
 // mcp-go, which knows the request. It returns the function that removes
 // the entry.
-func (e *Endpoint) trackRequest(msg *jsonrpc.Message, session string) (untrack func()) {
+func (e *Endpoint) trackRequest(msg *wire.Message, session string) (untrack func()) {
 	var id any
 	if msg.MethodName() == "" || json.Unmarshal(msg.ID, &id) != nil || id == nil {
 		return func() {} // not a request
@@ -282,7 +281,7 @@ func (e *Endpoint) track(key string, call *runningCall) (untrack func()) {
 	return e.d.Requests.track(e.d.Agent+"\x00"+key, call)
 }
 
-// trackFast records a fast call (fastcall.Track).
+// trackFast records a fast call (wire.Track).
 func (e *Endpoint) trackFast(key string, cancel context.CancelFunc) (untrack func()) {
 	return e.track(key, &runningCall{cancel: cancel, owner: e})
 }
@@ -290,10 +289,10 @@ func (e *Endpoint) trackFast(key string, cancel context.CancelFunc) (untrack fun
 // cancelTracked cancels the fast call a notifications/cancelled names, when
 // mcp-go would take the message for one (a notification of a session-based
 // request it accepts) and would key it so (server.go handleNotification).
-func (e *Endpoint) cancelTracked(r *http.Request, msg *jsonrpc.Message, body []byte, session string) {
+func (e *Endpoint) cancelTracked(r *http.Request, msg *wire.Message, body []byte, session string) {
 	h := r.Header
 	var id any
-	if string(msg.JSONRPC) != `"2.0"` || !jsonrpc.IsNull(msg.ID) || !knownVersion(h) || !fastcall.JSONContent(h.Get("Content-Type")) ||
+	if string(msg.JSONRPC) != `"2.0"` || !wire.IsNull(msg.ID) || !knownVersion(h) || !wire.JSONContent(h.Get("Content-Type")) ||
 		len(msg.Params.RequestID) == 0 || json.Unmarshal(msg.Params.RequestID, &id) != nil ||
 		mcp.IsModernProtocol(msg.MetaString(mcp.MetaKeyProtocolVersion)) {
 		return
@@ -329,14 +328,14 @@ func knownVersion(h http.Header) bool {
 
 // declared returns the letters of the client capabilities the caller
 // declared in its initialize: e (elicitation), s (sampling), r (roots).
-func declared(msg *jsonrpc.Message) string {
+func declared(msg *wire.Message) string {
 	c := &msg.Params.Capabilities
 	var caps []byte
 	for _, c := range []struct {
 		letter byte
 		v      json.RawMessage
 	}{{capElicitation, c.Elicitation}, {capSampling, c.Sampling}, {capRoots, c.Roots}} {
-		if !jsonrpc.IsNull(c.v) {
+		if !wire.IsNull(c.v) {
 			caps = append(caps, c.letter)
 		}
 	}
@@ -345,11 +344,11 @@ func declared(msg *jsonrpc.Message) string {
 
 // answersUs reports a JSON-RPC response to one of the endpoint's own
 // requests.
-func answersUs(msg *jsonrpc.Message) bool {
+func answersUs(msg *wire.Message) bool {
 	return strings.HasPrefix(answerID(msg), requestIDPrefix) && (len(msg.Result) > 0 || len(msg.Error) > 0)
 }
 
-func answerID(msg *jsonrpc.Message) string {
+func answerID(msg *wire.Message) string {
 	var id string
 	_ = json.Unmarshal(msg.ID, &id) // a number is not ours
 	return id

@@ -54,9 +54,9 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
-	"github.com/pallasgw/pallasgw/agents/fastcall"
 	"github.com/pallasgw/pallasgw/agents/mcpclient"
 	"github.com/pallasgw/pallasgw/agents/proxy"
+	"github.com/pallasgw/pallasgw/agents/wire"
 	"github.com/pallasgw/pallasgw/policy"
 )
 
@@ -85,7 +85,7 @@ const (
 // inputBridge is the fast-path Target of Deps.Rounds for 2026-07-28 calls.
 type inputBridge struct {
 	e     *Endpoint
-	inner fastcall.Target
+	inner wire.Target
 }
 
 func (b *inputBridge) Answers(name string) bool { return b.inner.Answers(name) }
@@ -110,7 +110,7 @@ type inputCall struct {
 	replay     map[string]askedInput // answers to give again (a replay), by key
 	prior      map[string]askedInput // answered so far, with the answers
 	final      any                   // the target's answer (to the first round's id), once done
-	failed     *fastcall.CallerError // a capability the caller lacks
+	failed     *wire.CallerError     // a capability the caller lacks
 	exp        time.Time
 	checkpoint func() json.RawMessage // the target's (SetCheckpoint), or nil
 	resume     json.RawMessage        // a checkpoint to continue from (TakeResume), or nil
@@ -163,7 +163,7 @@ func (b *inputBridge) Answer(ctx context.Context, req mcp.CallToolRequest, id an
 	caller := policy.IdentityFrom(ctx).Principal()
 	var st *roundState
 	var responses map[string]json.RawMessage
-	if rt := fastcall.RoundTripFrom(ctx); rt != nil {
+	if rt := wire.RoundTripFrom(ctx); rt != nil {
 		var err error
 		if responses, err = parseResponses(rt.InputResponses); err != nil {
 			b.e.d.Requests.rejected("inputResponses")
@@ -277,7 +277,7 @@ func (c *inputCall) ask(ctx context.Context, method string, params json.RawMessa
 	c.mu.Lock()
 	if !c.caps.has(letter) {
 		if c.failed == nil {
-			c.failed = &fastcall.CallerError{Code: mcp.MISSING_REQUIRED_CLIENT_CAPABILITY,
+			c.failed = &wire.CallerError{Code: mcp.MISSING_REQUIRED_CLIENT_CAPABILITY,
 				Message: fmt.Sprintf("the downstream needs the %s client capability, which the request did not declare", name),
 				Data:    map[string]any{"requiredCapabilities": map[string]any{name: map[string]any{}}}}
 		}
@@ -536,10 +536,10 @@ func (c *inputCall) inputRequired(id any) any {
 // downstream itself answered input_required, that passed through.
 func (c *inputCall) finished(ans any, id any, first bool) any {
 	_, native := c.b.inner.(*proxy.Proxy)
-	if _, raw := ans.(fastcall.RawAnswer); first && (!native || raw) {
+	if _, raw := ans.(wire.RawAnswer); first && (!native || raw) {
 		// Already the answer to id, and only a proxy passes a downstream's
 		// own input_required through, never as a raw answer
-		// (fastcall.RawResponse declines one): nothing to rewrite.
+		// (wire.RawResponse declines one): nothing to rewrite.
 		return ans
 	}
 	final, err := answerJSON(ans)
@@ -668,7 +668,7 @@ func rawArgs(req mcp.CallToolRequest) json.RawMessage {
 
 // answerJSON is a Target's answer as JSON.
 func answerJSON(ans any) (json.RawMessage, error) {
-	if raw, ok := ans.(fastcall.RawAnswer); ok {
+	if raw, ok := ans.(wire.RawAnswer); ok {
 		return json.RawMessage(raw), nil
 	}
 	return json.Marshal(ans)
@@ -704,7 +704,7 @@ func withID(msg json.RawMessage, id any) any {
 			b = append(append(append(append(b, '"'), k...), `":`...), v...)
 		}
 	}
-	return fastcall.RawAnswer(append(b, '}'))
+	return wire.RawAnswer(append(b, '}'))
 }
 
 func errAnswer(id any, code int, msg string, data any) any {

@@ -6,8 +6,8 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
-	"github.com/pallasgw/pallasgw/agents/jsonrpc"
 	"github.com/pallasgw/pallasgw/agents/proxy"
+	"github.com/pallasgw/pallasgw/agents/wire"
 )
 
 // paramHeadersRefused answers a 2026-07-28 tools/call of a proxied tool
@@ -15,7 +15,7 @@ import (
 // 400) and reports whether it did. mcp-go would check them against the
 // proxy's placeholder schema, which binds none: the proxy checks them
 // against the downstream tool's own bindings (agents/proxy headers.go).
-func (e *Endpoint) paramHeadersRefused(w http.ResponseWriter, r *http.Request, msg *jsonrpc.Message) bool {
+func (e *Endpoint) paramHeadersRefused(w http.ResponseWriter, r *http.Request, msg *wire.Message) bool {
 	p, ok := e.bridge.inner.(*proxy.Proxy)
 	if !ok || !mcp.IsModernProtocol(r.Header.Get(mcp.HeaderProtocolVersion)) {
 		return false

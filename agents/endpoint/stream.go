@@ -10,7 +10,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/pallasgw/pallasgw/agents/jsonrpc"
+	"github.com/pallasgw/pallasgw/agents/wire"
 )
 
 // StreamTracker counts the SSE events written to one HTTP response; the
@@ -38,7 +38,7 @@ func TrackerFrom(ctx context.Context) *StreamTracker {
 func TrackStream(w http.ResponseWriter, r *http.Request, requestID string) (http.ResponseWriter, *http.Request) {
 	t := &StreamTracker{wake: make(chan struct{})}
 	t.w = &trackingWriter{ResponseWriter: w, t: t, rid: requestID, msgID: jsonNull}
-	if b, ok := r.Body.(*Body); ok && b.msg != nil && !jsonrpc.IsNull(b.msg.ID) {
+	if b, ok := r.Body.(*Body); ok && b.msg != nil && !wire.IsNull(b.msg.ID) {
 		t.w.msgID = b.msg.ID
 	}
 	return t.w, r.WithContext(context.WithValue(r.Context(), trackerKey{}, t))

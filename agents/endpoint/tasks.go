@@ -15,8 +15,8 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
-	"github.com/pallasgw/pallasgw/agents/jsonrpc"
 	"github.com/pallasgw/pallasgw/agents/proxy"
+	"github.com/pallasgw/pallasgw/agents/wire"
 )
 
 // TaskRouter routes the tasks of an agent (*proxy.Proxy implements it).
@@ -31,19 +31,19 @@ var _ TaskRouter = (*proxy.Proxy)(nil)
 
 // isTaskRequest reports a request of the tasks extension: tasks/get,
 // tasks/result, tasks/cancel, tasks/list, or a tools/call with a task.
-func isTaskRequest(method string, msg *jsonrpc.Message) bool {
+func isTaskRequest(method string, msg *wire.Message) bool {
 	switch mcp.MCPMethod(method) {
 	case mcp.MethodTasksGet, mcp.MethodTasksResult, mcp.MethodTasksCancel, mcp.MethodTasksList:
-		return !jsonrpc.IsNull(msg.ID)
+		return !wire.IsNull(msg.ID)
 	case mcp.MethodToolsCall:
-		return !jsonrpc.IsNull(msg.ID) && msg.ParamsRead() && !jsonrpc.IsNull(msg.Params.Task)
+		return !wire.IsNull(msg.ID) && msg.ParamsRead() && !wire.IsNull(msg.Params.Task)
 	}
 	return false
 }
 
 // serveTask answers a task request when the caller's servers declare tasks,
 // and reports whether it did (false: it wrote nothing).
-func (e *Endpoint) serveTask(w http.ResponseWriter, r *http.Request, body []byte, msg *jsonrpc.Message, rs *requestState) bool {
+func (e *Endpoint) serveTask(w http.ResponseWriter, r *http.Request, body []byte, msg *wire.Message, rs *requestState) bool {
 	ctx := context.WithValue(r.Context(), requestStateKey{}, rs)
 	if !rs.legacy && !modernHeadersMatch(r, msg) {
 		return false // mcp-go answers the mismatch
@@ -80,7 +80,7 @@ func (e *Endpoint) serveTask(w http.ResponseWriter, r *http.Request, body []byte
 		res, err = e.d.Tasks.CallAsTask(ctx, req, msg.Params.Task)
 	} else {
 		params := msg.RawParams
-		if jsonrpc.IsNull(params) {
+		if wire.IsNull(params) {
 			params = json.RawMessage(`{}`)
 		}
 		res, err = e.d.Tasks.Task(ctx, method, params, r.Header)
@@ -129,7 +129,7 @@ func withResultType(res json.RawMessage) json.RawMessage {
 // modernHeadersMatch reports whether a 2026-07-28 request's standard
 // headers (protocol version, Mcp-Method, Mcp-Name) agree with its body, as
 // mcp-go checks them before it dispatches.
-func modernHeadersMatch(r *http.Request, msg *jsonrpc.Message) bool {
+func modernHeadersMatch(r *http.Request, msg *wire.Message) bool {
 	version := msg.MetaString(mcp.MetaKeyProtocolVersion)
 	h := r.Header
 	return h.Get(mcp.HeaderProtocolVersion) == version && mcp.IsValidProtocolVersion(version) &&

@@ -1,6 +1,6 @@
 package endpoint
 
-// An agent's send_message on the fast path (agents/fastcall), for the kinds
+// An agent's send_message on the fast path (agents/wire), for the kinds
 // that have one (llm, chain, router, parallel): the same handler (package
 // agents' handleSendMessage) under mcp-go's recovery middleware, its
 // progress notifications on the fast path's stream (agents.Reporter), and
@@ -14,7 +14,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
-	"github.com/pallasgw/pallasgw/agents/fastcall"
+	"github.com/pallasgw/pallasgw/agents/wire"
 )
 
 // Tool is the fast path's target of one tool that an mcp-go handler
@@ -34,7 +34,7 @@ func (Tool) RawArgs() bool { return false }
 
 func (t Tool) Answer(ctx context.Context, req mcp.CallToolRequest, id any, modern bool) any {
 	res, err := t.recovered(ctx, req)
-	return fastcall.ToolAnswer(id, req.Params.Name, res, err, modern, t.Self)
+	return wire.ToolAnswer(id, req.Params.Name, res, err, modern, t.Self)
 }
 
 // recovered is the handler under mcp-go's WithRecovery middleware.

@@ -1,9 +1,9 @@
 package proxy
 
-// The proxy's side of the fast path (agents/fastcall): a plain tools/call of a
+// The proxy's side of the fast path (agents/wire): a plain tools/call of a
 // downstream tool runs callTool (policy decision, audit, relay, metrics)
 // without mcp-go's server, and a downstream's result is written as the
-// downstream sent it, not re-encoded (fastcall.RawResponse). The proxy registers
+// downstream sent it, not re-encoded (wire.RawResponse). The proxy registers
 // every tool with placeholderSchema and get_health with healthSchema,
 // neither of which binds an Mcp-Param-* header.
 
@@ -16,8 +16,8 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
-	"github.com/pallasgw/pallasgw/agents/fastcall"
 	"github.com/pallasgw/pallasgw/agents/mcpclient"
+	"github.com/pallasgw/pallasgw/agents/wire"
 )
 
 // Answers reports a name mcp-go would dispatch to callTool now (it is in
@@ -48,12 +48,12 @@ func (p *Proxy) RawArgs() bool {
 func (p *Proxy) Answer(ctx context.Context, req mcp.CallToolRequest, id any, modern bool) any {
 	res, rr, err := p.callRecovered(ctx, req)
 	if err == nil && rr != nil {
-		if msg, ok := fastcall.RawResponse(id, rr, modern, p.serverInfoJSON()); ok {
+		if msg, ok := wire.RawResponse(id, rr, modern, p.serverInfoJSON()); ok {
 			return msg
 		}
-		res, err = fastcall.TypedResult(rr)
+		res, err = wire.TypedResult(rr)
 	}
-	return fastcall.ToolAnswer(id, req.Params.Name, res, err, modern, p.d.Self)
+	return wire.ToolAnswer(id, req.Params.Name, res, err, modern, p.d.Self)
 }
 
 // callRecovered is callTool under mcp-go's WithRecovery middleware (the
@@ -95,6 +95,6 @@ func rawArguments(req mcp.CallToolRequest) json.RawMessage {
 // serverInfoJSON is the agent's identity as decorate puts it in _meta,
 // encoded once per agent.
 func (p *Proxy) serverInfoJSON() json.RawMessage {
-	p.infoOnce.Do(func() { p.info = fastcall.SelfJSON(p.d.Self) })
+	p.infoOnce.Do(func() { p.info = wire.SelfJSON(p.d.Self) })
 	return p.info
 }

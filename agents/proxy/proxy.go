@@ -146,7 +146,7 @@ type Proxy struct {
 	prefix  bool              // more than one server: names are "<server>__<name>"
 
 	infoOnce sync.Once       // guards info
-	info     json.RawMessage // the agent's identity for 2026-07-28 results (fastcall.RawResponse)
+	info     json.RawMessage // the agent's identity for 2026-07-28 results (wire.RawResponse)
 
 	tools   sync.Map // exposed tool name → route
 	prompts sync.Map // exposed prompt name → route

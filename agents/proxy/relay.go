@@ -12,8 +12,8 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
-	"github.com/pallasgw/pallasgw/agents/fastcall"
 	"github.com/pallasgw/pallasgw/agents/mcpclient"
+	"github.com/pallasgw/pallasgw/agents/wire"
 	"github.com/pallasgw/pallasgw/metrics"
 )
 
@@ -120,7 +120,7 @@ type notifyFunc func(method string, params map[string]any) error
 // notifierFrom returns how the request of ctx sends notifications: the fast
 // path's stream (direct), or mcp-go's session; nil when it has neither.
 func notifierFrom(ctx context.Context) (notify notifyFunc, direct bool) {
-	if s := fastcall.StreamFrom(ctx); s != nil {
+	if s := wire.StreamFrom(ctx); s != nil {
 		return s.Notify, true
 	}
 	if srv := server.ServerFromContext(ctx); srv != nil {
@@ -282,7 +282,7 @@ func (r *Relay) count(n notice, outcome string) {
 }
 
 // errCallEnded: the call a server-to-client request was for has returned.
-var errCallEnded = fastcall.ErrCallEnded
+var errCallEnded = wire.ErrCallEnded
 
 // end marks the call returned (see Exclusive). A nil relay has nothing to
 // end.

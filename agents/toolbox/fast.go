@@ -1,6 +1,6 @@
 package toolbox
 
-// execute_tool on the fast path (agents/fastcall): the same checks, audit
+// execute_tool on the fast path (agents/wire): the same checks, audit
 // line and metrics as the handler mcp-go runs, with the downstream's
 // result written through as the downstream sent it when the Downstream can
 // give it raw (RawDownstream; *mcpclient.Manager takes a raw POST on a
@@ -23,8 +23,8 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
-	"github.com/pallasgw/pallasgw/agents/fastcall"
 	"github.com/pallasgw/pallasgw/agents/mcpclient"
+	"github.com/pallasgw/pallasgw/agents/wire"
 )
 
 // RawDownstream is what the fast path needs for raw results
@@ -36,8 +36,8 @@ type RawDownstream interface {
 
 var _ RawDownstream = (*mcpclient.Manager)(nil)
 
-// Target is the toolbox's execute_tool as a fastcall.Target: the agent's
-// endpoint runs it for plain calls (fastcall.Serve) and, for 2026-07-28
+// Target is the toolbox's execute_tool as a wire.Target: the agent's
+// endpoint runs it for plain calls (wire.Serve) and, for 2026-07-28
 // callers, through its input-required bridge.
 type Target struct {
 	tb       *toolbox
@@ -61,12 +61,12 @@ func (t *Target) RawArgs() bool { return true }
 func (t *Target) Answer(ctx context.Context, req mcp.CallToolRequest, id any, modern bool) any {
 	res, rr, err := t.recovered(ctx, req)
 	if err == nil && res == nil {
-		if msg, ok := fastcall.RawResponse(id, rr, modern, t.selfJSON()); ok {
+		if msg, ok := wire.RawResponse(id, rr, modern, t.selfJSON()); ok {
 			return msg
 		}
-		res, err = fastcall.TypedResult(rr)
+		res, err = wire.TypedResult(rr)
 	}
-	return fastcall.ToolAnswer(id, executeToolName, res, err, modern, t.tb.d.Self)
+	return wire.ToolAnswer(id, executeToolName, res, err, modern, t.tb.d.Self)
 }
 
 func (t *Target) recovered(ctx context.Context, req mcp.CallToolRequest) (res *mcp.CallToolResult, rr *mcpclient.RawResult, err error) {
@@ -103,8 +103,8 @@ func (t *Target) recovered(ctx context.Context, req mcp.CallToolRequest) (res *m
 	})
 	if err == nil && rr != nil && rr.ResultType == string(mcp.ResultTypeInputRequired) {
 		// A downstream's own input_required result: the typed path answers
-		// it (fastcall.RawResponse declines it).
-		if res, err = fastcall.TypedResult(rr); err != nil {
+		// it (wire.RawResponse declines it).
+		if res, err = wire.TypedResult(rr); err != nil {
 			err = t.tb.downstreamError(ctx, c, err)
 		}
 		rr = nil
@@ -147,6 +147,6 @@ func rawObject(raw json.RawMessage) bool {
 // selfJSON is the agent's identity as a 2026-07-28 result's _meta names it,
 // encoded once.
 func (t *Target) selfJSON() json.RawMessage {
-	t.infoOnce.Do(func() { t.info = fastcall.SelfJSON(t.tb.d.Self) })
+	t.infoOnce.Do(func() { t.info = wire.SelfJSON(t.tb.d.Self) })
 	return t.info
 }

@@ -1,4 +1,4 @@
-package fastcall
+package wire
 
 import (
 	"context"

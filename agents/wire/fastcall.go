@@ -1,53 +1,4 @@
-// Package fastcall answers a plain tools/call without mcp-go's server: the
-// one place where the gateway writes MCP's wire itself. Everything else,
-// and any tools/call it is not sure of, goes to mcp-go untouched (Serve
-// reports false and has written nothing).
-//
-// Why. Through mcp-go (v1.2.1) a call costs the gateway more in mcp-go's
-// server than a proxied call costs in the proxy: it parses the body about
-// six times, decodes the 2026-07-28 _meta three times, checks the Mcp-*
-// headers against the tool's schema, and makes a per-request session with a
-// 100-slot notification channel and a forwarder goroutine. Measured with
-// make bench (test/bench/README.md, "Wire-level code"): the proxy routing benchmark at 64
-// callers keeps 36% of direct sessionless throughput without this package
-// and 57-73% with it, at 107-329 µs less gateway CPU per call; the agent
-// loop's CPU per call falls by about a quarter.
-//
-// What it mirrors of mcp-go, and must keep mirroring on an upgrade:
-//   - handlePost's acceptance of a tools/call: Content-Type, protocol
-//     version and era (detectRequestEra, extractRequestProtocolInfo,
-//     rejectUnsupportedProtocolVersion), for 2026-07-28 validateModernRequest
-//     and ValidateStandardHeaders (Mcp-Method, Mcp-Name; no Last-Event-ID;
-//     client capabilities in _meta);
-//   - the request the handler gets (the decoded id, params, _meta's
-//     progress token) and handleToolCall's answer (noResultError, the
-//     multi round-trip check, handlerError, decorateResponse for 2026-07-28);
-//   - the response: JSON unless a notification comes first, then SSE events
-//     ("event: message"), one per write, flushed (Stream).
-//
-// What it does not take, and why:
-//   - requests mcp-go would refuse or treat specially: a Content-Type other
-//     than application/json, an unknown or inconsistent protocol version, a
-//     2026-07-28 request without its capabilities, Mcp-Method or Mcp-Name
-//     headers, or with Last-Event-ID; members of a response (result, error);
-//     params mcp-go reads and this package does not (task, inputResponses,
-//     requestState);
-//   - a name the Target does not answer (for a proxy, one not yet in
-//     mcp-go's registry; get_health everywhere);
-//   - a call whose notifications/cancelled key cannot be tracked (Serve's
-//     track: another running call with the same key, or the table full).
-//
-// mcp-go also checks Mcp-Param-* headers against x-mcp-header annotations of
-// the called tool's input schema. This package does not: the schemas of the
-// tools it answers (send_message; a proxy's placeholder schema; a
-// toolbox's execute_tool) bind none,
-// and a change there must revisit this. (The endpoint checks a proxied
-// tool's own bindings, the downstream's, before: agents/proxy headers.go.)
-//
-// The switch: PALLASGW_FASTCALL=off in the gateway's environment sends every
-// request through mcp-go (CI runs the end-to-end suite, conformance
-// included, once so). It is read at start.
-package fastcall
+package wire
 
 import (
 	"context"
@@ -62,7 +13,6 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
-	"github.com/pallasgw/pallasgw/agents/jsonrpc"
 	"github.com/pallasgw/pallasgw/agents/mcpclient"
 )
 
@@ -96,7 +46,7 @@ func Enabled() bool { return enabled }
 // (package comment), and reports whether it did. When it reports false it
 // has written nothing. session is the caller's session id (session-based
 // callers), and track records the call for its notifications/cancelled.
-func Serve(w http.ResponseWriter, r *http.Request, msg *jsonrpc.Message, t Target, session string, track Track) bool {
+func Serve(w http.ResponseWriter, r *http.Request, msg *Message, t Target, session string, track Track) bool {
 	if !enabled {
 		return false
 	}
@@ -107,7 +57,7 @@ func Serve(w http.ResponseWriter, r *http.Request, msg *jsonrpc.Message, t Targe
 // members (RoundTripTarget): it also answers a 2026-07-28 call that carries
 // inputResponses or requestState (RoundTripFrom), and it answers whatever
 // the switch says, since mcp-go cannot finish a call the Target started.
-func ServeRoundTrip(w http.ResponseWriter, r *http.Request, msg *jsonrpc.Message, t RoundTripTarget) bool {
+func ServeRoundTrip(w http.ResponseWriter, r *http.Request, msg *Message, t RoundTripTarget) bool {
 	return serve(w, r, msg, t, "", nil)
 }
 
@@ -132,7 +82,7 @@ func RoundTripFrom(ctx context.Context) *RoundTrip {
 	return rt
 }
 
-func serve(w http.ResponseWriter, r *http.Request, msg *jsonrpc.Message, t Target, session string, track Track) bool {
+func serve(w http.ResponseWriter, r *http.Request, msg *Message, t Target, session string, track Track) bool {
 	_, roundTrips := t.(RoundTripTarget)
 	rt := roundTrips && (len(msg.Params.InputResponses) > 0 || len(msg.Params.RequestState) > 0)
 	if msg.MethodName() != string(mcp.MethodToolsCall) || !JSONContent(r.Header.Get("Content-Type")) {
@@ -197,10 +147,10 @@ func serve(w http.ResponseWriter, r *http.Request, msg *jsonrpc.Message, t Targe
 // 2.0, an id (a string or a number), no member of a response, params an
 // object (or absent) without the members mcp-go acts on that the fast path
 // does not read.
-func plainEnvelope(m *jsonrpc.Message) bool {
-	return string(m.JSONRPC) == `"2.0"` && !jsonrpc.IsNull(m.ID) && (m.ID[0] == '"' || m.ID[0] == '-' || (m.ID[0] >= '0' && m.ID[0] <= '9')) &&
+func plainEnvelope(m *Message) bool {
+	return string(m.JSONRPC) == `"2.0"` && !IsNull(m.ID) && (m.ID[0] == '"' || m.ID[0] == '-' || (m.ID[0] >= '0' && m.ID[0] <= '9')) &&
 		len(m.Result) == 0 && len(m.Error) == 0 && m.ParamsRead() &&
-		jsonrpc.IsNull(m.Params.Task) && len(m.Params.InputResponses) == 0 && len(m.Params.RequestState) == 0
+		IsNull(m.Params.Task) && len(m.Params.InputResponses) == 0 && len(m.Params.RequestState) == 0
 }
 
 // JSONContent is mcp-go's Content-Type check of a POST.
@@ -227,7 +177,7 @@ type callMeta struct {
 
 // decodeMeta reads the request's _meta, and reports false when mcp-go
 // would not accept it (a _meta that is not an object or null).
-func decodeMeta(msg *jsonrpc.Message) (callMeta, bool) {
+func decodeMeta(msg *Message) (callMeta, bool) {
 	var fm callMeta
 	members, ok := msg.Meta()
 	if !ok || members == nil {
@@ -239,7 +189,7 @@ func decodeMeta(msg *jsonrpc.Message) (callMeta, bool) {
 	}
 	fm.version = msg.MetaString(mcp.MetaKeyProtocolVersion)
 	fm.logLevel = mcp.LoggingLevel(msg.MetaString(mcp.MetaKeyLogLevel))
-	if caps := members[mcp.MetaKeyClientCapabilities]; !jsonrpc.IsNull(caps) {
+	if caps := members[mcp.MetaKeyClientCapabilities]; !IsNull(caps) {
 		var c mcp.ClientCapabilities
 		if json.Unmarshal(caps, &c) == nil {
 			fm.caps = &c
@@ -284,7 +234,7 @@ func protocolOf(h http.Header, meta callMeta) (*server.RequestProtocolInfo, bool
 //
 // The arguments are decoded only when the handler will read them: a raw
 // downstream call (RawResponse) sends an object as the caller sent it.
-func toCallRequest(m *jsonrpc.Message, name string, meta callMeta, h http.Header, rawArgs bool) (mcp.CallToolRequest, any, bool) {
+func toCallRequest(m *Message, name string, meta callMeta, h http.Header, rawArgs bool) (mcp.CallToolRequest, any, bool) {
 	var req mcp.CallToolRequest
 	id, ok := decodeID(m.ID)
 	if !ok {

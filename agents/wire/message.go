@@ -1,9 +1,4 @@
-// Package jsonrpc owns the one decoding of an MCP request's JSON-RPC
-// envelope: the gateway decodes a POST body once into a Message to check
-// it, and the agent endpoint and the fast tools/call path dispatch on what
-// was decoded, never on the raw bytes. It knows nothing of agents, HTTP or
-// mcp-go's server.
-package jsonrpc
+package wire
 
 import (
 	"bytes"
@@ -14,7 +9,7 @@ import (
 // Message is a POST body's JSON-RPC message, decoded once by the gateway to
 // check it (gateway/jsonrpc.go) and handed to the endpoint in the Body: the
 // endpoint dispatches on its method (agents/endpoint) and the fast path reads
-// its params (agents/fastcall) without decoding the body again. Members are
+// its params (fastcall.go) without decoding the body again. Members are
 // kept raw: a member of the wrong type is the checker's to name, not a
 // decoding error. Decoding is encoding/json's, which matches member names
 // as mcp-go's decoding does (case-insensitively, the last of a name

@@ -1,4 +1,4 @@
-package fastcall
+package wire
 
 // Downstream results as raw JSON (test/bench/README.md, "Wire-level code"). When the
 // proxy's Downstream can return a tools/call result as the downstream sent it

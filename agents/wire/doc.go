@@ -1,0 +1,49 @@
+// Package wire holds every byte of MCP's wire that the gateway writes or
+// reads by hand, beside mcp-go, which serves and calls MCP everywhere else.
+//
+// The pieces:
+//   - the envelope decode (message.go): a POST body decoded once into a
+//     Message that the gateway checks and the endpoint dispatches on;
+//   - the server-side tools/call path (fastcall.go, stream.go, raw.go),
+//     described below.
+//
+// The server-side tools/call path answers a plain tools/call without
+// mcp-go's server. Everything else,
+// and any tools/call it is not sure of, goes to mcp-go untouched (Serve
+// reports false and has written nothing).
+//
+// Why. Through mcp-go (v1.2.1) a call costs the gateway more in mcp-go's
+// server than a proxied call costs in the proxy: it parses the body about
+// six times, decodes the 2026-07-28 _meta three times, checks the Mcp-*
+// headers against the tool's schema, and makes a per-request session with a
+// 100-slot notification channel and a forwarder goroutine. Measured with
+// make bench (test/bench/README.md, "Wire-level code"): the proxy routing benchmark at 64
+// callers keeps 36% of direct sessionless throughput without this package
+// and 57-73% with it, at 107-329 µs less gateway CPU per call; the agent
+// loop's CPU per call falls by about a quarter.
+//
+// What it mirrors of mcp-go, and must keep mirroring on an upgrade:
+//   - handlePost's acceptance of a tools/call: Content-Type, protocol
+//     version and era (detectRequestEra, extractRequestProtocolInfo,
+//     rejectUnsupportedProtocolVersion), for 2026-07-28 validateModernRequest
+//     and ValidateStandardHeaders (Mcp-Method, Mcp-Name; no Last-Event-ID;
+//     client capabilities in _meta);
+//   - the request the handler gets (the decoded id, params, _meta's
+//     progress token) and handleToolCall's answer (noResultError, the
+//     multi round-trip check, handlerError, decorateResponse for 2026-07-28);
+//   - the response: JSON unless a notification comes first, then SSE events
+//     ("event: message"), one per write, flushed (Stream).
+//
+// What it does not take, and why:
+//   - requests mcp-go would refuse or treat specially: a Content-Type other
+//     than application/json, an unknown or inconsistent protocol version, a
+//     2026-07-28 request without its capabilities, Mcp-Method or Mcp-Name
+//     headers, or with Last-Event-ID; members of a response (result, error);
+//     params mcp-go reads and this package does not (task, inputResponses,
+//     requestState);
+//   - a name the Target does not answer (for a proxy, one not yet in
+//     mcp-go's registry; get_health everywhere);
+//   - a call whose notifications/cancelled key cannot be tracked (Serve's
+//     track: another running call with the same key, or the table full).
+//
+package wire
