@@ -62,6 +62,12 @@ func (g *Gateway) Reload(trigger string) (ReloadResult, error) {
 		g.recordReload(trigger, old.cfg.Hash, err)
 		g.log.Error("config reload failed; keeping the serving config", zap.String("trigger", trigger),
 			zap.String("config_hash", old.cfg.Hash), zap.String("error", err.Error()))
+		var ce *config.Errors
+		if errors.As(err, &ce) {
+			for _, w := range ce.Warnings { // the file's other findings, with its errors
+				g.log.Warn(w)
+			}
+		}
 		return ReloadResult{Hash: old.cfg.Hash}, err
 	}
 	changes := diff(old.cfg, cfg)

@@ -96,7 +96,7 @@ func (g *Gateway) buildSnapshot(cfg *config.Config) (_ *Snapshot, err error) {
 	s.auditor = &policy.Auditor{Logger: g.log.Named("audit").WithOptions(zap.WithCaller(false)), Metrics: g.metrics, Callers: s.callers,
 		ListingLevel: logLevel(cfg.Policy.Audit.Listing), CallLevel: logLevel(cfg.Policy.Audit.Calls)}
 	if s.quotas, err = g.buildQuotas(cfg); err != nil {
-		return nil, cfg.ErrorAt([]string{"quotas"}, err.Error())
+		return nil, cfg.ErrorAt([]string{"quotas", "store"}, err.Error())
 	}
 	if s.tracer, err = g.buildTracer(cfg); err != nil {
 		return nil, cfg.ErrorAt([]string{"tracing"}, err.Error())

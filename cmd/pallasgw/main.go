@@ -107,11 +107,16 @@ func validate(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
+// printConfigError prints a config's problems, one a line, then its
+// warnings: every finding of the file at once.
 func printConfigError(w io.Writer, err error) {
 	var ce *config.Errors
 	if errors.As(err, &ce) {
 		for _, e := range ce.List {
 			fmt.Fprintln(w, e.Error())
+		}
+		for _, warning := range ce.Warnings {
+			fmt.Fprintln(w, "warning: "+warning)
 		}
 		return
 	}

@@ -62,29 +62,36 @@ func (p *parser) loadCards(c *Config, h hash.Hash) {
 	}
 }
 
-// loadCard parses one card and adds its agent to c.
+// loadCard parses one card and adds its agent to c. Unknown keys and
+// values of the wrong type are reported and the agent is added without
+// them; a card that is not YAML at all adds an empty agent of its file's
+// name. Either way the rest of the config is still checked: every problem
+// of the cards and of the file is reported at once.
 func (p *parser) loadCard(c *Config, file string, raw []byte) {
 	cp := &parser{file: file, errs: p.errs, env: p.env}
+	name := strings.TrimSuffix(filepath.Base(file), ".md")
+	root := &yaml.Node{Kind: yaml.MappingNode, Line: 1}
 	front, body, ok := splitFrontMatter(raw)
 	if !ok {
 		cp.add(1, "", `an agent card starts with a "---" line, its YAML front matter, and a closing "---" line`)
+		p.addCardAgent(c, cp, name, root, &Agent{})
 		return
 	}
 	expanded := cp.expandText(front)
 	var doc yaml.Node
 	if err := yaml.Unmarshal(expanded, &doc); err != nil {
-		cp.yamlError(err)
+		cp.syntaxError(expanded, err) // front keeps the file's lines
+		p.addCardAgent(c, cp, name, root, &Agent{})
 		return
 	}
-	root := &yaml.Node{Kind: yaml.MappingNode, Line: 1}
 	if len(doc.Content) > 0 {
 		root = doc.Content[0]
 	}
 	if root.Kind != yaml.MappingNode {
 		cp.add(1, "", "front matter must be a YAML mapping")
+		p.addCardAgent(c, cp, name, &yaml.Node{Kind: yaml.MappingNode, Line: 1}, &Agent{})
 		return
 	}
-	name := strings.TrimSuffix(filepath.Base(file), ".md")
 	for i := 0; i+1 < len(root.Content); i += 2 {
 		if root.Content[i].Value == "name" {
 			name = root.Content[i+1].Value
@@ -92,20 +99,26 @@ func (p *parser) loadCard(c *Config, file string, raw []byte) {
 			break
 		}
 	}
-	before := len(p.errs.List)
-	if cp.fastAgentCard(root, name); len(p.errs.List) > before {
-		return
-	}
+	cp.fastAgentCard(root, name)
 	checkKnownKeys(cp, root, typeOfAgent, []string{"agents", name})
 	a := &Agent{}
-	if len(p.errs.List) == before {
-		if err := root.Decode(a); err != nil {
-			cp.yamlError(err)
+	if err := root.Decode(a); err != nil {
+		cp.yamlError(err)
+		a = &Agent{}
+	}
+	if instr := strings.TrimSpace(string(body)); instr != "" {
+		if a.Instruction != "" {
+			cp.add(lineOf(root, []string{"instruction"}), "instruction", "set either the instruction key or the body, not both")
+		} else {
+			a.Instruction = instr
 		}
 	}
-	if len(p.errs.List) > before {
-		return
-	}
+	p.addCardAgent(c, cp, name, root, a)
+}
+
+// addCardAgent adds the agent a of the card cp reads, unless its name is
+// taken.
+func (p *parser) addCardAgent(c *Config, cp *parser, name string, root *yaml.Node, a *Agent) {
 	if prev, dup := p.cards[name]; dup {
 		cp.add(1, "name", fmt.Sprintf("agent %q is also defined by %s", name, prev.file))
 		return
@@ -114,18 +127,11 @@ func (p *parser) loadCard(c *Config, file string, raw []byte) {
 		cp.add(1, "name", fmt.Sprintf("agent %q is also defined in %s at line %d", name, p.file, lineOf(p.root, []string{"agents", name})))
 		return
 	}
-	if instr := strings.TrimSpace(string(body)); instr != "" {
-		if a.Instruction != "" {
-			cp.add(lineOf(root, []string{"instruction"}), "instruction", "set either the instruction key or the body, not both")
-			return
-		}
-		a.Instruction = instr
-	}
 	if c.Agents == nil {
 		c.Agents = map[string]*Agent{}
 	}
 	c.Agents[name] = a
-	p.cards[name] = card{file: file, root: root}
+	p.cards[name] = card{file: cp.file, root: root}
 }
 
 // splitFrontMatter cuts a card into its front matter, with the opening

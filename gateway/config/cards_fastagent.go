@@ -71,12 +71,15 @@ func (p *parser) fastAgentCard(root *yaml.Node, agent string) {
 		case name == "type":
 			if mapValue(root, "kind") != nil {
 				p.add(k.Line, at+"type", "set either type (fast-agent) or kind, not both")
-				return
+				drop = true
+				break
 			}
 			kind, ok := fastAgentKinds[v.Value]
 			if !ok {
 				p.add(v.Line, at+"type", fmt.Sprintf("fast-agent card type %q has no pallasgw kind", v.Value))
-				return
+				p.errs.markTyped(at + "kind") // the kind is unknown: no check of it
+				drop = true
+				break
 			}
 			if v.Value == "iterative_planner" && mapValue(root, "plan") == nil && mapValue(root, "plan_type") == nil {
 				root.Content = append(root.Content, scalar("plan", k.Line), scalar(PlanIterative, v.Line))

@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -35,7 +36,9 @@ func TestExamplesLoad(t *testing.T) {
 var requiredVar = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)\}`)
 
 // TestBadConfigs loads every configs/testdata/*.bad.yaml; the first lines of
-// each file, as "# want: <substring>", name the messages it must produce.
+// each file, as "# want: <substring>", name the messages it must produce,
+// "# warn: <substring>" the warnings reported with them, and "# lines: N"
+// how many problems it has in all (each reported once).
 func TestBadConfigs(t *testing.T) {
 	files, _ := filepath.Glob("../../configs/testdata/*.bad.yaml")
 	if len(files) == 0 {
@@ -61,8 +64,29 @@ func TestBadConfigs(t *testing.T) {
 					t.Errorf("missing %q in:\n%v", w, err)
 				}
 			}
+			errs := err.(*Errors)
+			warnings := strings.Join(errs.Warnings, "\n")
+			for _, w := range commentLines(raw, "# warn: ") {
+				if w = strings.ReplaceAll(w, "FILE", f); !strings.Contains(warnings, w) {
+					t.Errorf("missing warning %q in:\n%s", w, warnings)
+				}
+			}
+			if n := commentLines(raw, "# lines: "); len(n) > 0 && n[0] != strconv.Itoa(len(errs.List)) {
+				t.Errorf("%d problems, want %s:\n%v", len(errs.List), n[0], err)
+			}
 		})
 	}
+}
+
+// commentLines are the values of the lines of raw that start with prefix.
+func commentLines(raw []byte, prefix string) []string {
+	var out []string
+	for _, l := range strings.Split(string(raw), "\n") {
+		if w, ok := strings.CutPrefix(l, prefix); ok {
+			out = append(out, strings.TrimSpace(w))
+		}
+	}
+	return out
 }
 
 // WantLines returns the "# want: " expectations at the top of a bad config.

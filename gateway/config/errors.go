@@ -32,6 +32,37 @@ func (e Error) Error() string {
 // Errors is every problem of one load, one per line when printed.
 type Errors struct {
 	List []Error
+	// Warnings are the load's non-fatal findings (as Config.Warnings):
+	// a file with errors has warnings too, and both are reported at once.
+	Warnings []string
+
+	// typed are the keys whose value had the wrong type (reported, and
+	// taken out of the tree): later problems at or under them are
+	// consequences, not reported again.
+	typed map[string]bool
+}
+
+func (e *Errors) markTyped(key string) {
+	if e.typed == nil {
+		e.typed = map[string]bool{}
+	}
+	e.typed[key] = true
+}
+
+// covered reports whether key is at or under a key already reported for
+// its type.
+func (e *Errors) covered(key string) bool {
+	for k := key; k != ""; {
+		if e.typed[k] {
+			return true
+		}
+		i := strings.LastIndexByte(k, '.')
+		if i < 0 {
+			return false
+		}
+		k = k[:i]
+	}
+	return false
 }
 
 func (e *Errors) Error() string {
@@ -50,4 +81,46 @@ func (e *Errors) sort() {
 		}
 		return a.Line < b.Line
 	})
+}
+
+// A mapping key written without a space after its colon ("token:abc",
+// "X-Api-Key:abc") is one key, and what follows the colon is the value
+// meant, maybe a secret. Errors and warnings name such a key by its part
+// before the colon, never by the rest.
+
+// fused marks where the rest of a fused key was cut.
+const fused = ":…"
+
+// keyPart is one key as an error may name it.
+func keyPart(k string) string {
+	if i := strings.IndexByte(k, ':'); i >= 0 && k[i:] != fused {
+		return k[:i] + fused
+	}
+	return k
+}
+
+// keyName is a key path as an error may name it, "a.b.c".
+func keyName(path []string) string {
+	parts := make([]string, len(path))
+	for i, k := range path {
+		parts[i] = keyPart(k)
+	}
+	return strings.Join(parts, ".")
+}
+
+// safeKey cuts a joined key path at a fused key's colon (keyName cuts
+// each part; a path joined elsewhere may hold one whole): the parts after
+// it cannot be told from the value's text.
+func safeKey(key string) string {
+	for off := 0; ; {
+		i := strings.IndexByte(key[off:], ':')
+		if i < 0 {
+			return key
+		}
+		off += i
+		if !strings.HasPrefix(key[off:], fused) {
+			return key[:off] + fused
+		}
+		off += len(fused)
+	}
 }

@@ -194,7 +194,10 @@ var (
 
 // checkKnownKeys reports mapping keys that have no field in t (strict
 // decoding with line numbers: yaml.v3's KnownFields does not apply to
-// Node.Decode).
+// Node.Decode), and every value that cannot be decoded into its field,
+// in the project's words. A value of the wrong type is then taken out of
+// the tree (wrongType), so that decoding goes on and the rest of the file
+// is checked: each problem is reported once, and one does not hide others.
 func checkKnownKeys(p *parser, n *yaml.Node, t reflect.Type, path []string) {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
@@ -207,6 +210,10 @@ func checkKnownKeys(p *parser, n *yaml.Node, t reflect.Type, path []string) {
 		return
 	}
 	switch t.Kind() {
+	case reflect.String:
+		if n.Kind == yaml.MappingNode || n.Kind == yaml.SequenceNode {
+			p.wrongType(n, path, "must be text, not "+kindName(n))
+		}
 	case reflect.Struct:
 		if n.Kind != yaml.MappingNode {
 			notA(p, n, path, "a mapping")
@@ -218,7 +225,7 @@ func checkKnownKeys(p *parser, n *yaml.Node, t reflect.Type, path []string) {
 			ft, ok := fields[k.Value]
 			kp := append(append([]string{}, path...), k.Value)
 			if !ok {
-				p.add(k.Line, strings.Join(kp, "."), "unknown key")
+				p.unknownKey(k, path, fields)
 				continue
 			}
 			checkKnownKeys(p, n.Content[i+1], ft, kp)
@@ -229,6 +236,10 @@ func checkKnownKeys(p *parser, n *yaml.Node, t reflect.Type, path []string) {
 			return
 		}
 		for i := 0; i+1 < len(n.Content); i += 2 {
+			if k := n.Content[i]; k.Kind != yaml.ScalarNode {
+				p.wrongType(n, path, "keys must be names, not "+kindName(k))
+				return
+			}
 			kp := append(append([]string{}, path...), n.Content[i].Value)
 			checkKnownKeys(p, n.Content[i+1], t.Elem(), kp)
 		}
@@ -241,6 +252,37 @@ func checkKnownKeys(p *parser, n *yaml.Node, t reflect.Type, path []string) {
 			checkKnownKeys(p, c, t.Elem(), append(append([]string{}, path...), fmt.Sprint(i)))
 		}
 	}
+}
+
+// unknownKey reports the key k of the mapping at path that no field (of
+// fields) takes.
+func (p *parser) unknownKey(k *yaml.Node, path []string, fields map[string]reflect.Type) {
+	name, value, fused := strings.Cut(k.Value, ":")
+	if !fused {
+		p.add(k.Line, keyName(append(append([]string{}, path...), k.Value)), "unknown key")
+		return
+	}
+	// "token:abc" (no space after the colon) is one key: what follows the
+	// colon is the value meant, maybe a secret, and is not shown.
+	msg := fmt.Sprintf("unknown key %q: a key needs a space after its colon (%s: ...)", name+":…", name)
+	if value == "" {
+		msg = fmt.Sprintf("unknown key %q", name+":")
+	}
+	p.add(k.Line, keyName(path), msg)
+	if _, ok := fields[name]; ok {
+		p.errs.markTyped(keyName(append(append([]string{}, path...), name))) // "is required" would repeat it
+	}
+}
+
+// wrongType reports the value n at path that its field cannot take and
+// takes it out of the tree: decoding leaves the field at its default, and
+// later checks of that key (and the keys under it) stay silent, as the
+// problem is reported.
+func (p *parser) wrongType(n *yaml.Node, path []string, msg string) {
+	key := keyName(path)
+	p.add(n.Line, key, msg)
+	p.errs.markTyped(key)
+	*n = yaml.Node{Kind: yaml.ScalarNode, Tag: "!!null", Line: n.Line, Column: n.Column}
 }
 
 func yamlFields(t reflect.Type) map[string]reflect.Type {
@@ -258,16 +300,18 @@ func yamlFields(t reflect.Type) map[string]reflect.Type {
 
 // checkScalar reports a value that cannot be decoded into a number or a
 // boolean field, with the key and what the field takes (yaml.v3 would say
-// "cannot unmarshal !!str into int", with neither), and reports whether t
-// is such a field.
+// "cannot unmarshal !!str into int", with neither), and a negative number:
+// no count, port, size or limit of the config is below zero. It reports
+// whether t is such a field.
 func checkScalar(p *parser, n *yaml.Node, t reflect.Type, path []string) bool {
 	var want string
 	var tags []string
+	signed := false
 	switch t.Kind() {
 	case reflect.Bool:
 		want, tags = "true or false", []string{"!!bool"}
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
-		want, tags = "a whole number", []string{"!!int"}
+		want, tags, signed = "a whole number", []string{"!!int"}, true
 	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
 		want, tags = "a whole number, 0 or more", []string{"!!int"}
 	case reflect.Float32, reflect.Float64:
@@ -275,10 +319,13 @@ func checkScalar(p *parser, n *yaml.Node, t reflect.Type, path []string) bool {
 	default:
 		return false
 	}
-	if n.Tag == "!!null" || slices.Contains(tags, n.Tag) {
-		return true
+	switch {
+	case n.Tag == "!!null":
+	case !slices.Contains(tags, n.Tag):
+		p.wrongType(n, path, "must be "+want+", not "+kindName(n))
+	case signed && strings.HasPrefix(n.Value, "-"):
+		p.wrongType(n, path, "must not be negative")
 	}
-	p.add(n.Line, strings.Join(path, "."), "must be "+want+", not "+kindName(n))
 	return true
 }
 
@@ -288,7 +335,7 @@ func notA(p *parser, n *yaml.Node, path []string, want string) {
 	if n.Kind == yaml.ScalarNode && n.Tag == "!!null" || n.Kind == yaml.AliasNode {
 		return
 	}
-	p.add(n.Line, strings.Join(path, "."), "must be "+want+", not "+kindName(n))
+	p.wrongType(n, path, "must be "+want+", not "+kindName(n))
 }
 
 // kindName says what a node is, without its value.
@@ -310,29 +357,29 @@ func kindName(n *yaml.Node) string {
 	return "a value of type " + strings.TrimPrefix(n.Tag, "!!")
 }
 
+// durationWords is what a duration field takes.
+const durationWords = "must be a duration (a number with a unit: 300ms, 30s, 5m, 1h), not "
+
 // checkDuration lets "0" mean a zero duration (poll_interval: 0 = off)
-// and reports other numbers without a unit clearly.
+// and reports other numbers without a unit clearly, and negative
+// durations (no timeout or interval of the config is below zero).
 func checkDuration(p *parser, n *yaml.Node, path []string) {
-	key := strings.Join(path, ".")
-	if n.Kind != yaml.ScalarNode {
-		p.add(n.Line, key, "must be a duration (a number with a unit: 300ms, 30s, 5m, 1h), not "+kindName(n))
-		return
-	}
-	if n.Tag == "!!str" {
-		if _, err := time.ParseDuration(n.Value); err != nil {
-			p.add(n.Line, key, "not a duration: write a number with a unit, e.g. 300ms, 30s, 5m, 1h30m")
+	switch {
+	case n.Kind != yaml.ScalarNode && n.Kind != yaml.AliasNode:
+		p.wrongType(n, path, durationWords+kindName(n))
+	case n.Tag == "!!str":
+		if d, err := time.ParseDuration(n.Value); err != nil {
+			p.wrongType(n, path, "not a duration: write a number with a unit, e.g. 300ms, 30s, 5m, 1h30m")
+		} else if d < 0 {
+			p.wrongType(n, path, "must not be negative")
 		}
-		return
-	}
-	if n.Tag != "!!int" && n.Tag != "!!float" {
-		if n.Tag != "!!null" {
-			p.add(n.Line, key, "must be a duration (a number with a unit: 300ms, 30s, 5m, 1h), not "+kindName(n))
-		}
-		return
-	}
-	if n.Value == "0" {
+	case n.Tag == "!!null" || n.Kind == yaml.AliasNode:
+	case n.Tag != "!!int" && n.Tag != "!!float":
+		p.wrongType(n, path, durationWords+kindName(n))
+	case n.Value == "0":
 		n.Value, n.Tag = "0s", "!!str"
-		return
+	default:
+		value := n.Value
+		p.wrongType(n, path, fmt.Sprintf("duration %s needs a unit, e.g. %ss", value, value))
 	}
-	p.add(n.Line, strings.Join(path, "."), fmt.Sprintf("duration %s needs a unit, e.g. %ss", n.Value, n.Value))
 }

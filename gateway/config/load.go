@@ -38,10 +38,12 @@ func Parse(path string, raw []byte, checks ...Check) (*Config, error) {
 	c := p.parse(raw)
 	if c == nil {
 		p.scrub(nil)
+		p.errs.sort()
 		return nil, p.errs
 	}
-	// Unknown keys (the only problems parse lets through) do not stop the
-	// checks below: every problem of the file is reported at once.
+	// Unknown keys and values of the wrong type (reported, and left at
+	// their defaults) do not stop the checks below: every problem of the
+	// file is reported at once, with the warnings.
 	p.applyDefaults(c)
 	p.noteExpanded(c)
 	p.validate(c)
@@ -51,6 +53,7 @@ func Parse(path string, raw []byte, checks ...Check) (*Config, error) {
 	p.scrub(c)
 	if len(p.errs.List) > 0 {
 		p.errs.sort()
+		p.errs.Warnings = c.Warnings
 		return nil, p.errs
 	}
 	return c, nil
@@ -69,6 +72,10 @@ type parser struct {
 }
 
 func (p *parser) add(line int, key, msg string) {
+	key = safeKey(key)
+	if p.errs.covered(key) {
+		return
+	}
 	p.errs.List = append(p.errs.List, Error{File: p.file, Line: line, Key: key, Msg: msg})
 }
 
@@ -80,10 +87,12 @@ func (p *parser) addPath(path []string, msg string) {
 		if len(path) > 2 {
 			line = lineOf(c.root, path[2:])
 		}
-		p.errs.List = append(p.errs.List, Error{File: c.file, Line: line, Key: strings.Join(path, "."), Msg: msg})
+		if key := keyName(path); !p.errs.covered(key) {
+			p.errs.List = append(p.errs.List, Error{File: c.file, Line: line, Key: key, Msg: msg})
+		}
 		return
 	}
-	p.add(lineOf(p.root, path), strings.Join(path, "."), msg)
+	p.add(lineOf(p.root, path), keyName(path), msg)
 }
 
 var yamlLine = regexp.MustCompile(`^(?:yaml: )?line (\d+): (.*)$`)
@@ -122,16 +131,12 @@ func (p *parser) parse(raw []byte) *Config {
 	}
 	p.root = doc.Content[0]
 	checkKnownKeys(p, p.root, typeOfConfig, nil) // reported; decoding ignores them
-	known := len(p.errs.List)
 	c := &Config{}
 	if err := p.root.Decode(c); err != nil {
 		p.yamlError(err)
 		return nil
 	}
 	p.loadCards(c, hash)
-	if len(p.errs.List) > known {
-		return nil
-	}
 	c.File = p.file
 	c.pos = &positions{root: p.root, cards: p.cards}
 	c.Hash = hex.EncodeToString(hash.Sum(nil))
@@ -148,11 +153,44 @@ func (p *parser) yamlError(err error) {
 	for _, m := range msgs {
 		if sub := yamlLine.FindStringSubmatch(strings.TrimSpace(m)); sub != nil {
 			n, _ := strconv.Atoi(sub[1])
-			p.add(n, keyOnLine(p.root, n), hideValues(sub[2]))
+			p.add(n, keyOnLine(p.root, n), decodeWords(hideValues(sub[2])))
 			continue
 		}
-		p.add(0, "", hideValues(strings.TrimPrefix(m, "yaml: ")))
+		p.add(0, "", decodeWords(hideValues(strings.TrimPrefix(m, "yaml: "))))
 	}
+}
+
+// unmarshalMsg is yaml.v3's message for a value its field cannot take.
+var unmarshalMsg = regexp.MustCompile(`^cannot unmarshal !!(\w+)(?: \(value not shown\))? into (\S+)$`)
+
+// decodeWords says a yaml.v3 type error in the words checkKnownKeys uses
+// ("must be a list, not text"); other messages stay as they are.
+func decodeWords(msg string) string {
+	m := unmarshalMsg.FindStringSubmatch(msg)
+	if m == nil {
+		return msg
+	}
+	got := map[string]string{"str": "text", "int": "a number", "float": "a number", "bool": "a boolean", "map": "a mapping",
+		"seq": "a list", "null": "empty", "binary": "binary data", "timestamp": "a timestamp"}[m[1]]
+	if got == "" {
+		got = "a value of type " + m[1]
+	}
+	want := "a mapping"
+	switch t := m[2]; {
+	case strings.HasPrefix(t, "[]"):
+		want = "a list"
+	case strings.HasPrefix(t, "map["):
+		want = "a mapping"
+	case t == "string" || t == "config.Secret":
+		want = "text"
+	case t == "bool":
+		want = "true or false"
+	case strings.HasPrefix(t, "int") || strings.HasPrefix(t, "uint") || t == "time.Duration":
+		want = "a whole number"
+	case strings.HasPrefix(t, "float"):
+		want = "a number"
+	}
+	return "must be " + want + ", not " + got
 }
 
 // yamlValue is what yaml.v3 quotes of the input in its messages: a value
@@ -260,7 +298,7 @@ func keyOnLine(root *yaml.Node, line int) string {
 	if root != nil {
 		walk(root, nil)
 	}
-	return strings.Join(found, ".")
+	return keyName(found)
 }
 
 // lineOf returns the line of the deepest key of path present in the tree.

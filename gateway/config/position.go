@@ -1,8 +1,6 @@
 package config
 
 import (
-	"strings"
-
 	"go.yaml.in/yaml/v3"
 )
 
@@ -18,7 +16,7 @@ type positions struct {
 // placed at that key's line like the errors of Load: in the agent card for
 // an agent that came from one, at the deepest key of path present.
 func (c *Config) ErrorAt(path []string, msg string) Error {
-	e := Error{File: c.File, Key: strings.Join(path, "."), Msg: msg}
+	e := Error{File: c.File, Key: keyName(path), Msg: msg}
 	if c.pos == nil {
 		return e
 	}

@@ -7,20 +7,21 @@ import (
 )
 
 // A typo (no space after the colon) makes an expanded secret part of a
-// key; the error quotes the text as written, never the value.
+// key; the error names the key by its part before the colon, never the
+// value (nor the variable's text).
 func TestErrorsNeverCarryExpandedValues(t *testing.T) {
 	t.Setenv("PGW_TEST_KEY", "sk-SECRET-0001")
 	t.Setenv("PGW_TEST_TOKEN", "tok-SECRET-0002")
 	t.Setenv("PGW_TEST_HDR", "hdr-SECRET-0003")
 	for _, c := range []struct{ name, yaml, want string }{
 		{"api_key", "name: t\nmodels:\n  providers:\n    openai: {base_url: \"http://x\", api_key:${PGW_TEST_KEY}}\n",
-			"p.yaml:4: models.providers.openai.api_key:${PGW_TEST_KEY}: unknown key"},
+			`p.yaml:4: models.providers.openai: unknown key "api_key:…": a key needs a space after its colon (api_key: ...)`},
 		{"token", "name: t\nauth:\n  mode: tokens\n  tokens:\n    - {name: web, token:${PGW_TEST_TOKEN}}\n",
-			"p.yaml:5: auth.tokens.0.token:${PGW_TEST_TOKEN}: unknown key"},
+			`p.yaml:5: auth.tokens.0: unknown key "token:…": a key needs a space after its colon (token: ...)`},
 		{"header, flow", "name: t\nmcp:\n  servers:\n    s:\n      url: http://x/mcp\n      headers: {X-Api-Key:${PGW_TEST_HDR}}\n",
-			"p.yaml:6: mcp.servers.s.headers.X-Api-Key:${PGW_TEST_HDR}: not a valid header name"},
+			"p.yaml:6: mcp.servers.s.headers.X-Api-Key:…: not a valid header name"},
 		{"header, block", "name: t\nmcp:\n  servers:\n    s:\n      url: http://x/mcp\n      headers:\n        X-Api-Key:${PGW_TEST_HDR}: v\n",
-			"p.yaml:7: mcp.servers.s.headers.X-Api-Key:${PGW_TEST_HDR}: not a valid header name"},
+			"p.yaml:7: mcp.servers.s.headers.X-Api-Key:…: not a valid header name"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			// A check of another package (the gateway's header rules)

@@ -102,21 +102,6 @@ func (p *parser) validateHTTP(c *Config) {
 			p.addPath([]string{"state_key"}, "must be 32 bytes in base64 (openssl rand -base64 32)")
 		}
 	}
-	lim := []struct {
-		key string
-		v   int64
-	}{
-		{"max_body_bytes", c.Limits.MaxBodyBytes}, {"max_history_entries", int64(c.Limits.MaxHistoryEntries)},
-		{"max_image_bytes", c.Limits.MaxImageBytes}, {"max_tool_result_bytes", int64(c.Limits.MaxToolResultBytes)},
-	}
-	for _, l := range lim {
-		if l.v < 0 {
-			p.addPath([]string{"limits", l.key}, "must not be negative")
-		}
-	}
-	if c.ShutdownTimeout < 0 || c.Reload.Debounce < 0 || c.Reload.PollInterval < 0 {
-		p.addPath([]string{"reload"}, "durations must not be negative")
-	}
 }
 
 func (p *parser) validateAuth(c *Config) {
@@ -197,9 +182,6 @@ func (p *parser) validateProvider(c *Config, name string, pr *Provider) {
 	if u, err := url.Parse(pr.BaseURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") {
 		p.addPath(append(key, "base_url"), "must be an http(s) URL")
 	}
-	if pr.Timeout < 0 {
-		p.addPath(append(key, "timeout"), "must not be negative")
-	}
 	if pr.ForwardInboundAuth && c.Auth.Mode == "tokens" {
 		c.Warnings = append(c.Warnings, fmt.Sprintf("%s:%d: models.providers.%s.forward_inbound_auth: ignored in auth mode tokens (the gateway's token is never forwarded)",
 			p.file, lineOf(p.root, append(key, "forward_inbound_auth")), name))
@@ -217,7 +199,7 @@ func (p *parser) checkModel(c *Config, key []string, ref string) {
 	case prov == ProviderOpenAI || prov == ProviderAnthropic:
 		p.addPath(key, fmt.Sprintf("model %q: provider %q has no config under models.providers", ref, prov))
 	default:
-		p.addPath(key, fmt.Sprintf("model %q: unknown provider prefix %q (want one of models.providers: %s)", ref, prov, strings.Join(sortedKeys(c.Models.Providers), ", ")))
+		p.addPath(key, fmt.Sprintf("model %q: unknown provider prefix %q (want one of models.providers: %s)", ref, prov, strings.Join(providerNames(c), ", ")))
 	}
 }
 
@@ -277,9 +259,6 @@ func (p *parser) validateServers(c *Config) {
 				}
 			}
 		}
-		if s.Timeout < 0 {
-			p.addPath(append(key, "timeout"), "must not be negative")
-		}
 	}
 }
 
@@ -322,11 +301,7 @@ func (p *parser) validateJWT(j *JWT) {
 
 func (p *parser) validateQuotas(c *Config) {
 	q := c.Quotas
-	if q.Store != "memory" {
-		if u, err := url.Parse(q.Store); err != nil || (u.Scheme != "redis" && u.Scheme != "rediss") || u.Host == "" {
-			p.addPath([]string{"quotas", "store"}, "must be memory or a redis:// URL")
-		}
-	}
+	p.checkStore([]string{"quotas", "store"}, q.Store)
 	if q.OnStoreError != "open" && q.OnStoreError != "closed" {
 		p.addPath([]string{"quotas", "on_store_error"}, fmt.Sprintf("unknown value %q (want open or closed)", q.OnStoreError))
 	}
@@ -378,9 +353,6 @@ func (p *parser) checkRule(key []string, r *Rule) {
 			p.addPath(append(key, "match", claim), "must be a value or a list of values")
 		}
 	}
-	if r.Limits.RequestsPerMinute < 0 || r.Limits.TokensPerDay < 0 {
-		p.addPath(append(key, "limits"), "must not be negative (0 = unlimited)")
-	}
 	p.checkGlobs(append(key, "agents"), r.Agents)
 	p.checkGlobs(append(key, "servers"), r.Servers)
 	p.checkGlobs(append(key, "tools", "allow"), r.Tools.Allow)
@@ -427,4 +399,13 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(keys)
 	return keys
+}
+
+// providerNames are the models.providers keys as an error may name them.
+func providerNames(c *Config) []string {
+	names := sortedKeys(c.Models.Providers)
+	for i, n := range names {
+		names[i] = keyPart(n)
+	}
+	return names
 }

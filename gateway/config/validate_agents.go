@@ -103,7 +103,6 @@ func (p *parser) validateKind(c *Config, a *Agent, key []string) {
 		need(a.Generator != "", "generator", "kind evaluator_optimizer needs a generator agent")
 		need(a.Evaluator != "", "evaluator", "kind evaluator_optimizer needs an evaluator agent")
 		need(RatingRank(a.MinRating) >= 0, "min_rating", fmt.Sprintf("unknown rating %q (want EXCELLENT, GOOD, FAIR or POOR)", a.MinRating))
-		need(a.MaxRefinements >= 0, "max_refinements", "must not be negative")
 	case KindOrchestrator:
 		need(len(a.Agents) > 0, "agents", "kind orchestrator needs agents to plan over")
 		need(a.Plan == PlanFull || a.Plan == PlanIterative, "plan", fmt.Sprintf("unknown plan %q (want full or iterative)", a.Plan))

@@ -5,7 +5,6 @@ import (
 	"path"
 	"sort"
 	"strconv"
-	"strings"
 )
 
 // checkDeadRules finds the rules that select nothing, which are typos
@@ -19,7 +18,7 @@ func (p *parser) checkDeadRules(c *Config) {
 			p.addPath(key, msg)
 			return
 		}
-		c.Warnings = append(c.Warnings, fmt.Sprintf("%s:%d: %s: %s", p.file, lineOf(p.root, key), strings.Join(key, "."), msg))
+		c.Warnings = append(c.Warnings, fmt.Sprintf("%s:%d: %s: %s", p.file, lineOf(p.root, key), keyName(key), msg))
 	}
 	globs := func(key []string, patterns []string, what string, names map[string]bool) {
 		for i, g := range patterns {

@@ -129,7 +129,7 @@ func keyAt(before, line []byte) string {
 	if m := lineKey.FindSubmatch(line); m != nil {
 		path = append(path, string(m[1]))
 	}
-	return strings.Join(path, ".")
+	return keyName(path)
 }
 
 // lineKey is a line's own plain mapping key ("  name: ...").

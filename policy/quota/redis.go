@@ -37,7 +37,7 @@ func NewRedis(rawURL string, timeout time.Duration) (*Redis, error) {
 	opts, err := redis.ParseURL(rawURL)
 	if err != nil {
 		// Neither the URL nor url's error is quoted: both may hold a password.
-		return nil, errors.New("quotas.store: not a valid redis:// URL")
+		return nil, errors.New("not a valid redis:// URL")
 	}
 	opts.DialTimeout, opts.ReadTimeout, opts.WriteTimeout = timeout, timeout, timeout
 	opts.MaxRetries = -1   // a quota check waits for one round trip, no more
