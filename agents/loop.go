@@ -19,6 +19,7 @@ import (
 	"github.com/pallasgw/pallasgw/agents/endpoint"
 	"github.com/pallasgw/pallasgw/agents/llm"
 	"github.com/pallasgw/pallasgw/agents/mcpclient"
+	"github.com/pallasgw/pallasgw/agents/wire"
 	"github.com/pallasgw/pallasgw/gateway/config"
 	"github.com/pallasgw/pallasgw/metrics/tracing"
 	"github.com/pallasgw/pallasgw/policy"
@@ -270,9 +271,10 @@ type JSONDownstream interface {
 
 var _ JSONDownstream = (*mcpclient.Manager)(nil)
 
-// callTool is one tools/call of a downstream tool for the tool loop.
+// callTool is one tools/call of a downstream tool for the tool loop. With
+// the wire switch off (wire.Fast) it goes through mcp-go's client.
 func (a *Agent) callTool(ctx context.Context, server, tool string, args json.RawMessage, hdr http.Header, onProgress mcpclient.ProgressFunc) (*mcp.CallToolResult, error) {
-	if d, ok := a.set.deps.Downstream.(JSONDownstream); ok {
+	if d, ok := a.set.deps.Downstream.(JSONDownstream); ok && wire.Fast() {
 		return d.CallToolJSON(ctx, server, tool, args, hdr, onProgress)
 	}
 	var m map[string]any

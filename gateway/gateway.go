@@ -101,6 +101,9 @@ func New(opts Options) (*Gateway, error) {
 	if opts.Listen != "" {
 		cfg.Listen = opts.Listen
 	}
+	// The wire switch is read at start, like listen: a reload that
+	// changes it is told a restart is needed (reload.go).
+	wire.SetFast(cfg.Wire.Fast)
 	if err := g.apply(cfg, "start"); err != nil {
 		g.listeners.closeAll()
 		return nil, err
@@ -158,7 +161,7 @@ func (g *Gateway) Serve() error {
 	s := g.current.Load()
 	g.log.Info("serving", zap.String("listen", g.mainLn.Addr().String()), zap.String("config_hash", s.cfg.Hash),
 		zap.Int("agents", len(s.cfg.Agents)), zap.Strings("legacy_ports", g.listeners.addrs()),
-		zap.Bool("fastcall", wire.Enabled())) // PALLASGW_FASTCALL=off: every request through mcp-go
+		zap.Bool("wire_fast", wire.Fast())) // wire.fast: false or PALLASGW_WIRE_FAST=off: every request through mcp-go
 	if err := g.main.Serve(g.mainLn); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}

@@ -15,6 +15,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/pallasgw/pallasgw/agents/wire"
 	"github.com/pallasgw/pallasgw/gateway/config"
 )
 
@@ -69,6 +70,10 @@ func (g *Gateway) Reload(trigger string) (ReloadResult, error) {
 			}
 		}
 		return ReloadResult{Hash: old.cfg.Hash}, err
+	}
+	if cfg.Wire.Fast != old.cfg.Wire.Fast {
+		g.log.Warn("changing wire.fast needs a restart; the running process keeps its switch",
+			zap.String("trigger", trigger), zap.Bool("wire_fast", wire.Fast()))
 	}
 	changes := diff(old.cfg, cfg)
 	g.log.Info("config reloaded", zap.String("trigger", trigger), zap.String("config_hash", cfg.Hash), zap.Strings("changes", changes))

@@ -9,6 +9,10 @@ import (
 	"strings"
 	"testing"
 
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
+
+	"github.com/pallasgw/pallasgw/agents/wire"
 	"github.com/pallasgw/pallasgw/gateway/config"
 )
 
@@ -214,5 +218,36 @@ agents:
 	}
 	if got := diff(before, parse("limits: {max_body_bytes: 1000000}\n")); len(got) != 0 {
 		t.Errorf("an equal config changed %q", got)
+	}
+}
+
+// wire.fast is read at start: a reload that changes it applies the rest of
+// the config, logs that a restart is needed, and keeps the running switch.
+func TestReloadKeepsWireSwitch(t *testing.T) {
+	t.Setenv(wire.EnvFast, "")
+	path := filepath.Join(t.TempDir(), "pallasgw.yaml")
+	if err := os.WriteFile(path, []byte(revertCfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	core, logs := observer.New(zap.InfoLevel)
+	g, err := New(Options{ConfigPath: path, Logger: zap.New(core), Version: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(g.Shutdown)
+	if !wire.Fast() {
+		t.Fatal("wire.fast defaults to on")
+	}
+	if err := os.WriteFile(path, []byte(revertCfg+"wire: {fast: false}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := g.Reload("test"); err != nil {
+		t.Fatalf("reload: %v", err)
+	}
+	if !wire.Fast() {
+		t.Error("a reload changed the running switch")
+	}
+	if logs.FilterMessage("changing wire.fast needs a restart; the running process keeps its switch").Len() != 1 {
+		t.Errorf("no restart warning; logs: %v", logs.All())
 	}
 }

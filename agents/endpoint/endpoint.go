@@ -212,8 +212,9 @@ func (e *Endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if method == string(mcp.MethodToolsCall) && !rs.legacy && e.bridge != nil {
 		// A bridged 2026-07-28 call runs through the input-required bridge,
-		// whatever PALLASGW_FASTCALL says: mcp-go could not finish a call
-		// that asked its caller for input.
+		// whatever the wire switch says: mcp-go could not finish a call
+		// that asked its caller for input (off, the result comes through
+		// mcp-go's client, typed).
 		ctx := context.WithValue(r.Context(), requestStateKey{}, rs)
 		if p, ok := e.bridge.inner.(*proxy.Proxy); ok {
 			if name, ok := msg.Params.ToolName(); ok {

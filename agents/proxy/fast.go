@@ -38,9 +38,16 @@ func (p *Proxy) Ensure(ctx context.Context, name string, inbound http.Header) {
 }
 
 // RawArgs: a Downstream that gives raw results takes raw arguments too.
-func (p *Proxy) RawArgs() bool {
-	_, ok := p.d.Downstream.(RawDownstream)
-	return ok
+func (p *Proxy) RawArgs() bool { return p.rawDownstream() != nil }
+
+// rawDownstream is the Downstream as a RawDownstream when it is one and
+// the wire switch is on (wire.Fast), else nil: with the switch off every
+// result comes through mcp-go's client, typed.
+func (p *Proxy) rawDownstream() RawDownstream {
+	if raw, ok := p.d.Downstream.(RawDownstream); ok && wire.Fast() {
+		return raw
+	}
+	return nil
 }
 
 // Answer runs callTool; a downstream's raw result is written through as it
@@ -65,8 +72,7 @@ func (p *Proxy) callRecovered(ctx context.Context, req mcp.CallToolRequest) (res
 			res, rr, err = nil, nil, fmt.Errorf("panic recovered in %s tool handler: %v", req.Params.Name, r)
 		}
 	}()
-	raw, _ := p.d.Downstream.(RawDownstream)
-	return p.forward(ctx, req, raw)
+	return p.forward(ctx, req, p.rawDownstream())
 }
 
 // RawDownstream is what the fast path needs for raw results

@@ -160,8 +160,7 @@ func (p *Proxy) CallAsTask(ctx context.Context, req mcp.CallToolRequest, task js
 	}
 	x := &mcpclient.CallExtras{Params: map[string]json.RawMessage{"task": task}}
 	ctx = mcpclient.WithCallExtras(ctx, x)
-	raw, _ := p.d.Downstream.(RawDownstream)
-	res, rr, err := p.forward(ctx, req, raw)
+	res, rr, err := p.forward(ctx, req, p.rawDownstream())
 	switch {
 	case err != nil:
 		var rpc *mcpclient.RPCError

@@ -9,9 +9,10 @@ package toolbox
 // again, for the answer and for the audit line's size: an 8 MiB result
 // cost the gateway 13 copies of it in allocation that way, 3 this way
 // (test/bench/README.md, "Large results"). The tool's own arguments (args)
-// go downstream as the caller wrote them. PALLASGW_FASTCALL=off sends
-// session-based calls through mcp-go's handler again; a 2026-07-28 call
-// runs here either way (the input-required bridge).
+// go downstream as the caller wrote them. With the wire switch
+// off (wire.Fast) session-based calls go through mcp-go's handler again
+// and results through mcp-go's client; a 2026-07-28 call runs here either
+// way (the input-required bridge), its result typed.
 
 import (
 	"bytes"
@@ -76,6 +77,7 @@ func (t *Target) recovered(ctx context.Context, req mcp.CallToolRequest) (res *m
 		}
 	}()
 	raw, ok := t.tb.d.Downstream.(RawDownstream)
+	ok = ok && wire.Fast() // off: mcp-go's client, typed
 	members := map[string]json.RawMessage{}
 	if !ok || req.Params.Arguments != nil || !rawObject(req.Params.RawArguments) ||
 		json.Unmarshal(req.Params.RawArguments, &members) != nil {

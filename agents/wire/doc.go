@@ -1,11 +1,29 @@
 // Package wire holds every byte of MCP's wire that the gateway writes or
 // reads by hand, beside mcp-go, which serves and calls MCP everywhere else.
+// Each piece says the mcp-go (v1.2.1) gap it fills, what it buys in make
+// bench (test/bench/README.md, "Wire-level code"), and the upstream change
+// that would retire it.
 //
-// The pieces:
-//   - the envelope decode (message.go): a POST body decoded once into a
-//     Message that the gateway checks and the endpoint dispatches on;
-//   - the server-side tools/call path (fastcall.go, stream.go, raw.go),
-//     described below.
+//   - The envelope decode (message.go): a POST body decoded once into a
+//     Message that the gateway checks (gateway/jsonrpc.go) and the endpoint
+//     dispatches on. Gap: mcp-go's handlePost decodes the body itself, about
+//     six times, and offers no hook to dispatch on a decoded message before
+//     it. Buys: the one decode the fast path needs, so that a call is not
+//     decoded again by the gateway, the endpoint and the path. Retired by:
+//     a StreamableHTTPServer entry point taking an already decoded
+//     JSONRPCRequest.
+//   - The server-side tools/call path (fastcall.go, stream.go, raw.go),
+//     below. Gap: mcp-go's per-request cost (ephemeral session, 100-slot
+//     notification channel and forwarder goroutine, repeated _meta and
+//     header decoding) and no way to write a result as bytes. Buys: routing
+//     at 64 callers sessionless from 36% of direct (mcp-go) to 57-73%, at
+//     107-329 µs less gateway CPU per call; the raw result 3-6 points more
+//     and 3 copies of an 8 MiB result instead of 13. Retired by: a cheaper
+//     stateless handlePost (no per-request session unless a notification
+//     is sent) and a CallToolResult that can carry raw JSON.
+//   - The switch (switch.go): wire.fast in the config, PALLASGW_WIRE_FAST=off
+//     in the environment; off, mcp-go serves and calls every request it can
+//     (Fast).
 //
 // The server-side tools/call path answers a plain tools/call without
 // mcp-go's server. Everything else,
@@ -46,4 +64,9 @@
 //   - a call whose notifications/cancelled key cannot be tracked (Serve's
 //     track: another running call with the same key, or the table full).
 //
+// The switch covers every piece: off, Serve declines every call, the
+// proxy's and toolbox's results and the tool loop's downstream calls come
+// through mcp-go's client, typed. One thing runs off too, since mcp-go
+// cannot do it: a 2026-07-28 call through the endpoint's input-required
+// bridge (ServeRoundTrip), whose result is then typed.
 package wire

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"mime"
 	"net/http"
-	"os"
 	"strconv"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -37,17 +36,12 @@ type Target interface {
 type Track func(key string, cancel context.CancelFunc) (untrack func())
 
 // enabled is the switch (package comment).
-var enabled = os.Getenv("PALLASGW_FASTCALL") != "off"
-
-// Enabled reports whether the fast path serves requests in this process.
-func Enabled() bool { return enabled }
-
 // Serve answers msg, a tools/call, through t when the request is plain
 // (package comment), and reports whether it did. When it reports false it
 // has written nothing. session is the caller's session id (session-based
 // callers), and track records the call for its notifications/cancelled.
 func Serve(w http.ResponseWriter, r *http.Request, msg *Message, t Target, session string, track Track) bool {
-	if !enabled {
+	if !Fast() {
 		return false
 	}
 	return serve(w, r, msg, t, session, track)

@@ -245,3 +245,25 @@ func TestYAMLErrorsDoNotQuoteValues(t *testing.T) {
 		t.Errorf("syntax error: %v", err)
 	}
 }
+
+// wire.fast is on unless written false; a value that is not a boolean is
+// an error placed at its line.
+func TestWireFast(t *testing.T) {
+	for _, c := range []struct {
+		extra string
+		want  bool
+	}{{"", true}, {"wire: {}\n", true}, {"wire: {fast: true}\n", true}, {"wire: {fast: false}\n", false}} {
+		cfg, err := Parse("t.yaml", []byte("name: t\n"+c.extra))
+		if err != nil {
+			t.Fatalf("%q: %v", c.extra, err)
+		}
+		if cfg.Wire.Fast != c.want {
+			t.Errorf("%q: wire.fast = %v, want %v", c.extra, cfg.Wire.Fast, c.want)
+		}
+	}
+	for _, bad := range []string{"wire: {fast: maybe}\n", "wire: {slow: true}\n"} {
+		if _, err := Parse("t.yaml", []byte("name: t\n"+bad)); err == nil || !strings.Contains(err.Error(), "t.yaml:2:") {
+			t.Errorf("%q: error %v, want one at t.yaml:2", bad, err)
+		}
+	}
+}

@@ -55,6 +55,10 @@ func (p *parser) applyDefaults(c *Config) {
 	if c.Reload.Debounce == 0 {
 		c.Reload.Debounce = DefaultDebounce
 	}
+	// wire.fast: on unless written false.
+	if lookup(p.root, []string{"wire", "fast"}) == nil {
+		c.Wire.Fast = true
+	}
 	// console: on unless written false.
 	if lookup(p.root, []string{"console"}) == nil {
 		c.Console = true

@@ -41,6 +41,8 @@ type Config struct {
 	// AgentsEndpoint serves POST /mcp: every agent the caller may use as
 	// one tool; default false.
 	AgentsEndpoint bool `yaml:"agents_endpoint"`
+	// Wire is the switch of the hand-written MCP paths (agents/wire).
+	Wire Wire `yaml:"wire"`
 
 	// File is the path the config was loaded from; Hash the hex SHA-256 of
 	// the raw file bytes plus the env_file bytes. Not YAML keys.
@@ -55,6 +57,12 @@ type Config struct {
 	AgentCardDirs []string `yaml:"-"`
 
 	pos *positions // where the keys are written (ErrorAt); nil when not loaded from a file
+}
+
+// Wire turns the gateway's hand-written MCP paths (agents/wire) on or off.
+// It is read at start; changing it takes a restart.
+type Wire struct {
+	Fast bool `yaml:"fast"` // default true; false: mcp-go serves and calls every request
 }
 
 // Reload configures the file watcher.

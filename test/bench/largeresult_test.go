@@ -20,7 +20,7 @@ import (
 // gateway in memory, in copies of the result. A downstream answers every
 // call with one text of largeSize; the gateway relays it through a proxy
 // agent's tools/call and a toolbox's execute_tool, and, for what the fast
-// path buys, through the toolbox with PALLASGW_FASTCALL=off (mcp-go's
+// path buys, through the toolbox with PALLASGW_WIRE_FAST=off (mcp-go's
 // client and server: the result decoded and encoded again). Each path runs
 // in a gateway process of its own, so that its peak resident set is its
 // own.
@@ -54,7 +54,7 @@ func BenchmarkLargeResult(b *testing.B) {
 	}{
 		{"proxy tools/call", "px", "blob", nil, nil},
 		{"toolbox execute_tool", "tb", "execute_tool", map[string]any{"server": "down", "tool": "blob"}, nil},
-		{"toolbox execute_tool, PALLASGW_FASTCALL=off", "tb", "execute_tool", map[string]any{"server": "down", "tool": "blob"}, []string{"PALLASGW_FASTCALL=off"}},
+		{"toolbox execute_tool, PALLASGW_WIRE_FAST=off", "tb", "execute_tool", map[string]any{"server": "down", "tool": "blob"}, []string{"PALLASGW_WIRE_FAST=off"}},
 	} {
 		g := startGateway(b, fmt.Sprintf(largeConfig, down), p.env...)
 		o := load.Options{URL: g.agentURL(p.agent), Tool: p.tool, Arguments: p.args, Concurrency: 1}

@@ -338,9 +338,9 @@ func TestToolboxInputRequired(t *testing.T) {
 // that declared elicitation gets the downstream's request relayed on the
 // response stream of its send_message and execute_tool, and the answer
 // reaches the downstream; with the fast path and through mcp-go
-// (PALLASGW_FASTCALL=off), with and without progress.
+// (PALLASGW_WIRE_FAST=off), with and without progress.
 func TestAgentElicitationSessionCaller(t *testing.T) {
-	for _, env := range []string{"PALLASGW_FASTCALL=on", "PALLASGW_FASTCALL=off"} {
+	for _, env := range []string{"PALLASGW_WIRE_FAST=on", "PALLASGW_WIRE_FAST=off"} {
 		t.Run(env, func(t *testing.T) {
 			d := newRelayDown(t)
 			f := fakellm.New(t)

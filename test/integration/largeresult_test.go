@@ -39,8 +39,8 @@ func TestLargeResultCopies(t *testing.T) {
 	})
 	ts := httptest.NewServer(server.NewStreamableHTTPServer(s))
 	t.Cleanup(ts.Close)
-	// The figure is the fast path's (PALLASGW_FASTCALL=off: 19-21 copies).
-	g := startGateway(t, fmt.Sprintf(largeResultCfg, ts.URL+"/mcp"), "PALLASGW_FASTCALL=on")
+	// The figure is the fast path's (PALLASGW_WIRE_FAST=off: 19-21 copies).
+	g := startGateway(t, fmt.Sprintf(largeResultCfg, ts.URL+"/mcp"), "PALLASGW_WIRE_FAST=on")
 
 	const calls = 3
 	for _, c := range []struct {
