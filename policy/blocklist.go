@@ -139,18 +139,28 @@ func (b *Blocklist) Validate(r HeaderRules) []error {
 		}
 		switch {
 		case !validHeaderName(target):
-			add("forward_headers", src, "target %q is not a valid header name", target)
+			add("forward_headers", src, "target %q is not a valid header name", nameOnly(target))
 			continue
 		case b.Blocked(target) || r.Blocked.Blocked(target):
 			add("forward_headers", src, "target %q is a blocked header", target)
 		}
 		ct := http.CanonicalHeaderKey(target)
 		if prev, dup := targets[ct]; dup {
-			add("forward_headers", src, "target %q is also the target of %q", target, prev)
+			add("forward_headers", src, "target %q is also the target of %q", target, nameOnly(prev))
 		}
 		targets[ct] = src
 	}
 	return errs
+}
+
+// nameOnly is a header name as a message may quote it: a name fused with
+// its value by a missing space ("X-Api-Key:abc") is cut at the colon, as
+// the rest may be a secret.
+func nameOnly(name string) string {
+	if i := strings.IndexByte(name, ':'); i >= 0 {
+		return name[:i] + ":…"
+	}
+	return name
 }
 
 func reasonText(reason string) string {
