@@ -326,7 +326,7 @@ func TestValidate(t *testing.T) {
 			want: []string{
 				`headers: Bad Name: not a valid header name`,
 				`forward_headers: In Valid: not a valid header name`,
-				`forward_headers: X-Ok: target "X:Bad" is not a valid header name`,
+				`forward_headers: X-Ok: target "X:…" is not a valid header name`,
 			},
 		},
 		{
