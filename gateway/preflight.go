@@ -47,7 +47,9 @@ func newPreflight(providers map[string]llm.Provider, cfg *config.Config, m *metr
 		results: map[string]error{}, checked: map[string]bool{}, kick: map[string]chan struct{}{},
 		done: make(chan struct{}), changed: make(chan struct{}, 1)}
 	seen := map[string]bool{}
-	refs := []string{cfg.Models.Default}
+	// The models agents use (an agent without a model has models.default
+	// by then); models.default alone is no model anyone calls.
+	var refs []string
 	for _, a := range cfg.Agents {
 		refs = append(refs, a.Model)
 	}

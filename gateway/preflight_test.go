@@ -207,3 +207,24 @@ func TestUnreachableProviderIsError(t *testing.T) {
 		t.Errorf("pallasgw_agent_health = %v, want 0", v)
 	}
 }
+
+// models.default naming a model no agent uses is not checked against the
+// provider: no warning, the provider is up.
+func TestUnusedDefaultModelNotChecked(t *testing.T) {
+	f := newFakeProvider(t, true) // lists model "m" only
+	g := newTestGateway(t, `
+name: t
+listen: "127.0.0.1:0"
+models:
+  default: openai.not-listed
+  providers:
+    openai: {base_url: "`+f.srv.URL+`/v1", api_key: k, max_retries: 0}
+agents:
+  a: {model: openai.m}
+  p: {model: passthrough}
+`)
+	<-g.current.Load().preflight.done
+	if got := gaugeValue(g.metrics.ProviderUp.WithLabelValues("openai")); got != 1 {
+		t.Errorf("pallasgw_llm_provider_up{provider=openai} = %v, want 1 (only the agents' models are checked)", got)
+	}
+}

@@ -190,6 +190,10 @@ func (g *Gateway) buildAuth(ctx context.Context, cfg *config.Config) (*policy.Au
 	v, err := policy.NewJWTVerifier(ctx, policy.JWTOptions{Issuer: j.Issuer, JWKSURL: j.JWKSURL, Audiences: j.Audiences,
 		Algorithms: j.Algorithms, ClockSkew: j.ClockSkew, IdentityClaim: j.IdentityClaim, Scopes: j.Scopes,
 		OnKeyError: func(err error) {
+			if errors.Is(err, policy.ErrNoKeys) {
+				log.Warn("identity provider keys unavailable; JWT callers are refused until the keys are found (retrying)", zap.Error(err))
+				return
+			}
 			log.Warn("identity provider keys unavailable; the last good keys stay in use", zap.Error(err))
 		}})
 	if err != nil {

@@ -101,6 +101,10 @@ type scopeRule struct {
 	scopes []string
 }
 
+// ErrNoKeys marks a key error met before any key set was found: no JWT
+// is accepted until one is (later failures keep the last good keys).
+var ErrNoKeys = errors.New("no key set yet")
+
 // keyWait bounds how long a request waits for the first key set.
 const keyWait = 5 * time.Second
 
@@ -151,7 +155,7 @@ func (v *JWTVerifier) findKeys(ctx context.Context) {
 				return
 			}
 		}
-		v.opts.OnKeyError(err)
+		v.opts.OnKeyError(fmt.Errorf("%w: %w", ErrNoKeys, err))
 		select {
 		case <-v.ready:
 		default:

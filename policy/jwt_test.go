@@ -10,6 +10,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"encoding/pem"
+	"errors"
 	"math/big"
 	"net/http"
 	"net/http/httptest"
@@ -229,7 +230,11 @@ func TestJWTIssuerDown(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	v, err := NewJWTVerifier(ctx, JWTOptions{Issuer: dead.URL, Algorithms: []string{"RS256"}, IdentityClaim: "sub",
-		OnKeyError: func(error) { keyErrors.Add(1) }})
+		OnKeyError: func(err error) {
+			if errors.Is(err, ErrNoKeys) {
+				keyErrors.Add(1)
+			}
+		}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -238,7 +243,7 @@ func TestJWTIssuerDown(t *testing.T) {
 		t.Errorf("reason %q (%v), want %q", reason, err, AuthKeysUnavailable)
 	}
 	if keyErrors.Load() == 0 {
-		t.Error("the failed discovery was not reported")
+		t.Error("the failed discovery was not reported as ErrNoKeys")
 	}
 }
 
