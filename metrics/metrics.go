@@ -56,6 +56,10 @@ type Metrics struct {
 	InputRequiredParked    prometheus.Gauge
 	RequestStateRejections *prometheus.CounterVec // reason
 
+	ToolPinMismatches *prometheus.CounterVec // server
+	ToolPinsPending   *prometheus.GaugeVec   // server
+	ToolCheckFailures *prometheus.CounterVec // server, check
+
 	ConfigReloads          *prometheus.CounterVec // result
 	ConfigLastReloadOK     prometheus.Gauge
 	ConfigLastReloadSuccTS prometheus.Gauge
@@ -177,6 +181,16 @@ func New(version string) *Metrics {
 	m.ConfigLastReloadOK = prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "pallasgw_config_last_reload_successful", Help: "Whether the last config reload succeeded.",
 	})
+	m.ToolPinMismatches = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "pallasgw_tool_pin_mismatches_total", Help: "Tool definitions seen that are new or differ from their pin (each distinct definition once), by server.",
+	}, []string{"server"})
+	m.ToolPinsPending = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "pallasgw_tool_pins_pending", Help: "Tool definitions awaiting a reviewer's approval, by server.",
+	}, []string{"server"})
+	m.ToolCheckFailures = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "pallasgw_tool_check_failures_total", Help: "Tool definitions failing a poisoning check (each distinct definition once), by server and check.",
+	}, []string{"server", "check"})
+
 	m.ConfigLastReloadSuccTS = prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "pallasgw_config_last_reload_success_timestamp_seconds", Help: "Time of the last successful config load.",
 	})
@@ -187,6 +201,7 @@ func New(version string) *Metrics {
 		m.GenAITokens, m.LLMTokens, m.LLMCost, m.AgentIterations, m.AgentIterationLimit, m.AgentHealth,
 		m.ProviderUp, m.PolicyDecisions, m.AuthFailures, m.QuotaRejections, m.QuotaStoreErrors, m.TokenExchanges, m.ForwardedHeaderRejection, m.HistorySkipped, m.Progress,
 		m.InputRequired, m.InputRequiredParked, m.RequestStateRejections,
+		m.ToolPinMismatches, m.ToolPinsPending, m.ToolCheckFailures,
 		m.ConfigReloads, m.ConfigLastReloadOK, m.ConfigLastReloadSuccTS,
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
@@ -222,7 +237,8 @@ func (m *Metrics) ForgetAgent(name string) {
 // ForgetServer deletes every series of a downstream server that is gone
 // from the config.
 func (m *Metrics) ForgetServer(name string) {
-	for _, v := range []deleter{m.DownstreamCalls, m.DownstreamDuration, m.DownstreamSessions, m.TokenExchanges, m.ForwardedHeaderRejection} {
+	for _, v := range []deleter{m.DownstreamCalls, m.DownstreamDuration, m.DownstreamSessions, m.TokenExchanges, m.ForwardedHeaderRejection,
+		m.ToolPinMismatches, m.ToolPinsPending, m.ToolCheckFailures} {
 		v.DeletePartialMatch(prometheus.Labels{"server": name})
 	}
 }
