@@ -25,6 +25,7 @@ const (
 	DefaultAgentTimeout       = 300 * time.Second
 	DefaultProviderTimeout    = 300 * time.Second
 	DefaultServerTimeout      = 60 * time.Second
+	DefaultMaxDescription     = 2048
 	DefaultClockSkew          = 60 * time.Second
 	DefaultOpenAIBaseURL      = "https://api.openai.com/v1"
 	DefaultAnthropicBaseURL   = "https://api.anthropic.com"
@@ -119,9 +120,14 @@ func (p *parser) applyDefaults(c *Config) {
 		}
 		providerDefaults(name, pr)
 	}
-	for _, s := range c.MCP.Servers {
+	for name, s := range c.MCP.Servers {
 		if s == nil {
 			continue
+		}
+		def(&s.PinTools, "off")
+		def(&s.ToolChecks.Mode, "warn")
+		if lookup(p.root, []string{"mcp", "servers", name, "tool_checks", "max_description"}) == nil {
+			s.ToolChecks.MaxDescription = DefaultMaxDescription
 		}
 		if s.Transport == "" { // inferred: a command is a stdio server, anything else http
 			s.Transport = "http"

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -137,11 +138,33 @@ func (p *parser) parse(raw []byte) *Config {
 		return nil
 	}
 	p.loadCards(c, hash)
+	p.hashPins(c, hash)
 	c.File = p.file
 	c.pos = &positions{root: p.root, cards: p.cards}
 	c.Hash = hex.EncodeToString(hash.Sum(nil))
 	c.EnvFilePath = envPath
 	return c
+}
+
+// hashPins resolves the pins file against the config's directory and adds
+// its bytes to the config's hash, so that editing it reloads (and an
+// unchanged one is a no-op). Parsing it is the gateway's: a missing or
+// broken file fails the load there, with the file's own line numbers.
+func (p *parser) hashPins(c *Config, hash io.Writer) {
+	if c.Pins == "" {
+		return
+	}
+	c.PinsPath = c.Pins
+	if !filepath.IsAbs(c.PinsPath) {
+		c.PinsPath = filepath.Join(filepath.Dir(p.file), c.PinsPath)
+	}
+	if abs, err := filepath.Abs(c.PinsPath); err == nil {
+		c.PinsPath = abs
+	}
+	hash.Write([]byte("\x00pins\x00"))
+	if b, err := os.ReadFile(c.PinsPath); err == nil {
+		hash.Write(b)
+	}
 }
 
 func (p *parser) yamlError(err error) {

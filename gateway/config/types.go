@@ -43,6 +43,11 @@ type Config struct {
 	AgentsEndpoint bool `yaml:"agents_endpoint"`
 	// Wire is the switch of the hand-written MCP paths (agents/wire).
 	Wire Wire `yaml:"wire"`
+	// Pins is the tool pins file (approved and rejected tool definitions
+	// per server), relative to the config's directory; watched and
+	// reloaded with the config. Default "" (none; servers with pin_tools
+	// warn or enforce need one).
+	Pins string `yaml:"pins"`
 
 	// File is the path the config was loaded from; Hash the hex SHA-256 of
 	// the raw file bytes plus the env_file bytes. Not YAML keys.
@@ -52,6 +57,9 @@ type Config struct {
 	Warnings []string `yaml:"-"`
 	// EnvFilePath is env_file resolved against the config's directory.
 	EnvFilePath string `yaml:"-"`
+	// PinsPath is Pins resolved against the config's directory; the
+	// file's bytes are part of Hash.
+	PinsPath string `yaml:"-"`
 	// AgentCardDirs are AgentCards resolved against the config's
 	// directory (watched for reloads).
 	AgentCardDirs []string `yaml:"-"`
@@ -187,6 +195,11 @@ type Server struct {
 	Env                 map[string]Secret `yaml:"env"`
 	Dir                 string            `yaml:"dir"`
 	TokenExchange       *TokenExchange    `yaml:"token_exchange"` // RFC 8693; needs auth.mode jwt
+	// PinTools pins the server's tool definitions: off | warn (serve and
+	// report a new or changed one) | enforce (hide it and refuse its
+	// calls until approved). Default off; warn and enforce need pins.
+	PinTools   string     `yaml:"pin_tools"`
+	ToolChecks ToolChecks `yaml:"tool_checks"`
 
 	expanded []string // see Expanded
 }
@@ -198,6 +211,13 @@ type Server struct {
 // the environment they came from, so they are taken out of the server's
 // stderr lines and errors wherever those are logged.
 func (s *Server) Expanded() []string { return s.expanded }
+
+// ToolChecks are the poisoning checks of a server's tool definitions.
+type ToolChecks struct {
+	Mode           string   `yaml:"mode"`            // warn (report) | refuse (handle as unapproved); default warn
+	MaxDescription int      `yaml:"max_description"` // characters; default 2048; 0 written = no bound
+	Patterns       []string `yaml:"patterns"`        // regexes on descriptions; default: built-in injection phrasings; [] = none
+}
 
 // TokenExchange trades the caller's access token for one meant for the
 // server (RFC 8693), sent as "Authorization: Bearer <token>".

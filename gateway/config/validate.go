@@ -259,6 +259,32 @@ func (p *parser) validateServers(c *Config) {
 				}
 			}
 		}
+		p.validatePins(c, key, s)
+	}
+}
+
+// validatePins checks a server's pin_tools and tool_checks.
+func (p *parser) validatePins(c *Config, key []string, s *Server) {
+	switch s.PinTools {
+	case "off":
+	case "warn", "enforce":
+		if c.Pins == "" {
+			p.addPath(append(key, "pin_tools"), "pin_tools "+s.PinTools+" needs a pins file (top-level pins: PATH; create it with `pallasgw pins init`)")
+		}
+	default:
+		p.addPath(append(key, "pin_tools"), fmt.Sprintf("unknown mode %q (want off, warn or enforce)", s.PinTools))
+	}
+	ck := append(append([]string{}, key...), "tool_checks")
+	if m := s.ToolChecks.Mode; m != "warn" && m != "refuse" {
+		p.addPath(append(ck, "mode"), fmt.Sprintf("unknown mode %q (want warn or refuse)", m))
+	}
+	if s.ToolChecks.MaxDescription < 0 {
+		p.addPath(append(ck, "max_description"), "must not be negative")
+	}
+	for i, re := range s.ToolChecks.Patterns {
+		if _, err := regexp.Compile(re); err != nil {
+			p.addPath(append(ck, "patterns", strconv.Itoa(i)), err.Error())
+		}
 	}
 }
 
