@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/pallasgw/pallasgw/agents"
+	"github.com/pallasgw/pallasgw/agents/pins"
 )
 
 // statusHandler serves GET /-/status. It shows no secret: agents'
@@ -42,7 +43,10 @@ func (g *Gateway) status() any {
 		// Warnings are the serving config's non-fatal findings (rules
 		// that select nothing, ignored keys), as validate prints them.
 		Warnings []string `json:"warnings"`
-	}{ConfigFile: s.cfg.File, ConfigHash: s.cfg.Hash, LoadedAt: s.loadedAt.UTC(), LastReload: g.lastReload.Load(), Reloads: g.reloads.snapshot(), Agents: []agentStatus{},
+		// PendingTools are the tool definitions awaiting a reviewer
+		// (pin_tools, tool_checks), with the hashes to compare.
+		PendingTools []pins.PendingTool `json:"pending_tools"`
+	}{PendingTools: append([]pins.PendingTool{}, g.pins.Pending()...), ConfigFile: s.cfg.File, ConfigHash: s.cfg.Hash, LoadedAt: s.loadedAt.UTC(), LastReload: g.lastReload.Load(), Reloads: g.reloads.snapshot(), Agents: []agentStatus{},
 		Warnings: append([]string{}, s.cfg.Warnings...)}
 	for _, name := range s.agents.Names() {
 		a := s.cfg.Agents[name]

@@ -15,6 +15,7 @@ import (
 
 	"github.com/pallasgw/pallasgw/agents"
 	"github.com/pallasgw/pallasgw/agents/mcpclient"
+	"github.com/pallasgw/pallasgw/agents/pins"
 	"github.com/pallasgw/pallasgw/agents/proxy"
 )
 
@@ -50,13 +51,14 @@ func specKey(s mcpclient.ServerSpec) string {
 func (c *downstreamCache) acquire(specs []mcpclient.ServerSpec) *downstreams {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	d := &downstreams{cache: c, byServer: make(map[string]*mcpclient.Manager, len(specs))}
+	d := &downstreams{cache: c, guard: c.g.pins, byServer: make(map[string]*mcpclient.Manager, len(specs))}
 	for _, spec := range specs {
 		key := specKey(spec)
 		e := c.entries[key]
 		if e == nil {
 			e = &dsEntry{m: mcpclient.NewManager([]mcpclient.ServerSpec{spec}, mcpclient.Options{
 				Logger: c.g.log.Named("downstream"), Metrics: c.g.metrics, ClientName: "pallasgw", ClientVersion: c.g.opts.Version,
+				ToolFilter: c.g.pins.Filter, // pins.go: each list read is hashed and checked once
 			})}
 			c.entries[key] = e
 		} else {
@@ -114,6 +116,7 @@ func (c *downstreamCache) forgetGone(keys []string) {
 // proxy.LoggingDownstream) by passing each call to the server's manager.
 type downstreams struct {
 	cache    *downstreamCache
+	guard    *pins.Guard // refuses calls of unapproved tools (pins.go)
 	byServer map[string]*mcpclient.Manager
 	keys     []string
 	once     sync.Once
@@ -142,6 +145,9 @@ func (d *downstreams) CallTool(ctx context.Context, server, tool string, args ma
 	if err != nil {
 		return nil, err
 	}
+	if err := d.allowCall(ctx, server, tool, hdr); err != nil {
+		return nil, err
+	}
 	return m.CallTool(ctx, server, tool, args, hdr, onProgress)
 }
 
@@ -154,6 +160,9 @@ func (d *downstreams) CallToolRaw(ctx context.Context, server, tool string, args
 	if err != nil {
 		return nil, err
 	}
+	if err := d.allowCall(ctx, server, tool, hdr); err != nil {
+		return nil, err
+	}
 	return m.CallToolRaw(ctx, server, tool, args, hdr, onProgress)
 }
 
@@ -164,6 +173,9 @@ var _ agents.JSONDownstream = (*downstreams)(nil)
 func (d *downstreams) CallToolJSON(ctx context.Context, server, tool string, args json.RawMessage, hdr http.Header, onProgress mcpclient.ProgressFunc) (*mcp.CallToolResult, error) {
 	m, err := d.get(server)
 	if err != nil {
+		return nil, err
+	}
+	if err := d.allowCall(ctx, server, tool, hdr); err != nil {
 		return nil, err
 	}
 	return m.CallToolJSON(ctx, server, tool, args, hdr, onProgress)

@@ -20,6 +20,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/pallasgw/pallasgw/agents/endpoint"
+	"github.com/pallasgw/pallasgw/agents/pins"
 	"github.com/pallasgw/pallasgw/agents/wire"
 	"github.com/pallasgw/pallasgw/gateway/config"
 	"github.com/pallasgw/pallasgw/metrics"
@@ -58,6 +59,7 @@ type Gateway struct {
 
 	listeners   *listenerSet
 	downstreams *downstreamCache         // shared across snapshots
+	pins        *pins.Guard              // shared across snapshots: what lists showed survives a reload
 	callerReqs  *endpoint.CallerRequests // shared across snapshots
 	exchanger   *policy.Exchanger        // shared across snapshots: exchanged tokens survive a reload
 	quotaStores quotaStores              // shared across snapshots: counters survive a reload
@@ -88,6 +90,7 @@ func New(opts Options) (*Gateway, error) {
 	g := &Gateway{opts: opts, log: opts.Logger, metrics: metrics.New(opts.Version), calls: newCallCounter()}
 	g.baseCtx, g.cancelBase = context.WithCancel(context.Background())
 	g.listeners = newListenerSet(g)
+	g.pins = pins.NewGuard(opts.Logger.Named("pins").WithOptions(zap.WithCaller(false)), g.metrics)
 	g.downstreams = newDownstreamCache(g)
 	g.callerReqs = endpoint.NewCallerRequests()
 	g.exchanger = &policy.Exchanger{Observe: func(server, outcome string) { g.metrics.TokenExchanges.WithLabelValues(server, outcome).Inc() }}

@@ -109,6 +109,7 @@ func (g *Gateway) apply(cfg *config.Config, trigger string) error {
 		return fmt.Errorf("%s: %w", cfg.File, err)
 	}
 	g.callerReqs.Configure(stateKey(cfg), g.metrics)
+	g.pins.SetPolicy(s.pins) // nothing fails past this point
 	old := g.current.Swap(s)
 	g.listeners.commit(added, s.ports)
 	if old != nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/pallasgw/pallasgw/agents"
 	"github.com/pallasgw/pallasgw/agents/llm"
 	"github.com/pallasgw/pallasgw/agents/mcpclient"
+	"github.com/pallasgw/pallasgw/agents/pins"
 	"github.com/pallasgw/pallasgw/gateway/config"
 	"github.com/pallasgw/pallasgw/metrics/tracing"
 	"github.com/pallasgw/pallasgw/policy"
@@ -41,6 +42,7 @@ type Snapshot struct {
 	tracer     *tracing.Provider // nil: tracing off
 	tracesOnce sync.Once
 	directory  *agents.Directory // POST /mcp; nil unless agents_endpoint
+	pins       *pins.Policy      // put in force by apply
 
 	stop      context.CancelFunc // ends what runs for the snapshot (the JWT key source)
 	forget    func()             // deletes the series of what the next snapshot dropped
@@ -111,6 +113,12 @@ func (g *Gateway) buildSnapshot(cfg *config.Config) (_ *Snapshot, err error) {
 		return nil, err
 	}
 	s.preflight = newPreflight(providers, cfg, g.metrics, g.log)
+	if s.pins, err = pinPolicy(cfg); err != nil {
+		if errors.As(err, new(config.Error)) {
+			return nil, err
+		}
+		return nil, cfg.ErrorAt([]string{"pins"}, err.Error())
+	}
 	s.downstream = g.downstreams.acquire(serverSpecs(cfg))
 	s.agents, err = agents.Build(agents.Deps{
 		Config: cfg, Logger: g.log.Named("agent"), Metrics: g.metrics, Downstream: s.downstream,

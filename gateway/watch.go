@@ -83,6 +83,7 @@ func (g *Gateway) watched() (files map[string]bool, dirs map[string]bool) {
 	}
 	add(g.opts.ConfigPath)
 	add(g.current.Load().cfg.EnvFilePath)
+	add(g.current.Load().cfg.PinsPath)
 	for _, d := range g.current.Load().cfg.AgentCardDirs {
 		dirs[d] = true // its *.md files: see relevant
 	}
@@ -154,7 +155,8 @@ func (g *Gateway) relevant(name string) bool {
 // backstop; errors hash as empty (a file mid-swap is retried next tick).
 func (g *Gateway) fileHash() [32]byte {
 	h := sha256.New()
-	for _, p := range []string{g.opts.ConfigPath, g.current.Load().cfg.EnvFilePath} {
+	cfg := g.current.Load().cfg
+	for _, p := range []string{g.opts.ConfigPath, cfg.EnvFilePath, cfg.PinsPath} {
 		if p == "" {
 			continue
 		}

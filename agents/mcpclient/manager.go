@@ -31,6 +31,7 @@ package mcpclient
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -38,6 +39,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/mark3labs/mcp-go/mcp"
 	"go.uber.org/zap"
 
 	"github.com/pallasgw/pallasgw/metrics"
@@ -148,6 +150,12 @@ type Options struct {
 	// (toollist.go). A notifications/tools/list_changed drops the cache at
 	// once. Default DefaultToolListTTL.
 	ToolListTTL time.Duration
+
+	// ToolFilter, if set, gets every tool list read from a server (the
+	// decoded tools and each one's JSON as the server sent it) and returns
+	// the list to cache and serve: the gateway's tool pins
+	// (agents/pins) hash and check definitions here, once per read.
+	ToolFilter func(server string, tools []mcp.Tool, raw []json.RawMessage) []mcp.Tool
 }
 
 // Manager holds the clients of every configured downstream server. It is

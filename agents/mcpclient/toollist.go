@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"time"
 
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
@@ -61,7 +60,7 @@ func (m *Manager) sessionTools(ctx context.Context, s *session, cli *client.Clie
 	}
 	key := fetchKey{cache: &s.tools, gen: gen}
 	f, fctx, lead := m.fetches.join(m.ctx, key)
-	if lead && !m.track(func() { m.fetchTools(fctx, cli, s.srv.spec.Timeout, key, f) }) {
+	if lead && !m.track(func() { m.fetchTools(fctx, cli, s.srv.spec, key, f) }) {
 		m.fetches.finish(key, f, nil, errClosed)
 	}
 	return m.fetches.wait(ctx, key, f)
@@ -76,7 +75,7 @@ func (m *Manager) refreshTools(s *session, cli *client.Client, gen uint64) {
 	ctx, cancel := context.WithTimeoutCause(m.ctx, timeout, &timeoutError{timeout: timeout})
 	defer cancel()
 	ctx = context.WithValue(ctx, opKey{}, string(mcp.MethodToolsList))
-	tools, err := m.listTools(ctx, cli)
+	tools, err := m.listTools(ctx, s.srv.spec.Name, cli)
 	if err != nil {
 		m.log.Debug("tools/list refresh failed; the next caller reads it again", zap.String("server", s.srv.spec.Name), zap.Error(err))
 	}
@@ -86,13 +85,14 @@ func (m *Manager) refreshTools(s *session, cli *client.Client, gen uint64) {
 // fetchTools runs the fetch f under the server's timeout and caches its list
 // if the generation is still current. ctx ends with the Manager or when every
 // waiter has given up.
-func (m *Manager) fetchTools(ctx context.Context, cli *client.Client, timeout time.Duration, key fetchKey, f *toolFetch) {
+func (m *Manager) fetchTools(ctx context.Context, cli *client.Client, spec ServerSpec, key fetchKey, f *toolFetch) {
+	timeout := spec.Timeout
 	ctx, cancel := context.WithTimeoutCause(ctx, timeout, &timeoutError{timeout: timeout})
 	defer cancel()
 	// Marked as a request of do, as each caller's own tools/list was (see
 	// serverRequest); no caller's Relay or other values are carried.
 	ctx = context.WithValue(ctx, opKey{}, string(mcp.MethodToolsList))
-	tools, err := m.listTools(ctx, cli)
+	tools, err := m.listTools(ctx, spec.Name, cli)
 	var te *timeoutError
 	if err != nil && errors.As(context.Cause(ctx), &te) {
 		// A waiter that joined late outlives the fetch's timeout; its own
@@ -170,9 +170,11 @@ func (g *fetchGroup) finish(key fetchKey, f *toolFetch, tools []mcp.Tool, err er
 // proxy would hand its callers a different schema. So the request goes
 // through the client's transport, as mcp-go's own would on a session-based
 // connection (no _meta or header additions apply there), with an id of its
-// own that cannot clash with the client's numeric ones.
-func (m *Manager) listTools(ctx context.Context, cli *client.Client) ([]mcp.Tool, error) {
+// own that cannot clash with the client's numeric ones. The whole list,
+// with each tool's JSON as sent, goes through Options.ToolFilter if set.
+func (m *Manager) listTools(ctx context.Context, server string, cli *client.Client) ([]mcp.Tool, error) {
 	var tools []mcp.Tool
+	var raws []json.RawMessage
 	seen := map[string]bool{}
 	cursor := ""
 	for range maxToolPages {
@@ -203,9 +205,12 @@ func (m *Manager) listTools(ctx context.Context, cli *client.Client) ([]mcp.Tool
 			if err != nil {
 				return nil, err
 			}
-			tools = append(tools, t)
+			tools, raws = append(tools, t), append(raws, raw)
 		}
 		if page.NextCursor == "" {
+			if m.opts.ToolFilter != nil {
+				tools = m.opts.ToolFilter(server, tools, raws)
+			}
 			return tools, nil
 		}
 		if seen[page.NextCursor] {

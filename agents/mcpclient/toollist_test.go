@@ -275,7 +275,7 @@ func BenchmarkToolsColdCache(b *testing.B) {
 			if ok {
 				return nil
 			}
-			list, err := m.listTools(ctx, cli)
+			list, err := m.listTools(ctx, "argos", cli)
 			if err == nil {
 				s.tools.put(gen, list)
 			}
