@@ -17,6 +17,7 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
+	"github.com/pallasgw/pallasgw/cmd/pallasgw/internal/pinscmd"
 	"github.com/pallasgw/pallasgw/gateway"
 	"github.com/pallasgw/pallasgw/gateway/config"
 )
@@ -45,6 +46,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return chatCmd(args[1:], os.Stdin, stdout, stderr)
 	case "import":
 		return importCmd(args[1:], stdout, stderr)
+	case "pins":
+		return pinscmd.Run(args[1:], defaultConfig(), stdout, stderr)
 	case "version":
 		fmt.Fprintf(stdout, "pallasgw %s (commit %s, %s)\n", version, commit, runtime.Version())
 		return 0
@@ -76,7 +79,7 @@ func usage(w io.Writer) {
   pallasgw validate [--config PATH]
   pallasgw chat     [--url URL] [--token T] AGENT [-m MESSAGE]
   pallasgw import   --pallas DIR [--out FILE] [--cards DIR]
-  pallasgw version
+`+pinscmd.Usage+`  pallasgw version
 --config defaults to $PALLASGW_CONFIG, then ./pallasgw.yaml.
 `)
 }
