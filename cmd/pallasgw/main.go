@@ -17,6 +17,7 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
+	"github.com/pallasgw/pallasgw/agents/pins"
 	"github.com/pallasgw/pallasgw/cmd/pallasgw/internal/pinscmd"
 	"github.com/pallasgw/pallasgw/gateway"
 	"github.com/pallasgw/pallasgw/gateway/config"
@@ -102,6 +103,12 @@ func validate(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		printConfigError(stderr, err)
 		return 1
+	}
+	if cfg.PinsPath != "" { // serve refuses a broken pins file: so does validate
+		if _, err := pins.Load(cfg.PinsPath); err != nil {
+			fmt.Fprintln(stderr, err)
+			return 1
+		}
 	}
 	for _, w := range cfg.Warnings {
 		fmt.Fprintln(stderr, "warning: "+w)

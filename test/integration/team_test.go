@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -31,6 +32,16 @@ func newToolsServer(t *testing.T, name string, tools ...string) string {
 	return ts.URL + "/mcp"
 }
 
+// teamPins is the absolute path of the shipped pins file of the team
+// example (the test's config lives elsewhere).
+func teamPins(t *testing.T) string {
+	p, err := filepath.Abs("../../configs/pins/team.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
 // teamConfig is the shipped configs/team.yaml on loopback, its servers and
 // providers replaced by fakes; the test fails when the file no longer has
 // what it replaces.
@@ -45,6 +56,7 @@ func teamConfig(t *testing.T, tickets, search, anthropic string) string {
 		{`(?m)^listen: .*$`, `listen: "127.0.0.1:{{PORT}}"`},
 		{`url: http://tickets:8000/mcp`, "url: " + tickets},
 		{`url: http://search:8000/mcp`, "url: " + search},
+		{`(?m)^pins: pins/team.yaml`, "pins: " + teamPins(t)},
 		{`(?m)^(\s+)api_key: \$\{ANTHROPIC_API_KEY\}`, "${1}api_key: $${ANTHROPIC_API_KEY}\n${1}base_url: " + anthropic},
 	} {
 		re := regexp.MustCompile(r[0])
