@@ -33,6 +33,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/pallasgw/pallasgw/agents/mcpclient"
+	"github.com/pallasgw/pallasgw/agents/pins"
 	"github.com/pallasgw/pallasgw/gateway/config"
 	"github.com/pallasgw/pallasgw/policy"
 )
@@ -565,6 +566,8 @@ func (tb *toolbox) downstreamError(ctx context.Context, c *tbCall, err error) er
 	tb.d.Logger.Warn("toolbox downstream call failed", zap.String("request_id", rid), zap.String("caller", c.caller),
 		zap.String("server", c.server), zap.String("tool", c.target), zap.String("outcome", mcpclient.Outcome(err)), zap.Error(err))
 	switch {
+	case errors.Is(err, pins.ErrAwaitsApproval), errors.Is(err, pins.ErrRejected):
+		return tbErr(CodeDenied, "%v (request id %s)", err, rid)
 	case errors.Is(err, context.DeadlineExceeded):
 		return tbErr(CodeTimeout, "server %s did not answer in time (request id %s)", c.server, rid)
 	case errors.Is(err, mcp.ErrInvalidParams):
