@@ -74,6 +74,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/pallasgw/pallasgw/agents/mcpclient"
+	"github.com/pallasgw/pallasgw/agents/toolsearch"
 	"github.com/pallasgw/pallasgw/gateway/config"
 	"github.com/pallasgw/pallasgw/metrics"
 	"github.com/pallasgw/pallasgw/metrics/tracing"
@@ -130,6 +131,8 @@ type Deps struct {
 	// StreamOf is the response the request of ctx writes its events to (nil:
 	// none is tracked).
 	StreamOf func(ctx context.Context) Stream
+	// ToolSearch adds search_tools (search.go).
+	ToolSearch bool
 	// Request sends a downstream's server-to-client request to the caller of
 	// the request of ctx, on that request's response stream, between the
 	// notifications of relay (the endpoint's).
@@ -157,6 +160,8 @@ type Proxy struct {
 	exactURIs  sync.Map // resource URIs registered exactly
 
 	owned ownedTasks // who created which task (tasks.go)
+
+	search *toolsearch.Index // nil: no search_tools (search.go)
 }
 
 // route is where an exposed name leads; for a tool whose input schema
@@ -182,6 +187,9 @@ func New(d Deps) (*Proxy, error) {
 	f.Name = "agents." + d.Agent + ".tools"
 	p := &Proxy{d: d, filter: f, prefix: len(d.Servers) > 1}
 	p.catalog, _ = d.Downstream.(CatalogDownstream)
+	if d.ToolSearch {
+		p.search = toolsearch.New()
+	}
 	return p, nil
 }
 
@@ -236,6 +244,7 @@ func (p *Proxy) ServerOptions(h *server.Hooks) []server.ServerOption {
 func (p *Proxy) Register(srv *server.MCPServer) {
 	p.srv = srv
 	p.registered.Store(healthToolName, true) // agents registers it, with CallTool
+	p.registerSearch(srv)                    // search.go
 	if p.catalog != nil {
 		p.srv.AddResourceTemplate(catchAllTemplate, p.readResource)
 	}
@@ -304,6 +313,9 @@ func (p *Proxy) toolViewFailed(ctx context.Context, inbound http.Header) ([]mcp.
 		}
 		for _, t := range list {
 			name := p.exposed(srv, t.Name)
+			if p.search != nil && name == toolsearch.ToolName {
+				continue // shadowed by the agent's own (search.go)
+			}
 			r := route{srv, t.Name, headerBound(t)}
 			if old, ok := p.tools.Load(name); !ok || old.(route).bound != nil || r.bound != nil {
 				p.tools.Store(name, r)
@@ -320,6 +332,9 @@ func (p *Proxy) toolViewFailed(ctx context.Context, inbound http.Header) ([]mcp.
 		if st := p.srv.GetTool(healthToolName); st != nil {
 			out = append(out, st.Tool)
 		}
+	}
+	if p.search != nil {
+		out = append(out, searchTool)
 	}
 	return out, failed
 }

@@ -1,7 +1,7 @@
 // Package toolbox is the toolbox kind of agent: no
-// LLM. Three tools let a client discover and call the tools of the agent's
-// servers on demand: list_servers, get_server_tools and execute_tool,
-// filtered by the agent's tools.allow/deny and the caller rule.
+// LLM. Four tools let a client discover and call the tools of the agent's
+// servers on demand: list_servers, get_server_tools, search_tools (ranked by
+// package toolsearch) and execute_tool, filtered by the agent's tools.allow/deny and the caller rule.
 // The caller identity is the auth token's name; in passthrough mode the
 // tools also take an optional agent_id argument that is used as the
 // identity instead (in tokens mode an authenticated identity is never
@@ -34,6 +34,7 @@ import (
 
 	"github.com/pallasgw/pallasgw/agents/mcpclient"
 	"github.com/pallasgw/pallasgw/agents/pins"
+	"github.com/pallasgw/pallasgw/agents/toolsearch"
 	"github.com/pallasgw/pallasgw/gateway/config"
 	"github.com/pallasgw/pallasgw/policy"
 )
@@ -106,7 +107,8 @@ type Deps struct {
 type toolbox struct {
 	d      Deps
 	filter policy.ToolFilter
-	status policy.Globs // who may call get_gateway_status; empty: every caller
+	status policy.Globs      // who may call get_gateway_status; empty: every caller
+	index  *toolsearch.Index // search_tools (search.go)
 }
 
 // tbCall is one toolbox call: who, what, and the policy decision reached.
@@ -129,12 +131,14 @@ func Register(srv *server.MCPServer, d Deps) *Target {
 		f = policy.ToolFilter{Deny: mustGlobs("*")}
 	}
 	f.Name = "agents." + d.Agent + ".tools"
-	tb := &toolbox{d: d, filter: f}
+	tb := &toolbox{d: d, filter: f, index: toolsearch.New()}
 	srv.AddTool(mcp.NewToolWithRawSchema("list_servers",
 		"Lists the MCP servers this toolbox can reach for you.", tb.schema(listServersSchema)), tb.handle("list_servers", tb.listServers))
 	srv.AddTool(mcp.NewToolWithRawSchema("get_server_tools",
 		"Returns the definitions of a server's tools you may call, optionally only the named ones or those matching a wildcard pattern, within a schema token budget.",
 		tb.schema(getServerToolsSchema)), tb.handle("get_server_tools", tb.getServerTools))
+	srv.AddTool(mcp.NewToolWithRawSchema(toolsearch.ToolName, toolsearch.ToolDescription, tb.schema(toolsearch.ToolSchema)),
+		tb.handle(toolsearch.ToolName, tb.searchTools)) // search.go
 	executeTool := tb.handle(executeToolName, tb.executeTool)
 	srv.AddTool(mcp.NewToolWithRawSchema(executeToolName,
 		"Calls a tool of a server with arguments and returns its result unchanged.", tb.schema(executeToolSchema)), executeTool)
@@ -427,22 +431,14 @@ func (tb *toolbox) getServerTools(ctx context.Context, c *tbCall, req mcp.CallTo
 	if err != nil {
 		return nil, err
 	}
-	hdr, err := tb.d.Outbound(ctx, c.server, req.Header)
-	if err != nil {
-		return nil, tb.downstreamError(ctx, c, err)
-	}
-	tools, err := tb.d.Downstream.Tools(ctx, c.server, hdr)
+	tools, err := tb.visibleTools(ctx, c.caller, c.server, req.Header)
 	if err != nil {
 		return nil, tb.downstreamError(ctx, c, err)
 	}
 	sort.Slice(tools, func(i, j int) bool { return tools[i].Name < tools[j].Name })
 	defs := []map[string]any{}
-	available, used, truncated := 0, 0, false
+	available, used, truncated := len(tools), 0, false
 	for _, t := range tools {
-		if !tb.decideTool(c.caller, c.server, t.Name).Allowed {
-			continue
-		}
-		available++
 		if !f.match(t.Name) || truncated {
 			continue
 		}
@@ -461,6 +457,20 @@ func (tb *toolbox) getServerTools(ctx context.Context, c *tbCall, req mcp.CallTo
 		out["max_schema_tokens"] = f.budget
 	}
 	return structured(out), nil
+}
+
+// visibleTools lists the tools of srv that caller may see: the list
+// get_server_tools and search_tools both answer from.
+func (tb *toolbox) visibleTools(ctx context.Context, caller, srv string, inbound http.Header) ([]mcp.Tool, error) {
+	hdr, err := tb.d.Outbound(ctx, srv, inbound)
+	if err != nil {
+		return nil, err
+	}
+	tools, err := tb.d.Downstream.Tools(ctx, srv, hdr)
+	if err != nil {
+		return nil, err
+	}
+	return slices.DeleteFunc(tools, func(t mcp.Tool) bool { return !tb.decideTool(caller, srv, t.Name).Allowed }), nil
 }
 
 // schemaOf is a tool's input schema as JSON (as the llm kind gives it to

@@ -47,6 +47,9 @@ type Result struct {
 	TokensUsed      int    `json:"tokens_used"`
 	MaxSchemaTokens int    `json:"max_schema_tokens"`
 	Truncated       bool   `json:"truncated"`
+	// Unavailable names the servers whose tools could not be listed, with
+	// why (filled by the caller of Search).
+	Unavailable []string `json:"unavailable,omitempty"`
 }
 
 // Search ranks entries, the tools the caller may use, by relevance to

@@ -163,6 +163,9 @@ func (p *parser) applyDefaults(c *Config) {
 		if a.MaxIterations == 0 {
 			a.MaxIterations = DefaultMaxIterations
 		}
+		if a.ToolSearch.MaxTools == 0 {
+			a.ToolSearch.MaxTools = DefaultSearchMaxTools
+		}
 		if a.Timeout == 0 {
 			a.Timeout = DefaultAgentTimeout
 		}

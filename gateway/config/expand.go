@@ -215,6 +215,9 @@ func checkKnownKeys(p *parser, n *yaml.Node, t reflect.Type, path []string) {
 			p.wrongType(n, path, "must be text, not "+kindName(n))
 		}
 	case reflect.Struct:
+		if n.Kind == yaml.ScalarNode && n.Tag == "!!bool" && reflect.PointerTo(t).Implements(typeOfBoolShorthand) {
+			return // toolsearch.go
+		}
 		if n.Kind != yaml.MappingNode {
 			notA(p, n, path, "a mapping")
 			return

@@ -400,6 +400,10 @@ type Agent struct {
 	// GatewayStatus adds get_gateway_status to a toolbox agent: what GET
 	// /-/status answers, for the callers it names. Default: off.
 	GatewayStatus *GatewayStatus `yaml:"gateway_status"`
+	// ToolSearch: search_tools on a proxy, and an llm agent's model searching
+	// its tools instead of being offered all of them (toolsearch.go).
+	// Default: off.
+	ToolSearch ToolSearch `yaml:"tool_search"`
 
 	// Name is the agent's key (set by Load).
 	Name string `yaml:"-"`

@@ -77,6 +77,7 @@ func (p *parser) validateAgent(c *Config, a *Agent) {
 		p.addPath(append(key, "tool_name"), fmt.Sprintf("%q is not a usable tool name", a.ToolName))
 	}
 	p.validateKind(c, a, key)
+	p.validateToolSearch(a, key) // toolsearch.go
 	p.checkToolCollisions(a, key)
 }
 
@@ -126,6 +127,9 @@ func (p *parser) checkToolCollisions(a *Agent, key []string) {
 			return
 		}
 		seen[name] = what
+	}
+	if offersSearch(a) {
+		claim(SearchToolName, "tool search")
 	}
 	prefixes := map[string]string{}
 	for _, s := range a.Servers {

@@ -1,0 +1,104 @@
+package config
+
+import (
+	"fmt"
+	"reflect"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// Tool search modes (ToolSearch.Mode).
+const (
+	ToolSearchOff    = "off"
+	ToolSearchAuto   = "auto"
+	ToolSearchAlways = "always"
+	// SearchToolName is the tool that searches an agent's tools.
+	SearchToolName = "search_tools"
+	// DefaultSearchMaxTools is tool_search.max_tools's default.
+	DefaultSearchMaxTools = 40
+)
+
+// ToolSearch is an agent's tool_search. On a proxy, true adds search_tools
+// to the tools it re-exposes. On an llm agent, it decides whether the model
+// is first offered search_tools (and the always_offer tools) instead of
+// every tool: true is {mode: auto}, false {mode: off}.
+type ToolSearch struct {
+	// Mode is off (default), auto (search when the agent has more than
+	// MaxTools tools) or always.
+	Mode string `yaml:"mode"`
+	// MaxTools is auto's threshold (llm); default 40.
+	MaxTools int `yaml:"max_tools"`
+	// AlwaysOffer are globs of tool names, as the model sees them
+	// (<server>__<tool>, sub-agent names), offered from the first turn even
+	// when searching (llm); default none.
+	AlwaysOffer []string `yaml:"always_offer"`
+}
+
+// On reports whether the agent searches (or, on a proxy, offers
+// search_tools).
+func (t ToolSearch) On() bool { return t.Mode == ToolSearchAuto || t.Mode == ToolSearchAlways }
+
+// UnmarshalYAML takes true or false for {mode: auto} or {mode: off}.
+func (t *ToolSearch) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind == yaml.ScalarNode && n.Tag == "!!bool" {
+		var on bool
+		if err := n.Decode(&on); err != nil {
+			return err
+		}
+		t.Mode = ToolSearchOff
+		if on {
+			t.Mode = ToolSearchAuto
+		}
+		return nil
+	}
+	type plain ToolSearch
+	return n.Decode((*plain)(t))
+}
+
+// boolShorthand marks a config type whose mapping may be written as true or
+// false (checkKnownKeys accepts the scalar).
+type boolShorthand interface{ boolShorthand() }
+
+func (*ToolSearch) boolShorthand() {}
+
+var typeOfBoolShorthand = reflect.TypeOf((*boolShorthand)(nil)).Elem()
+
+// validateToolSearch checks an agent's tool_search.
+func (p *parser) validateToolSearch(a *Agent, key []string) {
+	ts := a.ToolSearch
+	path := append(append([]string{}, key...), "tool_search")
+	switch ts.Mode {
+	case "", ToolSearchOff, ToolSearchAuto, ToolSearchAlways:
+	default:
+		p.addPath(append(path, "mode"), fmt.Sprintf("unknown mode %q (want off, auto or always)", ts.Mode))
+	}
+	switch a.Kind {
+	case KindLLM:
+		if ts.On() {
+			// The parsing and checks below stay: they are the key's shape.
+			p.addPath(path, "llm agents do not search their tools in this version; use a toolbox, or a proxy with tool_search: true")
+		}
+		if ts.MaxTools < 1 {
+			p.addPath(append(path, "max_tools"), "must be at least 1")
+		}
+		p.checkGlobs(append(path, "always_offer"), ts.AlwaysOffer)
+	case KindProxy:
+		if ts.MaxTools != DefaultSearchMaxTools || len(ts.AlwaysOffer) > 0 {
+			p.addPath(path, "a proxy takes tool_search: true or false; max_tools and always_offer belong to kind llm")
+		}
+	default:
+		if ts.Mode != "" {
+			msg := "tool_search belongs to kinds llm and proxy"
+			if a.Kind == KindToolbox {
+				msg = "a toolbox always has search_tools; tool_search belongs to kinds llm and proxy"
+			}
+			p.addPath(path, msg)
+		}
+	}
+}
+
+// offersSearch reports whether the agent has a search_tools of its own:
+// every toolbox, a proxy or llm agent with tool_search on.
+func offersSearch(a *Agent) bool {
+	return a.Kind == KindToolbox || (a.Kind == KindProxy || a.Kind == KindLLM) && a.ToolSearch.On()
+}
