@@ -78,9 +78,6 @@ func (p *parser) validateToolSearch(a *Agent, key []string) {
 			// The parsing and checks below stay: they are the key's shape.
 			p.addPath(path, "llm agents do not search their tools in this version; use a toolbox, or a proxy with tool_search: true")
 		}
-		if ts.MaxTools < 1 {
-			p.addPath(append(path, "max_tools"), "must be at least 1")
-		}
 		p.checkGlobs(append(path, "always_offer"), ts.AlwaysOffer)
 	case KindProxy:
 		if ts.MaxTools != DefaultSearchMaxTools || len(ts.AlwaysOffer) > 0 {
