@@ -13,6 +13,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/pallasgw/pallasgw/agents"
+	"github.com/pallasgw/pallasgw/agents/wire"
 )
 
 // The middleware of every route, outermost first. The chain is declared in
@@ -180,11 +181,5 @@ func writeJSONRPCError(w http.ResponseWriter, status int, id any, code int, requ
 // writeJSONRPCErrorData is writeJSONRPCError with the error's data member
 // (omitted when nil).
 func writeJSONRPCErrorData(w http.ResponseWriter, status int, id any, code int, requestID, msg string, data any) {
-	e := map[string]any{"code": code, "message": fmt.Sprintf("%s (request id %s)", msg, requestID)}
-	if data != nil {
-		e["data"] = data
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	json.NewEncoder(w).Encode(map[string]any{"jsonrpc": "2.0", "id": id, "error": e})
+	wire.WriteError(w, status, id, code, fmt.Sprintf("%s (request id %s)", msg, requestID), data)
 }

@@ -374,7 +374,10 @@ func (c *CallerRequests) take(w http.ResponseWriter, r *http.Request, id string,
 	}
 	c.mu.Unlock()
 	if p == nil {
-		http.Error(w, fmt.Sprintf("no request %q is waiting for an answer from this session", id), http.StatusNotFound)
+		// A JSON-RPC error, as mcp-go answers what it refuses; the
+		// tracking writer adds the request id to its message.
+		wire.WriteError(w, http.StatusNotFound, id, mcp.INVALID_REQUEST,
+			fmt.Sprintf("no request %q is waiting for an answer from this session", id), nil)
 		return
 	}
 	p.answer <- json.RawMessage(body)

@@ -390,18 +390,5 @@ func sessionDeclared(id string, c byte) bool {
 // what mcp-go's httpStatusForJSONRPCError gives the code); the tracking
 // writer adds the request id to the message.
 func writeRPCError(w http.ResponseWriter, status int, id json.RawMessage, code int, msg string) {
-	b, _ := json.Marshal(struct {
-		JSONRPC string          `json:"jsonrpc"`
-		ID      json.RawMessage `json:"id"`
-		Error   struct {
-			Code    int    `json:"code"`
-			Message string `json:"message"`
-		} `json:"error"`
-	}{JSONRPC: "2.0", ID: id, Error: struct {
-		Code    int    `json:"code"`
-		Message string `json:"message"`
-	}{code, msg}})
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_, _ = w.Write(b)
+	wire.WriteError(w, status, id, code, msg, nil)
 }

@@ -97,14 +97,7 @@ func (e *Endpoint) serveTask(w http.ResponseWriter, r *http.Request, body []byte
 	if !rs.legacy {
 		res = withResultType(res)
 	}
-	b, _ := json.Marshal(struct {
-		JSONRPC string          `json:"jsonrpc"`
-		ID      json.RawMessage `json:"id"`
-		Result  json.RawMessage `json:"result"`
-	}{"2.0", msg.ID, res})
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write(b)
+	wire.WriteResult(w, msg.ID, res)
 	return true
 }
 

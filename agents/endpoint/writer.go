@@ -7,10 +7,12 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+
+	"github.com/pallasgw/pallasgw/agents/wire"
 )
 
-// trackingWriter counts SSE events (mcp-go writes each as one
-// "event: message\n..." write) and sets the streaming headers. It also lets
+// trackingWriter counts SSE events (mcp-go writes each as one write:
+// wire.IsEvent) and sets the streaming headers. It also lets
 // the agent write a server-to-client request of its own onto the response
 // (inject), which mcp-go (v1.2.1) offers for elicitation only: writes are
 // serialized, and when the injected event is the response's first, the
@@ -31,8 +33,6 @@ type trackingWriter struct {
 	reframe     bool // after upgraded: mcp-go then began a JSON answer
 	plainError  int  // the status of a text/plain error answer being rewritten, else 0
 }
-
-var sseEvent = []byte("event: ")
 
 func (w *trackingWriter) WriteHeader(code int) {
 	w.mu.Lock()
@@ -78,11 +78,9 @@ func (w *trackingWriter) Write(p []byte) (int, error) {
 		return len(p), nil
 	}
 	out := p
-	if data, ok := bytes.CutPrefix(p, sseMessage); ok && bytes.HasSuffix(data, sseEnd) {
-		if msg := data[:len(data)-len(sseEnd)]; !bytes.Contains(msg, []byte("\n")) {
-			if with := withRequestID(msg, w.rid); len(with) != len(msg) {
-				out = append(append(append(make([]byte, 0, len(sseMessage)+len(with)+len(sseEnd)), sseMessage...), with...), sseEnd...)
-			}
+	if msg, ok := wire.EventData(p); ok {
+		if with := withRequestID(msg, w.rid); len(with) != len(msg) {
+			out = wire.AppendEvent(nil, with)
 		}
 	} else if strings.HasPrefix(w.Header().Get("Content-Type"), "application/json") {
 		out = withRequestID(p, w.rid)
@@ -90,7 +88,7 @@ func (w *trackingWriter) Write(p []byte) (int, error) {
 	if _, err := w.ResponseWriter.Write(out); err != nil {
 		return 0, err
 	}
-	if bytes.HasPrefix(p, sseEvent) {
+	if wire.IsEvent(p) {
 		w.t.wrote(1)
 	}
 	return len(p), nil
@@ -114,12 +112,7 @@ func (w *trackingWriter) writePlainErrorLocked(p []byte) (int, error) {
 	if w.rid != "" {
 		text += " (request id " + w.rid + ")"
 	}
-	var e errorAnswer
-	e.JSONRPC, e.ID, e.Error.Code, e.Error.Message = "2.0", w.msgID, code, text
-	out, err := json.Marshal(e)
-	if err != nil {
-		return 0, err
-	}
+	out := wire.ErrorJSON(w.msgID, code, text, nil)
 	w.plainError = -1
 	if _, err := w.ResponseWriter.Write(append(out, '\n')); err != nil {
 		return 0, err
@@ -127,22 +120,7 @@ func (w *trackingWriter) writePlainErrorLocked(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// errorAnswer is a JSON-RPC error response.
-type errorAnswer struct {
-	JSONRPC string          `json:"jsonrpc"`
-	ID      json.RawMessage `json:"id"`
-	Error   struct {
-		Code    int    `json:"code"`
-		Message string `json:"message"`
-	} `json:"error"`
-}
-
 var jsonNull = json.RawMessage("null")
-
-var (
-	sseMessage = []byte("event: message\ndata: ")
-	sseEnd     = []byte("\n\n")
-)
 
 // withRequestID returns msg, one JSON-RPC message as mcp-go or the fast
 // path wrote it, with " (request id R)" added to the message of an error
@@ -244,11 +222,7 @@ func (w *trackingWriter) inject(msg []byte) error {
 // writeEventLocked writes data as one SSE message event, in one write, and
 // counts it.
 func (w *trackingWriter) writeEventLocked(data []byte) (int, error) {
-	ev := make([]byte, 0, len(data)+24)
-	ev = append(ev, "event: message\ndata: "...)
-	ev = append(ev, data...)
-	ev = append(ev, "\n\n"...)
-	n, err := w.ResponseWriter.Write(ev)
+	n, err := w.ResponseWriter.Write(wire.AppendEvent(nil, data))
 	if err == nil {
 		w.t.wrote(1)
 	}

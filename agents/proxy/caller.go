@@ -36,6 +36,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/pallasgw/pallasgw/agents/mcpclient"
+	"github.com/pallasgw/pallasgw/agents/wire"
 )
 
 // LoggingDownstream is what the proxy needs to forward a caller's
@@ -101,13 +102,9 @@ func (p *Proxy) relayFor(ctx context.Context, req mcp.CallToolRequest) (*Relay, 
 // writeRPCResult writes a JSON-RPC answer to id: result, or an error when
 // code is not zero.
 func writeRPCResult(w http.ResponseWriter, id json.RawMessage, result any, code int, msg string) {
-	out := map[string]any{"jsonrpc": mcp.JSONRPC_VERSION, "id": id}
 	if code != 0 {
-		out["error"] = map[string]any{"code": code, "message": msg}
-	} else {
-		out["result"] = result
+		wire.WriteError(w, http.StatusOK, id, code, msg, nil)
+		return
 	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(http.StatusOK)
-	_ = json.NewEncoder(w).Encode(out)
+	wire.WriteResult(w, id, result)
 }

@@ -21,6 +21,17 @@
 //     and 3 copies of an 8 MiB result instead of 13. Retired by: a cheaper
 //     stateless handlePost (no per-request session unless a notification
 //     is sent) and a CallToolResult that can carry raw JSON.
+//   - The SSE event writer and reader (sse.go): the one framing of a
+//     message event, used by Stream and by the endpoint's server-to-client
+//     requests on a call's stream. Gap: mcp-go exports no event writer and
+//     no way to send a request of the server's own on a call's stream.
+//     Buys: correctness (the relays of elicitation, sampling and roots),
+//     not speed. Retired by: such an mcp-go API.
+//   - The JSON-RPC answer writer (rpc.go): every JSON-RPC error or result
+//     the gateway writes itself (the body checks, the endpoint's refusals,
+//     a proxy's logging/setLevel and tasks). Gap: mcp-go writes its
+//     answers inside handlePost and exports no writer. Retired by: an
+//     exported writer of JSON-RPC responses.
 //   - The switch (switch.go): wire.fast in the config, PALLASGW_WIRE_FAST=off
 //     in the environment; off, mcp-go serves and calls every request it can
 //     (Fast).

@@ -150,9 +150,7 @@ func (s *Stream) writeEvent(msg any, flush bool) {
 	}
 	// One Write per event (the endpoint's response writer reads each
 	// Write as one), built in a buffer of its size: fmt would grow one.
-	const head, tail = "event: message\ndata: ", "\n\n"
-	event := make([]byte, 0, len(head)+len(data)+len(tail))
-	_, _ = s.w.Write(append(append(append(event, head...), data...), tail...))
+	_, _ = s.w.Write(AppendEvent(nil, data))
 	if flush {
 		s.flusher.Flush()
 	}
