@@ -370,7 +370,7 @@ func (s *Snapshot) challenge(r *http.Request, agent string, status int, reason s
 	if scopes != "" {
 		c += fmt.Sprintf(`, scope=%q`, scopes)
 	}
-	if reason != policy.AuthMissingToken {
+	if reason != policy.AuthMissingToken && reason != policy.AuthMissingScheme {
 		c += `, error="invalid_token"`
 	}
 	return c

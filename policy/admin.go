@@ -47,9 +47,9 @@ func AdminGuard(token string, onDeny DenyFunc) func(http.Handler) http.Handler {
 }
 
 func checkAdminToken(r *http.Request, want [sha256.Size]byte) (int, string) {
-	got, ok := bearerToken(r)
-	if !ok {
-		return http.StatusUnauthorized, AuthMissingToken
+	got, reason := bearerToken(r)
+	if reason != "" {
+		return http.StatusUnauthorized, reason
 	}
 	d := sha256.Sum256([]byte(got))
 	if subtle.ConstantTimeCompare(d[:], want[:]) != 1 {

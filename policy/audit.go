@@ -149,7 +149,7 @@ func (a *Auditor) Record(ctx context.Context, e AuditEvent) {
 		}
 		ce.Write(
 			zap.String(fieldRequestID, e.RequestID),
-			zap.String(fieldCaller, e.Caller),
+			zap.String(fieldCaller, auditCaller(e.Caller)),
 			zap.String(fieldAgent, e.Agent),
 			zap.String(fieldServer, e.Server),
 			zap.String(fieldTool, e.Tool),
@@ -162,6 +162,15 @@ func (a *Auditor) Record(ctx context.Context, e AuditEvent) {
 			ruleField, traceField,
 		)
 	}
+}
+
+// auditCaller is the caller an audit line names: "anonymous" for a caller
+// with no identity (passthrough mode, no agent_id claimed).
+func auditCaller(caller string) string {
+	if caller == "" {
+		return Anonymous
+	}
+	return caller
 }
 
 // metricReason returns reason when it is 1–40 characters of [a-z_], else

@@ -44,3 +44,27 @@ func TestAuditLevels(t *testing.T) {
 		t.Errorf("a debug audit line written at info: %v", logs.All())
 	}
 }
+
+// The caller of an audit line: "anonymous" for a request with no identity
+// (passthrough mode), the token's name, a toolbox's claimed agent_id.
+func TestAuditCallerNamed(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		ctx    context.Context
+		caller string
+		want   string
+	}{
+		{"passthrough, no identity", WithIdentity(context.Background(), Identity{}), "", "anonymous"},
+		{"no identity in the context", context.Background(), "", "anonymous"},
+		{"a token's name", WithIdentity(context.Background(), Identity{Caller: "web", Authenticated: true}), "", "web"},
+		{"a claimed agent_id", context.Background(), "planner", "planner"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			core, logs := observer.New(zapcore.DebugLevel)
+			(&Auditor{Logger: zap.New(core)}).Record(c.ctx, AuditEvent{Caller: c.caller, Agent: "x", Decision: Decision{Allowed: true, Reason: "r"}})
+			if e := logs.All(); len(e) != 1 || e[0].ContextMap()["caller"] != c.want {
+				t.Fatalf("lines %+v, want caller %q", e, c.want)
+			}
+		})
+	}
+}

@@ -23,15 +23,20 @@ const (
 const (
 	AuthOK               = "ok"
 	AuthPassthrough      = "passthrough"
-	AuthMissingToken     = "missing_token"     // 401: no "Authorization: Bearer <token>"
-	AuthInvalidToken     = "invalid_token"     // 401: bearer matches no configured token
-	AuthAgentNotAllowed  = "agent_not_allowed" // 403: token's agents globs exclude the agent
-	AuthAdminNotLoopback = "not_loopback"      // 403: admin without token from a non-loopback peer
-	AuthAdminProxied     = "proxied"           // 403: admin without token, relayed by a proxy
-	AuthAdminHost        = "not_loopback_host" // 403: admin without token, Host is not a loopback name (DNS rebinding)
+	AuthMissingToken     = "missing_token"         // 401: no "Authorization: Bearer <token>"
+	AuthMissingScheme    = "missing_bearer_scheme" // 401: an Authorization header whose scheme is not Bearer (a bare token, Basic …)
+	AuthInvalidToken     = "invalid_token"         // 401: bearer matches no configured token
+	AuthAgentNotAllowed  = "agent_not_allowed"     // 403: token's agents globs exclude the agent
+	AuthAdminNotLoopback = "not_loopback"          // 403: admin without token from a non-loopback peer
+	AuthAdminProxied     = "proxied"               // 403: admin without token, relayed by a proxy
+	AuthAdminHost        = "not_loopback_host"     // 403: admin without token, Host is not a loopback name (DNS rebinding)
 )
 
 const sha256Prefix = "sha256:"
+
+// Anonymous is how logs and quota buckets name a caller with no identity
+// (passthrough mode).
+const Anonymous = "anonymous"
 
 // TokenSpec is one configured caller token (auth.tokens[]).
 type TokenSpec struct {
@@ -165,7 +170,7 @@ func (id Identity) QuotaKey() (key, label string) {
 		label = "default"
 	}
 	if key = id.Principal(); key == "" {
-		key = "anonymous"
+		key = Anonymous
 	}
 	return key, label
 }
@@ -223,9 +228,9 @@ func (a *Authenticator) CheckFor(r *http.Request, agent, resource string) (Ident
 	if a.mode == ModePassthrough {
 		return Identity{}, 0, AuthPassthrough, nil
 	}
-	token, ok := bearerToken(r)
-	if !ok {
-		return Identity{}, http.StatusUnauthorized, AuthMissingToken, nil
+	token, reason := bearerToken(r)
+	if reason != "" {
+		return Identity{}, http.StatusUnauthorized, reason, nil
 	}
 	c, ok := match(a.creds, token)
 	if !ok && a.jwt != nil {
@@ -305,18 +310,28 @@ func match(creds []credential, token string) (*credential, bool) {
 }
 
 // bearerToken returns the token of a single "Authorization: Bearer <token>"
-// header; the scheme is case-insensitive (RFC 7235).
-func bearerToken(r *http.Request) (string, bool) {
+// header; the scheme is case-insensitive (RFC 7235). reason is "" when
+// there is one, AuthMissingScheme for a header that has a value but not
+// the Bearer scheme ("Authorization: <token>", Basic), else
+// AuthMissingToken.
+func bearerToken(r *http.Request) (token, reason string) {
 	vs := r.Header.Values("Authorization")
 	if len(vs) != 1 {
-		return "", false
+		return "", AuthMissingToken
 	}
-	scheme, token, ok := strings.Cut(vs[0], " ")
-	if !ok || !strings.EqualFold(scheme, "Bearer") {
-		return "", false
+	scheme, token, ok := strings.Cut(strings.TrimSpace(vs[0]), " ")
+	switch {
+	case scheme == "":
+		return "", AuthMissingToken
+	case !ok && strings.EqualFold(scheme, "Bearer"):
+		return "", AuthMissingToken // "Bearer" alone
+	case !ok || !strings.EqualFold(scheme, "Bearer"):
+		return "", AuthMissingScheme
 	}
-	token = strings.TrimSpace(token)
-	return token, token != ""
+	if token = strings.TrimSpace(token); token == "" {
+		return "", AuthMissingToken
+	}
+	return token, ""
 }
 
 type identityKey struct{}

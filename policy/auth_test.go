@@ -66,8 +66,10 @@ func TestAuthenticatorTokens(t *testing.T) {
 		wantCaller string
 	}{
 		{"no token", "research", "", 401, AuthMissingToken, `Bearer realm="pallasgw"`, ""},
-		{"basic scheme", "research", "Basic " + webToken, 401, AuthMissingToken, `Bearer realm="pallasgw"`, ""},
+		{"basic scheme", "research", "Basic " + webToken, 401, AuthMissingScheme, `Bearer realm="pallasgw"`, ""},
+		{"bare token, no scheme", "research", webToken, 401, AuthMissingScheme, `Bearer realm="pallasgw"`, ""},
 		{"empty bearer", "research", "Bearer ", 401, AuthMissingToken, `Bearer realm="pallasgw"`, ""},
+		{"bearer alone", "research", "Bearer", 401, AuthMissingToken, `Bearer realm="pallasgw"`, ""},
 		{"wrong token", "research", "Bearer nope", 401, AuthInvalidToken, `Bearer realm="pallasgw", error="invalid_token"`, ""},
 		{"token prefix", "research", "Bearer " + webToken[:5], 401, AuthInvalidToken, `Bearer realm="pallasgw", error="invalid_token"`, ""},
 		{"the stored hash is not a token", "research", "Bearer " + opsDigest(), 401, AuthInvalidToken, `Bearer realm="pallasgw", error="invalid_token"`, ""},
