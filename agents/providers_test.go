@@ -1,6 +1,7 @@
 package agents_test
 
 import (
+	"net/http"
 	"strings"
 	"testing"
 
@@ -136,5 +137,79 @@ agents:
 	}
 	if h.Get("X-Internal-Meta") != "" || h.Get("X-Secret") != "" || h.Get("X-Maas-Token") != "" {
 		t.Errorf("blocked or unlisted headers reached the provider: %v", h)
+	}
+}
+
+// With forward_inbound_auth the caller's bearer is the provider's API key
+// and api_key the fallback when the caller sent none (for openai and
+// anthropic alike); static headers win over forward_headers.
+func TestProviderForwardInboundAuthKeyRule(t *testing.T) {
+	for _, kind := range []string{"openai", "anthropic"} {
+		t.Run(kind, func(t *testing.T) {
+			fake := fakellm.New(t)
+			base := fake.OpenAIBaseURL()
+			if kind == "anthropic" {
+				base = fake.AnthropicBaseURL()
+			}
+			cfg := `
+name: unit
+models:
+  providers:
+    ` + kind + `:
+      base_url: ` + base + `
+      api_key: own-key-5678
+      forward_inbound_auth: true
+      headers: {X-Org: static-org}
+      forward_headers: {X-Tenant: X-Org, X-Team: X-Team}
+agents:
+  a: {model: ` + kind + `.m}
+`
+			pc := llm.ProviderConfig{Kind: kind, BaseURL: base, APIKey: "own-key-5678", Headers: map[string]string{"X-Org": "static-org"}}
+			var p llm.Provider
+			var err error
+			if kind == "anthropic" {
+				p, err = llm.NewAnthropic(pc)
+			} else {
+				p, err = llm.NewOpenAI(pc)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			ta := agenttest.NewWith(t, cfg, &agenttest.FakeDown{}, map[string]llm.Provider{kind: p})
+			send := func(extra map[string]string) {
+				hdr := map[string]string{"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+				for k, v := range extra {
+					hdr[k] = v
+				}
+				if x := ta.Send(t, "a", agenttest.SendBody("1", "send_message", `{"message":"hi"}`, ""), hdr); !strings.Contains(x.Body, "echo: hi") {
+					t.Fatalf("answered %s", x)
+				}
+			}
+			send(map[string]string{"Authorization": "Bearer caller-key-1234", "X-Tenant": "forwarded-org", "X-Team": "blue"})
+			send(nil)
+			reqs := fake.ChatRequests()
+			if len(reqs) != 2 {
+				t.Fatalf("%d model requests, want 2", len(reqs))
+			}
+			key := func(h http.Header) string {
+				if kind == "anthropic" && h.Get("X-Api-Key") != "" {
+					return "x-api-key " + h.Get("X-Api-Key")
+				}
+				return h.Get("Authorization")
+			}
+			if got, h := key(reqs[0].Header), reqs[0].Header; got != "Bearer caller-key-1234" || h.Get("X-Api-Key") != "" {
+				t.Errorf("the caller's bearer: the provider got %q (x-api-key %q), want the caller's key alone", got, h.Get("X-Api-Key"))
+			}
+			want := "Bearer own-key-5678"
+			if kind == "anthropic" {
+				want = "x-api-key own-key-5678"
+			}
+			if got := key(reqs[1].Header); got != want {
+				t.Errorf("no bearer from the caller: the provider got %q, want api_key (%s)", got, want)
+			}
+			if h := reqs[0].Header; h.Get("X-Org") != "static-org" || h.Get("X-Team") != "blue" {
+				t.Errorf("X-Org %q X-Team %q: want the static header over the forwarded one, and the other forwarded", h.Get("X-Org"), h.Get("X-Team"))
+			}
+		})
 	}
 }
