@@ -242,11 +242,7 @@ func (e *Endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if method == string(mcp.MethodToolsCall) && e.d.Route != nil && !wire.IsNull(msg.ID) {
 		if name, ok := msg.Params.ToolName(); ok {
 			if err := e.d.Route(r.Context(), name, r.Header); err != nil {
-				status := http.StatusOK
-				if !rs.legacy {
-					status = http.StatusBadRequest // mcp-go's httpStatusForJSONRPCError of INVALID_PARAMS
-				}
-				writeRPCError(w, status, msg.ID, mcp.INVALID_PARAMS, err.Error())
+				answerRouteError(w, msg.ID, rs.legacy, err) // routeerror.go
 				return
 			}
 		}

@@ -393,7 +393,7 @@ func (p *Proxy) Route(ctx context.Context, name string, inbound http.Header) err
 	}
 	for _, srv := range p.d.Servers {
 		if err := failed[srv]; err != nil && (!p.prefix || strings.HasPrefix(name, srv+"__")) {
-			return fmt.Errorf("tool %q: server %s is unavailable: %w", name, srv, err)
+			return &UnavailableError{Tool: name, Server: srv, RequestID: p.d.RequestID(ctx), Err: err, self: p.d.Self} // unavailable.go
 		}
 	}
 	return fmt.Errorf("tool %q not found", name)

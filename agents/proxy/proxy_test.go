@@ -221,10 +221,10 @@ func TestProxyServerDownIsUnavailable(t *testing.T) {
 	for _, v := range []string{"", "2025-11-25"} {
 		t.Run("protocol "+v, func(t *testing.T) {
 			cs := ta.Session(t, "px", "bob", v, nil)
-			_, err := cs.CallTool(context.Background(), &sdk.CallToolParams{Name: "b__echo"})
-			if err == nil || !strings.Contains(err.Error(), "server b is unavailable: dial tcp 127.0.0.1:2: connect: connection refused") ||
-				strings.Contains(err.Error(), "not found") {
-				t.Errorf("b__echo with b down: %v, want b unavailable with the cause", err)
+			// Not the caller's mistake: an isError result, not a protocol error.
+			res, err := cs.CallTool(context.Background(), &sdk.CallToolParams{Name: "b__echo"})
+			if err != nil || !res.IsError || !strings.Contains(agenttest.AllText(res), "server b is unavailable: dial tcp 127.0.0.1:2: connect: connection refused") {
+				t.Errorf("b__echo with b down: %v %v, want an isError result: b unavailable with the cause", err, res)
 			}
 			_, err = cs.CallTool(context.Background(), &sdk.CallToolParams{Name: "a__nope"})
 			if err == nil || !strings.Contains(err.Error(), `tool "a__nope" not found`) || strings.Count(err.Error(), "not found") != 1 {
