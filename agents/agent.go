@@ -98,6 +98,11 @@ func newAgent(s *Set, c *config.Agent) (*Agent, error) {
 		server.WithHooks(hooks),
 		server.WithToolCapabilities(false),
 		server.WithPromptCapabilities(false),
+		// Every kind declares resources: the kinds but proxy serve none and
+		// answer resources/list and resources/templates/list with empty
+		// lists (with the caching hints below), not -32601, as the
+		// conformance suite's caching scenario asks of every server.
+		server.WithResourceCapabilities(false, false),
 		server.WithRecovery(),
 		server.WithTitle(c.Title),
 		server.WithDescription(c.Description),

@@ -313,7 +313,8 @@ func modernMeta(caps map[string]any) map[string]any {
 // TestCachingHints: list results carry ttlMs and cacheScope for 2026-07-28
 // callers: a proxy's lists (built per caller, following its downstreams)
 // and its resources/read (bridged) private and revalidated (ttlMs 0), an
-// llm agent's lists private for 60 s.
+// llm agent's lists private for 60 s; the other kinds' resource lists are
+// empty, with the same hints.
 func TestCachingHints(t *testing.T) {
 	d := newRelayDown(t)
 	g := startGateway(t, fmt.Sprintf(`
@@ -327,7 +328,20 @@ mcp:
 agents:
   px: {kind: proxy, servers: [down]}
   echo: {}
+  seq: {kind: chain, sequence: [echo]}
+  box: {kind: toolbox, servers: [down]}
 `, d.ts.URL))
+	// The kinds but proxy serve no resources: they declare the capability
+	// and answer empty lists with the same hints as their other lists.
+	for _, agent := range []string{"echo", "seq", "box"} {
+		for _, c := range []struct{ method, key string }{{"resources/list", "resources"}, {"resources/templates/list", "resourceTemplates"}} {
+			_, msg := modernRequest(t, g.Base+"/agents/"+agent+"/mcp", c.method, "", 1, map[string]any{"_meta": modernMeta(map[string]any{})})
+			res, _ := msg["result"].(map[string]any)
+			if list, ok := res[c.key].([]any); !ok || len(list) != 0 || res["ttlMs"] != float64(60000) || res["cacheScope"] != "private" {
+				t.Errorf("%s %s: want an empty %s with ttlMs 60000, private: %v", agent, c.method, c.key, msg)
+			}
+		}
+	}
 	for _, c := range []struct {
 		agent, method, name string
 		params              map[string]any
@@ -398,7 +412,7 @@ agents:
 	}{
 		{"px", map[string]bool{"tools": true, "prompts": true, "resources": true}},
 		{"pt", map[string]bool{"tools": true, "prompts": false, "resources": false}},
-		{"echo", map[string]bool{"tools": true}},
+		{"echo", map[string]bool{"tools": true, "resources": true}},
 	} {
 		status, msg := modernRequest(t, g.Base+"/agents/"+c.agent+"/mcp", "server/discover", "", 1,
 			map[string]any{"_meta": modernMeta(map[string]any{})})
