@@ -25,3 +25,13 @@ func TestHelpExitsZero(t *testing.T) {
 		}
 	}
 }
+
+// `pallasgw help` shows every chat flag a user needs to reach a proxy or a
+// renamed message tool.
+func TestHelpNamesChatTool(t *testing.T) {
+	var out strings.Builder
+	run([]string{"help"}, &out, io.Discard)
+	if !strings.Contains(out.String(), "pallasgw chat     [--url URL] [--token T] [--tool NAME] AGENT") {
+		t.Errorf("help omits chat --tool:\n%s", out.String())
+	}
+}

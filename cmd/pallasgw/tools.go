@@ -15,7 +15,7 @@ import (
 	"github.com/pallasgw/pallasgw/gateway/config"
 )
 
-// chatCmd is `pallasgw chat [--url URL] [--token T] AGENT [-m MESSAGE]`;
+// chatCmd is `pallasgw chat [--url URL] [--token T] [--tool NAME] AGENT [-m MESSAGE]`;
 // flags may come before or after AGENT.
 func chatCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("chat", flag.ContinueOnError)
@@ -28,7 +28,7 @@ func chatCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return code
 	}
 	if fs.NArg() == 0 {
-		fmt.Fprintln(stderr, "usage: pallasgw chat [--url URL] [--token T] AGENT [-m MESSAGE]")
+		fmt.Fprintln(stderr, "usage: pallasgw chat [--url URL] [--token T] [--tool NAME] AGENT [-m MESSAGE]")
 		return 2
 	}
 	agent := fs.Arg(0)
@@ -36,7 +36,7 @@ func chatCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return code
 	}
 	if fs.NArg() > 0 {
-		fmt.Fprintln(stderr, "usage: pallasgw chat [--url URL] [--token T] AGENT [-m MESSAGE]")
+		fmt.Fprintln(stderr, "usage: pallasgw chat [--url URL] [--token T] [--tool NAME] AGENT [-m MESSAGE]")
 		return 2
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)

@@ -49,6 +49,9 @@ func Run(ctx context.Context, o Options) error {
 		return fmt.Errorf("connecting to %s: %w", endpoint, gatewayError(err))
 	}
 	defer cs.Close()
+	if err := hasTool(ctx, cs, o.Agent, o.Tool); err != nil {
+		return err
+	}
 	var history []map[string]any
 	ask := func(msg string) error {
 		args := map[string]any{"message": msg}
@@ -86,6 +89,23 @@ func Run(ctx context.Context, o Options) error {
 			fmt.Fprintln(o.Progress, "error:", err) // the conversation goes on
 		}
 	}
+}
+
+// hasTool checks that the agent offers the message tool before the first
+// message: a proxy or a toolbox has no send_message, and an agent's may be
+// renamed (tool_name), so the error names the agent's tools and --tool.
+func hasTool(ctx context.Context, cs *mcp.ClientSession, agent, tool string) error {
+	var names []string
+	for t, err := range cs.Tools(ctx, nil) {
+		if err != nil {
+			return fmt.Errorf("%s: listing its tools: %w", agent, gatewayError(err))
+		}
+		if t.Name == tool {
+			return nil
+		}
+		names = append(names, t.Name)
+	}
+	return fmt.Errorf("agent %s has no tool %q; its tools: %s (choose one with --tool NAME)", agent, tool, strings.Join(names, ", "))
 }
 
 // gatewayError is the gateway's refusal in err, if there is one, without
