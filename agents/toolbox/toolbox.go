@@ -119,6 +119,8 @@ type tbCall struct {
 	target   string // downstream tool, or the toolbox tool for audit
 	decision policy.Decision
 	start    time.Time
+	timeout  time.Duration // execute_tool's timeout_ms; 0: none
+	deadline time.Time     // when timeout_ms ends the call
 }
 
 // Register adds the toolbox's three tools to srv, the agent's server, and
@@ -549,6 +551,7 @@ func (tb *toolbox) prepareExecute(ctx context.Context, c *tbCall, req mcp.CallTo
 	call := &execCall{ctx: ctx, cancel: func() {}}
 	if timeout > 0 {
 		call.ctx, call.cancel = context.WithTimeout(ctx, timeout)
+		c.timeout, c.deadline = timeout, time.Now().Add(timeout)
 	}
 	var err error
 	if call.hdr, err = tb.d.Outbound(call.ctx, c.server, req.Header); err != nil {
@@ -579,7 +582,12 @@ func (tb *toolbox) downstreamError(ctx context.Context, c *tbCall, err error) er
 	case errors.Is(err, pins.ErrAwaitsApproval), errors.Is(err, pins.ErrRejected):
 		return tbErr(CodeDenied, "%v (request id %s)", err, rid)
 	case errors.Is(err, context.DeadlineExceeded):
-		return tbErr(CodeTimeout, "server %s did not answer in time (request id %s)", c.server, rid)
+		if c.timeout > 0 && !time.Now().Before(c.deadline) {
+			return tbErr(CodeTimeout, "server %s did not answer within timeout_ms %d (%s) (request id %s)", c.server, c.timeout.Milliseconds(), c.timeout, rid)
+		}
+		// The server's own timeout (mcp.servers.<name>.timeout), which the
+		// error names.
+		return tbErr(CodeTimeout, "server %s did not answer in time: %v (request id %s)", c.server, err, rid)
 	case errors.Is(err, mcp.ErrInvalidParams):
 		return tbErr(CodeInvalidArgument, "server %s rejected the arguments: %v (request id %s)", c.server, err, rid)
 	case errors.Is(err, mcp.ErrMethodNotFound):

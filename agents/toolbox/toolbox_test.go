@@ -117,6 +117,10 @@ func TestToolboxErrorCodes(t *testing.T) {
 			}
 		})
 	}
+	// TIMEOUT says which timeout ended the call.
+	if r := tbCallTool(t, alice, "execute_tool", map[string]any{"server": "files", "tool": "slow", "timeout_ms": 50, "agent_id": "alice"}); !strings.Contains(r.text, "did not answer within timeout_ms 50 (50ms)") {
+		t.Errorf("TIMEOUT text %q does not say the timeout", r.text)
+	}
 	for _, c := range down.CallLog() {
 		if c == "search/secret" || c == "files/write" {
 			t.Errorf("a denied tool reached the downstream: %s", c)
