@@ -50,8 +50,12 @@ type Gateway struct {
 	metrics *metrics.Metrics
 
 	current  atomic.Pointer[Snapshot]
-	draining atomic.Bool
-	calls    *callCounter // running agent requests
+	draining atomic.Bool // new calls refused (drain_delay after unready)
+	unready  atomic.Bool // /readyz 503: Shutdown has begun
+	// endDelay, closed by EndDrainDelay, cuts drain_delay short.
+	endDelay     chan struct{}
+	endDelayOnce sync.Once
+	calls        *callCounter // running agent requests
 
 	reloadMu   sync.Mutex // serialises reloads
 	lastReload atomic.Pointer[reloadStatus]
@@ -87,7 +91,7 @@ type reloadStatus struct {
 // New loads the config for the first time and builds the first snapshot.
 // A bad first config is an error (the caller exits 1).
 func New(opts Options) (*Gateway, error) {
-	g := &Gateway{opts: opts, log: opts.Logger, metrics: metrics.New(opts.Version), calls: newCallCounter()}
+	g := &Gateway{opts: opts, log: opts.Logger, metrics: metrics.New(opts.Version), calls: newCallCounter(), endDelay: make(chan struct{})}
 	g.baseCtx, g.cancelBase = context.WithCancel(context.Background())
 	g.listeners = newListenerSet(g)
 	g.pins = pins.NewGuard(opts.Logger.Named("pins").WithOptions(zap.WithCaller(false)), g.metrics)
@@ -181,14 +185,27 @@ func (g *Gateway) newServer(h http.Handler) *http.Server {
 	}
 }
 
-// Shutdown drains: /readyz turns 503 and new agent calls are
-// refused with 503 while the listeners still accept (so load balancers and
-// Kubernetes see the drain), running calls get shutdown_timeout to finish
-// and are then canceled, the listeners close, and the snapshot's resources
-// (stdio downstreams) are released.
+// Shutdown drains: /readyz turns 503 at once, new agent calls are still
+// served for drain_delay (a load balancer that cannot retry a refused POST
+// has stopped sending by then: its health checks saw the 503) unless
+// EndDrainDelay cuts it short, then refused with 503 while the listeners
+// still accept; running calls get shutdown_timeout to finish and are then
+// canceled, the listeners close, and the snapshot's resources (stdio
+// downstreams) are released.
 func (g *Gateway) Shutdown() {
+	g.unready.Store(true)
+	cfg := g.current.Load().cfg
+	if cfg.DrainDelay > 0 {
+		g.log.Info("not ready; serving for drain_delay", zap.Duration("drain_delay", cfg.DrainDelay))
+		t := time.NewTimer(cfg.DrainDelay)
+		select {
+		case <-t.C:
+		case <-g.endDelay:
+			t.Stop()
+		}
+	}
 	g.draining.Store(true)
-	timeout := g.current.Load().cfg.ShutdownTimeout
+	timeout := cfg.ShutdownTimeout
 	g.log.Info("draining", zap.Duration("shutdown_timeout", timeout), zap.Int("running_calls", g.calls.count()))
 	if !g.calls.waitZero(timeout) {
 		g.log.Warn("shutdown_timeout reached; canceling running calls", zap.Int("running_calls", g.calls.count()))
@@ -221,6 +238,13 @@ func (g *Gateway) Shutdown() {
 	last.retire()
 	g.quotaStores.close()
 	g.log.Info("stopped")
+}
+
+// EndDrainDelay ends a Shutdown's drain_delay now (a second SIGTERM or
+// interrupt): new calls are refused from then on. Safe to call any number
+// of times, before or during Shutdown.
+func (g *Gateway) EndDrainDelay() {
+	g.endDelayOnce.Do(func() { close(g.endDelay) })
 }
 
 // callCounter counts running agent requests for the drain.

@@ -54,7 +54,7 @@ func (g *Gateway) healthz(w http.ResponseWriter, _ *http.Request) {
 
 func (g *Gateway) readyz(w http.ResponseWriter, _ *http.Request) {
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-	if g.draining.Load() || g.current.Load() == nil {
+	if g.unready.Load() || g.current.Load() == nil {
 		w.WriteHeader(http.StatusServiceUnavailable)
 		w.Write([]byte("draining\n"))
 		return

@@ -55,6 +55,7 @@ type Metrics struct {
 	InputRequired          *prometheus.CounterVec // outcome
 	InputRequiredParked    prometheus.Gauge
 	RequestStateRejections *prometheus.CounterVec // reason
+	SessionRejections      *prometheus.CounterVec // reason
 
 	ToolPinMismatches *prometheus.CounterVec // server
 	ToolPinsPending   *prometheus.GaugeVec   // server
@@ -174,6 +175,9 @@ func New(version string) *Metrics {
 	m.RequestStateRejections = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "pallasgw_request_state_rejections_total", Help: "Retries refused for their requestState or inputResponses, by reason.",
 	}, []string{"reason"})
+	m.SessionRejections = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "pallasgw_session_rejections_total", Help: "Requests answered as for an unknown session, by reason (foreign: sealed for another caller, agent or state key).",
+	}, []string{"reason"})
 
 	m.ConfigReloads = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "pallasgw_config_reloads_total", Help: "Config reloads by result (success, failure, unchanged).",
@@ -200,7 +204,7 @@ func New(version string) *Metrics {
 		m.DownstreamCalls, m.DownstreamDuration, m.DownstreamSessions, m.LLMRequests, m.GenAIDuration,
 		m.GenAITokens, m.LLMTokens, m.LLMCost, m.AgentIterations, m.AgentIterationLimit, m.AgentHealth,
 		m.ProviderUp, m.PolicyDecisions, m.AuthFailures, m.QuotaRejections, m.QuotaStoreErrors, m.TokenExchanges, m.ForwardedHeaderRejection, m.HistorySkipped, m.Progress,
-		m.InputRequired, m.InputRequiredParked, m.RequestStateRejections,
+		m.InputRequired, m.InputRequiredParked, m.RequestStateRejections, m.SessionRejections,
 		m.ToolPinMismatches, m.ToolPinsPending, m.ToolCheckFailures,
 		m.ConfigReloads, m.ConfigLastReloadOK, m.ConfigLastReloadSuccTS,
 		collectors.NewGoCollector(),

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/pallasgw/pallasgw/agents/mcpclient"
+	"github.com/pallasgw/pallasgw/agents/sessions"
 )
 
 func postAnswer(c *CallerRequests, session, id, body string) int {
@@ -60,12 +61,16 @@ func TestCallerRequestsRouteAnswers(t *testing.T) {
 }
 
 func TestSessionIDsRecordCapabilities(t *testing.T) {
-	id := newSessionID("es")
+	tag := NewCallerRequests().Tag
+	id := sessions.NewID(tag, "a", "token:alice", "es")
 	if !strings.HasPrefix(id, "pgw-es-") || !sessionDeclared(id, capSampling) || sessionDeclared(id, capRoots) {
 		t.Errorf("%q", id)
 	}
-	if id := newSessionID(""); sessionDeclared(id, capElicitation) || len(id) != len("pgw-")+32 {
-		t.Errorf("%q", id)
+	for range 200 { // the seal never reads as capability letters
+		if id := sessions.NewID(tag, "a", "token:alice", ""); sessionDeclared(id, capElicitation) ||
+			sessionDeclared(id, capSampling) || sessionDeclared(id, capRoots) || len(id) != len("pgw-")+32+1+32 {
+			t.Fatalf("%q", id)
+		}
 	}
 	if sessionDeclared("other-e-1", capElicitation) {
 		t.Error("an id not minted here declares nothing")

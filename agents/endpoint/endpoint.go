@@ -59,14 +59,14 @@ package endpoint
 //     key, if any, and answers 202).
 //
 // The session id records which of elicitation, sampling and roots the
-// caller declared when it initialized: "pgw-" + their letters + "-" + 128
-// random bits in hex ("pgw-es-…"), or "pgw-" and the hex when none.
+// caller declared when it initialized, and is sealed for the caller's
+// principal (agents/sessions; sessionbind.go): "pgw-" + their letters +
+// "-" + 128 random bits in hex + "." + the seal ("pgw-es-…"), or "pgw-",
+// the hex and the seal when none.
 
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -77,6 +77,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/pallasgw/pallasgw/agents/proxy"
+	"github.com/pallasgw/pallasgw/agents/sessions"
 	"github.com/pallasgw/pallasgw/agents/wire"
 )
 
@@ -174,12 +175,17 @@ func New(d Deps) *Endpoint {
 
 func (e *Endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPost {
-		e.d.MCP.ServeHTTP(w, r)
+		if !e.refuseForeignSession(w, r, nil) {
+			e.d.MCP.ServeHTTP(w, r)
+		}
 		return
 	}
 	body, msg, ok := bufferedBody(r)
 	if ok && msg == nil {
 		msg, _ = wire.Parse(body)
+	}
+	if e.refuseForeignSession(w, r, msg) {
+		return
 	}
 	if msg == nil {
 		e.d.MCP.ServeHTTP(w, r) // mcp-go answers the broken body
@@ -197,7 +203,7 @@ func (e *Endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			e.d.Requests.take(w, r, answerID(msg), body)
 			return
 		case method == string(mcp.MethodInitialize):
-			w.Header().Set(server.HeaderKeySessionID, newSessionID(declared(msg)))
+			w.Header().Set(server.HeaderKeySessionID, e.mintSession(r, declared(msg)))
 		case method == string(mcp.MethodSetLogLevel) && e.d.SetLevel != nil && !wire.IsNull(msg.ID) && knownVersion(r.Header):
 			var level string
 			_ = json.Unmarshal(msg.Params.Level, &level)
@@ -358,22 +364,10 @@ const (
 	capRoots       = 'r'
 )
 
-const sessionPrefix = "pgw-"
-
-// newSessionID returns a session id recording caps (letters).
-func newSessionID(caps string) string {
-	b := make([]byte, 16)
-	_, _ = rand.Read(b) // never fails (crypto/rand)
-	if caps == "" {
-		return sessionPrefix + hex.EncodeToString(b)
-	}
-	return sessionPrefix + caps + "-" + hex.EncodeToString(b)
-}
-
 // sessionDeclared reports whether the session id was minted for a caller
 // that declared capability c.
 func sessionDeclared(id string, c byte) bool {
-	rest, ok := strings.CutPrefix(id, sessionPrefix)
+	rest, ok := strings.CutPrefix(id, sessions.Prefix)
 	if !ok {
 		return false
 	}

@@ -58,7 +58,7 @@ const initBody = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"proto
 
 func TestEndpointSessionIDs(t *testing.T) {
 	ta := agenttest.New(t, agenttest.ProxyOneServer+"  talk: {model: passthrough}\n", agenttest.OneServerDown())
-	plain, elicit := regexp.MustCompile(`^pgw-[0-9a-f]{32}$`), regexp.MustCompile(`^pgw-e-[0-9a-f]{32}$`)
+	plain, elicit := regexp.MustCompile(`^pgw-[0-9a-f]{32}\.[0-9a-f]{32}$`), regexp.MustCompile(`^pgw-e-[0-9a-f]{32}\.[0-9a-f]{32}$`)
 	for _, c := range []struct {
 		name, agent, body string
 		hdr               map[string]string

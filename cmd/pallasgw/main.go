@@ -174,12 +174,32 @@ func serve(args []string, stderr io.Writer) int {
 	go func() { errc <- g.Serve() }()
 	select {
 	case <-ctx.Done():
+		// A second SIGTERM or interrupt ends the drain delay; registered
+		// before stop, so that no signal meets the default action.
+		again := make(chan os.Signal, 1)
+		signal.Notify(again, syscall.SIGTERM, os.Interrupt)
+		defer signal.Stop(again)
+		stop()
+		shut := make(chan struct{})
+		go endDrainDelayOnSignal(g, again, shut)
 		g.Shutdown()
+		close(shut)
 		<-errc
 		return 0
 	case err := <-errc:
 		log.Error("server stopped", zap.Error(err))
 		return 1
+	}
+}
+
+// endDrainDelayOnSignal ends the drain delay of a shutting-down gateway on
+// the next signal of again (a second SIGTERM or Ctrl-C, from an operator or
+// a test that does not wait); it returns then or when shut is closed.
+func endDrainDelayOnSignal(g *gateway.Gateway, again <-chan os.Signal, shut <-chan struct{}) {
+	select {
+	case <-again:
+		g.EndDrainDelay()
+	case <-shut:
 	}
 }
 

@@ -11,6 +11,7 @@ const (
 	DefaultVersion            = "1.0.0"
 	DefaultListen             = "0.0.0.0:8200"
 	DefaultShutdownTimeout    = 30 * time.Second
+	DefaultDrainDelay         = 5 * time.Second
 	DefaultDebounce           = 100 * time.Millisecond
 	DefaultPollInterval       = 30 * time.Second
 	DefaultMaxBodyBytes       = 10 << 20
@@ -52,6 +53,10 @@ func (p *parser) applyDefaults(c *Config) {
 	def(&c.Models.Default, DefaultModel)
 	if c.ShutdownTimeout == 0 {
 		c.ShutdownTimeout = DefaultShutdownTimeout
+	}
+	// drain_delay: 0 written explicitly means none; absent means the default.
+	if lookup(p.root, []string{"drain_delay"}) == nil {
+		c.DrainDelay = DefaultDrainDelay
 	}
 	if c.Reload.Debounce == 0 {
 		c.Reload.Debounce = DefaultDebounce

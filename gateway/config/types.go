@@ -12,29 +12,33 @@ import (
 // Config is one parsed, defaulted and validated config file. It is immutable
 // once Load returns: nothing may write to it or shallow-copy it for writing.
 type Config struct {
-	Name            string            `yaml:"name"`             // required
-	Version         string            `yaml:"version"`          // default "1.0.0"
-	Namespace       string            `yaml:"namespace"`        // default: Name
-	Listen          string            `yaml:"listen"`           // default "0.0.0.0:8200"
-	PublicURL       string            `yaml:"public_url"`       // default "" (derived from the request)
-	Host            string            `yaml:"host"`             // default "" (the request's host)
-	RegistryPort    int               `yaml:"registry_port"`    // default 0 = none
-	TrustedProxies  []string          `yaml:"trusted_proxies"`  // CIDRs or IPs; default none
-	AllowedOrigins  []string          `yaml:"allowed_origins"`  // default none
-	StateKey        string            `yaml:"state_key"`        // base64, 32 bytes; seals requestState; default random per process
-	EnvFile         string            `yaml:"env_file"`         // default ""
-	ShutdownTimeout time.Duration     `yaml:"shutdown_timeout"` // default 30s
-	Console         bool              `yaml:"console"`          // the web console at "/"; default true
-	Reload          Reload            `yaml:"reload"`
-	Admin           Admin             `yaml:"admin"`
-	Limits          Limits            `yaml:"limits"`
-	Auth            Auth              `yaml:"auth"`
-	Quotas          Quotas            `yaml:"quotas"`
-	Tracing         Tracing           `yaml:"tracing"`
-	Models          Models            `yaml:"models"`
-	MCP             MCP               `yaml:"mcp"`
-	Policy          Policy            `yaml:"policy"`
-	Agents          map[string]*Agent `yaml:"agents"`
+	Name            string        `yaml:"name"`             // required
+	Version         string        `yaml:"version"`          // default "1.0.0"
+	Namespace       string        `yaml:"namespace"`        // default: Name
+	Listen          string        `yaml:"listen"`           // default "0.0.0.0:8200"
+	PublicURL       string        `yaml:"public_url"`       // default "" (derived from the request)
+	Host            string        `yaml:"host"`             // default "" (the request's host)
+	RegistryPort    int           `yaml:"registry_port"`    // default 0 = none
+	TrustedProxies  []string      `yaml:"trusted_proxies"`  // CIDRs or IPs; default none
+	AllowedOrigins  []string      `yaml:"allowed_origins"`  // default none
+	StateKey        string        `yaml:"state_key"`        // base64, 32 bytes; seals requestState; default random per process
+	EnvFile         string        `yaml:"env_file"`         // default ""
+	ShutdownTimeout time.Duration `yaml:"shutdown_timeout"` // default 30s
+	// DrainDelay is how long a SIGTERM'd gateway keeps serving new calls
+	// after /readyz turned 503, so that a proxy's health checks move away
+	// first; default 5s, 0 written explicitly: none.
+	DrainDelay time.Duration     `yaml:"drain_delay"`
+	Console    bool              `yaml:"console"` // the web console at "/"; default true
+	Reload     Reload            `yaml:"reload"`
+	Admin      Admin             `yaml:"admin"`
+	Limits     Limits            `yaml:"limits"`
+	Auth       Auth              `yaml:"auth"`
+	Quotas     Quotas            `yaml:"quotas"`
+	Tracing    Tracing           `yaml:"tracing"`
+	Models     Models            `yaml:"models"`
+	MCP        MCP               `yaml:"mcp"`
+	Policy     Policy            `yaml:"policy"`
+	Agents     map[string]*Agent `yaml:"agents"`
 	// AgentCards are directories of agent cards (*.md), relative
 	// to the config's directory; their agents join Agents. Default none.
 	AgentCards []string `yaml:"agent_cards"`

@@ -213,15 +213,26 @@ func (g *Gateway) stop() {
 	case <-g.exited: // ended by itself, or by the test: the test's concern
 	default:
 		g.Signal(syscall.SIGTERM)
-		select {
-		case <-g.exited:
-			if !g.cmd.ProcessState.Success() {
-				g.t.Errorf("gateway ended with %s on SIGTERM:\n%s", g.cmd.ProcessState, g.Tail())
+		// A test has no load balancer to drain from: SIGTERM again, which
+		// ends the drain delay once the gateway has begun its shutdown.
+		again := time.NewTicker(100 * time.Millisecond)
+		defer again.Stop()
+		deadline := time.After(g.o.StopTimeout)
+		for stopped := false; !stopped; {
+			select {
+			case <-again.C:
+				g.Signal(syscall.SIGTERM)
+			case <-g.exited:
+				stopped = true
+				if !g.cmd.ProcessState.Success() {
+					g.t.Errorf("gateway ended with %s on SIGTERM:\n%s", g.cmd.ProcessState, g.Tail())
+				}
+			case <-deadline:
+				stopped = true
+				g.Signal(syscall.SIGKILL)
+				<-g.exited
+				g.t.Errorf("gateway did not stop on SIGTERM in %s:\n%s", g.o.StopTimeout, g.Tail())
 			}
-		case <-time.After(g.o.StopTimeout):
-			g.Signal(syscall.SIGKILL)
-			<-g.exited
-			g.t.Errorf("gateway did not stop on SIGTERM in %s:\n%s", g.o.StopTimeout, g.Tail())
 		}
 	}
 	g.checkLog()

@@ -16,7 +16,7 @@ import (
 func TestCancelFromAnotherClientIsIgnored(t *testing.T) {
 	llm := fakellm.New(t)
 	llm.SetEchoDelay(time.Second)
-	g := startGateway(t, fmt.Sprintf(shutdownCfg, "5s", llm.OpenAIBaseURL()))
+	g := startGateway(t, fmt.Sprintf(shutdownCfg, "5s", "0s", llm.OpenAIBaseURL()))
 	done := make(chan string, 1)
 	go func() {
 		resp, err := post(g.Base+"/agents/slow/mcp", `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"send_message","arguments":{"message":"keep going"}}}`, nil)

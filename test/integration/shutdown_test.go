@@ -16,6 +16,7 @@ const shutdownCfg = `
 name: sd
 listen: "127.0.0.1:{{PORT}}"
 shutdown_timeout: %s
+drain_delay: %s
 models:
   providers:
     openai: {base_url: "%s", api_key: k}
@@ -28,7 +29,7 @@ agents:
 func TestGracefulShutdownUnderLoad(t *testing.T) {
 	llm := fakellm.New(t)
 	llm.SetEchoDelay(1500 * time.Millisecond)
-	g := startGateway(t, fmt.Sprintf(shutdownCfg, "20s", llm.OpenAIBaseURL()))
+	g := startGateway(t, fmt.Sprintf(shutdownCfg, "20s", "0s", llm.OpenAIBaseURL()))
 	const running = 4
 	var wg sync.WaitGroup
 	results := make([]string, running)
@@ -81,7 +82,7 @@ func TestShutdownTimeoutCancelsCalls(t *testing.T) {
 	llm := fakellm.New(t)
 	hang := fakellm.Hang()
 	llm.Script(hang)
-	g := startGateway(t, fmt.Sprintf(shutdownCfg, "1s", llm.OpenAIBaseURL()))
+	g := startGateway(t, fmt.Sprintf(shutdownCfg, "1s", "0s", llm.OpenAIBaseURL()))
 	done := make(chan string, 1)
 	go func() {
 		resp, err := post(g.Base+"/agents/slow/mcp", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"send_message","arguments":{"message":"forever"}}}`, nil)
@@ -101,6 +102,44 @@ func TestShutdownTimeoutCancelsCalls(t *testing.T) {
 		t.Fatal("model stream not closed after shutdown_timeout")
 	}
 	<-done
+	select {
+	case <-g.Exited():
+	case <-time.After(15 * time.Second):
+		t.Fatal("gateway did not exit")
+	}
+	if code := g.ExitCode(); code != 0 {
+		t.Fatalf("exit code %d", code)
+	}
+}
+
+// TestDrainDelayKeepsServing: on SIGTERM /readyz turns 503 at once, but new
+// calls are served for drain_delay (a proxy that cannot retry a refused
+// POST has moved away by then); a second SIGTERM ends the delay, new calls
+// are refused with 503 from then on, and the process exits 0.
+func TestDrainDelayKeepsServing(t *testing.T) {
+	llm := fakellm.New(t)
+	g := startGateway(t, fmt.Sprintf(shutdownCfg, "20s", "10m", llm.OpenAIBaseURL()))
+	g.Signal(syscall.SIGTERM)
+	eventually(t, 5*time.Second, "/readyz 503", func() bool {
+		code, _, _ := httpGet(t, g.Base+"/readyz", nil)
+		return code == 503
+	})
+	status := func() int {
+		resp, err := post(g.Base+"/agents/slow/mcp", listTools, nil)
+		if err != nil {
+			return 0
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if code := status(); code != 200 {
+		t.Errorf("a new call within drain_delay: %d, want 200", code)
+	}
+	g.Signal(syscall.SIGTERM)
+	eventually(t, 10*time.Second, "new calls refused with 503 after the delay", func() bool {
+		code := status()
+		return code == 503 || code == 0 // 0: the listener has closed already
+	})
 	select {
 	case <-g.Exited():
 	case <-time.After(15 * time.Second):

@@ -345,9 +345,10 @@ func TestKubernetes(t *testing.T) {
 		if sleep == 0 && dig(preStop, "exec") == nil {
 			t.Errorf("preStop %v neither sleeps nor runs a command", preStop)
 		}
-		need := cfg.ShutdownTimeout.Seconds() + float64(sleep)
+		need := cfg.DrainDelay.Seconds() + cfg.ShutdownTimeout.Seconds() + float64(sleep)
 		if float64(grace) <= need {
-			t.Errorf("terminationGracePeriodSeconds %d must exceed preStop %ds + shutdown_timeout %s", grace, sleep, cfg.ShutdownTimeout)
+			t.Errorf("terminationGracePeriodSeconds %d must exceed preStop %ds + drain_delay %s + shutdown_timeout %s",
+				grace, sleep, cfg.DrainDelay, cfg.ShutdownTimeout)
 		}
 	})
 
