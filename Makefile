@@ -47,7 +47,6 @@ fuzz: ## each native fuzz target for 30s
 	$(GO) test -run XXX -fuzz FuzzOpenAIStream -fuzztime 30s ./agents/llm/
 	$(GO) test -run XXX -fuzz FuzzAnthropicStream -fuzztime 30s ./agents/llm/
 	$(GO) test -run XXX -fuzz FuzzOpenAIBody -fuzztime 30s ./agents/llm/
-	$(GO) test -run XXX -fuzz FuzzSSEReader -fuzztime 30s ./agents/llm/
 	$(GO) test -run XXX -fuzz FuzzLoad -fuzztime 30s ./gateway/config/
 	$(GO) test -run XXX -fuzz FuzzParseTurn -fuzztime 30s ./agents/
 

@@ -15,10 +15,10 @@ import (
 // client (its transport, retries and error type), always streaming (the SDK
 // refuses long non-streaming calls, and streaming lets ctx cancel promptly).
 // The request body is the one the SDK's param types encode
-// (anthropic_request.go); the stream is read by our SSE reader and
-// accumulator (anthropic_stream.go), shared in kind with the OpenAI
-// provider: it tolerates unknown events and keeps the maximum of the
-// cumulative usage.
+// (anthropic_request.go); the stream is decoded by the SDK's ssestream
+// decoder and folded by our accumulator (anthropic_stream.go), read by the
+// loop the OpenAI provider uses (stream.go): it tolerates unknown events
+// and keeps the maximum of the cumulative usage.
 type anthropicProvider struct {
 	apiKey  string
 	static  http.Header // cfg.Headers, redacted from errors
@@ -80,7 +80,7 @@ func (p *anthropicProvider) Chat(ctx context.Context, req Request) (*Response, e
 	if isHTML(resp.Header.Get("Content-Type")) {
 		return nil, fmt.Errorf("anthropic: %w", errHTML)
 	}
-	out, err := readAnthropicStream(resp.Body, req.OnText)
+	out, err := readAnthropicStream(resp, req.OnText)
 	if err != nil {
 		return nil, redactStream(streamErr("anthropic", ctx, err), p.apiKey, req.Header)
 	}

@@ -4,8 +4,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
+	"net/http"
 	"strings"
+
+	ansse "github.com/anthropics/anthropic-sdk-go/packages/ssestream"
 )
 
 // anEvent is the subset of a Messages stream event we read. The event type
@@ -61,26 +63,16 @@ type anAccumulator struct {
 
 var errNoStopReason = errors.New("stream ended without stop_reason")
 
-// readAnthropicStream reads an SSE body until message_stop or EOF, handing
-// each text delta to onText (when not nil) as it arrives.
-func readAnthropicStream(body io.Reader, onText func(string)) (*Response, error) {
+// readAnthropicStream reads an SSE answer until message_stop or its end
+// with anthropic-sdk-go's event decoder, handing each text delta to onText
+// (when not nil) as it arrives.
+func readAnthropicStream(resp *http.Response, onText func(string)) (*Response, error) {
+	dec := ansse.NewDecoder(boundStream(resp))
 	acc := &anAccumulator{byIndex: map[int]*anBlock{}, onText: onText}
-	sse := newSSEReader(body)
-	defer sse.release()
-	for !acc.done {
-		ev, err := sse.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return nil, fmt.Errorf("reading stream: %w", err)
-		}
-		if err := acc.feed(ev.Data); err != nil {
-			return nil, err
-		}
-	}
-	return acc.result()
+	return readEvents(dec, func() []byte { return dec.Event().Data }, acc)
 }
+
+func (a *anAccumulator) finished() bool { return a.done }
 
 func (a *anAccumulator) feed(data []byte) error {
 	var ev anEvent

@@ -15,8 +15,9 @@ import (
 // openAIProvider speaks the Chat Completions API of any OpenAI-compatible
 // server (OpenAI, vLLM, llama.cpp, Ollama, LiteLLM) through openai-go's
 // client: its transport, retries and error type. The request body is the
-// one openai-go's param types encode (openai_request.go); the stream is read
-// by our accumulator (openai_stream.go), since the SDK's breaks on real
+// one openai-go's param types encode (openai_request.go); the stream is
+// decoded by the SDK's ssestream decoder and folded by our accumulator
+// (openai_stream.go), since the SDK's iterator and accumulator break on real
 // servers (checked against openai-go v3.96.0).
 type openAIProvider struct {
 	baseURL string // without trailing slash, e.g. https://api.openai.com/v1

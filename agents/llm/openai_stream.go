@@ -8,6 +8,8 @@ import (
 	"io"
 	"net/http"
 	"strings"
+
+	oasse "github.com/openai/openai-go/v3/packages/ssestream"
 )
 
 // This is the project's own Chat Completions stream accumulator. openai-go's
@@ -90,11 +92,11 @@ func readOpenAIBody(resp *http.Response, onText func(string)) (*Response, error)
 	ct := resp.Header.Get("Content-Type")
 	switch {
 	case strings.HasPrefix(ct, "application/json"):
-		body, err := io.ReadAll(io.LimitReader(resp.Body, maxEventBytes))
+		body, err := io.ReadAll(io.LimitReader(resp.Body, maxJSONBytes))
 		if err != nil {
 			return nil, fmt.Errorf("reading response: %w", err)
 		}
-		acc := &oaAccumulator{byIndex: map[int]int{}, onText: onText}
+		acc := newOAAccumulator(onText)
 		if err := acc.feed(body); err != nil {
 			return nil, err
 		}
@@ -102,30 +104,23 @@ func readOpenAIBody(resp *http.Response, onText func(string)) (*Response, error)
 	case isHTML(ct):
 		return nil, errHTML
 	}
-	return readOpenAIStream(resp.Body, onText)
+	return readOpenAIStream(resp, onText)
 }
 
-// readOpenAIStream reads an SSE body to the end (or [DONE]) and returns the
-// assistant turn, handing each text delta to onText (when not nil) as it
-// arrives. Errors are not prefixed with the provider name.
-func readOpenAIStream(body io.Reader, onText func(string)) (*Response, error) {
-	acc := &oaAccumulator{byIndex: map[int]int{}, onText: onText}
-	sse := newSSEReader(body)
-	defer sse.release()
-	for !acc.done {
-		ev, err := sse.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return nil, fmt.Errorf("reading stream: %w", err)
-		}
-		if err := acc.feed(ev.Data); err != nil {
-			return nil, err
-		}
-	}
-	return acc.result()
+// readOpenAIStream reads an SSE answer to the end (or [DONE]) with
+// openai-go's event decoder and returns the assistant turn, handing each
+// text delta to onText (when not nil) as it arrives. Errors are not
+// prefixed with the provider name.
+func readOpenAIStream(resp *http.Response, onText func(string)) (*Response, error) {
+	dec := oasse.NewDecoder(boundStream(resp))
+	return readEvents(dec, func() []byte { return dec.Event().Data }, newOAAccumulator(onText))
 }
+
+func newOAAccumulator(onText func(string)) *oaAccumulator {
+	return &oaAccumulator{byIndex: map[int]int{}, onText: onText}
+}
+
+func (a *oaAccumulator) finished() bool { return a.done }
 
 // feed takes one event's data.
 func (a *oaAccumulator) feed(data []byte) error {

@@ -1,17 +1,20 @@
 package llm
 
 import (
-	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"strconv"
 	"strings"
 	"testing"
-	"testing/iotest"
 )
+
+// sseResp is a 200 answer streaming body.
+func sseResp(body io.Reader) *http.Response {
+	return &http.Response{StatusCode: http.StatusOK, Header: http.Header{"Content-Type": {"text/event-stream"}},
+		Body: io.NopCloser(body)}
+}
 
 // sse builds an SSE body from data payloads.
 func sse(datas ...string) string {
@@ -89,7 +92,7 @@ func TestOpenAIAccumulator(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			resp, err := readOpenAIStream(strings.NewReader(tc.body), nil)
+			resp, err := readOpenAIStream(sseResp(strings.NewReader(tc.body)), nil)
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("err = %v, want %q", err, tc.wantErr)
@@ -139,7 +142,7 @@ func TestAnthropicAccumulator(t *testing.T) {
 			`{"type":"some_future_event"}`,
 			`{"type":"message_stop"}`)
 	var deltas []string
-	resp, err := readAnthropicStream(strings.NewReader(body), func(d string) { deltas = append(deltas, d) })
+	resp, err := readAnthropicStream(sseResp(strings.NewReader(body)), func(d string) { deltas = append(deltas, d) })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -152,22 +155,7 @@ func TestAnthropicAccumulator(t *testing.T) {
 	})
 }
 
-func TestSSEReader(t *testing.T) {
-	body := "event: a\ndata: line1\ndata: line2\nid: 7\nretry: 10\n\n:comment\r\rdata: cr\r\rdata: tail-without-blank"
-	r := newSSEReader(strings.NewReader(body))
-	want := []sseEvent{{Event: "a", Data: []byte("line1\nline2")}, {Data: []byte("cr")}, {Data: []byte("tail-without-blank")}}
-	for i, w := range want {
-		ev, err := r.Next()
-		if err != nil || ev.Event != w.Event || string(ev.Data) != string(w.Data) {
-			t.Fatalf("event %d = %+v (%q), %v; want %+v", i, ev, ev.Data, err, w)
-		}
-	}
-	if _, err := r.Next(); !errors.Is(err, io.EOF) {
-		t.Fatalf("end: err = %v, want EOF", err)
-	}
-}
-
-// FuzzOpenAIStream feeds arbitrary bodies to the SSE reader and accumulator:
+// FuzzOpenAIStream feeds arbitrary bodies to the event decoder and accumulator:
 // they must never panic, and a success must carry valid JSON arguments.
 func FuzzOpenAIStream(f *testing.F) {
 	f.Add(sse(`{"choices":[{"delta":{"content":"hi"},"finish_reason":"stop"}]}`, `[DONE]`))
@@ -179,7 +167,7 @@ func FuzzOpenAIStream(f *testing.F) {
 	f.Add("data: {\"error\":{\"code\":1}}\n\ndata")
 	f.Add("\r\r\n\n:\ndata:\ndata:\n\n")
 	f.Fuzz(func(t *testing.T, body string) {
-		resp, err := readOpenAIStream(strings.NewReader(body), nil)
+		resp, err := readOpenAIStream(sseResp(strings.NewReader(body)), nil)
 		if err != nil {
 			return
 		}
@@ -188,7 +176,7 @@ func FuzzOpenAIStream(f *testing.F) {
 				t.Fatalf("invalid arguments %q", c.Arguments)
 			}
 		}
-		_, _ = readAnthropicStream(strings.NewReader(body), nil)
+		_, _ = readAnthropicStream(sseResp(strings.NewReader(body)), nil)
 	})
 }
 
@@ -207,8 +195,8 @@ func anSSE(datas ...string) string {
 	return b.String()
 }
 
-// FuzzAnthropicStream is FuzzOpenAIStream for the Messages stream: the SSE
-// reader and accumulator must never panic, and a success must carry valid
+// FuzzAnthropicStream is FuzzOpenAIStream for the Messages stream: the event
+// decoder and accumulator must never panic, and a success must carry valid
 // JSON arguments (a truncated or broken input becomes a JSON string), a
 // finish reason and no negative usage.
 func FuzzAnthropicStream(f *testing.F) {
@@ -266,7 +254,7 @@ func FuzzAnthropicStream(f *testing.F) {
 	f.Add("event: ping\ndata: {\"type\":\"ping\"}\n\nevent: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\"")
 	f.Add("data: {\"type\":\"error\",\"error\":null}\n\ndata")
 	f.Fuzz(func(t *testing.T, body string) {
-		resp, err := readAnthropicStream(strings.NewReader(body), nil)
+		resp, err := readAnthropicStream(sseResp(strings.NewReader(body)), nil)
 		if err != nil {
 			return
 		}
@@ -319,61 +307,6 @@ func TestOpenAIBodyContentTypes(t *testing.T) {
 	}
 }
 
-// readAllEvents reads every event of r, and the error that ended it.
-func readAllEvents(r io.Reader) ([]sseEvent, error) {
-	s := newSSEReader(r)
-	defer s.release()
-	var evs []sseEvent
-	for {
-		ev, err := s.Next()
-		if err != nil {
-			if errors.Is(err, io.EOF) {
-				err = nil
-			}
-			return evs, err
-		}
-		evs = append(evs, ev)
-	}
-}
-
-// FuzzSSEReader checks that events do not depend on how the stream is cut
-// into reads: a line end split across reads (CR, then LF), lines longer
-// than the read buffer.
-func FuzzSSEReader(f *testing.F) {
-	f.Add("event: a\ndata: line1\ndata: line2\n\n:comment\r\rdata: cr\r\n\r\ndata: tail")
-	f.Add("data: " + strings.Repeat("x", 5000) + "\r\n\r\ndata: after\n\n")
-	f.Add("\r\n\r\r\n\n")
-	f.Fuzz(func(t *testing.T, body string) {
-		want, wantErr := readAllEvents(strings.NewReader(body))
-		for name, r := range map[string]io.Reader{
-			"one byte": iotest.OneByteReader(strings.NewReader(body)),
-			"halves":   iotest.HalfReader(strings.NewReader(body)),
-		} {
-			got, err := readAllEvents(r)
-			if (err == nil) != (wantErr == nil) || len(got) != len(want) {
-				t.Fatalf("%s: %d events, %v; read whole: %d events, %v", name, len(got), err, len(want), wantErr)
-			}
-			for i := range want {
-				if got[i].Event != want[i].Event || !bytes.Equal(got[i].Data, want[i].Data) {
-					t.Fatalf("%s: event %d = %+v, want %+v", name, i, got[i], want[i])
-				}
-			}
-		}
-	})
-}
-
-func TestSSEReaderLongLinesAndSplitLineEnds(t *testing.T) {
-	long := strings.Repeat("y", 9000)
-	body := "data: " + long + "\r\n\r\ndata: b\r\n\r\ndata: c\r\rdata: d\n\n"
-	for _, r := range []io.Reader{strings.NewReader(body), iotest.OneByteReader(strings.NewReader(body))} {
-		evs, err := readAllEvents(r)
-		if err != nil || len(evs) != 4 || string(evs[0].Data) != long || string(evs[1].Data) != "b" ||
-			string(evs[2].Data) != "c" || string(evs[3].Data) != "d" {
-			t.Fatalf("events %d, %v", len(evs), err)
-		}
-	}
-}
-
 // OnText gets each text delta of an OpenAI stream as it arrives, and none
 // of the tool calls' arguments.
 func TestOpenAITextDeltas(t *testing.T) {
@@ -383,7 +316,7 @@ func TestOpenAITextDeltas(t *testing.T) {
 		`{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"c1","function":{"name":"f","arguments":"{}"}}]}}]}`,
 		`{"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}`, "[DONE]")
 	var deltas []string
-	resp, err := readOpenAIStream(strings.NewReader(body), func(d string) { deltas = append(deltas, d) })
+	resp, err := readOpenAIStream(sseResp(strings.NewReader(body)), func(d string) { deltas = append(deltas, d) })
 	if err != nil {
 		t.Fatal(err)
 	}
