@@ -165,7 +165,7 @@ func buildProviders(cfg *config.Config) (map[string]llm.Provider, error) {
 			static[k] = v.Value()
 		}
 		prov, err := llm.New(llm.ProviderConfig{Kind: p.Type, BaseURL: p.BaseURL, APIKey: p.APIKey.Value(), Headers: static,
-			Timeout: p.Timeout, MaxRetries: retries})
+			Timeout: p.Timeout, MaxRetries: retries, SDKBody: p.SDKBody})
 		if err != nil {
 			return nil, cfg.ErrorAt([]string{"models", "providers", name}, err.Error())
 		}

@@ -151,6 +151,10 @@ type ProviderConfig struct {
 	// (api.openai.com, *.openai.azure.com; see RejectsTopK); vLLM,
 	// llama.cpp, Ollama and LiteLLM take top_k.
 	DropTopK bool
+	// SDKBody encodes OpenAI request bodies through openai-go's param
+	// types instead of writing them directly (openai_body.go): the same
+	// bytes, for more CPU per call.
+	SDKBody bool
 	// HTTPClient may be set by tests; nil = a tuned default client.
 	HTTPClient *http.Client
 }

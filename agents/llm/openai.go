@@ -27,6 +27,8 @@ type openAIProvider struct {
 	client  openai.Client
 	tools   *toolJSON
 	noTopK  bool // the server refuses top_k: it is never sent
+	// body encodes a request: openAIBody, or openAIBodySDK (SDKBody).
+	body func(Request, *toolJSON) ([]byte, error)
 }
 
 // NewOpenAI returns a provider for an OpenAI-compatible Chat Completions
@@ -36,7 +38,12 @@ func NewOpenAI(cfg ProviderConfig) (Provider, error) {
 	if err != nil {
 		return nil, err
 	}
+	body := openAIBody
+	if cfg.SDKBody {
+		body = openAIBodySDK
+	}
 	return &openAIProvider{
+		body:    body,
 		baseURL: base,
 		apiKey:  cfg.APIKey,
 		static:  staticHeaders(cfg.Headers),
@@ -106,7 +113,7 @@ func (p *openAIProvider) Chat(ctx context.Context, req Request) (*Response, erro
 		req.Params.ResponseFormat = map[string]any{"type": "json_schema",
 			"json_schema": map[string]any{"name": req.Schema.Name, "strict": true, "schema": req.Schema.Schema}}
 	}
-	body, err := openAIBody(req, p.tools)
+	body, err := p.body(req, p.tools)
 	if err != nil {
 		return nil, fmt.Errorf("openai: %w", err)
 	}

@@ -17,8 +17,8 @@
 // the gateway 2617-2746 against 2205-2383 and 1956-2456. The Anthropic
 // encoder of the same kind was removed: the agent loop does not use it.
 //
-// The switch: PALLASGW_LLM_HAND_BODY=off in the gateway's environment
-// encodes every body through the SDK types (read at start).
+// The switch: sdk_body: true on a provider (models.providers.<name>,
+// ProviderConfig.SDKBody) encodes its bodies through the SDK types.
 //
 // Parts, in order: the body (openAIBody), the SDK's object merge
 // (objectWriter), encoding/json's text appenders, the tool cache, the
@@ -32,7 +32,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"os"
 	"slices"
 	"strconv"
 	"sync"
@@ -40,9 +39,6 @@ import (
 
 	"github.com/openai/openai-go/v3/packages/param"
 )
-
-// handBody is the switch (file comment).
-var handBody = os.Getenv("PALLASGW_LLM_HAND_BODY") != "off"
 
 // openAIBody encodes req as a streaming Chat Completions request: byte for
 // byte the body openAIBodySDK builds from openai-go's param types, written
@@ -53,9 +49,6 @@ var handBody = os.Getenv("PALLASGW_LLM_HAND_BODY") != "off"
 // and extra values the SDK drops (param.Omit) or refuses (NaN, a failing
 // MarshalJSON), still go through the SDK, so they fare exactly as before.
 func openAIBody(req Request, tools *toolJSON) ([]byte, error) {
-	if !handBody {
-		return openAIBodySDK(req, tools)
-	}
 	body, ok, err := openAIBodyDirect(req, tools)
 	if !ok {
 		return openAIBodySDK(req, tools)
@@ -452,43 +445,6 @@ func appendJSONFloat(b []byte, f float64) []byte {
 		b = b[:n-1]
 	}
 	return b
-}
-
-// appendCompactJSON appends raw, which must be valid JSON, as encoding/json
-// writes a json.RawMessage: without insignificant white space, with <, >,
-// &, U+2028 and U+2029 escaped, and with invalid UTF-8 left as it is.
-func appendCompactJSON(b, raw []byte) []byte {
-	const hex = "0123456789abcdef"
-	start, inString := 0, false
-	for i := 0; i < len(raw); i++ {
-		c := raw[i]
-		if !inString {
-			switch c {
-			case '"':
-				inString = true
-			case ' ', '\t', '\n', '\r':
-				b = append(b, raw[start:i]...)
-				start = i + 1
-			}
-			continue
-		}
-		switch {
-		case c == '\\':
-			i++ // the escaped byte is never one of the others
-		case c == '"':
-			inString = false
-		case c == '<', c == '>', c == '&':
-			b = append(b, raw[start:i]...)
-			b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
-			start = i + 1
-		case c == 0xe2 && i+2 < len(raw) && raw[i+1] == 0x80 && raw[i+2]&^1 == 0xa8:
-			b = append(b, raw[start:i]...)
-			b = append(b, '\\', 'u', '2', '0', '2', hex[raw[i+2]&0xf])
-			i += 2
-			start = i + 1
-		}
-	}
-	return append(b, raw[start:]...)
 }
 
 // toolJSON caches the encoded form of tool definitions for one provider,

@@ -43,3 +43,25 @@ func TestOpenAITopK(t *testing.T) {
 		}
 	}
 }
+
+// sdk_body: a provider that encodes through openai-go's param types sends
+// the bytes the direct encoder sends.
+func TestOpenAISDKBody(t *testing.T) {
+	srv := fakellm.New(t)
+	srv.Script(fakellm.Text("ok"), fakellm.Text("ok"))
+	temp, k := 0.5, 3
+	req := userReq("hi")
+	req.System = "be <brief> & kind"
+	req.Params.Temperature, req.Params.TopK = &temp, &k
+	req.Tools = []llm.Tool{{Name: "srv__echo", Description: "Echoes.", InputSchema: []byte(`{"type":"object","properties":{"text":{"type":"string"}}}`)}}
+	for _, sdk := range []bool{false, true} {
+		p := newProvider(t, "openai", srv, func(c *llm.ProviderConfig) { c.SDKBody = sdk })
+		if _, err := p.Chat(ctxT(t), req); err != nil {
+			t.Fatalf("sdk_body %v: %v", sdk, err)
+		}
+	}
+	reqs := srv.ChatRequests()
+	if len(reqs) != 2 || string(reqs[0].Body) != string(reqs[1].Body) {
+		t.Fatalf("bodies differ:\n%s\n%s", reqs[0].Body, reqs[len(reqs)-1].Body)
+	}
+}

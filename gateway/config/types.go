@@ -159,6 +159,10 @@ type Provider struct {
 	ExtraBlockedHeaders []string      `yaml:"extra_blocked_headers"`
 	Timeout             time.Duration `yaml:"timeout"`     // default 300s
 	MaxRetries          *int          `yaml:"max_retries"` // default 2
+	// SDKBody (type openai) encodes request bodies through openai-go's
+	// param types instead of pallasgw's direct encoder: the same bytes,
+	// more CPU per call. Default false.
+	SDKBody bool `yaml:"sdk_body"`
 
 	// Name is the provider's key (set by Load).
 	Name string `yaml:"-"`
