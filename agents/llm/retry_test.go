@@ -6,6 +6,8 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -64,9 +66,6 @@ func TestRetriesExhausted(t *testing.T) {
 			if n := len(srv.ChatRequests()); n != 3 {
 				t.Errorf("%d attempts, want 1 + 2 retries", n)
 			}
-			if !llm.IsRetryable(err) {
-				t.Error("500 not reported retryable")
-			}
 		})
 	}
 }
@@ -104,13 +103,22 @@ func TestConnectionErrorRetried(t *testing.T) {
 	}
 	addr := ln.Addr().String()
 	ln.Close() // nothing listens: every dial is refused
-	p, err := llm.NewOpenAI(llm.ProviderConfig{BaseURL: "http://" + addr + "/v1", APIKey: testKey, MaxRetries: 1})
+	var dials atomic.Int32
+	client := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+		dials.Add(1)
+		return (&net.Dialer{}).DialContext(ctx, network, addr)
+	}}}
+	p, err := llm.NewOpenAI(llm.ProviderConfig{BaseURL: "http://" + addr + "/v1", APIKey: testKey, MaxRetries: 1, HTTPClient: client})
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, err = p.Chat(ctxT(t), userReq("hi"))
-	if err == nil || !llm.IsRetryable(err) || strings.Contains(err.Error(), testKey) {
-		t.Fatalf("err = %v", err)
+	var he *llm.HTTPError
+	if !errors.Is(err, syscall.ECONNREFUSED) || errors.As(err, &he) || strings.Contains(err.Error(), testKey) {
+		t.Fatalf("err = %v, want the refused connection, not an HTTP error, without the key", err)
+	}
+	if n := dials.Load(); n != 2 {
+		t.Errorf("%d dials, want 1 + 1 retry", n)
 	}
 }
 

@@ -9,7 +9,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/url"
 	"slices"
 	"strings"
 	"time"
@@ -24,8 +23,9 @@ import (
 // honouring retry-after-ms and Retry-After, never once a response has been
 // handed out, so never after the first stream byte) and the error types.
 // This file maps their errors to HTTPError and keeps secrets out of every
-// error text. The stream bodies are read by this package (sse.go and the
-// accumulators), not by the SDKs' iterators and accumulator.
+// error text. The stream bodies are read with the SDKs' event decoders and
+// this package's accumulators (stream.go), not with the SDKs' iterators and
+// accumulator.
 
 const (
 	defaultMaxRetries = 2
@@ -52,24 +52,7 @@ func (e *HTTPError) Error() string {
 	return fmt.Sprintf("%s: HTTP %d: %s", e.Provider, e.Status, e.Message)
 }
 
-// connError is a failure to get any response (dial, TLS, reset before headers).
-type connError struct{ err error }
-
-func (e *connError) Error() string { return e.err.Error() }
-func (e *connError) Unwrap() error { return e.err }
-
-// IsRetryable reports whether err is of the kind the SDKs retry: HTTP 408,
-// 409, 429 and 5xx, and connection failures before any response. Errors
-// from a stream that already started are not retryable.
-func IsRetryable(err error) bool {
-	var he *HTTPError
-	if errors.As(err, &he) {
-		return retryableStatus(he.Status)
-	}
-	var ce *connError
-	return errors.As(err, &ce)
-}
-
+// retryableStatus reports the statuses the SDKs retry: 408, 409, 429, 5xx.
 func retryableStatus(s int) bool {
 	return s == http.StatusRequestTimeout || s == http.StatusConflict ||
 		s == http.StatusTooManyRequests || s >= 500
@@ -141,11 +124,7 @@ func sdkError(provider string, ctx context.Context, err error, a *attempts, apiK
 		res = oe.Response
 	case errors.As(err, &ae):
 		res = ae.Response
-	default:
-		var ue *url.Error
-		if errors.As(err, &ue) || isNetErr(err) {
-			return fmt.Errorf("%s: %w", provider, &connError{err: redactErr(err, apiKey)})
-		}
+	default: // no response: dial, TLS, a reset before the headers
 		return fmt.Errorf("%s: %w", provider, redactErr(err, apiKey))
 	}
 	var body []byte
