@@ -107,20 +107,8 @@ func (e *Exchanger) store(k [sha256.Size]byte, c exchanged) {
 	if e.cache == nil {
 		e.cache = map[[sha256.Size]byte]exchanged{}
 	}
-	if len(e.cache) >= maxExchanged {
-		now := time.Now()
-		for key, old := range e.cache {
-			if now.After(old.expires) {
-				delete(e.cache, key)
-			}
-		}
-		for key := range e.cache {
-			if len(e.cache) < maxExchanged {
-				break
-			}
-			delete(e.cache, key)
-		}
-	}
+	now := time.Now()
+	makeRoom(e.cache, maxExchanged, func(old exchanged) bool { return now.After(old.expires) })
 	e.cache[k] = c
 }
 

@@ -313,20 +313,8 @@ func (v *JWTVerifier) Verify(ctx context.Context, token, resource string) (Claim
 func (v *JWTVerifier) remember(key [sha256.Size]byte, t verifiedToken) {
 	v.vmu.Lock()
 	defer v.vmu.Unlock()
-	if len(v.verified) >= maxVerified {
-		now := time.Now()
-		for k, c := range v.verified {
-			if !now.Before(c.until) {
-				delete(v.verified, k)
-			}
-		}
-		for k := range v.verified {
-			if len(v.verified) < maxVerified {
-				break
-			}
-			delete(v.verified, k)
-		}
-	}
+	now := time.Now()
+	makeRoom(v.verified, maxVerified, func(c verifiedToken) bool { return !now.Before(c.until) })
 	v.verified[key] = t
 }
 
