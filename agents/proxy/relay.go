@@ -70,18 +70,12 @@ type Stream interface {
 // is counted as dropped (as agents' Reporter waits).
 const retryBlocked = 2 * time.Second
 
-// NewProgressRelay returns the relay of a call's progress to the response
-// stream (may be nil); nil (a relay that asks for nothing) when the caller
-// gave no token or there is no MCP server in ctx.
-func NewProgressRelay(ctx context.Context, stream Stream, token mcp.ProgressToken, m *metrics.Metrics) *Relay {
-	return newRelay(ctx, stream, token, false, "", m)
-}
-
-// NewCallRelay is NewProgressRelay for a call whose downstream may also
-// send server-to-client requests to the caller (toolbox execute_tool): it
-// returns a relay even without a token, since the requests are written in
-// order with the progress (Exclusive); nil only when ctx has no MCP
-// server. End it when the call returns.
+// NewCallRelay returns the relay of a call's progress to the response
+// stream for a call whose downstream may also send server-to-client
+// requests to the caller (toolbox execute_tool): it returns a relay even
+// without a token, since the requests are written in order with the
+// progress (Exclusive); nil only when ctx has no MCP server. End it when
+// the call returns.
 func NewCallRelay(ctx context.Context, stream Stream, token mcp.ProgressToken, m *metrics.Metrics) *Relay {
 	return buildRelay(ctx, stream, token, false, "", m)
 }
@@ -90,8 +84,10 @@ func NewCallRelay(ctx context.Context, stream Stream, token mcp.ProgressToken, m
 // the caller after it (Exclusive).
 func (r *Relay) End() { r.end() }
 
-// newRelay is NewProgressRelay that also relays log messages when logs is
-// set, those at level or more severe when level is set.
+// newRelay returns the relay of a call's progress to the response stream,
+// and of its log messages when logs is set (those at level or more severe
+// when level is set); nil (a relay that asks for nothing) when there is
+// neither a token nor logs, or no MCP server in ctx.
 func newRelay(ctx context.Context, stream Stream, token mcp.ProgressToken, logs bool, level mcp.LoggingLevel, m *metrics.Metrics) *Relay {
 	if token == nil && !logs {
 		return nil

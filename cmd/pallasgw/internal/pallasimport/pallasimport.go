@@ -55,10 +55,7 @@ type pallasAgents struct {
 	} `yaml:"agents"`
 }
 
-// Convert reads the Pallas project in dir into one config file.
-func Convert(dir string) (*Result, error) { return ConvertWith(dir, Options{}) }
-
-// ConvertWith reads the Pallas project in dir.
+// ConvertWith reads the Pallas project in dir into one config file.
 func ConvertWith(dir string, opts Options) (*Result, error) {
 	res := &Result{}
 	note := func(format string, args ...any) { res.Unmapped = append(res.Unmapped, fmt.Sprintf(format, args...)) }

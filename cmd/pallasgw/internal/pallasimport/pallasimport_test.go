@@ -92,7 +92,7 @@ def main(): ...
 			t.Fatal(err)
 		}
 	}
-	res, err := Convert(dir)
+	res, err := ConvertWith(dir, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
