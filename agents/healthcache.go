@@ -87,13 +87,6 @@ func (c *healthCache) expire() {
 	c.mu.Unlock()
 }
 
-// size is the number of cached credential sets (tests).
-func (c *healthCache) size() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return len(c.entries)
-}
-
 // healthKey is the cache key of a probe for a caller whose headers are
 // inbound: backgroundKey without a caller (inbound nil) or when no server
 // the agent depends on takes anything of the caller, else a SHA-256
