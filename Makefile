@@ -6,7 +6,7 @@ LDFLAGS   := -s -w -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 CONFIG    ?= configs/quickstart.yaml
 E2E_TOOLS ?= $(CURDIR)/.tools
 
-.PHONY: run build test vet lint e2e bench soak fuzz clean
+.PHONY: run build test vet lint deadcode e2e bench soak fuzz clean
 
 # run builds the binary build does (same flags, so one build cache serves
 # both: `go run` without -trimpath compiled everything a second time), then
@@ -26,6 +26,15 @@ vet:
 lint: vet ## gofmt + vet (+ staticcheck when installed)
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	@if command -v staticcheck >/dev/null; then staticcheck ./...; else echo "staticcheck not installed; skipped"; fi
+
+# deadcode: functions no path from a main package reaches, in production
+# code (test helpers under test/ and agents/internal/agenttest are not).
+# The tool is pinned in its own module (test/tools/deadcode), as hydra and
+# jaeger are, so golang.org/x/tools stays out of the gateway's go.mod.
+deadcode: ## fail on unreachable production functions (golang.org/x/tools deadcode)
+	@out=$$($(GO) tool -modfile=test/tools/deadcode/go.mod deadcode ./...) || exit 1; \
+	out=$$(echo "$$out" | grep -v -e '^test/' -e '^agents/internal/agenttest/' -e '/testdata/'); \
+	if [ -n "$$out" ]; then echo "unreachable production code:"; echo "$$out"; exit 1; fi
 
 e2e: ## end-to-end tests against real programs (npm, nginx, caddy, prometheus); see test/e2e/README
 	PALLASGW_E2E_TOOLS=$(E2E_TOOLS) $(GO) test -race -count=1 -timeout 20m -tags e2e ./test/e2e/...
