@@ -232,7 +232,7 @@ agents:
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(g.Shutdown)
+	t.Cleanup(func() { g.EndDrainDelay(); g.Shutdown() }) // a test has no load balancer to drain from
 	h := g.router()
 	post := func(token, body string) {
 		req := httptest.NewRequest(http.MethodPost, "/agents/echo/mcp", strings.NewReader(body))

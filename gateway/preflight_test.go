@@ -54,7 +54,7 @@ func newTestGateway(t *testing.T, cfg string) *Gateway {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(g.Shutdown)
+	t.Cleanup(func() { g.EndDrainDelay(); g.Shutdown() }) // a test has no load balancer to drain from
 	return g
 }
 

@@ -234,7 +234,7 @@ func TestReloadKeepsWireSwitch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(g.Shutdown)
+	t.Cleanup(func() { g.EndDrainDelay(); g.Shutdown() }) // a test has no load balancer to drain from
 	if !wire.Fast() {
 		t.Fatal("wire.fast defaults to on")
 	}

@@ -41,6 +41,7 @@ func TestValidateAndServeAgreeOnStores(t *testing.T) {
 			_, verr := LoadConfig(path)
 			g, serr := New(Options{ConfigPath: path, Logger: zap.NewNop(), Version: "test"})
 			if serr == nil {
+				g.EndDrainDelay()
 				g.Shutdown()
 			}
 			if (verr == nil) != (checked == nil) || (verr == nil) != (serr == nil) {

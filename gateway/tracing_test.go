@@ -117,7 +117,7 @@ agents:
 		t.Fatal(err)
 	}
 	go g.Serve()
-	t.Cleanup(g.Shutdown)
+	t.Cleanup(func() { g.EndDrainDelay(); g.Shutdown() }) // a test has no load balancer to drain from
 	return "http://" + g.Addr().String(), exp, llm, tool, logs
 }
 

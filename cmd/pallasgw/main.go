@@ -175,10 +175,12 @@ func serve(args []string, stderr io.Writer) int {
 	select {
 	case <-ctx.Done():
 		// A second SIGTERM or interrupt ends the drain delay; registered
-		// before stop, so that no signal meets the default action.
+		// before stop and never stopped, so that no later signal meets the
+		// default action while the process winds down (it would end it
+		// with "terminated" instead of exit 0). Further signals are dropped
+		// once the channel's one slot is full.
 		again := make(chan os.Signal, 1)
 		signal.Notify(again, syscall.SIGTERM, os.Interrupt)
-		defer signal.Stop(again)
 		stop()
 		shut := make(chan struct{})
 		go endDrainDelayOnSignal(g, again, shut)
