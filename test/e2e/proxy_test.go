@@ -326,7 +326,7 @@ func TestNginx(t *testing.T) {
 		return substitute(t, "configs/nginx/pallasgw.conf", shipped,
 			`(?m)^\s*listen\s+80;`, fmt.Sprintf("    listen 127.0.0.1:%d;", listen),
 			`(?m)^\s*listen\s+\[::\]:80;\n`, "",
-			`server\s+127\.0\.0\.1:8200;`, fmt.Sprintf("server 127.0.0.1:%d;", gwPort),
+			`server\s+127\.0\.0\.1:8200\b`, fmt.Sprintf("server 127.0.0.1:%d", gwPort), // keeps the server's parameters (max_fails=0)
 			`upstream\s+pallasgw\s*\{`, "upstream "+upstream+" {",
 			`proxy_pass\s+http://pallasgw;`, "proxy_pass http://"+upstream+";",
 		)
