@@ -40,14 +40,14 @@ func (p *Proxy) Ensure(ctx context.Context, name string, inbound http.Header) {
 // RawArgs: a Downstream that gives raw results takes raw arguments too.
 func (p *Proxy) RawArgs() bool { return p.rawDownstream() != nil }
 
-// rawDownstream is the Downstream as a RawDownstream when it is one and
-// the wire switch is on (wire.Fast), else nil: with the switch off every
-// result comes through mcp-go's client, typed.
+// rawDownstream is the Downstream as a RawDownstream when it is one, else
+// nil. It does not follow wire.Fast: the typed path loses the 2026-07-28
+// bridge's capability check and multi-round retries (conformance through a
+// proxy scored 3 scenarios lower with it), so until that is fixed the
+// switch turns off the server side only, as PALLASGW_FASTCALL did.
 func (p *Proxy) rawDownstream() RawDownstream {
-	if raw, ok := p.d.Downstream.(RawDownstream); ok && wire.Fast() {
-		return raw
-	}
-	return nil
+	raw, _ := p.d.Downstream.(RawDownstream)
+	return raw
 }
 
 // Answer runs callTool; a downstream's raw result is written through as it
