@@ -30,6 +30,7 @@ type llmRunner struct {
 	a        *Agent
 	model    *modelRef
 	filter   policy.ToolFilter
+	search   *modelSearch // tool_search (search.go); nil: off
 	maxIter  int
 	maxBytes int
 }
@@ -42,8 +43,12 @@ func (r *llmRunner) run(ctx context.Context, c *Call) (string, error) {
 	}
 	tools, problems := a.buildToolset(ctx, c.Inbound, r.filter, c.Caller)
 	tools = c.overrides.narrow(tools)
+	r.search.prepare(tools)
 	msgs := append(append([]llm.Message{}, c.History...), llm.Message{Role: llm.RoleUser, Text: c.Message, Images: c.Images})
 	system := c.overrides.systemPrompt(a.Config.Instruction)
+	if tools.search != nil {
+		system = strings.TrimSpace(system + "\n\n" + fmt.Sprintf(searchNote, len(tools.defs)))
+	}
 	if len(problems) > 0 {
 		system += "\n\nNote: " + strings.Join(problems, "; ")
 	}
@@ -70,7 +75,7 @@ func (r *llmRunner) run(ctx context.Context, c *Call) (string, error) {
 			calls, done, last = turn.ToolCalls, resumed.Done, turn.Text
 		} else {
 			c.Progress.Send(fmt.Sprintf("%s step %d (llm)", a.Name, i))
-			resp, err := model.chat(ctx, a, llm.Request{System: system, Messages: msgs, Tools: tools.defs, OnText: text.onText(), Schema: c.schema}, c)
+			resp, err := model.chat(ctx, a, llm.Request{System: system, Messages: msgs, Tools: r.modelTools(tools, msgs), OnText: text.onText(), Schema: c.schema}, c)
 			text.flush()
 			if err != nil {
 				return "", err
@@ -153,6 +158,9 @@ func (r *llmRunner) runTools(ctx context.Context, c *Call, ts *toolset, calls []
 func (r *llmRunner) runTool(ctx context.Context, c *Call, ts *toolset, tc llm.ToolCall) llm.Message {
 	fail := func(format string, args ...any) llm.Message {
 		return llm.Message{Role: llm.RoleTool, ToolCallID: tc.ID, IsError: true, Text: fmt.Sprintf(format, args...)}
+	}
+	if searching(ts, tc) {
+		return r.searchTools(c, ts, tc)
 	}
 	ref, ok := ts.refs[tc.Name]
 	if !ok {
@@ -378,5 +386,9 @@ func newLLMRunner(a *Agent) (*llmRunner, error) {
 		return nil, err
 	}
 	f.Name = "agents." + a.Name + ".tools"
-	return &llmRunner{a: a, model: m, filter: f, maxIter: a.Config.MaxIterations, maxBytes: a.set.deps.Config.Limits.MaxToolResultBytes}, nil
+	s, err := newModelSearch(a.Config.ToolSearch)
+	if err != nil {
+		return nil, err
+	}
+	return &llmRunner{a: a, model: m, filter: f, search: s, maxIter: a.Config.MaxIterations, maxBytes: a.set.deps.Config.Limits.MaxToolResultBytes}, nil
 }

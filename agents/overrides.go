@@ -142,11 +142,7 @@ func (o *callOverrides) narrow(ts *toolset) *toolset {
 	out := &toolset{refs: map[string]toolRef{}}
 	for _, d := range ts.defs {
 		ref := ts.refs[d.Name]
-		full := ref.agent
-		if full == "" {
-			full = ref.server + "__" + ref.tool
-		}
-		if o.tools.Match(full) {
+		if o.tools.Match(ref.fullName()) {
 			out.defs = append(out.defs, d)
 			out.refs[d.Name] = ref
 		}

@@ -11,6 +11,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/pallasgw/pallasgw/agents/llm"
+	"github.com/pallasgw/pallasgw/agents/toolsearch"
 	"github.com/pallasgw/pallasgw/gateway/config"
 	"github.com/pallasgw/pallasgw/policy"
 )
@@ -19,7 +20,16 @@ import (
 // tool, or another agent.
 type toolRef struct {
 	server, tool string // downstream tool
+	title        string // its title, for tool search
 	agent        string // sub-agent
+}
+
+// fullName is the tool as rules name it: <server>__<tool>, or the agent.
+func (r toolRef) fullName() string {
+	if r.agent != "" {
+		return r.agent
+	}
+	return r.server + "__" + r.tool
 }
 
 // toolset is the tools offered to the model in one run, with the reverse
@@ -27,6 +37,9 @@ type toolRef struct {
 type toolset struct {
 	defs []llm.Tool
 	refs map[string]toolRef
+	// search holds the tools as the agent's search index takes them when
+	// the run searches (search.go); nil: the model is offered every tool.
+	search []toolsearch.Entry
 }
 
 // buildToolset lists the allowed tools of the agent's servers (as
@@ -58,7 +71,7 @@ func (a *Agent) buildToolset(ctx context.Context, inbound http.Header, filter po
 				problems = append(problems, fmt.Sprintf("tool %s of server %s hidden: its name collides after sanitising", t.Name, srv))
 				continue
 			}
-			ts.refs[name] = toolRef{server: srv, tool: t.Name}
+			ts.refs[name] = toolRef{server: srv, tool: t.Name, title: toolTitle(t)}
 			ts.defs = append(ts.defs, llm.Tool{Name: name, Description: t.Description, InputSchema: schemaOf(t)})
 		}
 	}
@@ -70,6 +83,14 @@ func (a *Agent) buildToolset(ctx context.Context, inbound http.Header, filter po
 	}
 	sort.Slice(ts.defs, func(i, j int) bool { return ts.defs[i].Name < ts.defs[j].Name })
 	return ts, problems
+}
+
+// toolTitle is a tool's display title: its title, else its annotations'.
+func toolTitle(t mcp.Tool) string {
+	if t.Title != "" {
+		return t.Title
+	}
+	return t.Annotations.Title
 }
 
 const subAgentSchema = `{"type":"object","properties":{"message":{"type":"string","description":"What to ask the agent."}},"required":["message"]}`

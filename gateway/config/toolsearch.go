@@ -2,7 +2,10 @@ package config
 
 import (
 	"fmt"
+	"path"
 	"reflect"
+	"strconv"
+	"strings"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -74,11 +77,8 @@ func (p *parser) validateToolSearch(a *Agent, key []string) {
 	}
 	switch a.Kind {
 	case KindLLM:
-		if ts.On() {
-			// The parsing and checks below stay: they are the key's shape.
-			p.addPath(path, "llm agents do not search their tools in this version; use a toolbox, or a proxy with tool_search: true")
-		}
 		p.checkGlobs(append(path, "always_offer"), ts.AlwaysOffer)
+		p.checkAlwaysOffer(a, append(path, "always_offer"))
 	case KindProxy:
 		if ts.MaxTools != DefaultSearchMaxTools || len(ts.AlwaysOffer) > 0 {
 			p.addPath(path, "a proxy takes tool_search: true or false; max_tools and always_offer belong to kind llm")
@@ -92,6 +92,62 @@ func (p *parser) validateToolSearch(a *Agent, key []string) {
 			p.addPath(path, msg)
 		}
 	}
+}
+
+// checkAlwaysOffer refuses an always_offer entry that can name none of
+// the agent's tools, as far as the config tells them: a sub-agent's name,
+// or <server>__<tool> of one of its servers (whose tools are known only
+// when listed). An entry that is not a valid glob is checkGlobs' to report.
+func (p *parser) checkAlwaysOffer(a *Agent, key []string) {
+	for i, g := range a.ToolSearch.AlwaysOffer {
+		if _, err := path.Match(g, ""); err != nil || g == "" || mayNameTool(a, g) {
+			continue
+		}
+		p.addPath(append(append([]string{}, key...), strconv.Itoa(i)),
+			fmt.Sprintf("%q names none of this agent's tools (%s)", g, toolNamesHint(a)))
+	}
+}
+
+// mayNameTool reports whether glob g can match one of a's tools: a
+// sub-agent (by its name or its sanitised tool name), or a name that
+// starts with a server's prefix. Before its first wildcard, g's literal
+// text must agree with that prefix.
+func mayNameTool(a *Agent, g string) bool {
+	for _, sub := range a.Agents {
+		if ok, _ := path.Match(g, sub); ok {
+			return true
+		}
+		if ok, _ := path.Match(g, SanitizeToolName(sub)); ok {
+			return true
+		}
+	}
+	lit := g
+	if i := strings.IndexAny(g, `*?[\`); i >= 0 {
+		lit = g[:i]
+	}
+	for _, s := range a.Servers {
+		for _, pre := range []string{s + "__", SanitizeToolName(s) + "__"} {
+			if strings.HasPrefix(lit, pre) && len(lit) > len(pre) || strings.HasPrefix(pre, lit) && lit != g {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// toolNamesHint says what an llm agent's tools are called.
+func toolNamesHint(a *Agent) string {
+	var parts []string
+	if len(a.Servers) > 0 {
+		parts = append(parts, "<server>__<tool> of servers "+strings.Join(a.Servers, ", "))
+	}
+	if len(a.Agents) > 0 {
+		parts = append(parts, "agents "+strings.Join(a.Agents, ", "))
+	}
+	if len(parts) == 0 {
+		return "it has none"
+	}
+	return "its tools are " + strings.Join(parts, " and ")
 }
 
 // offersSearch reports whether the agent has a search_tools of its own:

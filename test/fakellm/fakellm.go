@@ -18,7 +18,10 @@
 //	... run the code under test ...
 //	reqs := srv.ChatRequests()                // decoded: roles, images, tools offered
 //
-// Each chat request (either API) consumes one scripted Step in order. With
+// Each chat request (either API) consumes one scripted Step in order. A
+// CallFound step calls the tool that the conversation's last tool result
+// names (a search's answer), so a test proves that a model can call a tool
+// it only learnt of from a search. With
 // the script empty the fake answers "echo: " + the last user message text,
 // so unscripted tests still get an answer. A Hang step blocks until the
 // client disconnects and reports it on Step.Disconnected.
@@ -234,6 +237,10 @@ func (s *Server) chat(api string) http.HandlerFunc {
 			echo := Text("echo: " + c.LastUserText()).Delay(s.delay)
 			s.mu.Unlock()
 			st = &echo
+		}
+		if st.kind == kindFoundCall {
+			resolved := st.found(c)
+			st = &resolved
 		}
 		if st.kind == kindStatus {
 			msg := st.message

@@ -2,6 +2,8 @@ package fakellm
 
 import (
 	"encoding/json"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 )
@@ -30,6 +32,7 @@ const (
 	kindStatus
 	kindHang
 	kindStreamError
+	kindFoundCall
 )
 
 // Call is one tool call the fake model makes. ID is generated when empty;
@@ -70,6 +73,18 @@ func Text(answer string) Step { return Step{kind: kindText, text: answer} }
 
 // ToolCalls answers with one or more (parallel) tool calls.
 func ToolCalls(calls ...Call) Step { return Step{kind: kindToolCalls, calls: calls} }
+
+// CallFound answers with one tool call of a tool the model found: the
+// first tool named in the conversation's last tool result, read as JSON
+// {"tools": [{"name": ...}, ...]} (what search_tools answers). The name
+// comes from the request, never from the script, as a real model takes it
+// from its search's result. Args nil means {}. When the last tool result
+// names no tool, or the request does not offer the tool it names, the fake
+// answers with text saying so instead (which a test then sees as the
+// model's answer).
+func CallFound(args json.RawMessage) Step {
+	return Step{kind: kindFoundCall, calls: []Call{{Args: args}}}
+}
 
 // Status answers with an HTTP error in the API's error format. A retryAfter
 // of whole seconds is sent as Retry-After: N, anything else as
@@ -153,4 +168,43 @@ func (s Step) has(q Quirk) bool { return s.quirks[q] }
 func (st Step) Delay(d time.Duration) Step {
 	st.delay = d
 	return st
+}
+
+// found resolves a CallFound step against the request c: a tool call of
+// the tool the last tool result names first, or a text saying why not.
+func (st Step) found(c *Chat) Step {
+	text, ok := lastToolResult(c)
+	if !ok {
+		return Text("fakellm: CallFound: the request has no tool result")
+	}
+	var r struct {
+		Tools []struct {
+			Name string `json:"name"`
+		} `json:"tools"`
+	}
+	if err := json.Unmarshal([]byte(text), &r); err != nil || len(r.Tools) == 0 || r.Tools[0].Name == "" {
+		return Text("fakellm: CallFound: the last tool result names no tool: " + text)
+	}
+	name := r.Tools[0].Name
+	if !slices.Contains(c.Tools, name) {
+		return Text("fakellm: CallFound: " + name + " is not among the tools offered: " + strings.Join(c.Tools, ","))
+	}
+	out := st
+	out.kind, out.calls = kindToolCalls, []Call{{ID: st.calls[0].ID, Name: name, Args: st.calls[0].Args}}
+	return out
+}
+
+// lastToolResult is the text of the conversation's last tool result
+// (OpenAI: a "tool" message; Anthropic: a tool_result block).
+func lastToolResult(c *Chat) (string, bool) {
+	for i := len(c.Messages) - 1; i >= 0; i-- {
+		m := c.Messages[i]
+		if m.Role == "tool" {
+			return m.Text, true
+		}
+		if n := len(m.ToolResults); n > 0 {
+			return m.ToolResults[n-1].Text, true
+		}
+	}
+	return "", false
 }
