@@ -16,7 +16,7 @@ func TestStatusShowsWarnings(t *testing.T) {
 	if err := json.Unmarshal(rec.Body.Bytes(), &st); err != nil {
 		t.Fatal(err)
 	}
-	if len(st.Warnings) != 1 || !strings.Contains(st.Warnings[0], `policy.callers.bobb: no auth.tokens entry is named "bobb"`) {
+	if len(st.Warnings) != 1 || !strings.Contains(st.Warnings[0], `policy.callers.bobb: in auth mode passthrough a rule is named by the agent_id a toolbox caller sends, and no agent is a toolbox`) {
 		t.Fatalf("warnings %q", st.Warnings)
 	}
 }

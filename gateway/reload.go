@@ -68,6 +68,9 @@ func (g *Gateway) Reload(trigger string) (ReloadResult, error) {
 			for _, w := range ce.Warnings { // the file's other findings, with its errors
 				g.log.Warn(w)
 			}
+			for _, s := range ce.Infos {
+				g.log.Info(s)
+			}
 		}
 		return ReloadResult{Hash: old.cfg.Hash}, err
 	}
@@ -85,6 +88,9 @@ func (g *Gateway) Reload(trigger string) (ReloadResult, error) {
 func (g *Gateway) apply(cfg *config.Config, trigger string) error {
 	for _, w := range cfg.Warnings {
 		g.log.Warn(w)
+	}
+	for _, s := range cfg.Infos { // findings that need no change
+		g.log.Info(s)
 	}
 	if g.opts.Agent != "" {
 		if err := keepAgent(cfg, g.opts.Agent); err != nil {

@@ -110,9 +110,7 @@ func validate(args []string, stdout, stderr io.Writer) int {
 			return 1
 		}
 	}
-	for _, w := range cfg.Warnings {
-		fmt.Fprintln(stderr, "warning: "+w)
-	}
+	printFindings(stderr, cfg.Warnings, cfg.Infos)
 	fmt.Fprintf(stdout, "%s: ok (%d agents, %d servers, hash %s)\n", *path, len(cfg.Agents), len(cfg.MCP.Servers), cfg.Hash[:12])
 	return 0
 }
@@ -125,12 +123,22 @@ func printConfigError(w io.Writer, err error) {
 		for _, e := range ce.List {
 			fmt.Fprintln(w, e.Error())
 		}
-		for _, warning := range ce.Warnings {
-			fmt.Fprintln(w, "warning: "+warning)
-		}
+		printFindings(w, ce.Warnings, ce.Infos)
 		return
 	}
 	fmt.Fprintln(w, err)
+}
+
+// printFindings prints a config's warnings ("warning: ") and its
+// informational findings ("info: "), which need no change and never fail
+// validate.
+func printFindings(w io.Writer, warnings, infos []string) {
+	for _, s := range warnings {
+		fmt.Fprintln(w, "warning: "+s)
+	}
+	for _, s := range infos {
+		fmt.Fprintln(w, "info: "+s)
+	}
 }
 
 func serve(args []string, stderr io.Writer) int {

@@ -114,9 +114,7 @@ func checkImported(stderr io.Writer, path string, raw []byte) int {
 		printConfigError(stderr, err)
 		return 1
 	}
-	for _, w := range cfg.Warnings {
-		fmt.Fprintln(stderr, "warning: "+w)
-	}
+	printFindings(stderr, cfg.Warnings, cfg.Infos)
 	return 0
 }
 

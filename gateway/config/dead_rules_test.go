@@ -57,3 +57,42 @@ func TestDeadRulesStarIsAll(t *testing.T) {
 		t.Fatalf("warnings %q", c.Warnings)
 	}
 }
+
+// In auth mode passthrough a rule named after no token is keyed by the
+// agent_id a toolbox caller sends: listed as information, neither a
+// warning nor, with policy.strict, an error. Without a toolbox agent no
+// caller can send one, and the rule is dead as before.
+func TestAgentIDRulesAreInformation(t *testing.T) {
+	const cfg = `name: t
+policy:
+  strict: %s
+  callers:
+    researcher: {servers: [files]}
+mcp:
+  servers:
+    files: {url: "http://127.0.0.1:1/mcp"}
+agents:
+  tb: {kind: toolbox, servers: [files]}
+`
+	for _, strict := range []string{"false", "true"} {
+		c, err := Parse("p.yaml", []byte(strings.Replace(cfg, "%s", strict, 1)))
+		if err != nil {
+			t.Fatalf("strict %s: %v", strict, err)
+		}
+		if len(c.Warnings) != 0 {
+			t.Errorf("strict %s: warnings %q", strict, c.Warnings)
+		}
+		want := `p.yaml:5: policy.callers.researcher: applies to the toolbox callers that send agent_id "researcher" (tb; auth mode passthrough)`
+		if len(c.Infos) != 1 || c.Infos[0] != want {
+			t.Errorf("strict %s: infos %q, want %q", strict, c.Infos, want)
+		}
+	}
+	noToolbox := strings.Replace(strings.Replace(cfg, "%s", "false", 1), "kind: toolbox, ", "kind: proxy, ", 1)
+	c, err := Parse("p.yaml", []byte(noToolbox))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Infos) != 0 || len(c.Warnings) != 1 || !strings.Contains(c.Warnings[0], "policy.callers.researcher: in auth mode passthrough a rule is named by the agent_id a toolbox caller sends, and no agent is a toolbox") {
+		t.Errorf("without a toolbox: warnings %q, infos %q", c.Warnings, c.Infos)
+	}
+}

@@ -35,6 +35,8 @@ type Errors struct {
 	// Warnings are the load's non-fatal findings (as Config.Warnings):
 	// a file with errors has warnings too, and both are reported at once.
 	Warnings []string
+	// Infos are the load's informational findings (as Config.Infos).
+	Infos []string
 
 	// typed are the keys whose value had the wrong type (reported, and
 	// taken out of the tree): later problems at or under them are

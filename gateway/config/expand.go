@@ -137,6 +137,9 @@ func (p *parser) scrub(c *Config) {
 		for i, w := range c.Warnings {
 			c.Warnings[i] = r.Replace(w)
 		}
+		for i, w := range c.Infos {
+			c.Infos[i] = r.Replace(w)
+		}
 	}
 }
 

@@ -54,7 +54,7 @@ func Parse(path string, raw []byte, checks ...Check) (*Config, error) {
 	p.scrub(c)
 	if len(p.errs.List) > 0 {
 		p.errs.sort()
-		p.errs.Warnings = c.Warnings
+		p.errs.Warnings, p.errs.Infos = c.Warnings, c.Infos
 		return nil, p.errs
 	}
 	return c, nil

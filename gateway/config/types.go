@@ -59,6 +59,10 @@ type Config struct {
 	Hash string `yaml:"-"`
 	// Warnings are non-fatal findings of validation, to be logged.
 	Warnings []string `yaml:"-"`
+	// Infos are findings worth knowing that need no change, to be listed
+	// (validate's "info:" lines, the log at info): a passthrough-mode rule
+	// keyed by a toolbox caller's agent_id.
+	Infos []string `yaml:"-"`
 	// EnvFilePath is env_file resolved against the config's directory.
 	EnvFilePath string `yaml:"-"`
 	// PinsPath is Pins resolved against the config's directory; the

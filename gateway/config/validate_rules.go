@@ -5,6 +5,7 @@ import (
 	"path"
 	"sort"
 	"strconv"
+	"strings"
 )
 
 // checkDeadRules finds the rules that select nothing, which are typos
@@ -12,6 +13,12 @@ import (
 // named after no token falls to nobody, and its caller to policy.default),
 // and agents or servers globs of tokens and caller rules that match no
 // agent or server. Each is a warning, or with policy.strict an error.
+//
+// In auth mode passthrough there are no tokens: a toolbox caller names
+// itself with the agent_id argument, so a rule named after no token is
+// keyed by an agent_id. Such rules are listed as information (Infos), never
+// a warning nor, with policy.strict, an error; only without a toolbox
+// agent, where no caller can send an agent_id, is one a dead rule.
 func (p *parser) checkDeadRules(c *Config) {
 	finding := func(key []string, msg string) {
 		if c.Policy.Strict {
@@ -55,6 +62,8 @@ func (p *parser) checkDeadRules(c *Config) {
 		switch {
 		case r.Match != nil && c.Auth.Mode != "jwt":
 			finding(append(key, "match"), "rules with match apply only in auth mode jwt, so this rule applies to no caller")
+		case r.Match == nil && !tokens[name] && c.Auth.Mode == "passthrough":
+			p.agentIDRule(c, key, name, finding)
 		case r.Match == nil && !tokens[name]:
 			finding(key, fmt.Sprintf("no auth.tokens entry is named %q, so this rule applies to no caller (a caller without a rule gets policy.default)", name))
 		}
@@ -63,6 +72,24 @@ func (p *parser) checkDeadRules(c *Config) {
 	if c.Policy.Default != nil {
 		rule([]string{"policy", "default"}, c.Policy.Default)
 	}
+}
+
+// agentIDRule reports a passthrough-mode rule named after no token: the
+// rule of the toolbox callers that send this agent_id (information), or,
+// without a toolbox agent, a rule no caller can have (finding).
+func (p *parser) agentIDRule(c *Config, key []string, name string, finding func([]string, string)) {
+	var toolboxes []string
+	for _, a := range sortedKeys(c.Agents) {
+		if c.Agents[a] != nil && c.Agents[a].Kind == KindToolbox {
+			toolboxes = append(toolboxes, a)
+		}
+	}
+	if len(toolboxes) == 0 {
+		finding(key, "in auth mode passthrough a rule is named by the agent_id a toolbox caller sends, and no agent is a toolbox, so this rule applies to no caller")
+		return
+	}
+	c.Infos = append(c.Infos, fmt.Sprintf("%s:%d: %s: applies to the toolbox callers that send agent_id %q (%s; auth mode passthrough)",
+		p.file, lineOf(p.root, key), keyName(key), name, strings.Join(toolboxes, ", ")))
 }
 
 // matchesAny reports whether the glob g (path.Match syntax, checked
