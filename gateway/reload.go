@@ -190,6 +190,9 @@ func settingsChanged(a, b *config.Config) []string {
 		switch key {
 		case "", "-", "agents", "allowed_origins":
 			continue
+		case "policy":
+			out = append(out, policyChanges(a.Policy, b.Policy)...)
+			continue
 		case "auth":
 			x, y = aAuth, bAuth
 		case "mcp":
@@ -202,6 +205,33 @@ func settingsChanged(a, b *config.Config) []string {
 		}
 	}
 	return out
+}
+
+// policyChanges names the policy.callers rules added, removed and changed
+// ("policy rule alice changed"), "policy default changed", and "setting
+// policy changed" for the policy's other keys: rules by name, never by
+// content (they hold no secret, but a match may hold a person's claims).
+// A rule that only moved in the file has not changed.
+func policyChanges(a, b config.Policy) []string {
+	out := diffMap("policy rule", a.Callers, b.Callers, sameRule)
+	if !sameRule(a.Default, b.Default) {
+		out = append(out, "policy default changed")
+	}
+	a.Callers, b.Callers, a.Default, b.Default = nil, nil, nil, nil
+	if !reflect.DeepEqual(a, b) {
+		out = append(out, "setting policy changed")
+	}
+	return out
+}
+
+// sameRule compares two rules but for where they stand in the file.
+func sameRule(x, y *config.Rule) bool {
+	if x == nil || y == nil {
+		return x == y
+	}
+	cx, cy := *x, *y
+	cx.Line, cy.Line = 0, 0
+	return reflect.DeepEqual(cx, cy)
 }
 
 // tokensByName keys auth.tokens by name (validation keeps names unique; a

@@ -221,6 +221,51 @@ agents:
 	}
 }
 
+// A reload that changes the policy names the caller rules added, removed
+// and changed, and the default rule, by name; a rule that only moved in the
+// file, or an unchanged policy, is not reported; the policy's other keys
+// are "setting policy changed".
+func TestReloadNamesPolicyRules(t *testing.T) {
+	parse := func(policy string) *config.Config {
+		cfg, err := config.Parse("t.yaml", []byte(`
+name: t
+auth:
+  mode: tokens
+  tokens: [{name: alice, token: alice-secret-1111}, {name: bob, token: bob-secret-2222-22}, {name: carol, token: carol-secret-3333}]
+agents:
+  echo: {model: passthrough}
+  other: {model: passthrough}
+policy:
+`+policy))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cfg
+	}
+	before := parse(`  callers:
+    alice: {agents: [echo]}
+    bob: {agents: [echo]}
+    carol: {agents: [echo]}
+  default: {agents: [echo]}
+`)
+	after := parse(`  callers:
+
+    alice: {agents: [echo]}
+    bob: {agents: [echo, other]}
+    dave: {agents: [other]}
+  default: {agents: [other]}
+  deny_on_missing_identity: true
+`)
+	got := diff(before, after)
+	want := []string{"policy rule bob changed", "policy rule carol removed", "policy rule dave added", "policy default changed", "setting policy changed"}
+	if !slices.Equal(got, want) {
+		t.Errorf("changes %q, want %q", got, want)
+	}
+	if got := diff(before, before); len(got) != 0 {
+		t.Errorf("an equal policy changed %q", got)
+	}
+}
+
 // wire.fast is read at start: a reload that changes it applies the rest of
 // the config, logs that a restart is needed, and keeps the running switch.
 func TestReloadKeepsWireSwitch(t *testing.T) {
