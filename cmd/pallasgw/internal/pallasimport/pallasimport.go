@@ -272,10 +272,10 @@ func convertServers(fa, secrets map[string]any, ports map[int]string, host strin
 					}
 				case "url":
 					s.URL = str(v)
-				case "headers":
-					s.Headers = strMap(v)
+				case "headers": // merged: the secrets file's win on the same name
+					s.Headers = mergeSecrets(s.Headers, v)
 				case "env":
-					s.Env = strMap(v)
+					s.Env = mergeSecrets(s.Env, v)
 				case "forward_inbound_auth":
 					s.ForwardInboundAuth, _ = v.(bool)
 				case "command":
@@ -404,12 +404,18 @@ func mapAt(m map[string]any, keys ...string) map[string]any {
 	return m
 }
 
-func strMap(v any) map[string]string {
-	out := map[string]string{}
-	for k, x := range asMap(v) {
-		out[k] = str(x)
+// mergeSecrets adds the entries of the map v (headers or env of a server,
+// which hold secrets) to into, v's winning on the same key:
+// fastagent.config.yaml and fastagent.secrets.yaml both may set some of a
+// server's headers, and neither set may be lost.
+func mergeSecrets(into map[string]string, v any) map[string]string {
+	if into == nil {
+		into = map[string]string{}
 	}
-	return out
+	for k, x := range asMap(v) {
+		into[k] = str(x)
+	}
+	return into
 }
 
 func sortedKeys[V any](m map[string]V) []string {

@@ -165,3 +165,45 @@ def main(): ...
 		}
 	}
 }
+
+// A server's headers (and env) from fastagent.config.yaml and from
+// fastagent.secrets.yaml are merged key by key, the secrets' winning on the
+// same name: no header of either file is lost.
+func TestConvertMergesServerHeaders(t *testing.T) {
+	dir := t.TempDir()
+	files := map[string]string{
+		"agents.yaml": "name: p\nagents: {}\n",
+		"fastagent.config.yaml": `default_model: passthrough
+mcp:
+  servers:
+    search: {url: "https://search.example/mcp", headers: {X-Org: acme, X-Region: eu}}
+    tool: {command: ./tool, env: {MODE: fast, LEVEL: "1"}}
+`,
+		"fastagent.secrets.yaml": `mcp:
+  servers:
+    search: {headers: {X-Api-Key: search-key-0123, X-Region: us}}
+    tool: {env: {TOOL_KEY: tool-key-0123, LEVEL: "2"}}
+`,
+	}
+	for name, body := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	res, err := ConvertWith(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := gateway.ParseConfig(filepath.Join(t.TempDir(), "pallasgw.yaml"), res.Config)
+	if err != nil {
+		t.Fatalf("the converted config does not load: %v\n%s", err, res.Config)
+	}
+	h := cfg.MCP.Servers["search"].Headers
+	if len(h) != 3 || h["X-Org"].Value() != "acme" || h["X-Region"].Value() != "us" || h["X-Api-Key"].Value() != "search-key-0123" {
+		t.Errorf("search headers:\n%s", res.Config)
+	}
+	env := cfg.MCP.Servers["tool"].Env
+	if len(env) != 3 || env["MODE"].Value() != "fast" || env["LEVEL"].Value() != "2" || env["TOOL_KEY"].Value() != "tool-key-0123" {
+		t.Errorf("tool env:\n%s", res.Config)
+	}
+}
