@@ -334,7 +334,7 @@ var (
 // its fast-agent module's @fast.agent decorator, as far as they are
 // literals; it notes what it could not read.
 func readModule(dir, name, module string, a *outAgent, defaultModel string, note func(string, ...any)) {
-	path := filepath.Join(dir, filepath.FromSlash(strings.ReplaceAll(module, ".", "/"))+".py")
+	path := filepath.Join(dir, modulePath(module))
 	src, err := os.ReadFile(path)
 	if err != nil {
 		note("agent %s: module %s (%s) not readable: set its instruction, servers and model by hand", name, module, path)
@@ -374,6 +374,16 @@ func readModule(dir, name, module string, a *outAgent, defaultModel string, note
 	}
 }
 
+// modulePath is the file of an agents.yaml module: a path as written when
+// it ends in .py (agents/researcher.py), else a dotted Python module name
+// (agents.researcher is agents/researcher.py).
+func modulePath(module string) string {
+	if strings.HasSuffix(module, ".py") {
+		return filepath.FromSlash(module)
+	}
+	return filepath.FromSlash(strings.ReplaceAll(module, ".", "/")) + ".py"
+}
+
 // first is the first non-empty capture group.
 func first(m [][]byte) string {
 	if len(m) < 2 {
@@ -405,15 +415,16 @@ func mapAt(m map[string]any, keys ...string) map[string]any {
 }
 
 // mergeSecrets adds the entries of the map v (headers or env of a server,
-// which hold secrets) to into, v's winning on the same key:
-// fastagent.config.yaml and fastagent.secrets.yaml both may set some of a
-// server's headers, and neither set may be lost.
+// which hold secrets) to into, v's winning on the same key, each value
+// with its ${VAR} references defaulted to empty (envDefault) as api_key's
+// are: fastagent.config.yaml and fastagent.secrets.yaml both may set some
+// of a server's headers, and neither set may be lost.
 func mergeSecrets(into map[string]string, v any) map[string]string {
 	if into == nil {
 		into = map[string]string{}
 	}
 	for k, x := range asMap(v) {
-		into[k] = str(x)
+		into[k] = envDefault(str(x), "")
 	}
 	return into
 }

@@ -166,6 +166,65 @@ def main(): ...
 	}
 }
 
+// A secret with an embedded reference (Bearer ${SEARCH_TOKEN}) reads an
+// unset variable as empty, as api_key does, so the output loads without
+// it; a module written as a path (agents/researcher.py) is read as
+// written. (The server's headers come from both files, merged.)
+func TestConvertEmbeddedRefsAndModulePaths(t *testing.T) {
+	dir := t.TempDir()
+	files := map[string]string{
+		"agents.yaml": "name: p\nagents:\n  researcher: {module: agents/researcher.py, port: 24311}\n",
+		"fastagent.config.yaml": `default_model: passthrough
+mcp:
+  servers:
+    search:
+      url: "https://search.example/mcp"
+      headers: {X-Org: acme, X-Region: eu}
+`,
+		"fastagent.secrets.yaml": `mcp:
+  servers:
+    search:
+      headers: {Authorization: "Bearer ${SEARCH_TOKEN}", X-Region: us}
+`,
+		"agents/researcher.py": "@fast.agent(name=\"researcher\", instruction=\"Search.\", servers=[\"search\"])\ndef main(): ...\n",
+	}
+	for name, body := range files {
+		p := filepath.Join(dir, filepath.FromSlash(name))
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	res, err := ConvertWith(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "pallasgw.yaml")
+	if err := os.WriteFile(out, res.Config, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, token := range []string{"", "search-token-1234"} {
+		t.Setenv("SEARCH_TOKEN", token)
+		if token == "" {
+			os.Unsetenv("SEARCH_TOKEN")
+		}
+		cfg, err := gateway.LoadConfig(out)
+		if err != nil {
+			t.Fatalf("SEARCH_TOKEN %q: the converted config does not load: %v\n%s", token, err, res.Config)
+		}
+		h := cfg.MCP.Servers["search"].Headers
+		if h["X-Org"].Value() != "acme" || h["X-Region"].Value() != "us" || h["Authorization"].Value() != strings.TrimSpace("Bearer "+token) { // a value's trailing space does not survive YAML
+			t.Errorf("SEARCH_TOKEN %q: headers X-Org %q X-Region %q Authorization %q", token, h["X-Org"].Value(), h["X-Region"].Value(), h["Authorization"].Value())
+		}
+		if a := cfg.Agents["researcher"]; a == nil || a.Instruction != "Search." || strings.Join(a.Servers, ",") != "search" {
+			t.Errorf("researcher %+v", a)
+		}
+	}
+	if report := strings.Join(res.Unmapped, "\n"); strings.Contains(report, "researcher") {
+		t.Errorf("report:\n%s", report)
+	}
+}
+
 // A server's headers (and env) from fastagent.config.yaml and from
 // fastagent.secrets.yaml are merged key by key, the secrets' winning on the
 // same name: no header of either file is lost.
