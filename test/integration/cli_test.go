@@ -45,6 +45,40 @@ agents:
 	}
 }
 
+// chat's /system and /set follow what the agent's send_message takes: an
+// agent with overrides gets system_append and params (checked by the
+// agent: a bad param is its error, the chat goes on), one without is told
+// about and gets the message only.
+func TestChatSlashCommandsAgainstAgents(t *testing.T) {
+	g := startGateway(t, `
+name: chat-commands
+listen: "127.0.0.1:{{PORT}}"
+agents:
+  open: {model: passthrough, overrides: {params: true, system: true}}
+  closed: {model: passthrough}
+`)
+	url := fmt.Sprintf("http://127.0.0.1:%d", g.Port)
+	chat := func(agent, in string) (string, string) {
+		cmd := exec.Command(binary(), "chat", "--url", url, agent)
+		cmd.Stdin = strings.NewReader(in)
+		var stdout, stderr strings.Builder
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		if err := cmd.Run(); err != nil {
+			t.Fatalf("chat %s: %v\n%s", agent, err, stderr.String())
+		}
+		return stdout.String(), stderr.String()
+	}
+	out, errs := chat("open", "/tools\n/system Be brief.\n/set temperature=0.2\nhello\n/set bogus=1\nagain\n/quit\nnever\n")
+	if out != "hello\n" || !strings.Contains(errs, "send_message(conversation_id, history, images, message*, params, system_append, system_override)") ||
+		!strings.Contains(errs, `params: unknown parameter "bogus"`) {
+		t.Errorf("open: stdout %q, stderr:\n%s", out, errs)
+	}
+	out, errs = chat("closed", "/system Be brief.\n/set temperature=0.2\nhello\n")
+	if out != "hello\n" || !strings.Contains(errs, "agent closed does not take system_append") || !strings.Contains(errs, "agent closed does not take per-call params") {
+		t.Errorf("closed: stdout %q, stderr:\n%s", out, errs)
+	}
+}
+
 // pallasgw import writes a config that pallasgw validate accepts, and
 // reports what it did not map.
 func TestImportCommand(t *testing.T) {

@@ -32,7 +32,7 @@ type Options struct {
 }
 
 // Run connects to the agent and chats until the message is answered (or
-// In ends).
+// In ends, or /quit).
 func Run(ctx context.Context, o Options) error {
 	if o.Tool == "" {
 		o.Tool = "send_message"
@@ -49,63 +49,115 @@ func Run(ctx context.Context, o Options) error {
 		return fmt.Errorf("connecting to %s: %w", endpoint, gatewayError(err))
 	}
 	defer cs.Close()
-	if err := hasTool(ctx, cs, o.Agent, o.Tool); err != nil {
+	c := &session{o: o, cs: cs}
+	if c.tool, c.tools, err = findTool(ctx, cs, o.Agent, o.Tool); err != nil {
 		return err
 	}
-	var history []map[string]any
-	ask := func(msg string) error {
-		args := map[string]any{"message": msg}
-		if len(history) > 0 {
-			args["history"] = history
-		}
-		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: o.Tool, Arguments: args, Meta: mcp.Meta{"progressToken": "chat"}})
-		if err != nil {
-			return fmt.Errorf("%s: %w", o.Agent, gatewayError(err))
-		}
-		answer := text(res)
-		if res.IsError {
-			return errors.New(answer)
-		}
-		fmt.Fprintln(o.Out, answer)
-		history = append(history, map[string]any{"role": "user", "content": msg}, map[string]any{"role": "assistant", "content": answer})
-		return nil
-	}
 	if o.Message != "" {
-		return ask(o.Message)
+		return c.ask(ctx, o.Message)
 	}
-	in := bufio.NewScanner(o.In)
+	return c.loop(ctx)
+}
+
+// session is one chat: the agent's tools, and what the client keeps
+// between messages (agents are stateless).
+type session struct {
+	o     Options
+	cs    *mcp.ClientSession
+	tool  *mcp.Tool   // the message tool
+	tools []*mcp.Tool // every tool the agent offers
+	// history is the conversation so far, in send_message's history shape.
+	history []turn
+	// system is the system_append of the next messages ("" sends none);
+	// params the per-call params (nil sends none).
+	system string
+	params map[string]any
+}
+
+// turn is one entry of send_message's history argument.
+type turn struct {
+	Role    string `json:"role"`
+	Content string `json:"content"`
+}
+
+// ask sends one message with the history, system_append and params set
+// so far, prints the answer and adds both turns to the history.
+func (c *session) ask(ctx context.Context, msg string) error {
+	args := map[string]any{"message": msg}
+	if len(c.history) > 0 {
+		args["history"] = c.history
+	}
+	if c.system != "" {
+		args["system_append"] = c.system
+	}
+	if len(c.params) > 0 {
+		args["params"] = c.params
+	}
+	res, err := c.cs.CallTool(ctx, &mcp.CallToolParams{Name: c.o.Tool, Arguments: args, Meta: mcp.Meta{"progressToken": "chat"}})
+	if err != nil {
+		return fmt.Errorf("%s: %w", c.o.Agent, gatewayError(err))
+	}
+	answer := text(res)
+	if res.IsError {
+		return errors.New(answer)
+	}
+	fmt.Fprintln(c.o.Out, answer)
+	c.history = append(c.history, turn{"user", msg}, turn{"assistant", answer})
+	return nil
+}
+
+// loop reads one message or slash command a line from In until it ends
+// or /quit. A failed message is reported and the conversation goes on.
+func (c *session) loop(ctx context.Context) error {
+	in := bufio.NewScanner(c.o.In)
 	in.Buffer(make([]byte, 64<<10), 1<<20)
 	for {
-		fmt.Fprint(o.Progress, o.Agent+"> ")
+		fmt.Fprint(c.o.Progress, c.o.Agent+"> ")
 		if !in.Scan() {
-			fmt.Fprintln(o.Progress)
+			fmt.Fprintln(c.o.Progress)
 			return in.Err()
 		}
-		msg := strings.TrimSpace(in.Text())
-		if msg == "" {
+		line := strings.TrimSpace(in.Text())
+		if line == "" {
 			continue
 		}
-		if err := ask(msg); err != nil {
-			fmt.Fprintln(o.Progress, "error:", err) // the conversation goes on
+		if strings.HasPrefix(line, "/") && !strings.HasPrefix(line, "//") {
+			if quit := c.command(line); quit {
+				return nil
+			}
+			continue
+		}
+		line = strings.TrimPrefix(line, "/") // "//x" sends "/x"
+		if err := c.ask(ctx, line); err != nil {
+			fmt.Fprintln(c.o.Progress, "error:", err)
 		}
 	}
 }
 
-// hasTool checks that the agent offers the message tool before the first
-// message: a proxy or a toolbox has no send_message, and an agent's may be
-// renamed (tool_name), so the error names the agent's tools and --tool.
-func hasTool(ctx context.Context, cs *mcp.ClientSession, agent, tool string) error {
-	var names []string
+// findTool lists the agent's tools and finds the message tool among them
+// before the first message: a proxy or a toolbox has no send_message,
+// and an agent's may be renamed (tool_name), so the error names the
+// agent's tools and --tool.
+func findTool(ctx context.Context, cs *mcp.ClientSession, agent, tool string) (*mcp.Tool, []*mcp.Tool, error) {
+	var all []*mcp.Tool
+	var found *mcp.Tool
 	for t, err := range cs.Tools(ctx, nil) {
 		if err != nil {
-			return fmt.Errorf("%s: listing its tools: %w", agent, gatewayError(err))
+			return nil, nil, fmt.Errorf("%s: listing its tools: %w", agent, gatewayError(err))
 		}
+		all = append(all, t)
 		if t.Name == tool {
-			return nil
+			found = t
 		}
-		names = append(names, t.Name)
 	}
-	return fmt.Errorf("agent %s has no tool %q; its tools: %s (choose one with --tool NAME)", agent, tool, strings.Join(names, ", "))
+	if found == nil {
+		names := make([]string, len(all))
+		for i, t := range all {
+			names[i] = t.Name
+		}
+		return nil, nil, fmt.Errorf("agent %s has no tool %q; its tools: %s (choose one with --tool NAME)", agent, tool, strings.Join(names, ", "))
+	}
+	return found, all, nil
 }
 
 // gatewayError is the gateway's refusal in err, if there is one, without

@@ -2,10 +2,15 @@ package chat
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -34,5 +39,126 @@ func TestChatSuggestsTool(t *testing.T) {
 	out.Reset()
 	if err := Run(ctx, Options{URL: ts.URL, Agent: "px", Tool: "search", Message: "hi", In: strings.NewReader(""), Out: &out, Progress: io.Discard}); err != nil || strings.TrimSpace(out.String()) != "found" {
 		t.Fatalf("--tool search: %v %q", err, out.String())
+	}
+}
+
+// recorder is an agent stand-in whose send_message (with the given input
+// schema) records its arguments and answers "answer N".
+type recorder struct {
+	mu    sync.Mutex
+	calls []map[string]any
+}
+
+func (r *recorder) serve(t *testing.T, schema map[string]any) string {
+	t.Helper()
+	srv := mcp.NewServer(&mcp.Implementation{Name: "agent", Version: "1"}, nil)
+	srv.AddTool(&mcp.Tool{Name: "send_message", Description: "Send a message.\nMore.", InputSchema: schema},
+		func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			var args map[string]any
+			if err := json.Unmarshal(req.Params.Arguments, &args); err != nil {
+				return nil, err
+			}
+			r.mu.Lock()
+			r.calls = append(r.calls, args)
+			n := len(r.calls)
+			r.mu.Unlock()
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf("answer %d", n)}}}, nil
+		})
+	srv.AddTool(&mcp.Tool{Name: "get_health", InputSchema: map[string]any{"type": "object"}},
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "{}"}}}, nil
+		})
+	ts := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
+	t.Cleanup(ts.Close)
+	return ts.URL
+}
+
+// got is a copy of the calls so far.
+func (r *recorder) got() []map[string]any {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]map[string]any{}, r.calls...)
+}
+
+func messageSchema(extra ...string) map[string]any {
+	props := map[string]any{"message": map[string]any{"type": "string"}, "history": map[string]any{"type": "array"}}
+	for _, e := range extra {
+		props[e] = map[string]any{}
+	}
+	return map[string]any{"type": "object", "properties": props, "required": []any{"message"}}
+}
+
+// The slash commands of an interactive chat: /system and /set shape the
+// following messages (system_append, params), /save writes the history
+// in send_message's history shape, /clear forgets it, /tools lists the
+// agent's tools, /quit ends the chat; none of them is sent as a message.
+func TestChatSlashCommands(t *testing.T) {
+	var rec recorder
+	url := rec.serve(t, messageSchema("params", "system_append", "system_override"))
+	saved := filepath.Join(t.TempDir(), "history.json")
+	in := strings.Join([]string{"/help", "/tools", "/system Be brief.", "/set temperature=0.2", `/set stop=["x"]`, "/set style=terse",
+		"hello", "/system", "/set temperature=", "second", "/save " + saved, "/clear", "//third", "/bogus", "/quit", "never sent"}, "\n")
+	var out, progress strings.Builder
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := Run(ctx, Options{URL: url, Agent: "a", In: strings.NewReader(in), Out: &out, Progress: &progress}); err != nil {
+		t.Fatal(err)
+	}
+	if out.String() != "answer 1\nanswer 2\nanswer 3\n" {
+		t.Fatalf("answers %q; stderr:\n%s", out.String(), progress.String())
+	}
+	want := []string{
+		`{"message":"hello","params":{"stop":["x"],"style":"terse","temperature":0.2},"system_append":"Be brief."}`,
+		`{"history":[{"content":"hello","role":"user"},{"content":"answer 1","role":"assistant"}],"message":"second","params":{"stop":["x"],"style":"terse"}}`,
+		`{"message":"/third","params":{"stop":["x"],"style":"terse"}}`,
+	}
+	calls := rec.got()
+	if len(calls) != len(want) {
+		t.Fatalf("%d calls, want %d: %v", len(calls), len(want), calls)
+	}
+	for i, w := range want {
+		if got, _ := json.Marshal(calls[i]); string(got) != w {
+			t.Errorf("call %d sent\n%s\nwant\n%s", i+1, got, w)
+		}
+	}
+	raw, err := os.ReadFile(saved)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var history []map[string]any
+	if err := json.Unmarshal(raw, &history); err != nil {
+		t.Fatalf("saved history %s: %v", raw, err)
+	}
+	if got, _ := json.Marshal(history); string(got) != `[{"content":"hello","role":"user"},{"content":"answer 1","role":"assistant"},{"content":"second","role":"user"},{"content":"answer 2","role":"assistant"}]` {
+		t.Errorf("saved history %s", got)
+	}
+	for _, w := range []string{"/save FILE", "get_health()", "send_message(history, message*, params, system_append, system_override): Send a message.\n",
+		"system_append cleared", "param temperature removed", "saved 4 messages to " + saved, "unknown command /bogus"} {
+		if !strings.Contains(progress.String(), w) {
+			t.Errorf("stderr lacks %q:\n%s", w, progress.String())
+		}
+	}
+}
+
+// /system and /set against an agent whose send_message does not take
+// system_append or params say so and send nothing of the kind.
+func TestChatOverridesNotAllowed(t *testing.T) {
+	var rec recorder
+	url := rec.serve(t, messageSchema())
+	var out, progress strings.Builder
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	in := "/system Be brief.\n/set temperature=0.2\nhello\n"
+	if err := Run(ctx, Options{URL: url, Agent: "a", In: strings.NewReader(in), Out: &out, Progress: &progress}); err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range []string{"agent a does not take system_append (its config does not set overrides: {system: true}); nothing set",
+		"agent a does not take per-call params (its config does not set overrides: {params: true}); nothing set"} {
+		if !strings.Contains(progress.String(), w) {
+			t.Errorf("stderr lacks %q:\n%s", w, progress.String())
+		}
+	}
+	if calls := rec.got(); len(calls) != 1 || len(calls[0]) != 1 {
+		t.Errorf("calls %v, want one with the message only", calls)
 	}
 }
