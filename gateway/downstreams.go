@@ -17,6 +17,7 @@ import (
 	"github.com/pallasgw/pallasgw/agents/mcpclient"
 	"github.com/pallasgw/pallasgw/agents/pins"
 	"github.com/pallasgw/pallasgw/agents/proxy"
+	"github.com/pallasgw/pallasgw/agents/sessions"
 )
 
 // downstreamCache keeps one mcpclient.Manager per downstream server across
@@ -59,6 +60,7 @@ func (c *downstreamCache) acquire(specs []mcpclient.ServerSpec) *downstreams {
 			e = &dsEntry{m: mcpclient.NewManager([]mcpclient.ServerSpec{spec}, mcpclient.Options{
 				Logger: c.g.log.Named("downstream"), Metrics: c.g.metrics, ClientName: "pallasgw", ClientVersion: c.g.opts.Version,
 				ToolFilter: c.g.pins.Filter, // pins.go: each list read is hashed and checked once
+				CallerOf:   sessions.Caller, // whom a session_scope caller server's session belongs to
 			})}
 			c.entries[key] = e
 		} else {

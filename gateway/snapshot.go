@@ -182,7 +182,8 @@ func serverSpecs(cfg *config.Config) []mcpclient.ServerSpec {
 			env[k] = v.Value()
 		}
 		out = append(out, mcpclient.ServerSpec{Name: name, Transport: s.Transport, URL: s.URL, Command: s.Command,
-			Args: s.Args, Env: env, Dir: s.Dir, Timeout: s.Timeout, Redact: s.Expanded()})
+			Args: s.Args, Env: env, Dir: s.Dir, Timeout: s.Timeout, Redact: s.Expanded(),
+			Scope: s.SessionScope, MaxSessions: s.MaxSessions})
 	}
 	return out
 }

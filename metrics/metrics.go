@@ -30,6 +30,8 @@ type Metrics struct {
 	DownstreamCalls    *prometheus.CounterVec   // server, outcome
 	DownstreamDuration *prometheus.HistogramVec // server
 	DownstreamSessions *prometheus.GaugeVec     // server
+	// DownstreamEvictions counts pooled sessions closed for another (least recently used).
+	DownstreamEvictions *prometheus.CounterVec // server
 
 	LLMRequests   *prometheus.CounterVec   // agent, provider, model, outcome
 	GenAIDuration *prometheus.HistogramVec // gen_ai_provider_name, gen_ai_request_model
@@ -105,7 +107,10 @@ func New(version string) *Metrics {
 		Buckets: []float64{.001, .005, .01, .05, .1, .5, 1, 5, 15, 60},
 	}, []string{"server"})
 	m.DownstreamSessions = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Name: "pallasgw_downstream_sessions", Help: "Open pooled downstream MCP sessions by server.",
+		Name: "pallasgw_downstream_sessions", Help: "Open downstream MCP sessions (stdio: processes) by server, pooled and one-shot.",
+	}, []string{"server"})
+	m.DownstreamEvictions = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "pallasgw_downstream_session_evictions_total", Help: "Pooled downstream sessions closed to make room for another (the least recently used idle one), by server.",
 	}, []string{"server"})
 
 	m.LLMRequests = prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -201,7 +206,7 @@ func New(version string) *Metrics {
 
 	for _, c := range []prometheus.Collector{
 		m.BuildInfo, m.HTTPRequests, m.HTTPDuration, m.Inflight, m.ToolCalls, m.ToolCallDuration,
-		m.DownstreamCalls, m.DownstreamDuration, m.DownstreamSessions, m.LLMRequests, m.GenAIDuration,
+		m.DownstreamCalls, m.DownstreamDuration, m.DownstreamSessions, m.DownstreamEvictions, m.LLMRequests, m.GenAIDuration,
 		m.GenAITokens, m.LLMTokens, m.LLMCost, m.AgentIterations, m.AgentIterationLimit, m.AgentHealth,
 		m.ProviderUp, m.PolicyDecisions, m.AuthFailures, m.QuotaRejections, m.QuotaStoreErrors, m.TokenExchanges, m.ForwardedHeaderRejection, m.HistorySkipped, m.Progress,
 		m.InputRequired, m.InputRequiredParked, m.RequestStateRejections, m.SessionRejections,
@@ -241,7 +246,7 @@ func (m *Metrics) ForgetAgent(name string) {
 // ForgetServer deletes every series of a downstream server that is gone
 // from the config.
 func (m *Metrics) ForgetServer(name string) {
-	for _, v := range []deleter{m.DownstreamCalls, m.DownstreamDuration, m.DownstreamSessions, m.TokenExchanges, m.ForwardedHeaderRejection,
+	for _, v := range []deleter{m.DownstreamCalls, m.DownstreamDuration, m.DownstreamSessions, m.DownstreamEvictions, m.TokenExchanges, m.ForwardedHeaderRejection,
 		m.ToolPinMismatches, m.ToolPinsPending, m.ToolCheckFailures} {
 		v.DeletePartialMatch(prometheus.Labels{"server": name})
 	}

@@ -187,6 +187,10 @@ func (e *Endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if e.refuseForeignSession(w, r, msg) {
 		return
 	}
+	if sid := r.Header.Get(server.HeaderKeySessionID); sid != "" {
+		// An anonymous caller's downstream sessions follow its own (session_scope caller).
+		r = r.WithContext(sessions.WithInbound(r.Context(), sid))
+	}
 	if msg == nil {
 		e.d.MCP.ServeHTTP(w, r) // mcp-go answers the broken body
 		return

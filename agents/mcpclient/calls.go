@@ -119,7 +119,7 @@ func (m *Manager) do(ctx context.Context, server, op string, hdr http.Header, fn
 		return srv.wrap(ctx, op, errClosed)
 	}
 	ctx = withTooLargeNote(context.WithValue(ctx, opKey{}, op)) // bound.go
-	s, err := srv.acquire(hdr)
+	s, err := srv.acquire(ctx, op, hdr)
 	if err != nil {
 		return srv.wrap(ctx, op, err)
 	}

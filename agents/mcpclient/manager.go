@@ -1,8 +1,9 @@
 // Package mcpclient owns the gateway's clients to downstream MCP servers
 // (Streamable HTTP, legacy SSE and stdio), built on mcp-go's client.
 //
-// It owns: the pool of downstream sessions (one per server and per set of
-// outbound headers), stdio processes, per-call timeouts, reconnection, progress
+// It owns: the pool of downstream sessions (per server and per set of
+// outbound headers, and per caller or per call as the server's scope says:
+// scope.go), stdio processes, per-call timeouts, reconnection, progress
 // and log demultiplexing, the relay of a call's server-to-client requests to
 // its caller (relay.go), the cancellation of calls downstream (cancel.go),
 // tool-list caching, the raw tools/call that returns a result as the
@@ -103,6 +104,13 @@ type ServerSpec struct {
 
 	Timeout time.Duration // per call, applied through the context; default 60s
 
+	// Scope is whom a session serves (scope.go): ScopeCaller, ScopeCall or
+	// ScopeShared (the default).
+	Scope string
+	// MaxSessions caps the server's open sessions (stdio: processes);
+	// default Options.MaxSessionsPerServer.
+	MaxSessions int
+
 	// Redact are values of the spec to take out of the server's stderr
 	// lines and errors (as <redacted>) beside those serverSecrets finds:
 	// the values its config took from the environment (${VAR}), a token in
@@ -124,15 +132,22 @@ type Options struct {
 	Logger  *zap.Logger      // default: no logging
 	Metrics *metrics.Metrics // default: no metrics
 
-	// MaxSessionsPerServer bounds the pooled sessions per server, that is
-	// the distinct outbound header fingerprints kept open. Default 64.
+	// MaxSessionsPerServer bounds the pooled sessions per server (the
+	// distinct outbound header fingerprints and callers kept open) unless
+	// its ServerSpec.MaxSessions says otherwise. Default 64.
 	MaxSessionsPerServer int
 	// IdleTimeout closes pooled sessions unused for this long. Default 5m.
-	// stdio processes are not closed when idle.
+	// A stdio server's shared process is not closed when idle; its
+	// callers' own processes (ScopeCaller) are.
 	IdleTimeout time.Duration
 
 	ClientName    string // clientInfo.name; default "pallasgw"
 	ClientVersion string // clientInfo.version; default "dev"
+
+	// CallerOf, if set, names the caller of a request's context, whom a
+	// ScopeCaller server's session belongs to (scope.go); "" or Anonymous
+	// for none.
+	CallerOf func(context.Context) string
 
 	// OnLogMessage, if set, receives downstream logging notifications.
 	OnLogMessage LogFunc
@@ -234,6 +249,9 @@ func specWithDefaults(s ServerSpec) ServerSpec {
 	}
 	if s.Timeout <= 0 {
 		s.Timeout = DefaultTimeout
+	}
+	if s.Scope == "" {
+		s.Scope = ScopeShared
 	}
 	s.Args = slices.Clone(s.Args)
 	return s

@@ -1,8 +1,10 @@
 package mcpclient
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"net"
 	"net/http"
 	"slices"
@@ -12,8 +14,10 @@ import (
 )
 
 // remote is one configured downstream server: its spec, its shared HTTP transport
-// and its pool of sessions keyed by outbound header fingerprint. A stdio
-// server has at most one session, keyed "", whatever the headers.
+// and its pool of sessions keyed by outbound header fingerprint and, under
+// ScopeCaller, caller (scope.go). A shared stdio server has at most one
+// session, keyed "", whatever the headers; a ScopeCaller one a process per
+// caller besides, at most its cap in all.
 type remote struct {
 	m    *Manager
 	spec ServerSpec
@@ -30,6 +34,7 @@ type remote struct {
 
 	mu   sync.Mutex
 	pool map[string]*session // guarded by mu
+	live int                 // guarded by mu: sessions created and not yet shut down (pooled, one-shot, closing)
 }
 
 func newRemote(m *Manager, spec ServerSpec) *remote {
@@ -127,36 +132,89 @@ func flatten(h http.Header) map[string]string {
 	return out
 }
 
-// acquire returns the session for hdr, creating it (unconnected) if needed,
-// with one reference held. When the pool is full it evicts the least recently
-// used idle session; when every pooled session is busy it returns a one-shot
-// session that release closes.
-func (srv *remote) acquire(hdr http.Header) (*session, error) {
-	key := ""
+// acquire returns the session of op for ctx and hdr (its pool key follows
+// the server's scope, scope.go), creating it (unconnected) if needed, with
+// one reference held; a ScopeCall tool execution gets a one-shot session.
+// When the pool is full it evicts the least recently used idle session;
+// when every pooled session is busy an HTTP server gets a one-shot session
+// that release closes, and a stdio server, which would need one more
+// process than its cap, an error.
+func (srv *remote) acquire(ctx context.Context, op string, hdr http.Header) (*session, error) {
+	fp := ""
 	if srv.spec.Transport == TransportStdio {
 		hdr = nil // headers do not apply to stdio
 	} else {
 		hdr = canonical(hdr)
-		key = fingerprint(hdr)
+		fp = fingerprint(hdr)
 	}
+	key, oneShot := srv.poolKey(ctx, op, fp)
+	for range 3 { // a stdio eviction waits for the process to exit, then tries again
+		s, lru, err := srv.acquireLocked(key, hdr, oneShot)
+		switch {
+		case lru == nil:
+			return s, err
+		case s != nil:
+			srv.m.spawn(lru.shutdown) // shutdown takes srv.mu: never under it
+			return s, nil
+		}
+		lru.shutdown()
+	}
+	return nil, fmt.Errorf("%w: all %d processes of the server are busy with other callers (max_sessions)", ErrUnavailable, srv.maxSessions())
+}
+
+// acquireLocked is one attempt of acquire. An evicted session comes back
+// as lru, for the caller to shut down: beside the new session s, or, on a
+// stdio server, without one (its process exits before another starts, then
+// the caller tries again).
+func (srv *remote) acquireLocked(key string, hdr http.Header, oneShot bool) (s, lru *session, err error) {
 	srv.mu.Lock()
 	defer srv.mu.Unlock()
 	if srv.m.isClosed() {
-		return nil, errClosed
+		return nil, nil, errClosed
+	}
+	if oneShot {
+		s, err = srv.oneShotLocked(key, hdr) // scope.go
+		return s, nil, err
 	}
 	if s, ok := srv.pool[key]; ok {
 		s.refs++
-		return s, nil
+		return s, nil, nil
 	}
-	s := newSession(srv, key, hdr)
+	stdio := srv.spec.Transport == TransportStdio
+	if stdio && srv.live >= srv.maxSessions() || !stdio && len(srv.pool) >= srv.maxSessions() {
+		lru = srv.evictLocked()
+		switch {
+		case lru == nil && stdio:
+			return nil, nil, fmt.Errorf("%w: all %d processes of the server are busy with other callers (max_sessions)",
+				ErrUnavailable, srv.maxSessions())
+		case lru == nil:
+			s, err = srv.oneShotLocked(key, hdr) // every pooled session is busy: not pooled
+			return s, nil, err
+		case stdio:
+			return nil, lru, nil
+		}
+	}
+	s = srv.newSessionLocked(key, hdr)
 	s.refs = 1
-	if len(srv.pool) >= srv.m.opts.MaxSessionsPerServer && !srv.evictLocked() {
-		return s, nil // one-shot: not pooled
-	}
 	s.pooled = true
 	srv.pool[key] = s
+	return s, lru, nil
+}
+
+// newSessionLocked is a new session of srv, counted open until its
+// shutdown.
+func (srv *remote) newSessionLocked(key string, hdr http.Header) *session {
+	srv.live++
 	srv.gaugeLocked()
-	return s, nil
+	return newSession(srv, key, hdr)
+}
+
+// shutDown counts the end of a session's shutdown.
+func (srv *remote) shutDown() {
+	srv.mu.Lock()
+	defer srv.mu.Unlock()
+	srv.live--
+	srv.gaugeLocked()
 }
 
 // release drops one reference to s, closing it if it is not (or no longer)
@@ -188,9 +246,9 @@ func (srv *remote) unpoolLocked(s *session) {
 	}
 }
 
-// evictLocked removes the least recently used idle session and closes it in
-// the background. It reports whether it found one.
-func (srv *remote) evictLocked() bool {
+// evictLocked takes the least recently used idle session out of the pool
+// and returns it, for the caller to shut down; nil when none is idle.
+func (srv *remote) evictLocked() *session {
 	var lru *session
 	for _, s := range srv.pool {
 		if s.refs == 0 && (lru == nil || s.lastUsed.Before(lru.lastUsed)) {
@@ -198,24 +256,23 @@ func (srv *remote) evictLocked() bool {
 		}
 	}
 	if lru == nil {
-		return false
+		return nil
 	}
 	srv.unpoolLocked(lru)
-	srv.m.spawn(lru.shutdown)
-	return true
+	srv.evictedLocked() // scope.go
+	return lru
 }
 
 // expire unpools and returns the idle sessions unused since before
-// now-IdleTimeout. The stdio process is kept.
+// now-IdleTimeout. A stdio server's shared process (key "") is kept; its
+// callers' own processes (ScopeCaller) are not.
 func (srv *remote) expire(now time.Time) []*session {
-	if srv.spec.Transport == TransportStdio {
-		return nil
-	}
+	stdio := srv.spec.Transport == TransportStdio
 	srv.mu.Lock()
 	defer srv.mu.Unlock()
 	var out []*session
 	for _, s := range srv.pool {
-		if s.refs == 0 && now.Sub(s.lastUsed) >= srv.m.opts.IdleTimeout {
+		if s.refs == 0 && now.Sub(s.lastUsed) >= srv.m.opts.IdleTimeout && !(stdio && s.key == "") {
 			out = append(out, s)
 		}
 	}
@@ -254,9 +311,11 @@ func (srv *remote) invalidateTools() {
 	}
 }
 
+// gaugeLocked sets pallasgw_downstream_sessions: the sessions open, pooled
+// or one-shot, until their shutdown has ended.
 func (srv *remote) gaugeLocked() {
 	if mt := srv.m.opts.Metrics; mt != nil {
-		mt.DownstreamSessions.WithLabelValues(srv.spec.Name).Set(float64(len(srv.pool)))
+		mt.DownstreamSessions.WithLabelValues(srv.spec.Name).Set(float64(srv.live))
 	}
 }
 

@@ -188,7 +188,7 @@ func TestRelayLevelSurvivesReconnect(t *testing.T) {
 		t.Fatal(err)
 	}
 	srv := m.servers["relay"]
-	s, _ := srv.acquire(nil)
+	s, _ := srv.acquire(ctx, "test", nil)
 	cli, err := s.client(ctx)
 	if err != nil {
 		t.Fatal(err)

@@ -121,10 +121,14 @@ func (s *session) drop(ctx context.Context, old *client.Client) {
 func (s *session) shutdown() {
 	_ = s.lock(context.Background())
 	defer s.unlock()
+	first := !s.closed
 	s.closed = true
 	cli, proc := s.cli, s.proc
 	s.cli, s.proc = nil, nil
 	closeClient(s, cli, proc)
+	if first {
+		s.srv.shutDown() // pool.go: no longer open
+	}
 }
 
 // retireLocked closes the current client in the background.

@@ -34,6 +34,7 @@ import (
 
 	"github.com/pallasgw/pallasgw/agents/mcpclient"
 	"github.com/pallasgw/pallasgw/agents/pins"
+	"github.com/pallasgw/pallasgw/agents/sessions"
 	"github.com/pallasgw/pallasgw/agents/toolsearch"
 	"github.com/pallasgw/pallasgw/gateway/config"
 	"github.com/pallasgw/pallasgw/policy"
@@ -293,6 +294,7 @@ func (tb *toolbox) run(ctx context.Context, c *tbCall, req mcp.CallToolRequest, 
 			}
 			if id != "" {
 				c.caller = id
+				ctx = sessions.WithAgentID(ctx, id) // its downstream sessions (session_scope caller)
 			}
 		default:
 			return nil, tbErr(CodeInvalidArgument, "agent_id must be a string")

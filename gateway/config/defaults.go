@@ -11,6 +11,7 @@ const (
 	DefaultVersion            = "1.0.0"
 	DefaultListen             = "0.0.0.0:8200"
 	DefaultShutdownTimeout    = 30 * time.Second
+	DefaultMaxSessions        = 64 // per downstream server
 	DefaultDrainDelay         = 5 * time.Second
 	DefaultDebounce           = 100 * time.Millisecond
 	DefaultPollInterval       = 30 * time.Second
@@ -142,6 +143,15 @@ func (p *parser) applyDefaults(c *Config) {
 		}
 		if s.Timeout == 0 {
 			s.Timeout = DefaultServerTimeout
+		}
+		if s.SessionScope == "" { // one stdio process is one session: shared unless told
+			s.SessionScope = "caller"
+			if s.Transport == "stdio" {
+				s.SessionScope = "shared"
+			}
+		}
+		if s.MaxSessions == 0 {
+			s.MaxSessions = DefaultMaxSessions
 		}
 	}
 	for name, a := range c.Agents {

@@ -212,6 +212,14 @@ type Server struct {
 	// calls until approved). Default off; warn and enforce need pins.
 	PinTools   string     `yaml:"pin_tools"`
 	ToolChecks ToolChecks `yaml:"tool_checks"`
+	// SessionScope is whom a downstream session serves: caller (one per
+	// caller and outbound header set), call (a fresh one per tool
+	// execution, closed after it) or shared (one per header set). Default
+	// caller for http and sse, shared for stdio.
+	SessionScope string `yaml:"session_scope"`
+	// MaxSessions caps the server's open sessions (stdio: processes),
+	// the least recently used idle one closed for a new one; default 64.
+	MaxSessions int `yaml:"max_sessions"`
 
 	expanded []string // see Expanded
 }

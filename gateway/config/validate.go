@@ -225,6 +225,7 @@ func (p *parser) validateServers(c *Config) {
 		default:
 			p.addPath(append(key, "transport"), fmt.Sprintf("unknown transport %q (want http, sse or stdio)", s.Transport))
 		}
+		p.validateScope(s, key)
 		switch {
 		case s.ForwardInboundAuth && c.Auth.Mode == "tokens":
 			c.Warnings = append(c.Warnings, fmt.Sprintf("%s:%d: mcp.servers.%s.forward_inbound_auth: ignored in auth mode tokens (the gateway's token is never forwarded)",
@@ -260,6 +261,16 @@ func (p *parser) validateServers(c *Config) {
 			}
 		}
 		p.validatePins(c, key, s)
+	}
+}
+
+// validateScope checks a server's session_scope (a negative max_sessions
+// is refused with the other negative numbers).
+func (p *parser) validateScope(s *Server, key []string) {
+	switch s.SessionScope {
+	case "caller", "call", "shared":
+	default:
+		p.addPath(append(key, "session_scope"), fmt.Sprintf("unknown session_scope %q (want caller, call or shared)", s.SessionScope))
 	}
 }
 
