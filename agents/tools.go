@@ -72,7 +72,7 @@ func (a *Agent) buildToolset(ctx context.Context, inbound http.Header, filter po
 				continue
 			}
 			ts.refs[name] = toolRef{server: srv, tool: t.Name, title: toolTitle(t)}
-			ts.defs = append(ts.defs, llm.Tool{Name: name, Description: t.Description, InputSchema: schemaOf(t)})
+			ts.defs = append(ts.defs, llm.Tool{Name: name, Description: t.Description, InputSchema: toolsearch.InputSchema(t)})
 		}
 	}
 	for _, sub := range a.Config.Agents {
@@ -94,17 +94,6 @@ func toolTitle(t mcp.Tool) string {
 }
 
 const subAgentSchema = `{"type":"object","properties":{"message":{"type":"string","description":"What to ask the agent."}},"required":["message"]}`
-
-func schemaOf(t mcp.Tool) json.RawMessage {
-	if len(t.RawInputSchema) > 0 {
-		return t.RawInputSchema
-	}
-	b, err := json.Marshal(t.InputSchema)
-	if err != nil || string(b) == "null" {
-		return json.RawMessage(`{"type":"object"}`)
-	}
-	return b
-}
 
 // resultToMessage turns a downstream tool result into the tool message fed
 // back to the model: text as text, images as images, anything else as JSON,

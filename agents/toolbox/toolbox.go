@@ -446,7 +446,7 @@ func (tb *toolbox) getServerTools(ctx context.Context, c *tbCall, req mcp.CallTo
 		if !f.match(t.Name) || truncated {
 			continue
 		}
-		def := map[string]any{"name": t.Name, "description": t.Description, "inputSchema": schemaOf(t)}
+		def := map[string]any{"name": t.Name, "description": t.Description, "inputSchema": toolsearch.InputSchema(t)}
 		cost := schemaTokens(def)
 		if f.budget > 0 && used+cost > f.budget {
 			truncated = true // in name order: the first tool past the budget ends the list
@@ -475,19 +475,6 @@ func (tb *toolbox) visibleTools(ctx context.Context, caller, srv string, inbound
 		return nil, err
 	}
 	return slices.DeleteFunc(tools, func(t mcp.Tool) bool { return !tb.decideTool(caller, srv, t.Name).Allowed }), nil
-}
-
-// schemaOf is a tool's input schema as JSON (as the llm kind gives it to
-// the model).
-func schemaOf(t mcp.Tool) json.RawMessage {
-	if len(t.RawInputSchema) > 0 {
-		return t.RawInputSchema
-	}
-	b, err := json.Marshal(t.InputSchema)
-	if err != nil || string(b) == "null" {
-		return json.RawMessage(`{"type":"object"}`)
-	}
-	return b
 }
 
 // schemaTokens estimates the tokens of a tool definition: JSON length / 4,

@@ -92,7 +92,7 @@ func (d *doc) same(e *Entry) bool {
 	if p := propsOf(e.Tool); p != 0 && p == d.props {
 		return true // the same typed schema: not encoded again on every search
 	}
-	return string(d.schema) == string(schemaOf(e.Tool))
+	return string(d.schema) == string(InputSchema(e.Tool))
 }
 
 // propsOf identifies a typed input schema by its properties map.
@@ -183,7 +183,7 @@ func newBuilder(n int) *builder {
 }
 
 func (b *builder) add(e *Entry) {
-	b.addDoc(doc{server: e.Server, name: e.Name, tool: e.Tool.Name, title: titleOf(e.Tool), desc: e.Tool.Description, schema: schemaOf(e.Tool), props: propsOf(e.Tool)})
+	b.addDoc(doc{server: e.Server, name: e.Name, tool: e.Tool.Name, title: titleOf(e.Tool), desc: e.Tool.Description, schema: InputSchema(e.Tool), props: propsOf(e.Tool)})
 }
 
 // addDoc indexes d. The name field is the server's own name for the tool,
@@ -292,9 +292,10 @@ func paramsOf(schema json.RawMessage) []param {
 	return out
 }
 
-// schemaOf is a tool's input schema as JSON, as get_server_tools and the
-// llm kind give it.
-func schemaOf(t mcp.Tool) json.RawMessage {
+// InputSchema is a tool's input schema as JSON, as search_tools,
+// get_server_tools and the llm kind give it: the schema as the server sent
+// it when it is known, else the typed one, else an empty object schema.
+func InputSchema(t mcp.Tool) json.RawMessage {
 	if len(t.RawInputSchema) > 0 {
 		return t.RawInputSchema
 	}
