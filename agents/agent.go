@@ -263,12 +263,8 @@ func RequestID(ctx context.Context) string {
 func (a *Agent) handleSendMessage(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	start := time.Now()
 	m := a.set.deps.Metrics
-	var token mcp.ProgressToken
-	if req.Params.Meta != nil {
-		token = req.Params.Meta.ProgressToken
-	}
 	rid := RequestID(ctx)
-	progress := newReporter(ctx, token, m)
+	progress := newReporter(ctx, req.Params.Meta, m)
 	// The call's fields are passed to each line rather than bound with
 	// Logger.With, which copies the encoder and a 1 KB buffer per call.
 	ridField, toolField := zap.String("request_id", rid), zap.String("tool", a.Config.ToolName)

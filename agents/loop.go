@@ -215,7 +215,9 @@ func (r *llmRunner) callServer(ctx context.Context, c *Call, ref toolRef, tc llm
 		audit.Latency = time.Since(start)
 		r.a.set.deps.Auditor.Record(ctx, audit)
 	}()
-	c.Progress.Send(label + ": started")
+	c.Progress.SendTool(label+": started", func() map[string]any {
+		return map[string]any{"server": ref.server, "tool": ref.tool, "arguments": args}
+	})
 	relay := c.Progress.Prefixed(label + ": ")
 	onProgress := func(progress float64, total *float64, msg string) {
 		relay.Send(downstreamProgress(progress, total, msg))
@@ -227,21 +229,41 @@ func (r *llmRunner) callServer(ctx context.Context, c *Call, ref toolRef, tc llm
 	}
 	if err != nil {
 		audit.Outcome = policy.AuditOutcome(mcpclient.Outcome(err))
-		c.Progress.Send(label + ": failed")
 		a.log.Warn("downstream tool failed", zap.String("request_id", c.RequestID), zap.String("server", ref.server),
 			zap.String("tool", ref.tool), zap.String("outcome", mcpclient.Outcome(err)), zap.Error(err), tracing.LogField(ctx))
-		return llm.Message{Role: llm.RoleTool, ToolCallID: tc.ID, IsError: true, Text: fmt.Sprintf("tool %s failed: %v", tc.Name, err)}
+		msg := llm.Message{Role: llm.RoleTool, ToolCallID: tc.ID, IsError: true, Text: fmt.Sprintf("tool %s failed: %v", tc.Name, err)}
+		c.Progress.SendTool(label+": failed", toolOutcome(ref, msg))
+		return msg
 	}
 	audit.Outcome = policy.OutcomeAllow
+	outcome := ": completed"
 	if res.IsError {
 		audit.Outcome = policy.OutcomeError
-		c.Progress.Send(label + ": failed")
-	} else {
-		c.Progress.Send(label + ": completed")
+		outcome = ": failed"
 	}
 	msg := resultToMessage(tc.ID, res, r.maxBytes)
+	c.Progress.SendTool(label+outcome, toolOutcome(ref, msg))
 	audit.ResultBytes = messageBytes(msg)
 	return msg
+}
+
+// toolOutcome is the detail of a finished downstream call's progress
+// (Reporter.SendTool): the start of the result as the model gets it.
+func toolOutcome(ref toolRef, msg llm.Message) func() map[string]any {
+	return func() map[string]any {
+		text, truncated := msg.Text, false
+		if len(text) > toolDetailResult {
+			text, truncated = strings.ToValidUTF8(text[:toolDetailResult], ""), true
+		}
+		d := map[string]any{"server": ref.server, "tool": ref.tool, "isError": msg.IsError, "result": text}
+		if truncated {
+			d["truncated"] = true
+		}
+		if len(msg.Images) > 0 {
+			d["images"] = len(msg.Images)
+		}
+		return d
+	}
 }
 
 // messageBytes is the size of a tool result as the model gets it: its text

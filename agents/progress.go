@@ -32,13 +32,28 @@ type progressState struct {
 	stream  *endpoint.StreamTracker
 	metrics *metrics.Metrics
 	notify  func(method string, params map[string]any) error // nil: nowhere to send
+	detail  bool                                             // the caller asked for tool details (ToolDetailMeta)
 }
 
-func newReporter(ctx context.Context, token mcp.ProgressToken, m *metrics.Metrics) *Reporter {
-	if token == nil {
+// ToolDetailMeta is the _meta key a caller sets to true on its
+// send_message call to have the progress of each downstream tool call
+// carry, under the same key in the notification's _meta, the tool's
+// server, name and arguments ("started") and the start of its result
+// ("completed", "failed"). `pallasgw chat` sets it to show tool calls. The
+// progress messages themselves are the same with or without it.
+const ToolDetailMeta = "io.pallasgw/toolDetail"
+
+// toolDetailResult is how much of a tool's result text a detailed
+// progress notification carries.
+const toolDetailResult = 2048
+
+func newReporter(ctx context.Context, meta *mcp.Meta, m *metrics.Metrics) *Reporter {
+	if meta == nil || meta.ProgressToken == nil {
 		return nil
 	}
-	return &Reporter{shared: &progressState{ctx: ctx, token: token, stream: endpoint.TrackerFrom(ctx), metrics: m, notify: notifier(ctx)}}
+	detail, _ := meta.AdditionalFields[ToolDetailMeta].(bool)
+	return &Reporter{shared: &progressState{ctx: ctx, token: meta.ProgressToken, stream: endpoint.TrackerFrom(ctx), metrics: m,
+		notify: wire.Notifier(ctx), detail: detail}}
 }
 
 // Prefixed returns a reporter whose messages start with prefix.
@@ -50,17 +65,27 @@ func (r *Reporter) Prefixed(prefix string) *Reporter {
 }
 
 // Send emits one progress notification.
-func (r *Reporter) Send(message string) { r.send(message, false) }
+func (r *Reporter) Send(message string) { r.send(message, false, nil) }
 
 // Done emits the call's last notification, which carries total.
-func (r *Reporter) Done(message string) { r.send(message, true) }
+func (r *Reporter) Done(message string) { r.send(message, true, nil) }
+
+// SendTool emits one progress notification of a downstream tool call;
+// detail goes in its _meta when the caller asked for it (ToolDetailMeta).
+func (r *Reporter) SendTool(message string, detail func() map[string]any) {
+	if r == nil || !r.shared.detail {
+		r.Send(message)
+		return
+	}
+	r.send(message, false, detail())
+}
 
 // retryBlocked is how long a notification waits for room in the
 // per-request notification buffer (mcp-go's, or the fast path's) before it
 // is counted as dropped.
 const retryBlocked = 2 * time.Second
 
-func (r *Reporter) send(message string, last bool) {
+func (r *Reporter) send(message string, last bool, detail map[string]any) {
 	if r == nil {
 		return
 	}
@@ -71,6 +96,9 @@ func (r *Reporter) send(message string, last bool) {
 	params := map[string]any{"progressToken": s.token, "progress": s.counter, "message": r.prefix + message}
 	if last {
 		params["total"] = s.counter
+	}
+	if detail != nil {
+		params["_meta"] = map[string]any{ToolDetailMeta: detail}
 	}
 	if s.notify == nil {
 		return
@@ -115,21 +143,6 @@ func (r *Reporter) Exclusive(ctx context.Context, write func() error) error {
 		return context.Cause(ctx)
 	}
 	return write()
-}
-
-// notifier is where the notifications of the call of ctx go: the fast
-// path's stream (agents/wire), or mcp-go's session; nil when there is
-// neither.
-func notifier(ctx context.Context) func(method string, params map[string]any) error {
-	if fs := wire.StreamFrom(ctx); fs != nil {
-		return fs.Notify
-	}
-	if srv := server.ServerFromContext(ctx); srv != nil {
-		return func(method string, params map[string]any) error {
-			return srv.SendNotificationToClient(ctx, method, params)
-		}
-	}
-	return nil
 }
 
 // flush waits until every notification sent so far has been written to the

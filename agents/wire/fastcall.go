@@ -167,6 +167,7 @@ type callMeta struct {
 	version       string
 	caps          *mcp.ClientCapabilities
 	logLevel      mcp.LoggingLevel
+	own           map[string]any // members of pallasgw's own extensions (isOwnMeta), for the handler
 }
 
 // decodeMeta reads the request's _meta, and reports false when mcp-go
@@ -189,16 +190,26 @@ func decodeMeta(msg *Message) (callMeta, bool) {
 			fm.caps = &c
 		}
 	}
+	for k, v := range members {
+		var val any
+		if isOwnMeta(k) && json.Unmarshal(v, &val) == nil {
+			if fm.own == nil {
+				fm.own = map[string]any{}
+			}
+			fm.own[k] = val
+		}
+	}
 	return fm, true
 }
 
-// meta is the *mcp.Meta the handler gets: the progress token is all that
-// callTool reads of it (progressToken), so the other members are not kept.
+// meta is the *mcp.Meta the handler gets: the progress token and the
+// members of pallasgw's own extensions are all that the handlers read of
+// it, so the other members are not kept.
 func (fm callMeta) meta() *mcp.Meta {
 	if !fm.present {
 		return nil
 	}
-	return &mcp.Meta{ProgressToken: fm.progressToken}
+	return &mcp.Meta{ProgressToken: fm.progressToken, AdditionalFields: fm.own}
 }
 
 // protocolOf reports the request's protocol era as mcp-go's

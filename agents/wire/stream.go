@@ -73,8 +73,7 @@ func (s *Stream) Notify(method string, params map[string]any) error {
 	if s.events == nil { // finish won the race to open
 		return ErrCallEnded
 	}
-	n := mcp.JSONRPCNotification{JSONRPC: mcp.JSONRPC_VERSION,
-		Notification: mcp.Notification{Method: method, Params: mcp.NotificationParams{AdditionalFields: params}}}
+	n := notificationOf(method, params)
 	select {
 	case s.events <- n:
 	default:

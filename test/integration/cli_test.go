@@ -1,12 +1,18 @@
 package integration
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/pallasgw/pallasgw/test/fakellm"
 )
 
 // pallasgw chat talks to an agent of a running gateway: progress on
@@ -76,6 +82,50 @@ agents:
 	out, errs = chat("closed", "/system Be brief.\n/set temperature=0.2\nhello\n")
 	if out != "hello\n" || !strings.Contains(errs, "agent closed does not take system_append") || !strings.Contains(errs, "agent closed does not take per-call params") {
 		t.Errorf("closed: stdout %q, stderr:\n%s", out, errs)
+	}
+}
+
+// chat shows each downstream tool call of an llm agent on stderr with its
+// arguments and the start of its result (the progress's _meta, which the
+// agent adds only for a caller that asks with io.pallasgw/toolDetail).
+func TestChatShowsToolCalls(t *testing.T) {
+	e := startLLM(t, loopAgents, llmOpts{})
+	e.oai.Script(fakellm.ToolCalls(fakellm.Call{ID: "c-1", Name: "srv__echo", Args: callArgs(`{"text":"tide tables"}`)}),
+		fakellm.ToolCalls(fakellm.Call{ID: "c-2", Name: "srv__fail", Args: callArgs(`{}`)}), fakellm.Text("all done"))
+	cmd := exec.Command(binary(), "chat", "--url", e.Base, "x")
+	cmd.Stdin = strings.NewReader("look it up\n")
+	var stdout, stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("chat: %v\n%s", err, stderr.String())
+	}
+	if stdout.String() != "all done\n" {
+		t.Errorf("stdout %q", stdout.String())
+	}
+	for _, w := range []string{"· srv/echo: started\n    → {\"text\":\"tide tables\"}\n", "· srv/echo: completed\n    ← echo: tide tables\n",
+		"· srv/fail: failed\n    ← error: boom: disk on fire\n"} {
+		if !strings.Contains(stderr.String(), w) {
+			t.Errorf("stderr lacks %q:\n%s", w, stderr.String())
+		}
+	}
+
+	// Without the key, the same progress carries no detail.
+	var log progressLog
+	cs := e.session(t, "x", "", log.add)
+	e.oai.Script(fakellm.ToolCalls(fakellm.Call{ID: "c-3", Name: "srv__echo", Args: callArgs(`{"text":"quiet"}`)}), fakellm.Text("ok"))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "send_message", Arguments: map[string]any{"message": "go"},
+		Meta: mcp.Meta{"progressToken": "plain"}}); err != nil {
+		t.Fatal(err)
+	}
+	if !log.has("srv/echo: completed") {
+		t.Fatalf("progress %q", log.messages())
+	}
+	for _, p := range log.sorted(t) {
+		if len(p.Meta) > 0 {
+			t.Errorf("progress %q carries _meta %v without io.pallasgw/toolDetail", p.Message, p.Meta)
+		}
 	}
 }
 

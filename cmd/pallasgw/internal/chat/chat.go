@@ -9,6 +9,7 @@ package chat
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -41,6 +42,7 @@ func Run(ctx context.Context, o Options) error {
 	client := mcp.NewClient(&mcp.Implementation{Name: "pallasgw-chat", Version: "1"}, &mcp.ClientOptions{
 		ProgressNotificationHandler: func(_ context.Context, r *mcp.ProgressNotificationClientRequest) {
 			fmt.Fprintln(o.Progress, "  · "+r.Params.Message)
+			printToolDetail(o.Progress, r.Params.Meta[toolDetailMeta])
 		},
 	})
 	hc := &http.Client{Transport: gatewayErrors{next: bearer{token: o.Token, next: http.DefaultTransport}}}
@@ -93,7 +95,7 @@ func (c *session) ask(ctx context.Context, msg string) error {
 	if len(c.params) > 0 {
 		args["params"] = c.params
 	}
-	res, err := c.cs.CallTool(ctx, &mcp.CallToolParams{Name: c.o.Tool, Arguments: args, Meta: mcp.Meta{"progressToken": "chat"}})
+	res, err := c.cs.CallTool(ctx, &mcp.CallToolParams{Name: c.o.Tool, Arguments: args, Meta: mcp.Meta{"progressToken": "chat", toolDetailMeta: true}})
 	if err != nil {
 		return fmt.Errorf("%s: %w", c.o.Agent, gatewayError(err))
 	}
@@ -104,6 +106,45 @@ func (c *session) ask(ctx context.Context, msg string) error {
 	fmt.Fprintln(c.o.Out, answer)
 	c.history = append(c.history, turn{"user", msg}, turn{"assistant", answer})
 	return nil
+}
+
+// toolDetailMeta is the _meta key (a pallasgw extension, set on
+// send_message) with which an llm agent's progress of each downstream tool
+// call carries the call's arguments and the start of its result, under the
+// same key.
+const toolDetailMeta = "io.pallasgw/toolDetail"
+
+// toolPreview is how much of a tool's arguments or result a line shows.
+const toolPreview = 300
+
+// printToolDetail prints a downstream tool call's arguments or result
+// (the _meta of its progress) below the progress line; anything else,
+// nothing.
+func printToolDetail(w io.Writer, v any) {
+	d, ok := v.(map[string]any)
+	if !ok {
+		return
+	}
+	if args, ok := d["arguments"]; ok {
+		b, _ := json.Marshal(args)
+		fmt.Fprintln(w, "    → "+preview(string(b)))
+	}
+	if res, ok := d["result"].(string); ok {
+		mark := "←"
+		if isErr, _ := d["isError"].(bool); isErr {
+			mark = "← error:"
+		}
+		fmt.Fprintln(w, "    "+mark+" "+preview(res))
+	}
+}
+
+// preview is s on one line, cut at toolPreview runes.
+func preview(s string) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if r := []rune(s); len(r) > toolPreview {
+		return string(r[:toolPreview]) + " …"
+	}
+	return s
 }
 
 // loop reads one message or slash command a line from In until it ends
