@@ -102,15 +102,7 @@ func (c *command) review(approve bool, server, tool, want string) error {
 	if want != "" && want != d.Hash {
 		return fmt.Errorf("%s/%s: the live definition is %s, not the %s reviewed; run pallasgw pins diff again", server, tool, d.Hash, want)
 	}
-	err = pins.Update(c.cfg.PinsPath, func(f *pins.File) error {
-		if approve {
-			f.Approve(server, d)
-		} else {
-			f.Reject(server, tool, d.Hash)
-		}
-		return nil
-	})
-	if err != nil {
+	if err := pins.Review(c.cfg.PinsPath, server, d, approve); err != nil {
 		return err
 	}
 	verb := "approved"
