@@ -34,6 +34,10 @@ func (g *Gateway) router() http.Handler {
 	r.Method(http.MethodGet, "/readyz", g.chain("health", http.HandlerFunc(g.readyz)))
 	r.Method(http.MethodPost, "/-/reload", g.chain("admin", g.adminGuard(http.HandlerFunc(g.reloadHandler))))
 	r.Method(http.MethodGet, "/-/status", g.chain("admin", g.adminGuard(http.HandlerFunc(g.statusHandler))))
+	// Tool pins' review (pinsadmin.go): the console's panel reads and posts these.
+	r.Method(http.MethodGet, "/-/pins", g.chain("admin", g.adminGuard(http.HandlerFunc(g.pinsViewHandler))))
+	r.Method(http.MethodPost, "/-/pins/approve", g.chain("admin", g.adminGuard(g.pinsReviewHandler(true))))
+	r.Method(http.MethodPost, "/-/pins/reject", g.chain("admin", g.adminGuard(g.pinsReviewHandler(false))))
 	r.Mount("/debug", g.chain("admin", g.adminGuard(middleware.Profiler()))) // pprof, admin only
 	notFound := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, agents.RequestID(r.Context()), "no route for "+quoteClipped(r.URL.Path))
