@@ -3,7 +3,8 @@
 // elsewhere) and the one JSON answer the page needs that no other endpoint
 // gives, the agents the viewer may use (POST console/agents). Everything
 // else the page does goes through the gateway's own endpoints like any
-// client: MCP to /agents/{name}/mcp, /-/status and /metrics.
+// client: MCP to /agents/{name}/mcp, /-/status, /metrics and the tool pins
+// review (/-/pins, /-/pins/approve and /-/pins/reject, admin only).
 //
 // It knows nothing of snapshots, configs or policy: the gateway hands it a
 // Source that answers from the serving snapshot. It must never put a value

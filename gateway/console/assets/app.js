@@ -6,6 +6,7 @@ import { McpClient, McpError } from "./mcp.js";
 import { el, $ } from "./dom.js";
 import { buildSchemaForm, readSchemaForm, parseHistory } from "./form.js";
 import { startOps } from "./ops.js";
+import { startPins } from "./pins.js";
 
 const REFRESH_SECONDS = 15;
 const TOKEN_KEY = "pallasgw.console.token";
@@ -254,6 +255,7 @@ function init() {
   refresh();
   setInterval(refresh, REFRESH_SECONDS * 1000);
   startOps();
+  startPins();
 }
 
 init();

@@ -4,7 +4,7 @@
 
 import { el, $ } from "./dom.js";
 
-const ADMIN_KEY = "pallasgw.console.admin";
+export const ADMIN_KEY = "pallasgw.console.admin"; // the admin token, this tab only (also pins.js)
 const POLL_SECONDS = 2;
 const LOCKED_POLL_SECONDS = 30; // while /-/status refuses: ask again now and then
 const POINTS = 60;
@@ -20,6 +20,7 @@ export function startOps() {
     if (v) sessionStorage.setItem(ADMIN_KEY, v); else sessionStorage.removeItem(ADMIN_KEY);
     $("#admin-token").value = "";
     poll();
+    document.dispatchEvent(new Event("pallasgw:admin")); // the other admin panels ask again
   });
   poll();
 }
