@@ -80,9 +80,8 @@ function card(p, writable) {
     el("p", { class: "muted small mono" }, p.pinned_hash ? `approved ${short(p.pinned_hash)} → live ${short(p.hash)}` : `live ${short(p.hash)}`,
       " · seen ", fmtTime(p.seen_at)),
     findings(p.findings),
-    diffTable(p),
-    writable ? buttons(p, c, status) : manual(p),
-    status);
+    diffTable(p));
+  c.append(writable ? buttons(p, c, status) : manual(p), status);
   const done = decided.get(keyOf(p));
   if (done) markDecided(c, status, done, "");
   return c;
