@@ -50,6 +50,13 @@ func (d *downstreams) allowCall(ctx context.Context, server, tool string, hdr ht
 	return d.guard.CheckListed(server, tool)
 }
 
+var _ pins.Hider = (*downstreams)(nil)
+
+// Hidden says why the pins hide server's tool from its lists, or nil
+// (pins.Hider: the proxy and the toolbox answer a call of a hidden name
+// with it, not as an unknown tool).
+func (d *downstreams) Hidden(server, tool string) error { return d.guard.Hidden(server, tool) }
+
 // DownstreamSpec is the client spec the gateway builds for cfg's server
 // name (`pallasgw pins` reads tool lists with it).
 func DownstreamSpec(cfg *config.Config, name string) (mcpclient.ServerSpec, bool) {

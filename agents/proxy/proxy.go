@@ -396,6 +396,9 @@ func (p *Proxy) Route(ctx context.Context, name string, inbound http.Header) err
 			return &UnavailableError{Tool: name, Server: srv, RequestID: p.d.RequestID(ctx), Err: err, self: p.d.Self} // unavailable.go
 		}
 	}
+	if err := p.held(name); err != nil {
+		return &HeldError{Agent: p.d.Agent, RequestID: p.d.RequestID(ctx), Err: err, self: p.d.Self} // held.go
+	}
 	return fmt.Errorf("tool %q not found", name)
 }
 

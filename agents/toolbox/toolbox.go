@@ -554,6 +554,11 @@ func (tb *toolbox) prepareExecute(ctx context.Context, c *tbCall, req mcp.CallTo
 	}
 	if !slices.ContainsFunc(tools, func(t mcp.Tool) bool { return t.Name == tool }) {
 		call.cancel()
+		if h, ok := tb.d.Downstream.(pins.Hider); ok {
+			if err := h.Hidden(c.server, tool); err != nil { // pinned and not approved: say so
+				return nil, tb.downstreamError(ctx, c, err)
+			}
+		}
 		return nil, tbErr(CodeToolNotFound, "server %s has no tool %q; get_server_tools lists them", c.server, tool)
 	}
 	if req.Params.Meta != nil {
