@@ -52,10 +52,12 @@ func (g *Guard) report(server string, o *observed) {
 			g.metrics.ToolPinMismatches.WithLabelValues(server).Inc()
 		}
 	}
-	for _, f := range o.findings {
+	for i, f := range o.findings {
 		g.log.Warn("tool definition fails a check", zap.String(fieldServer, server), zap.String(fieldTool, o.def.Name),
 			zap.String(fieldHash, o.def.Hash), zap.String(fieldCheck, f.Check), zap.String(fieldDetail, f.Detail), zap.String(fieldAction, action))
-		if g.metrics != nil {
+		// A definition counts once per check it fails, however many of
+		// its texts or patterns fail it.
+		if g.metrics != nil && !slices.ContainsFunc(o.findings[:i], func(p Finding) bool { return p.Check == f.Check }) {
 			g.metrics.ToolCheckFailures.WithLabelValues(server, f.Check).Inc()
 		}
 	}
