@@ -24,6 +24,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/pallasgw/pallasgw/test/fakellm"
 	"github.com/pallasgw/pallasgw/test/pinserver"
 )
 
@@ -366,5 +367,130 @@ func TestPinsWarn(t *testing.T) {
 				t.Errorf("the rejected definition has %d audit lines, want 1", n)
 			}
 		})
+	}
+}
+
+// TestPinsReplicas: two gateways reading one pins file (the shared volume
+// or ConfigMap of a deployment) hide the same change, and after an
+// approval, then a rejection, and their reloads, serve and hide the same.
+func TestPinsReplicas(t *testing.T) {
+	dir := t.TempDir()
+	d := newPinDict(t, "http", dir)
+	pins := filepath.Join(dir, "pins.yaml")
+	a := startPinGWInit(t, d.entry, "enforce", pins)
+	b := startPinGW(t, d.entry, "enforce", pins)
+	pa := pxConnect(t, a.Base+"/agents/px/mcp", "", nil, nil)
+	pb := pxConnect(t, b.Base+"/agents/px/mcp", "", nil, nil)
+	both := func(what string, want string) {
+		t.Helper()
+		for i, cs := range []*mcp.ClientSession{pa, pb} {
+			eventually(t, 10*time.Second, fmt.Sprintf("replica %d: %s", i+1, what), func() bool { return lookupDescription(t, cs) == want })
+		}
+	}
+	both("edition 1 listed", pinserver.Description(1))
+	mutate(t, pa, 2) // the downstream tells both replicas' sessions
+	both("edition 2 hidden", "")
+	for i, g := range []*pinGW{a, b} {
+		if p := g.pendingTools(t); len(p) != 1 || p[0]["tool"] != "lookup" || p[0]["hidden"] != true {
+			t.Errorf("replica %d: pending_tools %v", i+1, p)
+		}
+	}
+	mustPinsCLI(t, "approve", "--config", a.cfg, "dict", "lookup")
+	a.mustReload(t)
+	b.mustReload(t)
+	both("edition 2 approved", pinserver.Description(2))
+	for i, cs := range []*mcp.ClientSession{pa, pb} {
+		if text, isErr := pinCall(t, cs, "lookup", map[string]any{"word": "dog"}); isErr || text != "lookup v2: dog" {
+			t.Errorf("replica %d: lookup %q (isError %v)", i+1, text, isErr)
+		}
+	}
+	mutate(t, pb, 3)
+	both("edition 3 hidden", "")
+	mustPinsCLI(t, "reject", "--config", b.cfg, "dict", "lookup")
+	a.mustReload(t)
+	b.mustReload(t)
+	both("edition 3 still hidden after its rejection", "")
+	for i, g := range []*pinGW{a, b} {
+		g.waitSeries(t, seriesPending, 0)
+		if p := g.pendingTools(t); len(p) != 0 {
+			t.Errorf("replica %d: pending_tools after the rejection %v", i+1, p)
+		}
+		cs := []*mcp.ClientSession{pa, pb}[i]
+		if text, isErr := pinCall(t, cs, "lookup", map[string]any{"word": "dog"}); !isErr || !strings.Contains(text, "rejected") {
+			t.Errorf("replica %d: a call of the rejected lookup: %q (isError %v)", i+1, text, isErr)
+		}
+	}
+}
+
+// TestPinsLLMAgent: an llm agent's model is offered the approved
+// definition, never the changed one while it awaits approval (the fake
+// provider's journal holds every request body), and the approved change
+// after `pallasgw pins approve` and a reload.
+func TestPinsLLMAgent(t *testing.T) {
+	dir := t.TempDir()
+	d := newPinDict(t, "http", dir)
+	pins := filepath.Join(dir, "pins.yaml")
+	initPins(t, pinInitConfig(t, d.entry, pins), pins)
+	e := startLLM(t, "  reader: {servers: [dict]}\n  px: {kind: proxy, servers: [dict]}\n", llmOpts{
+		extraTop: fmt.Sprintf("pins: %q\n", pins),
+		// One session for every caller: the proxy's listing below is the
+		// agent's too.
+		extraMCP: fmt.Sprintf("    dict: {%s, timeout: 20s, pin_tools: enforce, session_scope: shared}\n", d.entry),
+	})
+	px := pxConnect(t, e.Base+"/agents/px/mcp", "", nil, nil)
+	journal := func(from int) []string { // the request bodies since from
+		var out []string
+		for _, r := range e.oai.ChatRequests()[from:] {
+			out = append(out, string(r.Body))
+		}
+		return out
+	}
+
+	n := len(e.oai.ChatRequests())
+	e.oai.Script(fakellm.Text("one"))
+	if got := e.answer(t, "reader", "look up cat"); got != "one" {
+		t.Fatalf("answer %q", got)
+	}
+	reqs := e.oai.ChatRequests()[n:]
+	if len(reqs) != 1 || !strings.Contains(toolsOffered(reqs[0]), "dict__lookup") || !strings.Contains(string(reqs[0].Body), pinserver.Description(1)) {
+		t.Fatalf("the approved edition is not offered: %d requests, tools %s", len(reqs), toolsOffered(reqs[0]))
+	}
+
+	mutate(t, px, 2)
+	eventually(t, 10*time.Second, "lookup hidden", func() bool { return lookupDescription(t, px) == "" })
+	n = len(e.oai.ChatRequests())
+	e.oai.Script(fakellm.ToolCalls(fakellm.Call{ID: "l-1", Name: "dict__lookup", Args: callArgs(`{"word":"cat","lang":"fr"}`)}), fakellm.Text("two"))
+	if got := e.answer(t, "reader", "look up cat in French"); got != "two" {
+		t.Fatalf("answer %q", got)
+	}
+	reqs = e.oai.ChatRequests()[n:]
+	if len(reqs) != 2 {
+		t.Fatalf("%d model requests, want 2", len(reqs))
+	}
+	for i, body := range journal(n) {
+		if strings.Contains(toolsOffered(reqs[i]), "dict__lookup") || strings.Contains(body, pinserver.Description(2)) || strings.Contains(body, pinserver.LangParam) {
+			t.Errorf("request %d shows the unapproved definition (tools %s):\n%s", i+1, toolsOffered(reqs[i]), body)
+		}
+		if !strings.Contains(toolsOffered(reqs[i]), "dict__stable") {
+			t.Errorf("request %d does not offer the approved tools: %s", i+1, toolsOffered(reqs[i]))
+		}
+	}
+	if res, ok := findToolResult(reqs[1], "l-1"); !ok || !res.IsError {
+		t.Errorf("the model's call of the unapproved tool: %+v (found %v)", res, ok)
+	}
+	if c := d.dict.Calls("lookup"); c != 0 {
+		t.Errorf("the downstream's lookup ran %d times", c)
+	}
+
+	mustPinsCLI(t, "approve", "--config", e.ConfigPath, "dict", "lookup")
+	e.mustReload(t)
+	eventually(t, 10*time.Second, "lookup approved", func() bool { return lookupDescription(t, px) == pinserver.Description(2) })
+	n = len(e.oai.ChatRequests())
+	e.oai.Script(fakellm.Text("three"))
+	if got := e.answer(t, "reader", "look up cat"); got != "three" {
+		t.Fatalf("answer %q", got)
+	}
+	if body := journal(n)[0]; !strings.Contains(body, pinserver.Description(2)) || !strings.Contains(body, pinserver.LangParam) {
+		t.Errorf("the approved edition 2 is not offered:\n%s", body)
 	}
 }
