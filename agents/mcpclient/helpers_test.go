@@ -349,3 +349,10 @@ func toolNames(tools []mcp.Tool) string {
 	}
 	return strings.Join(names, ",")
 }
+
+// sessionCount returns the number of pooled sessions of srv.
+func (srv *remote) sessionCount() int {
+	srv.mu.Lock()
+	defer srv.mu.Unlock()
+	return len(srv.pool)
+}

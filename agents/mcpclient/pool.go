@@ -318,10 +318,3 @@ func (srv *remote) gaugeLocked() {
 		mt.DownstreamSessions.WithLabelValues(srv.spec.Name).Set(float64(srv.live))
 	}
 }
-
-// sessionCount returns the number of pooled sessions (for tests and status).
-func (srv *remote) sessionCount() int {
-	srv.mu.Lock()
-	defer srv.mu.Unlock()
-	return len(srv.pool)
-}
