@@ -1,6 +1,7 @@
 package endpoint
 
-// prompts/get and resources/read of a proxy agent for 2026-07-28 callers,
+// prompts/get and resources/read of a BridgedCatalog (a proxy agent) for
+// 2026-07-28 callers,
 // through the input-required bridge (inputbridge.go), as tools/call goes
 // through it: a downstream that asks for elicitation, sampling or roots
 // while it renders a prompt or reads a resource gets its answer from the
@@ -27,7 +28,6 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/pallasgw/pallasgw/agents/mcpclient"
-	"github.com/pallasgw/pallasgw/agents/proxy"
 	"github.com/pallasgw/pallasgw/agents/wire"
 )
 
@@ -46,8 +46,8 @@ type catalogParams struct {
 // requestState of one is never taken for the other) whose arguments are
 // the prompt's, with a Target of its own (catalogTarget).
 func (e *Endpoint) serveCatalog(w http.ResponseWriter, r *http.Request, msg *wire.Message, rs *requestState) bool {
-	p, ok := e.bridge.inner.(*proxy.Proxy)
-	if !ok {
+	p := e.bridge.catalog
+	if p == nil {
 		return false
 	}
 	method := mcp.MCPMethod(msg.MethodName())
@@ -61,7 +61,7 @@ func (e *Endpoint) serveCatalog(w http.ResponseWriter, r *http.Request, msg *wir
 	}
 	ctx := server.WithRequestProtocolInfo(context.WithValue(r.Context(), requestStateKey{}, rs), info)
 	var req mcp.CallToolRequest
-	var call proxy.BridgedCall
+	var call BridgedCall
 	switch method {
 	case mcp.MethodPromptsGet:
 		call = p.PromptCall(ctx, params.Name, params.Arguments, r.Header)
@@ -80,17 +80,17 @@ func (e *Endpoint) serveCatalog(w http.ResponseWriter, r *http.Request, msg *wir
 	if len(msg.Params.InputResponses) > 0 || len(msg.Params.RequestState) > 0 {
 		ctx = wire.WithRoundTrip(ctx, &wire.RoundTrip{InputResponses: msg.Params.InputResponses, RequestState: msg.Params.RequestState})
 	}
-	b := &inputBridge{e: e, inner: catalogTarget{call: call, self: p.Self()}}
+	b := newInputBridge(e, catalogTarget{call: call, catalog: p})
 	writeAnswer(w, b.Answer(ctx, req, id, true))
 	return true
 }
 
 // catalogTarget is the Target of one bridged prompts/get or resources/read:
-// its Answer runs the proxy's call and makes of its result what mcp-go's
+// its Answer runs the catalog's call and makes of its result what mcp-go's
 // server would.
 type catalogTarget struct {
-	call proxy.BridgedCall
-	self mcp.Implementation
+	call    BridgedCall
+	catalog BridgedCatalog
 }
 
 func (catalogTarget) Answers(string) bool { return true }
@@ -109,7 +109,7 @@ func (t catalogTarget) Answer(ctx context.Context, _ mcp.CallToolRequest, id any
 		}
 		return errAnswer(id, mcp.INTERNAL_ERROR, err.Error(), nil) // mcp-go's handlerError
 	}
-	decorate(res, t.self)
+	decorate(res, t.catalog)
 	return mcp.NewJSONRPCResultResponse(mcp.NewRequestId(id), res)
 }
 
@@ -142,19 +142,20 @@ func modernRequest(r *http.Request, msg *wire.Message, method mcp.MCPMethod) (*s
 }
 
 // decorate stamps res as mcp-go's decorateResponse does for a 2026-07-28
-// caller: resultType "complete" unless set, the server's identity in _meta
-// unless the result names one, and the caching hints of a read.
-func decorate(res any, self mcp.Implementation) {
+// caller: resultType "complete" unless set, the server's identity (the
+// catalog's Self) in _meta unless the result names one, and the caching
+// hints of a read.
+func decorate(res any, catalog BridgedCatalog) {
 	if m, ok := res.(mcp.ResultMetadata); ok {
 		if m.GetResultType() == "" {
 			m.SetResultType(mcp.ResultTypeComplete)
 		}
 		if meta := m.EnsureResultMeta(); meta != nil && meta.ServerInfo() == nil {
-			meta.SetServerInfo(self)
+			meta.SetServerInfo(catalog.Self())
 		}
 	}
 	if c, ok := res.(mcp.CacheHintSetter); ok {
-		ttl, scope := proxy.ReadCacheHints()
+		ttl, scope := catalog.ReadCacheHints()
 		c.SetCacheHints(ttl, scope)
 	}
 }

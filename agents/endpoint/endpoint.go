@@ -4,10 +4,11 @@
 // HTTP server), sends server-to-client requests to session-based callers
 // (CallerRequests), and wraps the response (TrackStream) so that the agent
 // can wait for its notifications and error answers carry the request id.
-// It is handed what it needs of an agent (Deps); it does not build agents,
-// run their kinds or decide policy, and it never imports package agents:
-// agents → agents/endpoint → agents/wire,
-// agents/mcpclient, agents/proxy.
+// It is handed what it needs of an agent (Deps, and the interfaces of
+// kinds.go that the kinds implement); it does not build agents, run their
+// kinds or decide policy, and it imports no agent kind:
+// agents → agents/proxy, agents/toolbox → agents/endpoint → agents/wire,
+// agents/mcpclient.
 package endpoint
 
 // The agent's MCP endpoint: mcp-go's Streamable HTTP handler in stateless
@@ -76,7 +77,6 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
-	"github.com/pallasgw/pallasgw/agents/proxy"
 	"github.com/pallasgw/pallasgw/agents/sessions"
 	"github.com/pallasgw/pallasgw/agents/wire"
 )
@@ -88,7 +88,9 @@ type Deps struct {
 	Fast  wire.Target  // the agent kind's fast tools/call, or nil
 	// Rounds is the target whose tools/calls from 2026-07-28 callers run
 	// through the input-required bridge (inputbridge.go): a proxy's tools,
-	// a toolbox's execute_tool, an llm agent's send_message; nil: none.
+	// a toolbox's execute_tool, an llm agent's send_message; nil: none. It
+	// may also implement ToolEnsurer, ParamHeaderChecker, BridgedCatalog
+	// and InputRequiredPassThrough (kinds.go).
 	Rounds wire.Target
 	// SetLevel answers a session-based caller's logging/setLevel in place
 	// of mcp-go (a proxy agent, which forwards the level downstream); nil:
@@ -106,17 +108,11 @@ type Deps struct {
 	Tasks TaskRouter
 }
 
-// SetLevelAnswerer answers a session-based caller's logging/setLevel (id is
-// its JSON-RPC id); *proxy.Proxy implements it.
-type SetLevelAnswerer interface {
-	AnswerSetLevel(w http.ResponseWriter, r *http.Request, id json.RawMessage, level mcp.LoggingLevel)
-}
-
 // Endpoint is an agent's http.Handler.
 type Endpoint struct {
 	d       Deps
 	fastOff bool         // tests: every tools/call through mcp-go
-	bridge  *inputBridge // a proxy's 2026-07-28 tools/call, prompts/get, resources/read (inputbridge.go); nil for other kinds
+	bridge  *inputBridge // Deps.Rounds' 2026-07-28 tools/call, prompts/get, resources/read (inputbridge.go); nil without Rounds
 }
 
 // requestState is what the endpoint knows of one POST, for the agent's
@@ -168,7 +164,7 @@ func bufferedBody(r *http.Request) ([]byte, *wire.Message, bool) {
 func New(d Deps) *Endpoint {
 	e := &Endpoint{d: d}
 	if d.Rounds != nil && d.Requests != nil {
-		e.bridge = &inputBridge{e: e, inner: d.Rounds}
+		e.bridge = newInputBridge(e, d.Rounds)
 	}
 	return e
 }
@@ -226,9 +222,9 @@ func (e *Endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// that asked its caller for input (off, the result comes through
 		// mcp-go's client, typed).
 		ctx := context.WithValue(r.Context(), requestStateKey{}, rs)
-		if p, ok := e.bridge.inner.(*proxy.Proxy); ok {
+		if e.bridge.ensure != nil {
 			if name, ok := msg.Params.ToolName(); ok {
-				p.Ensure(ctx, name, r.Header)
+				e.bridge.ensure.Ensure(ctx, name, r.Header)
 			}
 		}
 		if e.paramHeadersRefused(w, r, msg) {

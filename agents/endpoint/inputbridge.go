@@ -55,7 +55,6 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/pallasgw/pallasgw/agents/mcpclient"
-	"github.com/pallasgw/pallasgw/agents/proxy"
 	"github.com/pallasgw/pallasgw/agents/wire"
 	"github.com/pallasgw/pallasgw/policy"
 )
@@ -86,6 +85,23 @@ const (
 type inputBridge struct {
 	e     *Endpoint
 	inner wire.Target
+	// What inner offers besides a wire.Target (kinds.go); nil, false: not
+	// that.
+	ensure      ToolEnsurer
+	params      ParamHeaderChecker
+	catalog     BridgedCatalog
+	passThrough bool // InputRequiredPassThrough
+}
+
+// newInputBridge is the bridge of inner, with the optional interfaces of
+// kinds.go it implements.
+func newInputBridge(e *Endpoint, inner wire.Target) *inputBridge {
+	b := &inputBridge{e: e, inner: inner}
+	b.ensure, _ = inner.(ToolEnsurer)
+	b.params, _ = inner.(ParamHeaderChecker)
+	b.catalog, _ = inner.(BridgedCatalog)
+	_, b.passThrough = inner.(InputRequiredPassThrough)
+	return b
 }
 
 func (b *inputBridge) Answers(name string) bool { return b.inner.Answers(name) }
@@ -535,11 +551,11 @@ func (c *inputCall) inputRequired(id any) any {
 // finished answers the call's end: its answer under id, or, when the
 // downstream itself answered input_required, that passed through.
 func (c *inputCall) finished(ans any, id any, first bool) any {
-	_, native := c.b.inner.(*proxy.Proxy)
-	if _, raw := ans.(wire.RawAnswer); first && (!native || raw) {
-		// Already the answer to id, and only a proxy passes a downstream's
-		// own input_required through, never as a raw answer
-		// (wire.RawResponse declines one): nothing to rewrite.
+	if _, raw := ans.(wire.RawAnswer); first && (!c.b.passThrough || raw) {
+		// Already the answer to id, and only an InputRequiredPassThrough (a
+		// proxy) passes a downstream's own input_required through, never
+		// as a raw answer (wire.RawResponse declines one): nothing to
+		// rewrite.
 		return ans
 	}
 	final, err := answerJSON(ans)

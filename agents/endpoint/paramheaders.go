@@ -6,18 +6,18 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
-	"github.com/pallasgw/pallasgw/agents/proxy"
 	"github.com/pallasgw/pallasgw/agents/wire"
 )
 
-// paramHeadersRefused answers a 2026-07-28 tools/call of a proxied tool
-// whose Mcp-Param-* headers disagree with its arguments with -32020 (HTTP
-// 400) and reports whether it did. mcp-go would check them against the
-// proxy's placeholder schema, which binds none: the proxy checks them
-// against the downstream tool's own bindings (agents/proxy headers.go).
+// paramHeadersRefused answers a 2026-07-28 tools/call of a tool of a
+// ParamHeaderChecker whose Mcp-Param-* headers disagree with its arguments
+// with -32020 (HTTP 400) and reports whether it did. mcp-go would check
+// them against the tool's schema as registered, which for a proxied tool
+// is a placeholder that binds none: the kind checks them against the
+// bindings it knows (a proxy: the downstream tool's own).
 func (e *Endpoint) paramHeadersRefused(w http.ResponseWriter, r *http.Request, msg *wire.Message) bool {
-	p, ok := e.bridge.inner.(*proxy.Proxy)
-	if !ok || !mcp.IsModernProtocol(r.Header.Get(mcp.HeaderProtocolVersion)) {
+	p := e.bridge.params
+	if p == nil || !mcp.IsModernProtocol(r.Header.Get(mcp.HeaderProtocolVersion)) {
 		return false
 	}
 	name, ok := msg.Params.ToolName()

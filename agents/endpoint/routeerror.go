@@ -14,8 +14,8 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 )
 
-// toolResulter is a Route refusal answered as a tool result
-// (*proxy.UnavailableError).
+// toolResulter is a Route refusal answered as a tool result (a proxy's
+// server that is unavailable to the caller).
 type toolResulter interface {
 	ToolResult(modern bool) *mcp.CallToolResult
 }

@@ -1,7 +1,7 @@
 package endpoint
 
-// tasks/* and task-augmented tools/call of a proxy agent (the tasks
-// extension; agents/proxy tasks.go routes them). The endpoint answers them
+// tasks/* and task-augmented tools/call of an agent whose kind routes
+// tasks (Deps.Tasks, a TaskRouter: a proxy agent's). The endpoint answers them
 // itself when a server the caller may use declares tasks: mcp-go's server
 // would look the task up in its own store. Otherwise they go to mcp-go,
 // which answers method-not-found (tasks/*) or "does not support task
@@ -15,19 +15,8 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
-	"github.com/pallasgw/pallasgw/agents/proxy"
 	"github.com/pallasgw/pallasgw/agents/wire"
 )
-
-// TaskRouter routes the tasks of an agent (*proxy.Proxy implements it).
-type TaskRouter interface {
-	SupportsTasks(ctx context.Context, inbound http.Header) bool
-	Task(ctx context.Context, method string, params json.RawMessage, inbound http.Header) (json.RawMessage, error)
-	CallAsTask(ctx context.Context, req mcp.CallToolRequest, task json.RawMessage) (json.RawMessage, error)
-	Ensure(ctx context.Context, name string, inbound http.Header)
-}
-
-var _ TaskRouter = (*proxy.Proxy)(nil)
 
 // isTaskRequest reports a request of the tasks extension: tasks/get,
 // tasks/result, tasks/cancel, tasks/list, or a tools/call with a task.
@@ -87,7 +76,7 @@ func (e *Endpoint) serveTask(w http.ResponseWriter, r *http.Request, body []byte
 	}
 	if err != nil {
 		code := mcp.INTERNAL_ERROR
-		var te *proxy.TaskError
+		var te *wire.CallerError
 		if errors.As(err, &te) {
 			code = te.Code
 		}

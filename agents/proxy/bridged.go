@@ -15,19 +15,15 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/pallasgw/pallasgw/agents/endpoint"
 	"github.com/pallasgw/pallasgw/agents/mcpclient"
 )
-
-// BridgedCall is one downstream request the bridge runs: the downstream's
-// result (*mcp.GetPromptResult, *mcp.ReadResourceResult) or the error a
-// handler of mcp-go's would have returned.
-type BridgedCall func(ctx context.Context) (result any, err error)
 
 // PromptCall is prompts/get of the exposed prompt name with args for the
 // caller of ctx (inbound: its headers); nil when no server of the caller
 // lists the prompt, which mcp-go then answers as it answers any unknown
 // name.
-func (p *Proxy) PromptCall(ctx context.Context, name string, args map[string]string, inbound http.Header) BridgedCall {
+func (p *Proxy) PromptCall(ctx context.Context, name string, args map[string]string, inbound http.Header) endpoint.BridgedCall {
 	if p.catalog == nil {
 		return nil
 	}
@@ -45,7 +41,7 @@ func (p *Proxy) PromptCall(ctx context.Context, name string, args map[string]str
 
 // ResourceCall is resources/read of uri for the caller of ctx; nil when no
 // server of the caller offers it (as PromptCall).
-func (p *Proxy) ResourceCall(ctx context.Context, uri string, inbound http.Header) BridgedCall {
+func (p *Proxy) ResourceCall(ctx context.Context, uri string, inbound http.Header) endpoint.BridgedCall {
 	if p.catalog == nil {
 		return nil
 	}
@@ -101,4 +97,4 @@ const (
 )
 
 // ReadCacheHints are the caching hints of a proxied resources/read result.
-func ReadCacheHints() (ttlMs int64, scope mcp.CacheScope) { return readTTL, cacheScope }
+func (p *Proxy) ReadCacheHints() (ttlMs int64, scope mcp.CacheScope) { return readTTL, cacheScope }

@@ -48,6 +48,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/pallasgw/pallasgw/agents/mcpclient"
+	"github.com/pallasgw/pallasgw/agents/wire"
 	"github.com/pallasgw/pallasgw/policy"
 )
 
@@ -66,13 +67,9 @@ type TaskDownstream interface {
 
 var _ TaskDownstream = (*mcpclient.Manager)(nil)
 
-// TaskError is a tasks/* request the proxy answers with a JSON-RPC error.
-type TaskError struct {
-	Code    int
-	Message string
-}
-
-func (e *TaskError) Error() string { return e.Message }
+// taskError is a tasks/* request (or a task-augmented tools/call) the
+// proxy answers with the JSON-RPC error code and message.
+func taskError(code int, msg string) error { return &wire.CallerError{Code: code, Message: msg} }
 
 // taskServers are the servers the caller of ctx may use that declare
 // tasks, with the merged capability (nil: none does).
@@ -152,11 +149,11 @@ func (p *Proxy) advertiseTasks(ctx context.Context, inbound http.Header, caps *m
 func (p *Proxy) CallAsTask(ctx context.Context, req mcp.CallToolRequest, task json.RawMessage) (json.RawMessage, error) {
 	v, ok := p.tools.Load(req.Params.Name)
 	if !ok {
-		return nil, &TaskError{mcp.INVALID_PARAMS, fmt.Sprintf("tool %q not found", req.Params.Name)}
+		return nil, taskError(mcp.INVALID_PARAMS, fmt.Sprintf("tool %q not found", req.Params.Name))
 	}
 	srv := v.(route).server
 	if !p.serverHasTasks(ctx, srv, req.Header) {
-		return nil, &TaskError{mcp.METHOD_NOT_FOUND, fmt.Sprintf("tool %q does not support task augmentation: server %s does not declare tasks", req.Params.Name, srv)}
+		return nil, taskError(mcp.METHOD_NOT_FOUND, fmt.Sprintf("tool %q does not support task augmentation: server %s does not declare tasks", req.Params.Name, srv))
 	}
 	x := &mcpclient.CallExtras{Params: map[string]json.RawMessage{"task": task}}
 	ctx = mcpclient.WithCallExtras(ctx, x)
@@ -165,15 +162,15 @@ func (p *Proxy) CallAsTask(ctx context.Context, req mcp.CallToolRequest, task js
 	case err != nil:
 		var rpc *mcpclient.RPCError
 		if errors.As(err, &rpc) {
-			return nil, &TaskError{rpc.Code, rpc.Message}
+			return nil, taskError(rpc.Code, rpc.Message)
 		}
-		return nil, &TaskError{mcp.INTERNAL_ERROR, err.Error()}
+		return nil, taskError(mcp.INTERNAL_ERROR, err.Error())
 	case rr != nil:
 		return renameTasks(rr.JSON, p.ownTask(ctx, srv)), nil
 	}
 	b, err := json.Marshal(res)
 	if err != nil {
-		return nil, &TaskError{mcp.INTERNAL_ERROR, err.Error()}
+		return nil, taskError(mcp.INTERNAL_ERROR, err.Error())
 	}
 	return renameTasks(b, p.ownTask(ctx, srv)), nil
 }
@@ -195,7 +192,7 @@ func (p *Proxy) serverHasTasks(ctx context.Context, srv string, inbound http.Hea
 func (p *Proxy) Task(ctx context.Context, method string, params json.RawMessage, inbound http.Header) (json.RawMessage, error) {
 	down, ok := p.d.Downstream.(TaskDownstream)
 	if !ok {
-		return nil, &TaskError{mcp.METHOD_NOT_FOUND, "tasks are not supported"}
+		return nil, taskError(mcp.METHOD_NOT_FOUND, "tasks are not supported")
 	}
 	if method == string(mcp.MethodTasksList) {
 		return p.listTasks(ctx, down, inbound)
@@ -204,29 +201,29 @@ func (p *Proxy) Task(ctx context.Context, method string, params json.RawMessage,
 		TaskID string `json:"taskId"`
 	}
 	if json.Unmarshal(params, &p0) != nil || p0.TaskID == "" {
-		return nil, &TaskError{mcp.INVALID_PARAMS, "taskId: a string is required"}
+		return nil, taskError(mcp.INVALID_PARAMS, "taskId: a string is required")
 	}
 	id := p0.TaskID
 	srv, rest, ok := strings.Cut(id, "/")
 	if !ok || !p.isServer(srv) {
-		return nil, &TaskError{mcp.INVALID_PARAMS, fmt.Sprintf("task %q not found: it names no server of agent %s", id, p.d.Agent)}
+		return nil, taskError(mcp.INVALID_PARAMS, fmt.Sprintf("task %q not found: it names no server of agent %s", id, p.d.Agent))
 	}
 	caller, owner := callerOf(ctx), ownerOf(ctx)
 	tag, downID, ok := strings.Cut(rest, "/")
 	if !ok || !hmac.Equal([]byte(tag), []byte(p.taskTag(owner, srv, downID))) {
-		return nil, &TaskError{mcp.INVALID_PARAMS, fmt.Sprintf("task %q not found: it is not a task this caller created through agent %s", id, p.d.Agent)}
+		return nil, taskError(mcp.INVALID_PARAMS, fmt.Sprintf("task %q not found: it is not a task this caller created through agent %s", id, p.d.Agent))
 	}
 	if d := p.d.Callers.AllowServer(caller, srv); !d.Allowed {
 		p.d.Auditor.Record(ctx, policy.AuditEvent{RequestID: p.d.RequestID(ctx), Caller: caller, Agent: p.d.Agent,
 			Server: srv, Tool: method, Decision: d, Outcome: "denied"})
-		return nil, &TaskError{mcp.INVALID_PARAMS, fmt.Sprintf("task %q is refused: server %s is denied by policy (%s)", id, srv, d.Reason)}
+		return nil, taskError(mcp.INVALID_PARAMS, fmt.Sprintf("task %q is refused: server %s is denied by policy (%s)", id, srv, d.Reason))
 	}
 	if !p.serverHasTasks(ctx, srv, inbound) {
-		return nil, &TaskError{mcp.INVALID_PARAMS, fmt.Sprintf("task %q not found: server %s does not declare tasks (or cannot be reached)", id, srv)}
+		return nil, taskError(mcp.INVALID_PARAMS, fmt.Sprintf("task %q not found: server %s does not declare tasks (or cannot be reached)", id, srv))
 	}
 	hdr, err := p.d.Outbound(ctx, srv, inbound)
 	if err != nil {
-		return nil, &TaskError{mcp.INTERNAL_ERROR, fmt.Sprintf("composing the credentials of server %s failed (request id %s)", srv, p.d.RequestID(ctx))}
+		return nil, taskError(mcp.INTERNAL_ERROR, fmt.Sprintf("composing the credentials of server %s failed (request id %s)", srv, p.d.RequestID(ctx)))
 	}
 	// A fresh request: the caller's _meta (a 2026-07-28 caller's) would be
 	// refused by a session-based downstream.
@@ -247,12 +244,12 @@ func (p *Proxy) taskFailed(ctx context.Context, id, srv, method string, err erro
 		if rpc.Code == mcp.INVALID_PARAMS && strings.Contains(rpc.Message, "not found") {
 			msg += " (a task lives in the downstream session that created it; that session may have ended or been replaced)"
 		}
-		return &TaskError{rpc.Code, msg}
+		return taskError(rpc.Code, msg)
 	}
 	rid := p.d.RequestID(ctx)
 	p.d.Logger.Warn("downstream task request failed", zap.String("request_id", rid), zap.String("server", srv),
 		zap.String("op", method), zap.String("outcome", mcpclient.Outcome(err)), zap.Error(err))
-	return &TaskError{mcp.INTERNAL_ERROR, fmt.Sprintf("task %q: server %s: %v (request id %s)", id, srv, err, rid)}
+	return taskError(mcp.INTERNAL_ERROR, fmt.Sprintf("task %q: server %s: %v (request id %s)", id, srv, err, rid))
 }
 
 // listTasks merges the task lists of the caller's servers that declare
@@ -290,7 +287,7 @@ func (p *Proxy) listTasks(ctx context.Context, down TaskDownstream, inbound http
 	}
 	b, err := json.Marshal(map[string]any{"tasks": tasks})
 	if err != nil {
-		return nil, &TaskError{mcp.INTERNAL_ERROR, err.Error()}
+		return nil, taskError(mcp.INTERNAL_ERROR, err.Error())
 	}
 	return b, nil
 }
