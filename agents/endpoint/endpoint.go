@@ -6,9 +6,9 @@
 // can wait for its notifications and error answers carry the request id.
 // It is handed what it needs of an agent (Deps, and the interfaces of
 // kinds.go that the kinds implement); it does not build agents, run their
-// kinds or decide policy, and it imports no agent kind:
-// agents → agents/proxy, agents/toolbox → agents/endpoint → agents/wire,
-// agents/mcpclient.
+// kinds or decide policy, and it imports no agent kind: agents and
+// agents/proxy import it; of the project it imports agents/wire,
+// agents/mcpclient, agents/sessions, policy and metrics.
 package endpoint
 
 // The agent's MCP endpoint: mcp-go's Streamable HTTP handler in stateless
