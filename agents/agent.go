@@ -228,7 +228,7 @@ func sequencer(relay *proxy.Relay) endpoint.Sequencer {
 
 // streamOf is the tracked response of the request of ctx, or nil.
 func streamOf(ctx context.Context) proxy.Stream {
-	if t := endpoint.TrackerFrom(ctx); t != nil {
+	if t := endpoint.ScopeFrom(ctx).Tracker; t != nil {
 		return t
 	}
 	return nil

@@ -52,7 +52,7 @@ func newReporter(ctx context.Context, meta *mcp.Meta, m *metrics.Metrics) *Repor
 		return nil
 	}
 	detail, _ := meta.AdditionalFields[ToolDetailMeta].(bool)
-	return &Reporter{shared: &progressState{ctx: ctx, token: meta.ProgressToken, stream: endpoint.TrackerFrom(ctx), metrics: m,
+	return &Reporter{shared: &progressState{ctx: ctx, token: meta.ProgressToken, stream: endpoint.ScopeFrom(ctx).Tracker, metrics: m,
 		notify: wire.Notifier(ctx), detail: detail}}
 }
 

@@ -45,7 +45,7 @@ type catalogParams struct {
 // named "<method> <prompt name or uri>" (a tool name has no space, so the
 // requestState of one is never taken for the other) whose arguments are
 // the prompt's, with a Target of its own (catalogTarget).
-func (e *Endpoint) serveCatalog(w http.ResponseWriter, r *http.Request, msg *wire.Message, rs *requestState) bool {
+func (e *Endpoint) serveCatalog(w http.ResponseWriter, r *http.Request, msg *wire.Message) bool {
 	p := e.bridge.catalog
 	if p == nil {
 		return false
@@ -59,7 +59,7 @@ func (e *Endpoint) serveCatalog(w http.ResponseWriter, r *http.Request, msg *wir
 	if json.Unmarshal(msg.RawParams, &params) != nil {
 		return false
 	}
-	ctx := server.WithRequestProtocolInfo(context.WithValue(r.Context(), requestStateKey{}, rs), info)
+	ctx := server.WithRequestProtocolInfo(r.Context(), info)
 	var req mcp.CallToolRequest
 	var call BridgedCall
 	switch method {

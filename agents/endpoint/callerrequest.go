@@ -77,7 +77,8 @@ func (e *Endpoint) Request(ctx context.Context, seq Sequencer, method string, pa
 	if call := inputCallFrom(ctx); call != nil { // a 2026-07-28 caller's: input-required (inputbridge.go)
 		return call.ask(ctx, method, params)
 	}
-	rs, t, fs := requestStateFrom(ctx), TrackerFrom(ctx), wire.StreamFrom(ctx)
+	sc, fs := ScopeFrom(ctx), wire.StreamFrom(ctx)
+	rs, t := sc.state, sc.Tracker
 	err := canRequest(rs, t, method)
 	if err == nil && seq == nil && fs == nil {
 		// Without a sequencer the write cannot be ordered with mcp-go's

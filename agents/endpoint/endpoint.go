@@ -116,18 +116,11 @@ type Endpoint struct {
 }
 
 // requestState is what the endpoint knows of one POST, for the agent's
-// handlers (found in their context with requestStateFrom).
+// handlers (their context's Scope).
 type requestState struct {
 	legacy    bool   // session-based protocol revision (before 2026-07-28)
 	sessionID string // legacy only
 	acceptSSE bool
-}
-
-type requestStateKey struct{}
-
-func requestStateFrom(ctx context.Context) *requestState {
-	rs, _ := ctx.Value(requestStateKey{}).(*requestState)
-	return rs
 }
 
 // Body is a request body already read whole (the gateway reads it to
@@ -213,6 +206,7 @@ func (e *Endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			rs.sessionID = r.Header.Get(server.HeaderKeySessionID)
 		}
 	}
+	r = r.WithContext(withScope(r.Context(), func(s *Scope) { s.state = rs }))
 	if e.d.Tasks != nil && isTaskRequest(method, msg) && e.serveTask(w, r, body, msg, rs) {
 		return // tasks.go
 	}
@@ -221,7 +215,7 @@ func (e *Endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// whatever the wire switch says: mcp-go could not finish a call
 		// that asked its caller for input (off, the result comes through
 		// mcp-go's client, typed).
-		ctx := context.WithValue(r.Context(), requestStateKey{}, rs)
+		ctx := r.Context()
 		if e.bridge.ensure != nil {
 			if name, ok := msg.Params.ToolName(); ok {
 				e.bridge.ensure.Ensure(ctx, name, r.Header)
@@ -230,19 +224,19 @@ func (e *Endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if e.paramHeadersRefused(w, r, msg) {
 			return
 		}
-		if wire.ServeRoundTrip(w, r.WithContext(ctx), msg, e.bridge) {
+		if wire.ServeRoundTrip(w, r, msg, e.bridge) {
 			return
 		}
 	}
 	if (method == string(mcp.MethodPromptsGet) || method == string(mcp.MethodResourcesRead)) && !rs.legacy && e.bridge != nil &&
-		e.serveCatalog(w, r, msg, rs) {
+		e.serveCatalog(w, r, msg) {
 		return // bridgecatalog.go
 	}
 	switch {
 	case method == string(mcp.MethodNotificationCancelled) && rs.sessionID != "":
 		e.cancelTracked(r, msg, body, rs.sessionID) // then mcp-go cancels its own, if any, and answers 202
 	case method == string(mcp.MethodToolsCall) && e.d.Fast != nil && !e.fastOff &&
-		wire.Serve(w, r.WithContext(context.WithValue(r.Context(), requestStateKey{}, rs)), msg, e.d.Fast, rs.sessionID, e.trackFast):
+		wire.Serve(w, r, msg, e.d.Fast, rs.sessionID, e.trackFast):
 		return
 	}
 	if method == string(mcp.MethodToolsCall) && e.d.Route != nil && !wire.IsNull(msg.ID) {
@@ -256,7 +250,7 @@ func (e *Endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if rs.sessionID != "" {
 		defer e.trackRequest(msg, rs.sessionID)()
 	}
-	e.d.MCP.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), requestStateKey{}, rs)))
+	e.d.MCP.ServeHTTP(w, r)
 }
 
 // trackRequest records a session-based request that mcp-go serves in the

@@ -23,16 +23,8 @@ type StreamTracker struct {
 	wake   chan struct{}
 }
 
-type trackerKey struct{}
-
-// TrackerFrom is the tracked response of the request of ctx, or nil.
-func TrackerFrom(ctx context.Context) *StreamTracker {
-	t, _ := ctx.Value(trackerKey{}).(*StreamTracker)
-	return t
-}
-
 // TrackStream wraps w so that the agent can wait for its notifications to
-// be written, marks SSE responses with X-Accel-Buffering: no so that nginx
+// be written (the request's Scope.Tracker), marks SSE responses with X-Accel-Buffering: no so that nginx
 // streams them, and adds requestID to the message of a JSON-RPC error
 // answer (withRequestID).
 func TrackStream(w http.ResponseWriter, r *http.Request, requestID string) (http.ResponseWriter, *http.Request) {
@@ -41,7 +33,7 @@ func TrackStream(w http.ResponseWriter, r *http.Request, requestID string) (http
 	if b, ok := r.Body.(*Body); ok && b.msg != nil && !wire.IsNull(b.msg.ID) {
 		t.w.msgID = b.msg.ID
 	}
-	return t.w, r.WithContext(context.WithValue(r.Context(), trackerKey{}, t))
+	return t.w, r.WithContext(withScope(r.Context(), func(s *Scope) { s.Tracker = t }))
 }
 
 func (t *StreamTracker) wrote(events int) {

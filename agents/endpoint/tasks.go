@@ -8,7 +8,6 @@ package endpoint
 // augmentation" (tools/call with a task), as for any agent without tasks.
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -33,7 +32,7 @@ func isTaskRequest(method string, msg *wire.Message) bool {
 // serveTask answers a task request when the caller's servers declare tasks,
 // and reports whether it did (false: it wrote nothing).
 func (e *Endpoint) serveTask(w http.ResponseWriter, r *http.Request, body []byte, msg *wire.Message, rs *requestState) bool {
-	ctx := context.WithValue(r.Context(), requestStateKey{}, rs)
+	ctx := r.Context()
 	if !rs.legacy && !modernHeadersMatch(r, msg) {
 		return false // mcp-go answers the mismatch
 	}

@@ -12,7 +12,7 @@ import (
 func TestInjectUpgradesAndReframesTheJSONAnswer(t *testing.T) {
 	rec := httptest.NewRecorder()
 	w, r := TrackStream(rec, httptest.NewRequest(http.MethodPost, "/", nil), "")
-	tw := TrackerFrom(r.Context()).w
+	tw := ScopeFrom(r.Context()).Tracker.w
 	if err := tw.inject([]byte(`{"jsonrpc":"2.0","id":"pgw-r-1","method":"roots/list"}`)); err != nil {
 		t.Fatal(err)
 	}
@@ -30,7 +30,7 @@ func TestInjectUpgradesAndReframesTheJSONAnswer(t *testing.T) {
 	if ct := rec.Result().Header.Get("Content-Type"); ct != "text/event-stream" { // as sent
 		t.Errorf("Content-Type %q", ct)
 	}
-	if n := TrackerFrom(r.Context()).events; n != 2 {
+	if n := ScopeFrom(r.Context()).Tracker.events; n != 2 {
 		t.Errorf("%d events counted, want 2", n)
 	}
 }
@@ -43,7 +43,7 @@ func TestInjectOnAStreamAndAfterJSON(t *testing.T) {
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.WriteHeader(http.StatusOK)
 	_, _ = w.Write([]byte("event: message\ndata: {\"n\":1}\n\n"))
-	if err := TrackerFrom(r.Context()).w.inject([]byte(`{"n":2}`)); err != nil {
+	if err := ScopeFrom(r.Context()).Tracker.w.inject([]byte(`{"n":2}`)); err != nil {
 		t.Fatal(err)
 	}
 	_, _ = w.Write([]byte("event: message\ndata: {\"n\":3}\n\n"))
@@ -56,7 +56,7 @@ func TestInjectOnAStreamAndAfterJSON(t *testing.T) {
 	w, r = TrackStream(rec, httptest.NewRequest(http.MethodPost, "/", nil), "")
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusOK)
-	if err := TrackerFrom(r.Context()).w.inject([]byte(`{}`)); err != errNotStreaming {
+	if err := ScopeFrom(r.Context()).Tracker.w.inject([]byte(`{}`)); err != errNotStreaming {
 		t.Errorf("inject after a JSON answer began: %v, want errNotStreaming", err)
 	}
 }
