@@ -74,7 +74,7 @@ type Sequencer interface {
 // sent are *mcpclient.RPCError (for the downstream that asked), as is the
 // caller's own error answer.
 func (e *Endpoint) Request(ctx context.Context, seq Sequencer, method string, params json.RawMessage) (json.RawMessage, error) {
-	if call := inputCallFrom(ctx); call != nil { // a 2026-07-28 caller's: input-required (inputbridge.go)
+	if call := ScopeFrom(ctx).call; call != nil { // a 2026-07-28 caller's: input-required (inputbridge.go)
 		return call.ask(ctx, method, params)
 	}
 	sc, fs := ScopeFrom(ctx), wire.StreamFrom(ctx)

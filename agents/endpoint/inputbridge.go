@@ -155,13 +155,6 @@ func (c capSet) has(letter byte) bool {
 	return false
 }
 
-type inputCallKey struct{}
-
-func inputCallFrom(ctx context.Context) *inputCall {
-	c, _ := ctx.Value(inputCallKey{}).(*inputCall)
-	return c
-}
-
 // Answer runs one round of a 2026-07-28 call.
 func (b *inputBridge) Answer(ctx context.Context, req mcp.CallToolRequest, id any, modern bool) any {
 	if !modern {
@@ -248,7 +241,7 @@ func (c *inputCall) start(ctx context.Context, req mcp.CallToolRequest, id any, 
 	c.id = newCallID()
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), maxCallLife)
 	c.cancel = cancel
-	cctx = mcpclient.WithCallExtras(context.WithValue(cctx, inputCallKey{}, c), extras)
+	cctx = mcpclient.WithCallExtras(withScope(cctx, func(s *Scope) { s.call = c }), extras)
 	go func() {
 		defer cancel()
 		ans := c.b.inner.Answer(cctx, req, id, true)
@@ -302,7 +295,7 @@ func (c *inputCall) ask(ctx context.Context, method string, params json.RawMessa
 		return nil, &mcpclient.RPCError{Code: mcp.MISSING_REQUIRED_CLIENT_CAPABILITY,
 			Message: fmt.Sprintf("the caller did not declare the %s capability", name)}
 	}
-	scope := askScope(ctx)
+	scope := ScopeFrom(ctx).askScope
 	if c.seq == nil {
 		c.seq, c.prior = map[string]int{}, map[string]askedInput{}
 	}

@@ -13,22 +13,15 @@ import (
 	"encoding/json"
 )
 
-type askScopeKey struct{}
-
 // WithAskScope returns ctx whose downstream requests to the caller are
 // keyed under scope (the key is scope + "elicitation-1", …): the tool call
 // of a loop they come from, so that a replay of that call alone finds its
 // answers.
 func WithAskScope(ctx context.Context, scope string) context.Context {
-	if inputCallFrom(ctx) == nil {
+	if ScopeFrom(ctx).call == nil {
 		return ctx
 	}
-	return context.WithValue(ctx, askScopeKey{}, scope)
-}
-
-func askScope(ctx context.Context) string {
-	s, _ := ctx.Value(askScopeKey{}).(string)
-	return s
+	return withScope(ctx, func(s *Scope) { s.askScope = scope })
 }
 
 // SetCheckpoint makes fn the call's checkpoint: when the call next asks
@@ -40,7 +33,7 @@ func askScope(ctx context.Context) string {
 // reports false when the call of ctx is not bridged (fn is then never
 // called).
 func SetCheckpoint(ctx context.Context, fresh bool, fn func() json.RawMessage) bool {
-	c := inputCallFrom(ctx)
+	c := ScopeFrom(ctx).call
 	if c == nil {
 		return false
 	}
@@ -56,7 +49,7 @@ func SetCheckpoint(ctx context.Context, fresh bool, fn func() json.RawMessage) b
 // TakeResume returns, once, the checkpoint the call of ctx continues from:
 // nil when it starts afresh.
 func TakeResume(ctx context.Context) json.RawMessage {
-	c := inputCallFrom(ctx)
+	c := ScopeFrom(ctx).call
 	if c == nil {
 		return nil
 	}
@@ -74,7 +67,7 @@ func TakeResume(ctx context.Context) json.RawMessage {
 // returned, a request still waiting counts: the downstream call it was
 // for has given up on it, whether or not its wait has seen that yet.
 func Unanswered(ctx context.Context) bool {
-	c := inputCallFrom(ctx)
+	c := ScopeFrom(ctx).call
 	if c == nil {
 		return false
 	}

@@ -6,7 +6,8 @@ package endpoint
 // request.Request is what every plugin reads of a message). It is built as
 // the request goes in (TrackStream, then ServeHTTP) before any handler
 // runs, and never written after: what narrows it for part of the request
-// gets a copy (withScope).
+// (a bridged call, the tool call of a loop that asks) gets a copy
+// (withScope).
 
 import "context"
 
@@ -15,6 +16,9 @@ type Scope struct {
 	// Tracker is the request's tracked response (TrackStream), or nil.
 	Tracker *StreamTracker
 	state   *requestState // ServeHTTP's, for a POST it decoded; or nil
+	// A call of the input-required bridge (inputbridge.go) and its part:
+	call     *inputCall // the bridged call the context runs, or nil
+	askScope string     // the key prefix of its asks (WithAskScope)
 }
 
 type scopeKey struct{}
