@@ -28,10 +28,12 @@ func notificationOf(method string, params map[string]any) mcp.JSONRPCNotificatio
 
 // Notifier is where the notifications of the tools/call of ctx go: the
 // fast path's Stream, or mcp-go's session; nil when there is neither. A
-// "_meta" map in params is sent as the notification's _meta on both.
+// "_meta" map in params is sent as the notification's _meta on both (the
+// proxy's relay of a downstream's notifications keeps mcp-go's shape and
+// drops it, on both paths alike: Stream.Notify, SendNotificationToClient).
 func Notifier(ctx context.Context) func(method string, params map[string]any) error {
 	if fs := StreamFrom(ctx); fs != nil {
-		return fs.Notify
+		return fs.NotifyWithMeta
 	}
 	srv := server.ServerFromContext(ctx)
 	if srv == nil {

@@ -64,8 +64,21 @@ func newStream(w http.ResponseWriter, r *http.Request) *Stream {
 	return &Stream{w: w, flusher: f, reqCtx: r.Context()}
 }
 
-// notify queues one notification for the caller (a notifyFunc).
+// Notify queues one notification for the caller (a notifyFunc), built as
+// mcp-go's SendNotificationToClient builds it.
 func (s *Stream) Notify(method string, params map[string]any) error {
+	return s.notify(mcp.JSONRPCNotification{JSONRPC: mcp.JSONRPC_VERSION,
+		Notification: mcp.Notification{Method: method, Params: mcp.NotificationParams{AdditionalFields: params}}})
+}
+
+// NotifyWithMeta is Notify, but params' "_meta" (a map) is sent as the
+// notification's _meta, which Notify drops as mcp-go does (notify.go).
+func (s *Stream) NotifyWithMeta(method string, params map[string]any) error {
+	return s.notify(notificationOf(method, params))
+}
+
+// notify queues n.
+func (s *Stream) notify(n mcp.JSONRPCNotification) error {
 	if s.closed.Load() {
 		return ErrCallEnded
 	}
@@ -73,7 +86,6 @@ func (s *Stream) Notify(method string, params map[string]any) error {
 	if s.events == nil { // finish won the race to open
 		return ErrCallEnded
 	}
-	n := notificationOf(method, params)
 	select {
 	case s.events <- n:
 	default:
