@@ -16,7 +16,6 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/pallasgw/pallasgw/agents/pins"
-	"github.com/pallasgw/pallasgw/agents/wire"
 )
 
 // HeldError is Route's answer for a tool the pins hide. The endpoint
@@ -35,11 +34,7 @@ func (e *HeldError) Unwrap() error { return e.Err }
 // of a registered tool; stamped for a 2026-07-28 caller (modern) as every
 // result is.
 func (e *HeldError) ToolResult(modern bool) *mcp.CallToolResult {
-	res := mcp.NewToolResultError(fmt.Sprintf("%s: %v (request id %s)", e.Agent, e.Err, e.RequestID))
-	if modern {
-		wire.Decorate(res, e.self)
-	}
-	return res
+	return errorResult(fmt.Sprintf("%s: %v (request id %s)", e.Agent, e.Err, e.RequestID), modern, e.self)
 }
 
 // held is why the pins hide name (as this agent exposes it) from the

@@ -33,9 +33,15 @@ func (e *UnavailableError) Unwrap() error { return e.Err }
 // why it is unavailable and the request id; stamped for a 2026-07-28
 // caller (modern) as every result is.
 func (e *UnavailableError) ToolResult(modern bool) *mcp.CallToolResult {
-	res := mcp.NewToolResultError(fmt.Sprintf("server %s is unavailable: %v (request id %s)", e.Server, e.Err, e.RequestID))
+	return errorResult(fmt.Sprintf("server %s is unavailable: %v (request id %s)", e.Server, e.Err, e.RequestID), modern, e.self)
+}
+
+// errorResult is an isError result of text, stamped with self for a
+// 2026-07-28 caller (modern) as every result is.
+func errorResult(text string, modern bool, self mcp.Implementation) *mcp.CallToolResult {
+	res := mcp.NewToolResultError(text)
 	if modern {
-		wire.Decorate(res, e.self)
+		wire.Decorate(res, self)
 	}
 	return res
 }
