@@ -17,7 +17,6 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/mark3labs/mcp-go/mcp"
 	"go.uber.org/zap"
 
 	"github.com/pallasgw/pallasgw/agents/endpoint"
@@ -32,8 +31,7 @@ import (
 // Downstream is what agents need of the downstream MCP clients
 // (*mcpclient.Manager implements it).
 type Downstream interface {
-	Tools(ctx context.Context, server string, hdr http.Header) ([]mcp.Tool, error)
-	CallTool(ctx context.Context, server, tool string, args map[string]any, hdr http.Header, onProgress mcpclient.ProgressFunc) (*mcp.CallToolResult, error)
+	mcpclient.ToolCaller
 	Probe(ctx context.Context, server string, hdr http.Header) error
 }
 

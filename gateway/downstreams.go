@@ -153,10 +153,10 @@ func (d *downstreams) CallTool(ctx context.Context, server, tool string, args ma
 	return m.CallTool(ctx, server, tool, args, hdr, onProgress)
 }
 
-var _ proxy.RawDownstream = (*downstreams)(nil)
+var _ mcpclient.RawCaller = (*downstreams)(nil)
 
 // CallToolRaw is CallTool with the result as the downstream sent it (a
-// proxy's fast path, proxy.RawDownstream).
+// proxy's fast path, mcpclient.RawCaller).
 func (d *downstreams) CallToolRaw(ctx context.Context, server, tool string, args json.RawMessage, hdr http.Header, onProgress mcpclient.ProgressFunc) (*mcpclient.RawResult, error) {
 	m, err := d.get(server)
 	if err != nil {

@@ -9,7 +9,6 @@ package endpoint
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
@@ -39,10 +38,6 @@ func (t Tool) Answer(ctx context.Context, req mcp.CallToolRequest, id any, moder
 
 // recovered is the handler under mcp-go's WithRecovery middleware.
 func (t Tool) recovered(ctx context.Context, req mcp.CallToolRequest) (res *mcp.CallToolResult, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			res, err = nil, fmt.Errorf("panic recovered in %s tool handler: %v", req.Params.Name, r)
-		}
-	}()
+	defer wire.Recover(req.Params.Name, &err)
 	return t.Handler(ctx, req)
 }

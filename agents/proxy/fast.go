@@ -11,7 +11,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"net/http"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -40,13 +39,13 @@ func (p *Proxy) Ensure(ctx context.Context, name string, inbound http.Header) {
 // RawArgs: a Downstream that gives raw results takes raw arguments too.
 func (p *Proxy) RawArgs() bool { return p.rawDownstream() != nil }
 
-// rawDownstream is the Downstream as a RawDownstream when it is one, else
+// rawDownstream is the Downstream as a mcpclient.RawCaller when it is one, else
 // nil. It does not follow wire.Fast: the typed path loses the 2026-07-28
 // bridge's capability check and multi-round retries (conformance through a
 // proxy scored 3 scenarios lower with it), so until that is fixed the
 // switch turns off the server side only, as PALLASGW_FASTCALL did.
-func (p *Proxy) rawDownstream() RawDownstream {
-	raw, _ := p.d.Downstream.(RawDownstream)
+func (p *Proxy) rawDownstream() mcpclient.RawCaller {
+	raw, _ := p.d.Downstream.(mcpclient.RawCaller)
 	return raw
 }
 
@@ -67,22 +66,9 @@ func (p *Proxy) Answer(ctx context.Context, req mcp.CallToolRequest, id any, mod
 // agent's server is built with it), asking for the result as raw JSON when
 // the Downstream can give it.
 func (p *Proxy) callRecovered(ctx context.Context, req mcp.CallToolRequest) (res *mcp.CallToolResult, rr *mcpclient.RawResult, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			res, rr, err = nil, nil, fmt.Errorf("panic recovered in %s tool handler: %v", req.Params.Name, r)
-		}
-	}()
+	defer wire.Recover(req.Params.Name, &err)
 	return p.forward(ctx, req, p.rawDownstream())
 }
-
-// RawDownstream is what the fast path needs for raw results
-// (*mcpclient.Manager implements it). args is the arguments object as JSON,
-// or nil.
-type RawDownstream interface {
-	CallToolRaw(ctx context.Context, server, tool string, args json.RawMessage, hdr http.Header, onProgress mcpclient.ProgressFunc) (*mcpclient.RawResult, error)
-}
-
-var _ RawDownstream = (*mcpclient.Manager)(nil)
 
 // rawArguments are the caller's arguments as it sent them when they are an
 // object (the fast path parsed them: they are valid JSON), else what the

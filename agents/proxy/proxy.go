@@ -92,13 +92,6 @@ type CatalogDownstream interface {
 	ReadResource(ctx context.Context, server, uri string, hdr http.Header) (*mcp.ReadResourceResult, error)
 }
 
-// Downstream is what the proxy needs of the downstream MCP clients
-// (*mcpclient.Manager implements it).
-type Downstream interface {
-	Tools(ctx context.Context, server string, hdr http.Header) ([]mcp.Tool, error)
-	CallTool(ctx context.Context, server, tool string, args map[string]any, hdr http.Header, onProgress mcpclient.ProgressFunc) (*mcp.CallToolResult, error)
-}
-
 // Deps is what the proxy is handed of its agent.
 type Deps struct {
 	Agent      string             // the agent's name
@@ -107,7 +100,7 @@ type Deps struct {
 	Tools      config.ToolRules   // the agent's tools.allow/deny
 	Logger     *zap.Logger
 	Metrics    *metrics.Metrics
-	Downstream Downstream // may also be a CatalogDownstream, LoggingDownstream, RawDownstream
+	Downstream mcpclient.ToolCaller // may also be a CatalogDownstream, LoggingDownstream, mcpclient.RawCaller
 	Callers    *policy.CallerPolicy
 	Auditor    *policy.Auditor
 	// Outbound composes the headers server receives for a call that
@@ -424,7 +417,7 @@ func (p *Proxy) CallTool(ctx context.Context, req mcp.CallToolRequest) (*mcp.Cal
 // result naming the failure and the request id. With raw set (the fast
 // path) a downstream result comes back as the downstream sent it (rr), any
 // other answer as res.
-func (p *Proxy) forward(ctx context.Context, req mcp.CallToolRequest, raw RawDownstream) (res *mcp.CallToolResult, rr *mcpclient.RawResult, err error) {
+func (p *Proxy) forward(ctx context.Context, req mcp.CallToolRequest, raw mcpclient.RawCaller) (res *mcp.CallToolResult, rr *mcpclient.RawResult, err error) {
 	start := time.Now()
 	name := req.Params.Name
 	v, ok := p.tools.Load(name)

@@ -3,7 +3,7 @@ package toolbox
 // execute_tool on the fast path (agents/wire): the same checks, audit
 // line and metrics as the handler mcp-go runs, with the downstream's
 // result written through as the downstream sent it when the Downstream can
-// give it raw (RawDownstream; *mcpclient.Manager takes a raw POST on a
+// give it raw (mcpclient.RawCaller; *mcpclient.Manager takes a raw POST on a
 // Streamable HTTP session, mcp-go's client elsewhere). Through mcp-go's
 // client and server a result is decoded into mcp-go's types and encoded
 // again, for the answer and for the audit line's size: an 8 MiB result
@@ -18,8 +18,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
-	"net/http"
 	"sync"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -27,15 +25,6 @@ import (
 	"github.com/pallasgw/pallasgw/agents/mcpclient"
 	"github.com/pallasgw/pallasgw/agents/wire"
 )
-
-// RawDownstream is what the fast path needs for raw results
-// (*mcpclient.Manager implements it). args is the arguments object as
-// JSON.
-type RawDownstream interface {
-	CallToolRaw(ctx context.Context, server, tool string, args json.RawMessage, hdr http.Header, onProgress mcpclient.ProgressFunc) (*mcpclient.RawResult, error)
-}
-
-var _ RawDownstream = (*mcpclient.Manager)(nil)
 
 // Target is the toolbox's execute_tool as a wire.Target: the agent's
 // endpoint runs it for plain calls (wire.Serve) and, for 2026-07-28
@@ -71,12 +60,8 @@ func (t *Target) Answer(ctx context.Context, req mcp.CallToolRequest, id any, mo
 }
 
 func (t *Target) recovered(ctx context.Context, req mcp.CallToolRequest) (res *mcp.CallToolResult, rr *mcpclient.RawResult, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			res, rr, err = nil, nil, fmt.Errorf("panic recovered in %s tool handler: %v", executeToolName, r)
-		}
-	}()
-	raw, ok := t.tb.d.Downstream.(RawDownstream)
+	defer wire.Recover(executeToolName, &err)
+	raw, ok := t.tb.d.Downstream.(mcpclient.RawCaller)
 	ok = ok && wire.Fast() // off: mcp-go's client, typed
 	members := map[string]json.RawMessage{}
 	if !ok || req.Params.Arguments != nil || !rawObject(req.Params.RawArguments) ||
@@ -118,7 +103,7 @@ func (t *Target) recovered(ctx context.Context, req mcp.CallToolRequest) (res *m
 }
 
 // executeRaw is executeTool with the result raw.
-func (tb *toolbox) executeRaw(ctx context.Context, c *tbCall, req mcp.CallToolRequest, args map[string]any, toolArgs json.RawMessage, raw RawDownstream) (*mcpclient.RawResult, error) {
+func (tb *toolbox) executeRaw(ctx context.Context, c *tbCall, req mcp.CallToolRequest, args map[string]any, toolArgs json.RawMessage, raw mcpclient.RawCaller) (*mcpclient.RawResult, error) {
 	toolArgs = bytes.TrimSpace(toolArgs)
 	switch {
 	case len(toolArgs) == 0 || string(toolArgs) == "null":

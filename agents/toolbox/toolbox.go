@@ -64,13 +64,6 @@ func (e *toolboxError) result() *mcp.CallToolResult {
 	return r
 }
 
-// Downstream is what the toolbox needs of the downstream MCP clients
-// (*mcpclient.Manager implements it).
-type Downstream interface {
-	Tools(ctx context.Context, server string, hdr http.Header) ([]mcp.Tool, error)
-	CallTool(ctx context.Context, server, tool string, args map[string]any, hdr http.Header, onProgress mcpclient.ProgressFunc) (*mcp.CallToolResult, error)
-}
-
 // Deps is what the toolbox is handed of its agent.
 type Deps struct {
 	Agent       string             // the agent's name
@@ -80,7 +73,7 @@ type Deps struct {
 	Transports  map[string]*config.Server
 	Passthrough bool // auth.mode passthrough: agent_id names the caller
 	Logger      *zap.Logger
-	Downstream  Downstream
+	Downstream  mcpclient.ToolCaller
 	Callers     *policy.CallerPolicy
 	Auditor     *policy.Auditor
 	// Outbound composes the headers server receives for a call that

@@ -358,6 +358,17 @@ func HTTPStatus(code int) int {
 	return http.StatusOK
 }
 
+// Recover, deferred by a Target's Answer around the tool handler it runs,
+// turns a panic there into the error mcp-go's WithRecovery middleware
+// makes of it (the agents' servers are built with it), so that the fast
+// path answers a panicking handler as mcp-go would. The handler's other
+// results stay as they were when it panicked (unset).
+func Recover(tool string, err *error) {
+	if r := recover(); r != nil {
+		*err = fmt.Errorf("panic recovered in %s tool handler: %v", tool, r)
+	}
+}
+
 // ToolAnswer is the JSON-RPC message mcp-go's handleToolCall and
 // HandleMessage make of a tool handler's result and error: mcp-go's
 // noResultError for neither, its multi round-trip check, and the 2026-07-28
