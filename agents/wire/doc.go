@@ -32,6 +32,12 @@
 //     a proxy's logging/setLevel and tasks). Gap: mcp-go writes its
 //     answers inside handlePost and exports no writer. Retired by: an
 //     exported writer of JSON-RPC responses.
+//   - Notifications with a _meta (notify.go): an llm agent's progress
+//     carrying a tool call's detail (agents.ToolDetailMeta) on the fast
+//     path and on mcp-go's. Gap: mcp-go's SendNotificationToClient drops a
+//     "_meta" member of the params it is given. Buys: correctness, not
+//     speed. Retired by: SendNotificationToClient keeping it as
+//     NotificationParams.Meta.
 //   - The switch (switch.go): wire.fast in the config, PALLASGW_WIRE_FAST=off
 //     in the environment; off, mcp-go serves and calls every request it can
 //     (Fast).
