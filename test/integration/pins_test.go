@@ -2,8 +2,9 @@ package integration
 
 // Tool pins (SPEC §18): a downstream that changes a tool's description and
 // input schema while the gateway runs (test/pinserver, over Streamable
-// HTTP in this process and over stdio as a process of the gateway's), seen
-// at the next tool-list read after its notifications/tools/list_changed.
+// HTTP and legacy SSE in this process, and over stdio as a process of the
+// gateway's), seen at the next tool-list read after its
+// notifications/tools/list_changed.
 // enforce hides the changed tool and refuses its calls until `pallasgw pins
 // approve` (the real CLI) and a reload; warn serves and reports it; reject
 // hides it in either mode and it is not reported again.
@@ -29,7 +30,7 @@ import (
 )
 
 // pinTransports are the downstream transports a pinned server is tested on.
-var pinTransports = []string{"http", "stdio"}
+var pinTransports = []string{"http", "sse", "stdio"}
 
 // pinDict is the dictionary downstream (test/pinserver) over one transport:
 // entry is its server entry's transport keys (YAML flow), dict the server
@@ -40,7 +41,7 @@ type pinDict struct {
 }
 
 // newPinDict starts the dictionary for transport: in this process over
-// Streamable HTTP, or as a command the gateway (and the CLI) start over
+// Streamable HTTP or the legacy SSE transport, or as a command the gateway (and the CLI) start over
 // stdio, its edition kept in a state file of dir.
 func newPinDict(t *testing.T, transport, dir string) pinDict {
 	t.Helper()
@@ -52,6 +53,13 @@ func newPinDict(t *testing.T, transport, dir string) pinDict {
 		return pinDict{entry: fmt.Sprintf("transport: stdio, command: %q, env: {PINSERVER_STATE: %q}", bin, filepath.Join(dir, "edition"))}
 	}
 	d := pinserver.New("")
+	if transport == "sse" {
+		sse := server.NewSSEServer(d.MCP)
+		ts := httptest.NewServer(sse)
+		t.Cleanup(ts.Close)
+		t.Cleanup(func() { _ = sse.Shutdown(context.Background()) })
+		return pinDict{entry: fmt.Sprintf("transport: sse, url: %q", ts.URL+"/sse"), dict: d}
+	}
 	ts := httptest.NewServer(server.NewStreamableHTTPServer(d.MCP))
 	t.Cleanup(ts.Close)
 	return pinDict{entry: fmt.Sprintf("transport: http, url: %q", ts.URL+"/mcp"), dict: d}
