@@ -26,6 +26,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash"
+	"sync"
 	"time"
 )
 
@@ -75,7 +77,8 @@ func (e *stateError) Error() string { return e.msg }
 // derived from it.
 type sealer struct {
 	aead cipher.AEAD
-	mac  []byte // HMAC-SHA256 key of Tag
+	mac  []byte    // HMAC-SHA256 key of Tag
+	macs sync.Pool // of hash.Hash: HMAC-SHA256 under mac, reset before use (tag runs per session-based request)
 }
 
 // newSealer returns the sealer of key (32 bytes); a nil key is a random one.
@@ -94,20 +97,30 @@ func newSealer(key []byte) *sealer {
 	}
 	mac := hmac.New(sha256.New, key)
 	mac.Write([]byte("pallasgw tags v1"))
-	return &sealer{aead: aead, mac: mac.Sum(nil)}
+	s := &sealer{aead: aead, mac: mac.Sum(nil)}
+	s.macs.New = func() any { return hmac.New(sha256.New, s.mac) }
+	return s
 }
 
 // tag is a short MAC of parts (each length-prefixed): 16 bytes, base64url.
 // Replicas that share the state key compute the same tags.
 func (s *sealer) tag(parts ...string) string {
-	mac := hmac.New(sha256.New, s.mac)
+	size := 0
 	for _, p := range parts {
-		var n [8]byte
-		binary.BigEndian.PutUint64(n[:], uint64(len(p)))
-		mac.Write(n[:])
-		mac.Write([]byte(p))
+		size += 8 + len(p)
 	}
-	return base64.RawURLEncoding.EncodeToString(mac.Sum(nil)[:16])
+	msg := make([]byte, 0, size)
+	for _, p := range parts {
+		msg = binary.BigEndian.AppendUint64(msg, uint64(len(p)))
+		msg = append(msg, p...)
+	}
+	mac := s.macs.Get().(hash.Hash)
+	mac.Reset()
+	mac.Write(msg)
+	var sum [sha256.Size]byte
+	out := mac.Sum(sum[:0])
+	s.macs.Put(mac)
+	return base64.RawURLEncoding.EncodeToString(out[:16])
 }
 
 func stateAAD(agent string) []byte { return []byte("pallasgw requestState v1\x00" + agent) }
