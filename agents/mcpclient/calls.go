@@ -187,11 +187,12 @@ func plainSend(err error) error {
 // ErrUnavailable; otherwise, when the call's context has ended, that is the
 // error to classify by, whatever the transport said.
 func (srv *remote) wrap(ctx context.Context, op string, err error) error {
+	if err == nil {
+		return nil // before te, which errors.As moves to the heap
+	}
 	closed := srv.m.isClosed()
 	var te *timeoutError
 	switch {
-	case err == nil:
-		return nil
 	case closed && !errors.Is(err, errClosed):
 		err = fmt.Errorf("%w: %v", errClosed, err)
 	case !closed && errors.As(context.Cause(ctx), &te) && !errors.As(err, new(*timeoutError)):
