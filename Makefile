@@ -40,6 +40,7 @@ e2e: ## end-to-end tests against real programs (npm, nginx, caddy, prometheus); 
 	PALLASGW_E2E_TOOLS=$(E2E_TOOLS) $(GO) test -race -count=1 -timeout 20m -tags e2e ./test/e2e/...
 	PALLASGW_EVERYTHING_SERVER=$(E2E_TOOLS)/node_modules/@modelcontextprotocol/server-everything/dist/index.js \
 	  $(GO) test -race -count=1 -run TestEverythingInterop ./agents/mcpclient/
+	$(GO) test -race -count=1 -run 'TestSessionStore' ./test/integration/ # the shared session store, on redis-server (make test skips them without it)
 
 bench: ## benchmarks; figures are printed as ratios against the direct path
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime 2000x -v ./test/bench/... # -v: each benchmark's whole table

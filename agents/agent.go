@@ -204,7 +204,7 @@ func (a *Agent) proxyDeps() proxy.Deps {
 	return proxy.Deps{Agent: a.Name, Self: a.self(), Servers: a.Config.Servers, Tools: a.Config.Tools, Logger: a.log,
 		Metrics: d.Metrics, Downstream: d.Downstream, Callers: d.Callers, Auditor: d.Auditor, Outbound: a.set.outbound,
 		Observe: a.observe, Outcome: outcomeOf, RequestID: RequestID, Health: a.handleHealth, StreamOf: streamOf, TaskTag: taskTag(d.CallerRequests),
-		ToolSearch: a.Config.ToolSearch.On(),
+		TaskIndex: d.TaskIndex, ToolSearch: a.Config.ToolSearch.On(),
 		Request: func(ctx context.Context, relay *proxy.Relay, method string, params json.RawMessage) (json.RawMessage, error) {
 			return a.handler.Request(ctx, sequencer(relay), method, params) // the endpoint is built after the proxy
 		}}

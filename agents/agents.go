@@ -22,6 +22,7 @@ import (
 	"github.com/pallasgw/pallasgw/agents/endpoint"
 	"github.com/pallasgw/pallasgw/agents/llm"
 	"github.com/pallasgw/pallasgw/agents/mcpclient"
+	"github.com/pallasgw/pallasgw/agents/proxy"
 	"github.com/pallasgw/pallasgw/gateway/config"
 	"github.com/pallasgw/pallasgw/metrics"
 	"github.com/pallasgw/pallasgw/policy"
@@ -69,6 +70,9 @@ type Deps struct {
 	// CallerRequests holds the sampling and roots requests waiting for
 	// callers' answers; shared by every snapshot (nil: one per Set).
 	CallerRequests *endpoint.CallerRequests
+	// TaskIndex records proxies' tasks for every replica (the shared
+	// session store; nil: each replica its own).
+	TaskIndex proxy.TaskIndex
 	// Status is the gateway's status document (what GET /-/status
 	// answers), for toolboxes with gateway_status (nil: none).
 	Status func() any

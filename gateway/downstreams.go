@@ -61,6 +61,7 @@ func (c *downstreamCache) acquire(specs []mcpclient.ServerSpec) *downstreams {
 				Logger: c.g.log.Named("downstream"), Metrics: c.g.metrics, ClientName: "pallasgw", ClientVersion: c.g.opts.Version,
 				ToolFilter: c.g.pins.Filter, // pins.go: each list read is hashed and checked once
 				CallerOf:   sessions.Caller, // whom a session_scope caller server's session belongs to
+				Sessions:   c.g.downstreamStore(),
 			})}
 			c.entries[key] = e
 		} else {

@@ -21,6 +21,7 @@ import (
 
 	"github.com/pallasgw/pallasgw/agents/endpoint"
 	"github.com/pallasgw/pallasgw/agents/pins"
+	"github.com/pallasgw/pallasgw/agents/sessions"
 	"github.com/pallasgw/pallasgw/agents/wire"
 	"github.com/pallasgw/pallasgw/gateway/config"
 	"github.com/pallasgw/pallasgw/metrics"
@@ -67,8 +68,12 @@ type Gateway struct {
 	callerReqs  *endpoint.CallerRequests // shared across snapshots
 	exchanger   *policy.Exchanger        // shared across snapshots: exchanged tokens survive a reload
 	quotaStores quotaStores              // shared across snapshots: counters survive a reload
-	main        *http.Server
-	mainLn      net.Listener
+	// sessions is the shared session store (sessions.store), nil for
+	// memory; read at start, like listen.
+	sessions     sessions.Store
+	stopSessions context.CancelFunc // ends the store's subscriptions
+	main         *http.Server
+	mainLn       net.Listener
 
 	// baseCtx is the parent of every request context; canceling it ends
 	// running calls when shutdown_timeout expires.
@@ -111,8 +116,12 @@ func New(opts Options) (*Gateway, error) {
 	// The wire switch is read at start, like listen: a reload that
 	// changes it is told a restart is needed (reload.go).
 	wire.SetFast(cfg.Wire.Fast)
+	if err := g.openSessions(cfg); err != nil {
+		return nil, err
+	}
 	if err := g.apply(cfg, "start"); err != nil {
 		g.listeners.closeAll()
+		g.closeSessions()
 		return nil, err
 	}
 	return g, nil
@@ -237,6 +246,7 @@ func (g *Gateway) Shutdown() {
 	last.shutdownTraces() // before exit: the last spans leave now
 	last.retire()
 	g.quotaStores.close()
+	g.closeSessions()
 	g.log.Info("stopped")
 }
 

@@ -74,6 +74,9 @@ func (g *Gateway) Reload(trigger string) (ReloadResult, error) {
 		}
 		return ReloadResult{Hash: old.cfg.Hash}, err
 	}
+	if cfg.Sessions.Store != old.cfg.Sessions.Store {
+		g.log.Warn("changing sessions.store needs a restart; the running process keeps its store", zap.String("trigger", trigger))
+	}
 	if cfg.Wire.Fast != old.cfg.Wire.Fast {
 		g.log.Warn("changing wire.fast needs a restart; the running process keeps its switch",
 			zap.String("trigger", trigger), zap.Bool("wire_fast", wire.Fast()))

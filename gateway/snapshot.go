@@ -129,6 +129,7 @@ func (g *Gateway) buildSnapshot(cfg *config.Config) (_ *Snapshot, err error) {
 		AllowAgent:           s.allowAgent,
 		InboundAuthMayTravel: cfg.Auth.Mode != "tokens",
 		CallerRequests:       g.callerReqs,
+		TaskIndex:            g.taskIndex(),
 		Exchanger:            g.exchanger,
 		Quotas:               s.quotas,
 		Status:               g.status,

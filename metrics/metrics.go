@@ -58,6 +58,10 @@ type Metrics struct {
 	InputRequiredParked    prometheus.Gauge
 	RequestStateRejections *prometheus.CounterVec // reason
 	SessionRejections      *prometheus.CounterVec // reason
+	// SessionStoreErrors counts failed operations of the shared session store.
+	SessionStoreErrors *prometheus.CounterVec // op
+	// DownstreamAdoptions counts downstream sessions taken over from another replica (sessions.store).
+	DownstreamAdoptions *prometheus.CounterVec // server
 
 	ToolPinMismatches *prometheus.CounterVec // server
 	ToolPinsPending   *prometheus.GaugeVec   // server
@@ -183,6 +187,12 @@ func New(version string) *Metrics {
 	m.SessionRejections = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "pallasgw_session_rejections_total", Help: "Requests answered as for an unknown session, by reason (foreign: sealed for another caller, agent or state key).",
 	}, []string{"reason"})
+	m.SessionStoreErrors = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "pallasgw_session_store_errors_total", Help: "Failed operations of the shared session store (sessions.store), by operation.",
+	}, []string{"op"})
+	m.DownstreamAdoptions = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "pallasgw_downstream_session_adoptions_total", Help: "Downstream sessions of a caller taken over from another replica through the shared session store, by server.",
+	}, []string{"server"})
 
 	m.ConfigReloads = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "pallasgw_config_reloads_total", Help: "Config reloads by result (success, failure, unchanged).",
@@ -209,7 +219,7 @@ func New(version string) *Metrics {
 		m.DownstreamCalls, m.DownstreamDuration, m.DownstreamSessions, m.DownstreamEvictions, m.LLMRequests, m.GenAIDuration,
 		m.GenAITokens, m.LLMTokens, m.LLMCost, m.AgentIterations, m.AgentIterationLimit, m.AgentHealth,
 		m.ProviderUp, m.PolicyDecisions, m.AuthFailures, m.QuotaRejections, m.QuotaStoreErrors, m.TokenExchanges, m.ForwardedHeaderRejection, m.HistorySkipped, m.Progress,
-		m.InputRequired, m.InputRequiredParked, m.RequestStateRejections, m.SessionRejections,
+		m.InputRequired, m.InputRequiredParked, m.RequestStateRejections, m.SessionRejections, m.SessionStoreErrors, m.DownstreamAdoptions,
 		m.ToolPinMismatches, m.ToolPinsPending, m.ToolCheckFailures,
 		m.ConfigReloads, m.ConfigLastReloadOK, m.ConfigLastReloadSuccTS,
 		collectors.NewGoCollector(),
@@ -246,7 +256,7 @@ func (m *Metrics) ForgetAgent(name string) {
 // ForgetServer deletes every series of a downstream server that is gone
 // from the config.
 func (m *Metrics) ForgetServer(name string) {
-	for _, v := range []deleter{m.DownstreamCalls, m.DownstreamDuration, m.DownstreamSessions, m.DownstreamEvictions, m.TokenExchanges, m.ForwardedHeaderRejection,
+	for _, v := range []deleter{m.DownstreamCalls, m.DownstreamDuration, m.DownstreamSessions, m.DownstreamEvictions, m.DownstreamAdoptions, m.TokenExchanges, m.ForwardedHeaderRejection,
 		m.ToolPinMismatches, m.ToolPinsPending, m.ToolCheckFailures} {
 		v.DeletePartialMatch(prometheus.Labels{"server": name})
 	}

@@ -188,6 +188,11 @@ type CallerRequests struct {
 	metrics atomic.Pointer[metrics.Metrics]
 	parked  map[string]*inputCall // guarded by mu
 
+	// replica names this process in the ids of its requests, so that an
+	// answer another replica receives is published to it (share.go).
+	replica string
+	share   atomic.Pointer[answerShare]
+
 	mu      sync.Mutex
 	waiting map[string]*pendingRequest // request id → the request; guarded by mu
 	running map[string]*runningCall    // "<agent>\x00<session>:<id>" → a fast call; guarded by mu
@@ -206,7 +211,10 @@ const maxRunning = 10000
 
 // NewCallerRequests returns an empty registry.
 func NewCallerRequests() *CallerRequests {
-	c := &CallerRequests{waiting: map[string]*pendingRequest{}, running: map[string]*runningCall{}, parked: map[string]*inputCall{}}
+	r := make([]byte, 6)
+	_, _ = rand.Read(r) // never fails (crypto/rand)
+	c := &CallerRequests{waiting: map[string]*pendingRequest{}, running: map[string]*runningCall{}, parked: map[string]*inputCall{},
+		replica: hex.EncodeToString(r)}
 	c.seal.Store(newSealer(nil))
 	return c
 }
@@ -344,7 +352,7 @@ func (c *CallerRequests) remove(key string) *runningCall {
 func (c *CallerRequests) expect(sessionID string) (string, <-chan json.RawMessage, error) {
 	b := make([]byte, 12)
 	_, _ = rand.Read(b) // never fails (crypto/rand)
-	id := requestIDPrefix + hex.EncodeToString(b)
+	id := requestIDPrefix + c.replica + "-" + hex.EncodeToString(b)
 	p := &pendingRequest{sessionID: sessionID, answer: make(chan json.RawMessage, 1)}
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -366,23 +374,35 @@ func (c *CallerRequests) forget(id string) {
 // when none is waiting for it from this session (answered already, the call
 // ended, or another replica asked).
 func (c *CallerRequests) take(w http.ResponseWriter, r *http.Request, id string, body []byte) {
+	sid := r.Header.Get(server.HeaderKeySessionID)
+	switch {
+	case c.deliver(id, sid, body):
+		w.WriteHeader(http.StatusAccepted)
+	case c.forward(w, r, id, sid, body): // share.go: another replica's, answered there
+	default:
+		// A JSON-RPC error, as mcp-go answers what it refuses; the
+		// tracking writer adds the request id to its message.
+		wire.WriteError(w, http.StatusNotFound, id, mcp.INVALID_REQUEST,
+			fmt.Sprintf("no request %q is waiting for an answer from this session", id), nil)
+	}
+}
+
+// deliver hands body to the request id waiting for an answer from
+// session sid, and reports whether one was.
+func (c *CallerRequests) deliver(id, sid string, body []byte) bool {
 	c.mu.Lock()
 	p := c.waiting[id]
-	if p != nil && p.sessionID == r.Header.Get(server.HeaderKeySessionID) {
+	if p != nil && p.sessionID == sid {
 		delete(c.waiting, id)
 	} else {
 		p = nil
 	}
 	c.mu.Unlock()
 	if p == nil {
-		// A JSON-RPC error, as mcp-go answers what it refuses; the
-		// tracking writer adds the request id to its message.
-		wire.WriteError(w, http.StatusNotFound, id, mcp.INVALID_REQUEST,
-			fmt.Sprintf("no request %q is waiting for an answer from this session", id), nil)
-		return
+		return false
 	}
 	p.answer <- json.RawMessage(body)
-	w.WriteHeader(http.StatusAccepted)
+	return true
 }
 
 // answerResult returns the result of a caller's JSON-RPC response, or its

@@ -544,6 +544,10 @@ func (c *inputCall) inputRequired(id any) any {
 // finished answers the call's end: its answer under id, or, when the
 // downstream itself answered input_required, that passed through.
 func (c *inputCall) finished(ans any, id any, first bool) any {
+	if rf, ok := ans.(wire.Refusal); ok { // refused before it ran: its HTTP status kept
+		rf.ID = mcp.NewRequestId(id)
+		return rf
+	}
 	if _, raw := ans.(wire.RawAnswer); first && (!c.b.passThrough || raw) {
 		// Already the answer to id, and only an InputRequiredPassThrough (a
 		// proxy) passes a downstream's own input_required through, never

@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"strconv"
 
 	"github.com/mark3labs/mcp-go/mcp"
 
@@ -78,6 +79,13 @@ func (e *Endpoint) serveTask(w http.ResponseWriter, r *http.Request, body []byte
 		var te *wire.CallerError
 		if errors.As(err, &te) {
 			code = te.Code
+			if te.Status != 0 { // refused before it ran (the session store unavailable)
+				if te.RetryAfter > 0 {
+					w.Header().Set("Retry-After", strconv.Itoa(int(te.RetryAfter.Seconds())))
+				}
+				writeRPCError(w, te.Status, msg.ID, code, err.Error())
+				return true
+			}
 		}
 		writeRPCError(w, status(code), msg.ID, code, err.Error())
 		return true

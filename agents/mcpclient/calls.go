@@ -316,8 +316,8 @@ func notDelivered(err error) bool {
 // of hdr, connecting if needed.
 func (m *Manager) Capabilities(ctx context.Context, server string, hdr http.Header) (mcp.ServerCapabilities, error) {
 	var caps mcp.ServerCapabilities
-	err := m.do(ctx, server, string(mcp.MethodInitialize), hdr, func(_ context.Context, _ *session, cli *client.Client) error {
-		caps = cli.GetServerCapabilities()
+	err := m.do(ctx, server, string(mcp.MethodInitialize), hdr, func(_ context.Context, s *session, cli *client.Client) error {
+		caps = s.serverCaps(cli)
 		return nil
 	})
 	return caps, err

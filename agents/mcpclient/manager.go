@@ -148,6 +148,10 @@ type Options struct {
 	// ScopeCaller server's session belongs to (scope.go); "" or Anonymous
 	// for none.
 	CallerOf func(context.Context) string
+	// Sessions, if set, is the store replicas share a caller's downstream
+	// sessions through (shared.go); nil keeps every session to this
+	// replica.
+	Sessions SessionStore
 
 	// OnLogMessage, if set, receives downstream logging notifications.
 	OnLogMessage LogFunc

@@ -206,7 +206,12 @@ func (srv *remote) acquireLocked(key string, hdr http.Header, oneShot bool) (s, 
 func (srv *remote) newSessionLocked(key string, hdr http.Header) *session {
 	srv.live++
 	srv.gaugeLocked()
-	return newSession(srv, key, hdr)
+	s := newSession(srv, key, hdr)
+	if srv.sharable(key) { // shared.go
+		s.shared = sharedKey(srv.spec.Name, key)
+		s.keep.Store(true)
+	}
+	return s
 }
 
 // shutDown counts the end of a session's shutdown.

@@ -267,7 +267,7 @@ func (s *session) setLevel(ctx context.Context, cli *client.Client, level mcp.Lo
 		return nil
 	}
 	s.logLevel = level
-	if cli.GetServerCapabilities().Logging == nil {
+	if s.serverCaps(cli).Logging == nil {
 		return nil
 	}
 	var req mcp.SetLevelRequest
@@ -280,7 +280,7 @@ func (s *session) resendLevel(ctx context.Context, cli *client.Client) {
 	s.logMu.Lock()
 	level := s.logLevel
 	s.logMu.Unlock()
-	if level == "" || cli.GetServerCapabilities().Logging == nil {
+	if level == "" || s.serverCaps(cli).Logging == nil {
 		return
 	}
 	var req mcp.SetLevelRequest

@@ -67,6 +67,9 @@ var serverReads = map[string]bool{
 	opProbe:                                  true,
 }
 
+// callerKeyPrefix starts the pool key of a caller's own session.
+const callerKeyPrefix = "caller\x00"
+
 // opProbe names the stdio health probe's ping (Probe).
 const opProbe = "probe"
 
@@ -82,7 +85,7 @@ func (srv *remote) poolKey(ctx context.Context, op, fp string) (key string, oneS
 		if c := srv.callerOf(ctx); c != "" && c != Anonymous {
 			// \x00 cannot occur in a caller key's parts as the pool sees
 			// them: fp is hex, and a caller's \x00 only lengthens its own key.
-			return "caller\x00" + fp + "\x00" + c, false
+			return callerKeyPrefix + fp + "\x00" + c, false
 		}
 	case ScopeCall:
 		if strings.HasPrefix(op, string(mcp.MethodToolsCall)) {

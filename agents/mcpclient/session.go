@@ -44,6 +44,14 @@ type session struct {
 	// stream: the next call that fails says why.
 	streamTooLarge atomic.Pointer[tooLargeError]
 
+	// shared is the store key of a caller's session that replicas share
+	// (shared.go), "" for one this replica keeps to itself; keep is set
+	// with it: closing the client does not end the downstream session.
+	shared string
+	keep   atomic.Bool
+	lost   string                                 // guarded by conn: the shared session id last retired, not adopted again
+	caps   atomic.Pointer[mcp.ServerCapabilities] // an adopted session's, which its client was never told
+
 	logMu    sync.Mutex       // serialises logging/setLevel on this session
 	logLevel mcp.LoggingLevel // guarded by logMu; the last level asked for, sent again on reconnect
 }
@@ -136,6 +144,9 @@ func (s *session) retireLocked() {
 	cli, proc := s.cli, s.proc
 	s.cli, s.proc = nil, nil
 	s.tools.invalidate()
+	if cli != nil && s.shared != "" {
+		s.lost = sessionIDOf(cli.GetTransport())
+	}
 	if cli != nil {
 		s.srv.m.spawn(func() { closeClient(s, cli, proc) })
 	}
@@ -157,7 +168,15 @@ func closeClient(s *session, cli *client.Client, proc *stdioProc) {
 // reported as ErrUnavailable, unless ctx ended.
 func (s *session) connectLocked(ctx context.Context) (*client.Client, error) {
 	start := time.Now()
-	cli, proc, err := s.newClient()
+	var rec *sharedRecord // another replica's session of this caller, to adopt (shared.go)
+	if s.shared != "" {
+		var err error
+		if rec, err = s.adoptable(ctx); err != nil {
+			return nil, fmt.Errorf("connecting: %w", err)
+		}
+	}
+	s.caps.Store(nil)
+	cli, proc, err := s.newClient(rec)
 	if err == nil {
 		err = s.start(ctx, cli)
 		if proc != nil {
@@ -165,8 +184,17 @@ func (s *session) connectLocked(ctx context.Context) (*client.Client, error) {
 		}
 	}
 	var version string
-	if err == nil {
+	switch {
+	case err == nil && rec != nil:
+		version = rec.Version
+		cli.GetTransport().(*transport.StreamableHTTP).SetProtocolVersion(version)
+		s.caps.Store(&rec.Caps)
+		s.adopted()
+	case err == nil:
 		version, err = s.initialize(ctx, cli)
+		if err == nil && s.shared != "" {
+			s.record(ctx, cli, sessionIDOf(cli.GetTransport()), version)
+		}
 	}
 	if err == nil {
 		s.resendLevel(ctx, cli)
@@ -216,7 +244,7 @@ func closeOnFailure(s *session, cli *client.Client, proc *stdioProc) {
 }
 
 // newClient builds the mcp-go client for the server's transport.
-func (s *session) newClient() (*client.Client, *stdioProc, error) {
+func (s *session) newClient(rec *sharedRecord) (*client.Client, *stdioProc, error) {
 	var (
 		tr   transport.Interface
 		proc *stdioProc
@@ -224,7 +252,7 @@ func (s *session) newClient() (*client.Client, *stdioProc, error) {
 	)
 	switch s.srv.spec.Transport {
 	case TransportHTTP:
-		tr, err = s.newStreamable()
+		tr, err = s.newStreamable(rec)
 	case TransportSSE:
 		tr, err = s.newSSE()
 	case TransportStdio:
@@ -241,11 +269,15 @@ func (s *session) newClient() (*client.Client, *stdioProc, error) {
 	// the same outbound headers, and servers ask for them outside any call
 	// (after initialize, on roots/list_changed), when there is no caller to
 	// ask. A server that asks during a call anyway gets the caller's roots.
-	cli := client.NewClient(tr, client.WithProtocolVersion(mcp.LATEST_LEGACY_PROTOCOL_VERSION),
+	opts := []client.ClientOption{client.WithProtocolVersion(mcp.LATEST_LEGACY_PROTOCOL_VERSION),
 		client.WithClientCapabilities(mcp.ClientCapabilities{
 			Elicitation: &mcp.ElicitationCapability{Form: &struct{}{}},
 			Sampling:    &mcp.SamplingCapability{},
-		}))
+		})}
+	if rec != nil {
+		opts = append(opts, client.WithSession()) // initialized by the replica that opened it
+	}
+	cli := client.NewClient(tr, opts...)
 	cli.OnNotification(s.onNotification)
 	// Only the SSE transport reports a lost stream; its pending and future
 	// requests would otherwise wait for their timeouts.
@@ -260,7 +292,8 @@ func (s *session) newClient() (*client.Client, *stdioProc, error) {
 // adds the session's headers to requests that lack them, which covers the
 // DELETE mcp-go sends on Close without its header options.
 func (s *session) httpClient() *http.Client {
-	return &http.Client{Transport: &headerRoundTripper{base: s.srv.transport, hdr: s.hdr, limit: s.srv.m.opts.MaxMessageBytes, stream: &s.streamTooLarge}, CheckRedirect: noRedirects}
+	return &http.Client{Transport: &headerRoundTripper{base: s.srv.transport, hdr: s.hdr, limit: s.srv.m.opts.MaxMessageBytes,
+		stream: &s.streamTooLarge, keep: &s.keep}, CheckRedirect: noRedirects}
 }
 
 // slog is the logger of mcp-go's transport for this session: the
@@ -274,16 +307,31 @@ func (s *session) slog() *slog.Logger {
 // secrets.
 func (s *session) scrub(err error) error { return scrub(err, s.hdr, s.srv.secrets) }
 
-func (s *session) newStreamable() (transport.Interface, error) {
-	return transport.NewStreamableHTTP(s.srv.spec.URL,
+func (s *session) newStreamable(rec *sharedRecord) (transport.Interface, error) {
+	opts := []transport.StreamableHTTPCOption{
 		transport.WithHTTPBasicClient(s.httpClient()),
 		transport.WithHTTPHeaders(flatten(s.hdr)),
+		transport.WithHTTPLogger(s.slog()),
+	}
+	if rec != nil {
+		// Another replica's session (shared.go), whose GET stream that
+		// replica keeps.
+		opts = append(opts, transport.WithSession(rec.ID))
+	} else {
 		// The GET stream carries notifications/tools/list_changed while
 		// no call is in flight; it keeps the connection on a legacy
 		// revision, which we pin anyway.
-		transport.WithContinuousListening(),
-		transport.WithHTTPLogger(s.slog()),
-	)
+		opts = append(opts, transport.WithContinuousListening())
+	}
+	return transport.NewStreamableHTTP(s.srv.spec.URL, opts...)
+}
+
+// serverCaps is what the server declared for the session of cli.
+func (s *session) serverCaps(cli *client.Client) mcp.ServerCapabilities {
+	if c := s.caps.Load(); c != nil {
+		return *c
+	}
+	return cli.GetServerCapabilities()
 }
 
 func (s *session) newSSE() (transport.Interface, error) {
@@ -359,9 +407,13 @@ type headerRoundTripper struct {
 	hdr    http.Header
 	limit  int                            // of one message (bound.go)
 	stream *atomic.Pointer[tooLargeError] // the session's streamTooLarge
+	keep   *atomic.Bool                   // the session's keep (shared.go)
 }
 
 func (rt *headerRoundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.Method == http.MethodDelete && rt.keep != nil && rt.keep.Load() {
+		return keptOpen(req), nil // a shared session is the server's to expire
+	}
 	noteSent(req)
 	resp, err := rt.roundTrip(req)
 	if err == nil {

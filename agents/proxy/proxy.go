@@ -74,7 +74,9 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/pallasgw/pallasgw/agents/mcpclient"
+	"github.com/pallasgw/pallasgw/agents/sessions"
 	"github.com/pallasgw/pallasgw/agents/toolsearch"
+	"github.com/pallasgw/pallasgw/agents/wire"
 	"github.com/pallasgw/pallasgw/gateway/config"
 	"github.com/pallasgw/pallasgw/metrics"
 	"github.com/pallasgw/pallasgw/metrics/tracing"
@@ -118,6 +120,9 @@ type Deps struct {
 	// (endpoint.CallerRequests.Tag): it binds task ids to their creator
 	// (tasks.go). nil: ids are bound to nothing (tests).
 	TaskTag func(parts ...string) string
+	// TaskIndex, if set, records the tasks callers create for every
+	// replica's tasks/list (tasks.go); nil keeps them to this replica.
+	TaskIndex TaskIndex
 	// Health answers the agent's get_health (unless a downstream tool
 	// takes that name).
 	Health server.ToolHandlerFunc
@@ -465,6 +470,11 @@ func (p *Proxy) forward(ctx context.Context, req mcp.CallToolRequest, raw mcpcli
 		return res, rr, nil
 	case isRPCError(err):
 		return nil, nil, err
+	case errors.Is(err, sessions.ErrStoreUnavailable):
+		// The caller's downstream session is another replica's and the
+		// store that names it cannot be read: refused, to be retried.
+		return nil, nil, &wire.CallerError{Code: mcp.INTERNAL_ERROR, Status: http.StatusServiceUnavailable, RetryAfter: sessions.StoreRetryAfter,
+			Message: fmt.Sprintf("%v; retry in %s (request id %s)", sessions.ErrStoreUnavailable, sessions.StoreRetryAfter, rid)}
 	}
 	p.d.Logger.Warn("downstream tool failed", zap.String("request_id", rid), zap.String("server", r.server),
 		zap.String("tool", r.name), zap.String("outcome", mcpclient.Outcome(err)), zap.Error(err), tracing.LogField(ctx))

@@ -16,8 +16,9 @@ package proxy
 // credentials are alike share downstream sessions (and a stateless or stdio
 // downstream keeps one store for everyone), so the downstream cannot tell
 // them apart. tasks/list shows the tasks the caller created through this
-// replica (the last maxOwnedTasks of the agent): a downstream's list names
-// no owner. Requests also go out with the caller's own outbound
+// replica (the last maxOwnedTasks of the agent), or of every replica with
+// a shared session store (Deps.TaskIndex): a downstream's list names no
+// owner. Requests also go out with the caller's own outbound
 // credentials, exactly as its tools/call did, and only to servers it may
 // use (policy.callers).
 //
@@ -37,17 +38,21 @@ package proxy
 import (
 	"context"
 	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"go.uber.org/zap"
 
 	"github.com/pallasgw/pallasgw/agents/mcpclient"
+	"github.com/pallasgw/pallasgw/agents/sessions"
 	"github.com/pallasgw/pallasgw/agents/wire"
 	"github.com/pallasgw/pallasgw/policy"
 )
@@ -258,7 +263,11 @@ func (p *Proxy) taskFailed(ctx context.Context, id, srv, method string, err erro
 func (p *Proxy) listTasks(ctx context.Context, down TaskDownstream, inbound http.Header) (json.RawMessage, error) {
 	servers, _ := p.taskServers(ctx, inbound)
 	owner := ownerOf(ctx)
-	tasks := []json.RawMessage{}
+	type listed struct {
+		srv, id string
+		item    json.RawMessage
+	}
+	var found []listed
 	for _, srv := range servers {
 		hdr, err := p.d.Outbound(ctx, srv, inbound)
 		var res json.RawMessage
@@ -275,14 +284,35 @@ func (p *Proxy) listTasks(ctx context.Context, down TaskDownstream, inbound http
 		if json.Unmarshal(res, &list) != nil {
 			continue
 		}
-		name := p.nameTask(owner, srv)
 		for _, item := range list.Tasks {
 			var t struct {
 				TaskID string `json:"taskId"`
 			}
-			if json.Unmarshal(item, &t) == nil && p.owned.has(owner, srv, t.TaskID) {
-				tasks = append(tasks, renameIn(item, name))
+			if json.Unmarshal(item, &t) == nil {
+				found = append(found, listed{srv, t.TaskID, item})
 			}
+		}
+	}
+	owned := make([]bool, len(found))
+	if ix := p.d.TaskIndex; ix != nil && len(found) > 0 {
+		members := make([]string, len(found))
+		for i, f := range found {
+			members[i] = f.srv + "\x00" + f.id
+		}
+		var err error
+		if owned, err = ix.IndexHas(ctx, p.indexKey(owner), members); err != nil { // the request's one store read
+			return nil, &wire.CallerError{Code: mcp.INTERNAL_ERROR, Status: http.StatusServiceUnavailable, RetryAfter: sessions.StoreRetryAfter,
+				Message: fmt.Sprintf("%v; retry in %s (request id %s)", sessions.ErrStoreUnavailable, sessions.StoreRetryAfter, p.d.RequestID(ctx))}
+		}
+	} else {
+		for i, f := range found {
+			owned[i] = p.owned.has(owner, f.srv, f.id)
+		}
+	}
+	tasks := []json.RawMessage{}
+	for i, f := range found {
+		if owned[i] {
+			tasks = append(tasks, renameIn(f.item, p.nameTask(owner, f.srv)))
 		}
 	}
 	b, err := json.Marshal(map[string]any{"tasks": tasks})
@@ -381,8 +411,34 @@ func (p *Proxy) ownTask(ctx context.Context, srv string) func(string) string {
 	name := p.nameTask(owner, srv)
 	return func(downID string) string {
 		p.owned.add(owner, srv, downID)
+		if ix := p.d.TaskIndex; ix != nil {
+			if err := ix.IndexAdd(ctx, p.indexKey(owner), srv+"\x00"+downID, maxOwnedTasks, taskIndexTTL); err != nil {
+				// The task is the caller's all the same (its id says so);
+				// only tasks/list through another replica misses it.
+				p.d.Logger.Warn("recording a task in the session store failed", zap.String("request_id", p.d.RequestID(ctx)),
+					zap.String("server", srv), zap.Error(err))
+			}
+		}
 		return name(downID)
 	}
+}
+
+// TaskIndex records who created which task where every replica reads it
+// (sessions.Store implements it; Deps.TaskIndex). Without one, tasks/list
+// shows the tasks created through this replica.
+type TaskIndex interface {
+	IndexAdd(ctx context.Context, key, member string, max int, ttl time.Duration) error
+	IndexHas(ctx context.Context, key string, members []string) ([]bool, error)
+}
+
+// taskIndexTTL is how long an owner's index outlives its last task.
+const taskIndexTTL = 24 * time.Hour
+
+// indexKey is the TaskIndex key of owner's tasks at this agent (a digest:
+// the owner is a caller's name).
+func (p *Proxy) indexKey(owner string) string {
+	sum := sha256.Sum256([]byte(p.d.Agent + "\x00" + owner))
+	return "tasks:" + hex.EncodeToString(sum[:])
 }
 
 // ownerOf is whom the tasks the caller of ctx creates belong to: its

@@ -8,6 +8,7 @@ import (
 	"mime"
 	"net/http"
 	"strconv"
+	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
@@ -341,6 +342,18 @@ type CallerError struct {
 	Code    int
 	Message string
 	Data    any // nil: none
+	// Status, when set, is the HTTP status of a JSON answer (a request
+	// refused before it ran: 503 while the session store is unavailable),
+	// with RetryAfter as its Retry-After header when set.
+	Status     int
+	RetryAfter time.Duration
+}
+
+// Refusal is the answer of a CallerError with a Status of its own.
+type Refusal struct {
+	mcp.JSONRPCError
+	Status     int
+	RetryAfter time.Duration
 }
 
 func (e *CallerError) Error() string { return e.Message }
@@ -381,6 +394,9 @@ func ToolAnswer(id any, tool string, res *mcp.CallToolResult, err error, modern 
 		err = errInputRequired(res)
 	}
 	if err != nil {
+		if ce := (*CallerError)(nil); errors.As(err, &ce) && ce.Status != 0 {
+			return Refusal{JSONRPCError: rpcErrorFor(id, err, modern), Status: ce.Status, RetryAfter: ce.RetryAfter}
+		}
 		return rpcErrorFor(id, err, modern)
 	}
 	if modern {

@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"strconv"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
@@ -201,6 +203,10 @@ func (s *Stream) finish(answer any) {
 	if s.reqCtx.Err() != nil {
 		return
 	}
+	rf, refused := answer.(Refusal)
+	if refused {
+		answer = rf.JSONRPCError
+	}
 	if s.flusher != nil && (s.upgraded || s.notified.Load()) {
 		// mcp-go flushes the answer event, so that the response is chunked
 		// even when nothing came before it. Declaring the chunked framing
@@ -220,6 +226,12 @@ func (s *Stream) finish(answer any) {
 	status := http.StatusOK
 	if e, ok := answer.(mcp.JSONRPCError); ok && s.modern {
 		status = HTTPStatus(e.Error.Code)
+	}
+	if refused {
+		status = rf.Status
+		if rf.RetryAfter > 0 {
+			s.w.Header().Set("Retry-After", strconv.Itoa(int(rf.RetryAfter.Round(time.Second).Seconds())))
+		}
 	}
 	s.w.Header().Set("Content-Type", "application/json")
 	s.w.WriteHeader(status)

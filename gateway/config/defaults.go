@@ -46,6 +46,7 @@ func (p *parser) applyDefaults(c *Config) {
 	def(&c.Auth.Mode, "passthrough")
 	def(&c.Quotas.Store, "memory")
 	def(&c.Quotas.OnStoreError, "open")
+	def(&c.Sessions.Store, StoreMemory)
 	def(&c.Tracing.ServiceName, DefaultServiceName)
 	// sampling: 0 written explicitly keeps no new trace; absent means 1.
 	if lookup(p.root, []string{"tracing", "sampling"}) == nil {

@@ -34,6 +34,7 @@ type Config struct {
 	Limits     Limits            `yaml:"limits"`
 	Auth       Auth              `yaml:"auth"`
 	Quotas     Quotas            `yaml:"quotas"`
+	Sessions   Sessions          `yaml:"sessions"`
 	Tracing    Tracing           `yaml:"tracing"`
 	Models     Models            `yaml:"models"`
 	MCP        MCP               `yaml:"mcp"`
@@ -281,6 +282,15 @@ type AuditLevels struct {
 type Quotas struct {
 	Store        string `yaml:"store"`          // memory (default) | redis://host:6379/0 (shared by replicas)
 	OnStoreError string `yaml:"on_store_error"` // open (default): calls go on | closed: calls are refused
+}
+
+// Sessions is where what a session changes is kept for every replica
+// (agents/sessions).
+type Sessions struct {
+	// Store is memory (default: each replica its own) or a
+	// redis://host:6379/0 URL shared by the replicas. A change needs a
+	// restart.
+	Store string `yaml:"store"`
 }
 
 // Tracing exports OpenTelemetry traces over OTLP/HTTP. The

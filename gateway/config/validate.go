@@ -339,6 +339,7 @@ func (p *parser) validateJWT(j *JWT) {
 func (p *parser) validateQuotas(c *Config) {
 	q := c.Quotas
 	p.checkStore([]string{"quotas", "store"}, q.Store)
+	p.checkStore([]string{"sessions", "store"}, c.Sessions.Store)
 	if q.OnStoreError != "open" && q.OnStoreError != "closed" {
 		p.addPath([]string{"quotas", "on_store_error"}, fmt.Sprintf("unknown value %q (want open or closed)", q.OnStoreError))
 	}

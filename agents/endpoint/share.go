@@ -1,0 +1,109 @@
+package endpoint
+
+// Answers across replicas (the config's sessions.store): a caller's answer
+// to a server-to-client request can reach a replica other than the one
+// whose call waits for it (round-robin without affinity). The request id
+// names the replica that sent it ("pgw-r-<replica>-<random>"); a replica
+// that has nobody waiting for an answer publishes it on that replica's
+// channel, where the waiting call takes it as if it had come itself (the
+// same check: the session id the request went to). The caller gets 202
+// once a replica received it, 404 when none listens under that name (it
+// has stopped), and 503 with Retry-After when the store cannot be reached.
+// Without a store an answer is taken only by the replica that asked.
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"go.uber.org/zap"
+
+	"github.com/pallasgw/pallasgw/agents/sessions"
+	"github.com/pallasgw/pallasgw/agents/wire"
+	"github.com/pallasgw/pallasgw/metrics"
+)
+
+// Publisher is what forwarding answers needs of the session store.
+type Publisher interface {
+	Publish(ctx context.Context, channel string, msg []byte) (int64, error)
+	Subscribe(ctx context.Context, channel string, fn func([]byte)) error
+}
+
+// answerShare is the store answers travel through, once Share is called.
+type answerShare struct {
+	store   Publisher
+	log     *zap.Logger
+	metrics *metrics.Metrics
+}
+
+// forwarded is one answer on a replica's channel.
+type forwarded struct {
+	ID      string          `json:"id"`
+	Session string          `json:"session"`
+	Body    json.RawMessage `json:"body"`
+}
+
+// answersChannel is the channel of replica's answers.
+func answersChannel(replica string) string { return "answers:" + replica }
+
+// Share makes answers travel through store until ctx ends: this replica
+// listens on its channel. A failure to subscribe is logged; the replica
+// then takes only the answers that reach it.
+func (c *CallerRequests) Share(ctx context.Context, store Publisher, log *zap.Logger, m *metrics.Metrics) {
+	sh := &answerShare{store: store, log: log, metrics: m}
+	c.share.Store(sh)
+	err := store.Subscribe(ctx, answersChannel(c.replica), func(msg []byte) {
+		var f forwarded
+		if json.Unmarshal(msg, &f) != nil || !c.deliver(f.ID, f.Session, f.Body) {
+			log.Debug("a forwarded answer found no request waiting for it")
+		}
+	})
+	if err != nil {
+		sh.failed("subscribe", err)
+	}
+}
+
+func (sh *answerShare) failed(op string, err error) {
+	sh.log.Warn("session store failed", zap.String("op", op), zap.Error(err))
+	if sh.metrics != nil {
+		sh.metrics.SessionStoreErrors.WithLabelValues(op).Inc()
+	}
+}
+
+// forward publishes the answer id to the replica that asked, when that is
+// another one and a store is shared, and reports whether it answered w.
+func (c *CallerRequests) forward(w http.ResponseWriter, r *http.Request, id, sid string, body []byte) bool {
+	sh := c.share.Load()
+	rest, ok := strings.CutPrefix(id, requestIDPrefix)
+	replica, _, ok2 := strings.Cut(rest, "-")
+	if sh == nil || !ok || !ok2 || replica == c.replica || sid == "" {
+		return false
+	}
+	msg, err := json.Marshal(forwarded{ID: id, Session: sid, Body: body})
+	if err != nil {
+		return false
+	}
+	n, err := sh.store.Publish(r.Context(), answersChannel(replica), msg)
+	if err != nil {
+		sh.failed("publish", err)
+		StoreUnavailable(w, []byte(strconv.Quote(id)))
+		return true
+	}
+	if n == 0 {
+		return false // the replica that asked is gone
+	}
+	w.WriteHeader(http.StatusAccepted)
+	return true
+}
+
+// StoreUnavailable answers a request that needed the session store while
+// it cannot be reached: HTTP 503, Retry-After, a JSON-RPC error to id.
+func StoreUnavailable(w http.ResponseWriter, id json.RawMessage) {
+	w.Header().Set("Retry-After", strconv.Itoa(int(sessions.StoreRetryAfter.Seconds())))
+	wire.WriteError(w, http.StatusServiceUnavailable, id, mcp.INTERNAL_ERROR,
+		fmt.Sprintf("%v; retry in %s", sessions.ErrStoreUnavailable, sessions.StoreRetryAfter), nil)
+}
