@@ -15,6 +15,10 @@ import (
 )
 
 // boundServer is an mcp-go server whose answers can be made larger than
+// testLimit is the bound on one message in these tests (4 KiB: the
+// default, 64 MiB, behaves the same and costs the machine 64 MiB a case).
+const testLimit = 4 << 10
+
 // testLimit: the tool big answers n bytes of text (with progress first
 // when asked: an SSE answer), and with wide set its tool list and its
 // resource are larger than testLimit too.

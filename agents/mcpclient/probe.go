@@ -1,7 +1,6 @@
 package mcpclient
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -10,12 +9,13 @@ import (
 	"io"
 	"mime"
 	"net/http"
-	"strings"
 
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 	"go.uber.org/zap"
+
+	"github.com/pallasgw/pallasgw/agents/wire"
 )
 
 // maxProbeBody bounds how much of an initialize answer Probe reads.
@@ -168,33 +168,18 @@ func readInitialize(resp *http.Response) (string, error) {
 // firstSSEData returns the data of the first SSE event that carries an id
 // (a response, not a notification).
 func firstSSEData(r io.Reader) ([]byte, error) {
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 64<<10), maxProbeBody)
-	var data strings.Builder
-	for sc.Scan() {
-		line := sc.Text()
-		if after, ok := strings.CutPrefix(line, "data:"); ok {
-			if data.Len() > 0 {
-				data.WriteByte('\n')
-			}
-			data.WriteString(strings.TrimPrefix(after, " "))
-			continue
+	events := wire.NewEventReader(r, &wire.Cursor{}, maxProbeBody)
+	for {
+		data, err := events.Next()
+		switch {
+		case err == io.EOF:
+			return nil, errors.New("stream ended without a response")
+		case err != nil:
+			return nil, err
+		case isResponse(data):
+			return data, nil
 		}
-		if line != "" || data.Len() == 0 {
-			continue
-		}
-		if b := []byte(data.String()); isResponse(b) {
-			return b, nil
-		}
-		data.Reset()
 	}
-	if err := sc.Err(); err != nil {
-		return nil, err
-	}
-	if b := []byte(data.String()); isResponse(b) {
-		return b, nil
-	}
-	return nil, errors.New("stream ended without a response")
 }
 
 func isResponse(b []byte) bool {

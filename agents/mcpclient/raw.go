@@ -33,17 +33,12 @@ import (
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/pallasgw/pallasgw/agents/wire"
 	"github.com/pallasgw/pallasgw/metrics/tracing"
 )
 
-// RawResult is a tools/call result as the downstream sent it, with the
-// members a caller acts on read out of it.
-type RawResult struct {
-	JSON       json.RawMessage // the JSON-RPC result member, byte for byte
-	IsError    bool
-	ResultType string          // "" when absent
-	Meta       json.RawMessage // the _meta member; nil when absent
-}
+// RawResult is a tools/call result as the downstream sent it (wire's).
+type RawResult = wire.RawResult
 
 // wireInfo is what a raw call sends besides the session's headers: the
 // session id and protocol version that client's initialize left.

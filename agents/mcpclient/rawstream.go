@@ -16,6 +16,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"go.uber.org/zap"
 
+	"github.com/pallasgw/pallasgw/agents/wire"
 	"github.com/pallasgw/pallasgw/metrics/tracing"
 )
 
@@ -178,10 +179,10 @@ func answer(msg *rawMessage) (*RawResult, error) {
 // stream reads the call's SSE response until the answer, resuming the stream
 // with its last event id when the server ended it before the answer.
 func (c *rawCall) stream(ctx context.Context, body io.Reader) (*RawResult, error) {
-	cur := sseCursor{retry: -1}
+	cur := wire.Cursor{Retry: -1}
 	res, ended, err := c.readEvents(ctx, body, &cur)
 	for res == nil && err == nil {
-		if !ended || cur.lastID == "" {
+		if !ended || cur.LastID == "" {
 			// mcp-go's "unexpected nil response": isLost takes both for a
 			// lost connection.
 			return nil, transport.NewError(fmt.Errorf("unexpected nil response: the stream ended before the answer: %w", io.ErrUnexpectedEOF))
@@ -194,7 +195,7 @@ func (c *rawCall) stream(ctx context.Context, body io.Reader) (*RawResult, error
 // resumed reopens the stream after cur and reads it. The call was
 // delivered (its stream had begun): a failure to reopen may end the session
 // but never sends the call again.
-func (c *rawCall) resumed(ctx context.Context, cur *sseCursor) (*RawResult, bool, error) {
+func (c *rawCall) resumed(ctx context.Context, cur *wire.Cursor) (*RawResult, bool, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	body, err := c.resume(ctx, cur)
 	if err != nil {
@@ -208,10 +209,10 @@ func (c *rawCall) resumed(ctx context.Context, cur *sseCursor) (*RawResult, bool
 
 // resume waits the reconnection time and reopens the stream with a GET
 // carrying Last-Event-ID.
-func (c *rawCall) resume(ctx context.Context, cur *sseCursor) (io.ReadCloser, error) {
+func (c *rawCall) resume(ctx context.Context, cur *wire.Cursor) (io.ReadCloser, error) {
 	delay := defaultSSEReconnectDelay
-	if cur.retry >= 0 {
-		delay = max(cur.retry, minSSEReconnectDelay)
+	if cur.Retry >= 0 {
+		delay = max(cur.Retry, minSSEReconnectDelay)
 	}
 	timer := time.NewTimer(delay)
 	defer timer.Stop()
@@ -224,7 +225,7 @@ func (c *rawCall) resume(ctx context.Context, cur *sseCursor) (io.ReadCloser, er
 	if err != nil {
 		return nil, err
 	}
-	req.Header.Set("Last-Event-ID", cur.lastID)
+	req.Header.Set("Last-Event-ID", cur.LastID)
 	resp, err := c.s.srv.transport.RoundTrip(req)
 	if err != nil {
 		return nil, err
@@ -240,16 +241,20 @@ func (c *rawCall) resume(ctx context.Context, cur *sseCursor) (io.ReadCloser, er
 // readEvents reads one stream's events, handling each message, until the
 // answer (res), an error, or the end of the stream (ended: the server ended
 // it; false: it broke off).
-func (c *rawCall) readEvents(ctx context.Context, body io.Reader, cur *sseCursor) (res *RawResult, ended bool, err error) {
-	events := newSSEEvents(body, cur, c.s.srv.m.opts.MaxMessageBytes)
+func (c *rawCall) readEvents(ctx context.Context, body io.Reader, cur *wire.Cursor) (res *RawResult, ended bool, err error) {
+	limit := c.s.srv.m.opts.MaxMessageBytes
+	events := wire.NewEventReader(body, cur, limit)
 	for {
-		data, err := events.next()
+		data, err := events.Next()
 		switch {
 		case err != nil && ctx.Err() != nil:
 			return nil, false, ctx.Err()
 		case err == io.EOF:
 			return nil, true, nil
-		case errors.Is(err, errTooLarge):
+		case errors.Is(err, wire.ErrEventTooLarge) || errors.Is(err, errTooLarge):
+			if errors.Is(err, wire.ErrEventTooLarge) {
+				err = &tooLargeError{limit: limit}
+			}
 			return nil, false, answeredError{transport.NewError(err)}
 		case err != nil:
 			return nil, false, transport.NewError(fmt.Errorf("SSE stream error: %w", err))

@@ -13,6 +13,8 @@ import (
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 	"go.uber.org/zap"
+
+	"github.com/pallasgw/pallasgw/agents/wire"
 )
 
 // Relay is what the caller of one downstream call takes from the downstream
@@ -50,14 +52,8 @@ type Relay struct {
 
 // RPCError is a JSON-RPC error for the downstream, as a Relay function
 // returns it: the caller's own error answer, or why the request could not
-// reach a caller.
-type RPCError struct {
-	Code    int
-	Message string
-	Data    json.RawMessage
-}
-
-func (e *RPCError) Error() string { return fmt.Sprintf("JSON-RPC error %d: %s", e.Code, e.Message) }
+// reach a caller (wire's).
+type RPCError = wire.RPCError
 
 // downstreamError is a downstream's JSON-RPC error answer to a raw call:
 // its code, message and data as sent (RPCError), and mcp-go's mapping of it

@@ -27,6 +27,21 @@
 //     no way to send a request of the server's own on a call's stream.
 //     Buys: correctness (the relays of elicitation, sampling and roots),
 //     not speed. Retired by: such an mcp-go API.
+//   - The SSE event reader (ssereader.go): the one reader of a
+//     downstream's SSE stream (the client's raw tools/call, a health
+//     probe's initialize answer), bounded per event. Gap: mcp-go's client
+//     reads SSE inside its transport and exports no reader. Buys: the raw
+//     results above, on the client side. Retired by: an exported reader.
+//   - The log tagger (logtag.go): a downstream's SSE stream as mcp-go's
+//     client reads it, with the call's tag in each log message's params,
+//     so that agents/mcpclient routes a call's log messages to its caller.
+//     Gap: mcp-go's client hands every notification to one handler per
+//     client, without the request whose stream carried it. Buys:
+//     correctness, not speed. Retired by: a notification handler tied to
+//     one request.
+//   - The wire-level result types (result.go): RawResult, a downstream's
+//     tools/call result as bytes, and RPCError, a JSON-RPC error for a
+//     downstream; agents/mcpclient uses them under its own names.
 //   - The JSON-RPC answer writer (rpc.go): every JSON-RPC error or result
 //     the gateway writes itself (the body checks, the endpoint's refusals,
 //     a proxy's logging/setLevel and tasks). Gap: mcp-go writes its

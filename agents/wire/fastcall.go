@@ -12,8 +12,6 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
-
-	"github.com/pallasgw/pallasgw/agents/mcpclient"
 )
 
 // Target is an agent kind's side of the fast path.
@@ -304,7 +302,7 @@ func rpcErrorFor(id any, err error, modern bool) mcp.JSONRPCError {
 	// and a downstream's missing client capability for a 2026-07-28 caller
 	// (mcp-go's handlerError would make both internal errors).
 	var ce *CallerError
-	var rpc *mcpclient.RPCError
+	var rpc *RPCError
 	switch {
 	case errors.As(err, &ce):
 		code, data = ce.Code, ce.Data

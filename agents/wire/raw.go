@@ -21,8 +21,6 @@ import (
 	"fmt"
 
 	"github.com/mark3labs/mcp-go/mcp"
-
-	"github.com/pallasgw/pallasgw/agents/mcpclient"
 )
 
 // RawAnswer is a complete JSON-RPC message, written as it is.
@@ -33,7 +31,7 @@ type RawAnswer []byte
 // identity as JSON (SelfJSON), put in a 2026-07-28 result's _meta. The
 // response is built in one buffer of its final size: the result is
 // copied once.
-func RawResponse(id any, rr *mcpclient.RawResult, modern bool, self json.RawMessage) (RawAnswer, bool) {
+func RawResponse(id any, rr *RawResult, modern bool, self json.RawMessage) (RawAnswer, bool) {
 	if rr.ResultType == string(mcp.ResultTypeInputRequired) {
 		return nil, false
 	}
@@ -60,7 +58,7 @@ func RawResponse(id any, rr *mcpclient.RawResult, modern bool, self json.RawMess
 
 // TypedResult decodes a raw result as mcp-go's client would, for the typed
 // answer of a result RawResponse declines.
-func TypedResult(rr *mcpclient.RawResult) (*mcp.CallToolResult, error) {
+func TypedResult(rr *RawResult) (*mcp.CallToolResult, error) {
 	res, err := mcp.ParseCallToolResult(&rr.JSON)
 	if err != nil {
 		return nil, fmt.Errorf("the downstream's result: %w", err)
@@ -75,7 +73,7 @@ func TypedResult(rr *mcpclient.RawResult) (*mcp.CallToolResult, error) {
 // result is not copied here); a result with a _meta of its own is rebuilt
 // member by member, values kept as sent (head nil, rest the rebuilt
 // result).
-func decorateRaw(rr *mcpclient.RawResult, info json.RawMessage) (head, rest []byte, ok bool) {
+func decorateRaw(rr *RawResult, info json.RawMessage) (head, rest []byte, ok bool) {
 	var meta map[string]json.RawMessage
 	if rr.Meta != nil && json.Unmarshal(rr.Meta, &meta) != nil {
 		return nil, nil, false

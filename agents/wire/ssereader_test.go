@@ -1,4 +1,4 @@
-package mcpclient
+package wire
 
 import (
 	"errors"
@@ -12,7 +12,7 @@ import (
 // default, 64 MiB, behaves the same and costs the machine 64 MiB a case).
 const testLimit = 4 << 10
 
-func TestSSEEvents(t *testing.T) {
+func TestEventReader(t *testing.T) {
 	tests := []struct {
 		name   string
 		stream string
@@ -28,18 +28,18 @@ func TestSSEEvents(t *testing.T) {
 		{"an id with NUL is ignored", "id: 1\n\nid: a\x00b\ndata: x\n\n", []string{"x"}, "1", -1, io.EOF},
 		{"unfinished last event, its id not kept", "data: x\n\nid: 9\ndata: y\n", []string{"x", "y"}, "", -1, io.EOF},
 		{"no events", "\n\n: ping\n\n", nil, "", -1, io.EOF},
-		{"line too long", "data: " + strings.Repeat("x", testLimit) + "\n\n", nil, "", -1, errTooLarge},
-		{"data too long", strings.Repeat("data: "+strings.Repeat("x", 1<<10)+"\n", 5) + "\n", nil, "", -1, errTooLarge},
+		{"line too long", "data: " + strings.Repeat("x", testLimit) + "\n\n", nil, "", -1, ErrEventTooLarge},
+		{"data too long", strings.Repeat("data: "+strings.Repeat("x", 1<<10)+"\n", 5) + "\n", nil, "", -1, ErrEventTooLarge},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			cur := sseCursor{retry: -1}
-			events := newSSEEvents(strings.NewReader(tt.stream), &cur, testLimit)
+			cur := Cursor{Retry: -1}
+			events := NewEventReader(strings.NewReader(tt.stream), &cur, testLimit)
 			var got []string
 			var err error
 			for {
 				var data []byte
-				if data, err = events.next(); err != nil {
+				if data, err = events.Next(); err != nil {
 					break
 				}
 				got = append(got, string(data))
@@ -50,8 +50,8 @@ func TestSSEEvents(t *testing.T) {
 			if strings.Join(got, "|") != strings.Join(tt.want, "|") {
 				t.Errorf("events %q, want %q", got, tt.want)
 			}
-			if cur.lastID != tt.lastID || cur.retry != tt.retry {
-				t.Errorf("cursor %q %v, want %q %v", cur.lastID, cur.retry, tt.lastID, tt.retry)
+			if cur.LastID != tt.lastID || cur.Retry != tt.retry {
+				t.Errorf("cursor %q %v, want %q %v", cur.LastID, cur.Retry, tt.lastID, tt.retry)
 			}
 		})
 	}
