@@ -548,11 +548,14 @@ func (c *inputCall) finished(ans any, id any, first bool) any {
 		rf.ID = mcp.NewRequestId(id)
 		return rf
 	}
-	if _, raw := ans.(wire.RawAnswer); first && (!c.b.passThrough || raw) {
+	raw, isRaw := ans.(wire.RawAnswer)
+	if first && (!c.b.passThrough || (isRaw && !bytes.Contains(raw, []byte(`"inputRequests"`)))) {
 		// Already the answer to id, and only an InputRequiredPassThrough (a
-		// proxy) passes a downstream's own input_required through, never
-		// as a raw answer (wire.RawResponse declines one): nothing to
-		// rewrite.
+		// proxy) passes a downstream's own input_required through. A raw
+		// answer is one only when it carries inputRequests: wire.RawResponse
+		// declines a result typed input_required, but a downstream that
+		// leaves out resultType (a 2025-era session's second round, as
+		// go-sdk's multi round-trip middleware answers it) comes as bytes.
 		return ans
 	}
 	final, err := answerJSON(ans)
