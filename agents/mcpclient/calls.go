@@ -2,6 +2,7 @@ package mcpclient
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -78,14 +79,29 @@ func (m *Manager) CallTool(ctx context.Context, server, tool string, args map[st
 	return res, nil
 }
 
-// callTyped is one tools/call through mcp-go's client, with the call's relay
-// and its cancellation downstream.
+// callTyped is one tools/call through mcp-go's transport (SendRequest, as
+// mcp-go's client sends it on a 2025-era session), with the call's relay and
+// its cancellation downstream: the request id is the call's own, so a call
+// whose context ends first sends notifications/cancelled for it (cancel.go).
+// A result that asks for input comes back as the downstream sent it, as on
+// the raw path, for the caller's input-required bridge to pass through.
 func (s *session) callTyped(ctx context.Context, cli *client.Client, req mcp.CallToolRequest, relay *Relay) (*mcp.CallToolResult, error) {
 	ctx, done := s.relayed(ctx, cli, relay)
 	defer done()
-	ctx, ended := s.cancelOnEnd(ctx, cli)
-	defer ended()
-	return cli.CallTool(ctx, req)
+	if err := ctx.Err(); err != nil {
+		return nil, transport.NewError(err) // not sent: nothing to cancel
+	}
+	id := "pgw-call-" + strconv.FormatUint(s.srv.m.callSeq.Add(1), 36)
+	defer s.cancelIfEnded(ctx, cli, json.RawMessage(strconv.Quote(id)))
+	resp, err := cli.GetTransport().SendRequest(ctx, transport.JSONRPCRequest{JSONRPC: mcp.JSONRPC_VERSION,
+		ID: mcp.NewRequestId(id), Method: string(mcp.MethodToolsCall), Params: req.Params})
+	if err != nil {
+		return nil, transport.NewError(err) // as mcp-go's client wraps it (plainSend)
+	}
+	if resp.Error != nil {
+		return nil, resp.Error.AsError()
+	}
+	return mcp.ParseCallToolResult(&resp.Result)
 }
 
 // observe records one CallTool in the metrics. A tool result with isError

@@ -135,6 +135,17 @@ func (m *Manager) CallToolJSON(ctx context.Context, server, tool string, args js
 				res, err = mcp.ParseCallToolResult(&rr.JSON)
 				return err
 			}
+			// A result that asks for input: mcp-go's client runs the
+			// rounds (its multi round-trip loop: a server shedding load
+			// is asked again after a pause).
+			req, err := typedRequest(r)
+			if err != nil {
+				return err
+			}
+			ctx, done := s.relayed(ctx, cli, r.relay)
+			defer done()
+			res, err = cli.CallTool(ctx, req)
+			return err
 		}
 		req, err := typedRequest(r)
 		if err != nil {

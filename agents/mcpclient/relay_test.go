@@ -350,19 +350,3 @@ func jsonEqual(t *testing.T, a, b []byte) bool {
 	ya, _ := json.Marshal(y)
 	return bytes.Equal(xa, ya)
 }
-
-func TestToolsCallID(t *testing.T) {
-	for _, c := range []struct{ name, body, want string }{
-		{"mcp-go's order", `{"jsonrpc":"2.0","id":12,"method":"tools/call","params":{"name":"x","arguments":{"big":"…"}}}`, "12"},
-		{"params first", `{"params":{"name":"x"},"method":"tools/call","id":"a-1","jsonrpc":"2.0"}`, `"a-1"`},
-		{"another method", `{"jsonrpc":"2.0","id":3,"method":"tools/list"}`, ""},
-		{"a response", `{"jsonrpc":"2.0","id":3,"result":{"method":"tools/call"}}`, ""},
-		{"not JSON", `tools/call`, ""},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			if got := toolsCallID(json.NewDecoder(strings.NewReader(c.body))); string(got) != c.want {
-				t.Errorf("got %s, want %s", got, c.want)
-			}
-		})
-	}
-}

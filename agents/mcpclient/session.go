@@ -399,9 +399,8 @@ func (s *session) onNotification(n mcp.JSONRPCNotification) {
 	}
 }
 
-// headerRoundTripper sets hdr on requests that do not carry those names,
-// notes the request id of a call (see cancel.go) and taps the response
-// streams of calls that relay logs (see Relay).
+// headerRoundTripper sets hdr on requests that do not carry those names
+// and taps the response streams of calls that relay logs (see Relay).
 type headerRoundTripper struct {
 	base   http.RoundTripper
 	hdr    http.Header
@@ -414,7 +413,6 @@ func (rt *headerRoundTripper) RoundTrip(req *http.Request) (*http.Response, erro
 	if req.Method == http.MethodDelete && rt.keep != nil && rt.keep.Load() {
 		return keptOpen(req), nil // a shared session is the server's to expire
 	}
-	noteSent(req)
 	resp, err := rt.roundTrip(req)
 	if err == nil {
 		boundBody(resp, rt.limit, tooLargeNoteOf(req.Context(), rt.stream))
