@@ -44,22 +44,11 @@ import (
 	"github.com/pallasgw/pallasgw/test/gwtest"
 )
 
-// sessionsStoreSupported says whether the gateway's config has the
-// `sessions:` block (`sessions: {store: "redis://…"}`, what a session
-// changes, shared by the replicas). While it is false the replicas run
-// without it (the line stays empty); PALLASGW_E2E_SESSIONS_STORE=1 turns it
-// on without an edit. An unknown key is a config error, so it cannot simply
-// be written.
-const sessionsStoreSupported = false
-
-func sessionsStoreOn() bool {
-	return sessionsStoreSupported || os.Getenv("PALLASGW_E2E_SESSIONS_STORE") == "1"
-}
-
 const replicaCount = 3
 
-// replicaConfig is the one config every replica runs. {{SESSIONS}} is
-// filled by replicaConfigFor; {{PORT}} is each replica's own port.
+// replicaConfig is the one config every replica runs, sharing state_key and
+// the session store (a redis-server of the test). {{PORT}} is each
+// replica's own port.
 const replicaConfig = `
 name: replicas
 namespace: dev.pallasgw.e2e
@@ -77,22 +66,15 @@ agents:
 `
 
 // replicaConfigFor fills replicaConfig: a fresh state_key shared by every
-// replica started on it, the downstream, and the sessions store (a
-// redis-server of this test) when the key is supported.
+// replica started on it, the downstream, and the session store.
 func replicaConfigFor(t *testing.T, downstream string) string {
 	t.Helper()
 	key := make([]byte, 32)
 	if _, err := rand.Read(key); err != nil {
 		t.Fatal(err)
 	}
-	sessions := ""
-	if sessionsStoreOn() {
-		url, _ := startRedis(t)
-		sessions = fmt.Sprintf("sessions: {store: %q}", url)
-		t.Logf("sessions store on: %s", sessions)
-	} else {
-		t.Logf("sessions store off (sessionsStoreSupported=false, PALLASGW_E2E_SESSIONS_STORE unset): the replicas share state_key only")
-	}
+	url, _ := startRedis(t)
+	sessions := fmt.Sprintf("sessions: {store: %q}", url)
 	return strings.NewReplacer("{{STATE_KEY}}", base64.StdEncoding.EncodeToString(key),
 		"{{SESSIONS}}", sessions, "{{DOWNSTREAM}}", downstream).Replace(replicaConfig)
 }
