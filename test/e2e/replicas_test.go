@@ -1234,13 +1234,23 @@ func TestReplicasCaddy(t *testing.T) {
 	c := startCaddyReplicas(t, other[0], pool)
 	url := fmt.Sprintf("http://127.0.0.1:%d/agents/px/mcp", other[0])
 	down := startEchoDownstream(t)
-	rp := startPool(t, replicaConfigFor(t, down), pool)
-	waitFor(t, "caddy to reach the pool", 15*time.Second, c.p, httpGetOK(fmt.Sprintf("http://127.0.0.1:%d/readyz", other[0])))
-	// Every upstream healthy in Caddy's eyes before the load: a few
-	// health intervals.
-	time.Sleep(2 * time.Second)
-	off := len(c.p.out.String())
-	rollingRestart(t, rp, url)
-	c.summarize(t, off, "rolling restart under load", pool)
-	rp.logMetrics(t)
+	for _, phase := range []struct {
+		name string
+		run  func(t *testing.T, rp *replicaPool)
+	}{
+		{"kill -9 under load", func(t *testing.T, rp *replicaPool) { killUnderLoad(t, rp, url, 1) }},
+		{"rolling restart under load", func(t *testing.T, rp *replicaPool) { rollingRestart(t, rp, url) }},
+	} {
+		t.Run(phase.name, func(t *testing.T) {
+			rp := startPool(t, replicaConfigFor(t, down), pool)
+			waitFor(t, "caddy to reach the pool", 15*time.Second, c.p, httpGetOK(fmt.Sprintf("http://127.0.0.1:%d/readyz", other[0])))
+			// Every upstream healthy in Caddy's eyes before the load: a
+			// few health intervals.
+			time.Sleep(2 * time.Second)
+			off := len(c.p.out.String())
+			phase.run(t, rp)
+			c.summarize(t, off, phase.name, pool)
+			rp.logMetrics(t)
+		})
+	}
 }
