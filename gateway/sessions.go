@@ -8,10 +8,13 @@ import (
 	"context"
 	"time"
 
+	"go.uber.org/zap"
+
 	"github.com/pallasgw/pallasgw/agents/mcpclient"
 	"github.com/pallasgw/pallasgw/agents/proxy"
 	"github.com/pallasgw/pallasgw/agents/sessions"
 	"github.com/pallasgw/pallasgw/gateway/config"
+	"github.com/pallasgw/pallasgw/metrics"
 )
 
 // sessionStoreTimeout bounds one session store operation: a store that
@@ -27,10 +30,10 @@ func (g *Gateway) openSessions(cfg *config.Config) error {
 	if err != nil {
 		return cfg.ErrorAt([]string{"sessions", "store"}, err.Error())
 	}
-	g.sessions = st
+	g.sessions = observedStore{Store: st, log: g.log.Named("sessions"), metrics: g.metrics}
 	ctx, cancel := context.WithCancel(context.Background())
 	g.stopSessions = cancel
-	g.callerReqs.Share(ctx, st, g.log.Named("sessions"), g.metrics)
+	g.callerReqs.Share(ctx, g.sessions)
 	return nil
 }
 
@@ -59,4 +62,49 @@ func (g *Gateway) taskIndex() proxy.TaskIndex {
 		return nil
 	}
 	return g.sessions
+}
+
+// observedStore logs and counts every failed operation of the store
+// (pallasgw_session_store_errors_total{op}), so that its users only decide
+// what a failure means for their request. The store's errors name no
+// password (sessions.NewRedis).
+type observedStore struct {
+	sessions.Store
+	log     *zap.Logger
+	metrics *metrics.Metrics
+}
+
+func (o observedStore) failed(op string, err error) error {
+	if err != nil {
+		o.log.Warn("session store failed", zap.String("op", op), zap.Error(err))
+		o.metrics.SessionStoreErrors.WithLabelValues(op).Inc()
+	}
+	return err
+}
+
+func (o observedStore) Get(ctx context.Context, key string) ([]byte, error) {
+	b, err := o.Store.Get(ctx, key)
+	return b, o.failed("get", err)
+}
+
+func (o observedStore) Set(ctx context.Context, key string, val []byte, ttl time.Duration) error {
+	return o.failed("set", o.Store.Set(ctx, key, val, ttl))
+}
+
+func (o observedStore) IndexAdd(ctx context.Context, key, member string, max int, ttl time.Duration) error {
+	return o.failed("index_add", o.Store.IndexAdd(ctx, key, member, max, ttl))
+}
+
+func (o observedStore) IndexHas(ctx context.Context, key string, members []string) ([]bool, error) {
+	has, err := o.Store.IndexHas(ctx, key, members)
+	return has, o.failed("index_read", err)
+}
+
+func (o observedStore) Publish(ctx context.Context, channel string, msg []byte) (int64, error) {
+	n, err := o.Store.Publish(ctx, channel, msg)
+	return n, o.failed("publish", err)
+}
+
+func (o observedStore) Subscribe(ctx context.Context, channel string, fn func([]byte)) error {
+	return o.failed("subscribe", o.Store.Subscribe(ctx, channel, fn))
 }

@@ -20,11 +20,9 @@ import (
 	"strings"
 
 	"github.com/mark3labs/mcp-go/mcp"
-	"go.uber.org/zap"
 
 	"github.com/pallasgw/pallasgw/agents/sessions"
 	"github.com/pallasgw/pallasgw/agents/wire"
-	"github.com/pallasgw/pallasgw/metrics"
 )
 
 // Publisher is what forwarding answers needs of the session store.
@@ -33,12 +31,9 @@ type Publisher interface {
 	Subscribe(ctx context.Context, channel string, fn func([]byte)) error
 }
 
-// answerShare is the store answers travel through, once Share is called.
-type answerShare struct {
-	store   Publisher
-	log     *zap.Logger
-	metrics *metrics.Metrics
-}
+// answerShare is the store answers travel through, once Share is called
+// (the store logs and counts its own failures).
+type answerShare struct{ store Publisher }
 
 // forwarded is one answer on a replica's channel.
 type forwarded struct {
@@ -51,27 +46,17 @@ type forwarded struct {
 func answersChannel(replica string) string { return "answers:" + replica }
 
 // Share makes answers travel through store until ctx ends: this replica
-// listens on its channel. A failure to subscribe is logged; the replica
-// then takes only the answers that reach it.
-func (c *CallerRequests) Share(ctx context.Context, store Publisher, log *zap.Logger, m *metrics.Metrics) {
-	sh := &answerShare{store: store, log: log, metrics: m}
-	c.share.Store(sh)
-	err := store.Subscribe(ctx, answersChannel(c.replica), func(msg []byte) {
+// listens on its channel. When it cannot subscribe it takes only the
+// answers that reach it. An answer nobody here waits for any more (its call
+// ended) is dropped, as one posted to this replica is refused.
+func (c *CallerRequests) Share(ctx context.Context, store Publisher) {
+	c.share.Store(&answerShare{store: store})
+	_ = store.Subscribe(ctx, answersChannel(c.replica), func(msg []byte) {
 		var f forwarded
-		if json.Unmarshal(msg, &f) != nil || !c.deliver(f.ID, f.Session, f.Body) {
-			log.Debug("a forwarded answer found no request waiting for it")
+		if json.Unmarshal(msg, &f) == nil {
+			c.deliver(f.ID, f.Session, f.Body)
 		}
 	})
-	if err != nil {
-		sh.failed("subscribe", err)
-	}
-}
-
-func (sh *answerShare) failed(op string, err error) {
-	sh.log.Warn("session store failed", zap.String("op", op), zap.Error(err))
-	if sh.metrics != nil {
-		sh.metrics.SessionStoreErrors.WithLabelValues(op).Inc()
-	}
 }
 
 // forward publishes the answer id to the replica that asked, when that is
@@ -89,7 +74,6 @@ func (c *CallerRequests) forward(w http.ResponseWriter, r *http.Request, id, sid
 	}
 	n, err := sh.store.Publish(r.Context(), answersChannel(replica), msg)
 	if err != nil {
-		sh.failed("publish", err)
 		StoreUnavailable(w, []byte(strconv.Quote(id)))
 		return true
 	}

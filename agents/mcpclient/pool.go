@@ -209,7 +209,6 @@ func (srv *remote) newSessionLocked(key string, hdr http.Header) *session {
 	s := newSession(srv, key, hdr)
 	if srv.sharable(key) { // shared.go
 		s.shared = sharedKey(srv.spec.Name, key)
-		s.keep.Store(true)
 	}
 	return s
 }

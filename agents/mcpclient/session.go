@@ -45,10 +45,9 @@ type session struct {
 	streamTooLarge atomic.Pointer[tooLargeError]
 
 	// shared is the store key of a caller's session that replicas share
-	// (shared.go), "" for one this replica keeps to itself; keep is set
-	// with it: closing the client does not end the downstream session.
+	// (shared.go), "" for one this replica keeps to itself: closing the
+	// client of a shared one does not end the downstream session.
 	shared string
-	keep   atomic.Bool
 	lost   string                                 // guarded by conn: the shared session id last retired, not adopted again
 	caps   atomic.Pointer[mcp.ServerCapabilities] // an adopted session's, which its client was never told
 
@@ -193,7 +192,7 @@ func (s *session) connectLocked(ctx context.Context) (*client.Client, error) {
 	case err == nil:
 		version, err = s.initialize(ctx, cli)
 		if err == nil && s.shared != "" {
-			s.record(ctx, cli, sessionIDOf(cli.GetTransport()), version)
+			s.record(ctx, cli, version)
 		}
 	}
 	if err == nil {
@@ -293,7 +292,7 @@ func (s *session) newClient(rec *sharedRecord) (*client.Client, *stdioProc, erro
 // DELETE mcp-go sends on Close without its header options.
 func (s *session) httpClient() *http.Client {
 	return &http.Client{Transport: &headerRoundTripper{base: s.srv.transport, hdr: s.hdr, limit: s.srv.m.opts.MaxMessageBytes,
-		stream: &s.streamTooLarge, keep: &s.keep}, CheckRedirect: noRedirects}
+		stream: &s.streamTooLarge, keep: s.shared != ""}, CheckRedirect: noRedirects}
 }
 
 // slog is the logger of mcp-go's transport for this session: the
@@ -406,11 +405,11 @@ type headerRoundTripper struct {
 	hdr    http.Header
 	limit  int                            // of one message (bound.go)
 	stream *atomic.Pointer[tooLargeError] // the session's streamTooLarge
-	keep   *atomic.Bool                   // the session's keep (shared.go)
+	keep   bool                           // a shared session: no DELETE (shared.go)
 }
 
 func (rt *headerRoundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
-	if req.Method == http.MethodDelete && rt.keep != nil && rt.keep.Load() {
+	if req.Method == http.MethodDelete && rt.keep {
 		return keptOpen(req), nil // a shared session is the server's to expire
 	}
 	resp, err := rt.roundTrip(req)

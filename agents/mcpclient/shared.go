@@ -17,9 +17,10 @@ package mcpclient
 // GET stream (the replica that opened it listens).
 //
 // The store is read when a replica connects the session, not per call. A
-// failed read fails the call with ErrStoreUnavailable (the endpoint answers
-// 503); a failed write leaves the session this replica's own (logged and
-// counted, the next connect records it again).
+// failed read fails the call with the store's error (sessions.
+// ErrStoreUnavailable: the caller gets 503); a failed write leaves the
+// session this replica's own until its next connect. The store logs and
+// counts its own failures (the gateway's).
 
 import (
 	"context"
@@ -31,6 +32,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 	"go.uber.org/zap"
@@ -72,7 +74,6 @@ func (srv *remote) sharable(key string) bool {
 func (s *session) adoptable(ctx context.Context) (*sharedRecord, error) {
 	b, err := s.srv.m.opts.Sessions.Get(ctx, s.shared)
 	if err != nil {
-		s.storeFailed("get", err)
 		return nil, err
 	}
 	var rec sharedRecord
@@ -82,27 +83,15 @@ func (s *session) adoptable(ctx context.Context) (*sharedRecord, error) {
 	return &rec, nil
 }
 
-// record offers the session cli opened to the other replicas.
-func (s *session) record(ctx context.Context, cli interface {
-	GetServerCapabilities() mcp.ServerCapabilities
-}, id, version string) {
+// record offers the session cli just opened (at version) to the other
+// replicas.
+func (s *session) record(ctx context.Context, cli *client.Client, version string) {
+	id := sessionIDOf(cli.GetTransport())
 	if id == "" {
 		return // a server that keeps no session
 	}
-	b, err := json.Marshal(sharedRecord{ID: id, Version: version, Caps: cli.GetServerCapabilities()})
-	if err == nil {
-		err = s.srv.m.opts.Sessions.Set(ctx, s.shared, b, sharedTTL)
-	}
-	if err != nil {
-		s.storeFailed("set", err)
-	}
-}
-
-// storeFailed logs and counts a failed store operation.
-func (s *session) storeFailed(op string, err error) {
-	s.srv.m.log.Warn("session store failed", zap.String(fieldServer, s.srv.spec.Name), zap.String("op", op), zap.Error(err))
-	if mt := s.srv.m.opts.Metrics; mt != nil {
-		mt.SessionStoreErrors.WithLabelValues(op).Inc()
+	if b, err := json.Marshal(sharedRecord{ID: id, Version: version, Caps: cli.GetServerCapabilities()}); err == nil {
+		_ = s.srv.m.opts.Sessions.Set(ctx, s.shared, b, sharedTTL) // a failure is the store's to report
 	}
 }
 

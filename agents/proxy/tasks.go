@@ -412,12 +412,10 @@ func (p *Proxy) ownTask(ctx context.Context, srv string) func(string) string {
 	return func(downID string) string {
 		p.owned.add(owner, srv, downID)
 		if ix := p.d.TaskIndex; ix != nil {
-			if err := ix.IndexAdd(ctx, p.indexKey(owner), srv+"\x00"+downID, maxOwnedTasks, taskIndexTTL); err != nil {
-				// The task is the caller's all the same (its id says so);
-				// only tasks/list through another replica misses it.
-				p.d.Logger.Warn("recording a task in the session store failed", zap.String("request_id", p.d.RequestID(ctx)),
-					zap.String("server", srv), zap.Error(err))
-			}
+			// A failure (the store reports it) leaves the task the
+			// caller's all the same, its id says so: only tasks/list
+			// through another replica misses it.
+			_ = ix.IndexAdd(ctx, p.indexKey(owner), srv+"\x00"+downID, maxOwnedTasks, taskIndexTTL)
 		}
 		return name(downID)
 	}

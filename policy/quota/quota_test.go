@@ -3,16 +3,15 @@ package quota
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net"
-	"os"
-	"os/exec"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/pallasgw/pallasgw/test/gwtest"
 )
 
 // stores runs f against the memory store and, when redis-server is
@@ -30,43 +29,9 @@ func stores(t *testing.T, f func(t *testing.T, s Store)) {
 	})
 }
 
-// startRedis starts redis-server on a free loopback port without
-// persistence and returns its URL; it skips when redis-server is absent
-// (.ci/install-e2e-tools installs it), unless PALLASGW_E2E_REQUIRE is set.
-func startRedis(t testing.TB) string {
-	t.Helper()
-	bin, err := exec.LookPath("redis-server")
-	if err != nil {
-		if os.Getenv("PALLASGW_E2E_REQUIRE") != "" {
-			t.Fatal("redis-server is required: ", err)
-		}
-		t.Skip("redis-server not installed (apt-get install redis-server; .ci/install-e2e-tools does)")
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := ln.Addr().(*net.TCPAddr).Port
-	ln.Close()
-	cmd := exec.Command(bin, "--port", fmt.Sprint(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no")
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port))
-		if err == nil {
-			c.Close()
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("redis-server did not start: ", err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	return fmt.Sprintf("redis://127.0.0.1:%d/0", port)
-}
+// startRedis starts a redis-server for the test (gwtest.StartRedis: it
+// skips without one, unless PALLASGW_E2E_REQUIRE=1) and returns its URL.
+func startRedis(t testing.TB) string { return gwtest.StartRedis(t).URL() }
 
 func TestAllow(t *testing.T) {
 	stores(t, func(t *testing.T, s Store) {

@@ -2,15 +2,14 @@ package bench
 
 import (
 	"fmt"
-	"net"
 	"net/http"
 	"net/url"
-	"os/exec"
 	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/pallasgw/pallasgw/test/gwtest"
 	"github.com/pallasgw/pallasgw/test/load"
 )
 
@@ -28,7 +27,7 @@ import (
 // capped at max_sessions: 64: throughput, errors and the replica's RSS,
 // with the evictions that cap makes.
 func BenchmarkReplicasStore(b *testing.B) {
-	redisURL := startBenchRedis(b)
+	redisURL := gwtest.StartRedis(b).URL()
 	d := newDownstream(b)
 	replicas := func(store string) []*gateway {
 		gs := make([]*gateway, 3)
@@ -157,37 +156,4 @@ func cpuOf(gs []*gateway) time.Duration {
 		t += g.cpu()
 	}
 	return t
-}
-
-// startBenchRedis runs redis-server without persistence on a free
-// loopback port; the benchmark skips without it.
-func startBenchRedis(b *testing.B) string {
-	b.Helper()
-	bin, err := exec.LookPath("redis-server")
-	if err != nil {
-		b.Skip("redis-server not installed (.ci/install-e2e-tools installs it)")
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	port := ln.Addr().(*net.TCPAddr).Port
-	ln.Close()
-	cmd := exec.Command(bin, "--port", fmt.Sprint(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no")
-	if err := cmd.Start(); err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	for deadline := time.Now().Add(10 * time.Second); ; {
-		c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port))
-		if err == nil {
-			c.Close()
-			break
-		}
-		if time.Now().After(deadline) {
-			b.Fatal("redis-server did not start: ", err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	return fmt.Sprintf("redis://127.0.0.1:%d/0", port)
 }

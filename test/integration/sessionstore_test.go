@@ -5,11 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
-	"os"
-	"os/exec"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -17,70 +14,9 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/pallasgw/pallasgw/test/gwtest"
 )
-
-// redisProc is a redis-server the test can stop and start again on its
-// port (the session store going down and coming back).
-type redisProc struct {
-	t    *testing.T
-	bin  string
-	port int
-	mu   sync.Mutex
-	cmd  *exec.Cmd
-}
-
-// startRedisStore runs redis-server (Debian's; .ci/install-e2e-tools
-// installs it) on a free loopback port. Without it the test skips, or
-// fails under PALLASGW_E2E_REQUIRE=1.
-func startRedisStore(t *testing.T) *redisProc {
-	t.Helper()
-	bin, err := exec.LookPath("redis-server")
-	if err != nil {
-		if os.Getenv("PALLASGW_E2E_REQUIRE") == "1" {
-			t.Fatal("redis-server is required: ", err)
-		}
-		t.Skip("redis-server not installed (.ci/install-e2e-tools installs it)")
-	}
-	r := &redisProc{t: t, bin: bin, port: freePorts(t, 1)[0]}
-	r.start()
-	t.Cleanup(r.stop)
-	return r
-}
-
-func (r *redisProc) url() string { return fmt.Sprintf("redis://127.0.0.1:%d/0", r.port) }
-
-func (r *redisProc) start() {
-	r.t.Helper()
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	cmd := exec.Command(r.bin, "--port", fmt.Sprint(r.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no")
-	if err := cmd.Start(); err != nil {
-		r.t.Fatal(err)
-	}
-	r.cmd = cmd
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", r.port))
-		if err == nil {
-			c.Close()
-			return
-		}
-		if time.Now().After(deadline) {
-			r.t.Fatal("redis-server did not start: ", err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
-func (r *redisProc) stop() {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.cmd != nil {
-		r.cmd.Process.Kill()
-		r.cmd.Wait()
-		r.cmd = nil
-	}
-}
 
 // roundRobin sends each request to the next of hosts, as a load balancer
 // without affinity does.
@@ -142,9 +78,9 @@ agents:
 // the call. Two token callers never share a downstream session, and each
 // keeps its own on both replicas.
 func TestSessionStoreAcrossReplicas(t *testing.T) {
-	rd := startRedisStore(t)
+	rd := gwtest.StartRedis(t)
 	relay, sid := newRelayDown(t), newSIDDown(t)
-	cfg := storeConfig(rd.url(), relay.ts.URL, sid)
+	cfg := storeConfig(rd.URL(), relay.ts.URL, sid)
 	a, b := startGateway(t, cfg), startGateway(t, cfg)
 
 	t.Run("session-based caller, round-robin", func(t *testing.T) {
@@ -229,7 +165,7 @@ func TestSessionStoreAcrossReplicas(t *testing.T) {
 	// JSON-RPC error; a caller whose session this replica holds goes on;
 	// once the store is back the refused caller is served.
 	t.Run("store down", func(t *testing.T) {
-		rd.stop()
+		rd.Stop()
 		status, hdr, msg := rawCall(t, a.Base+"/agents/px/mcp", "new-token-0123456789abcdef", "sid__sid")
 		e, _ := msg["error"].(map[string]any)
 		if status != http.StatusServiceUnavailable || hdr.Get("Retry-After") == "" || e == nil ||
@@ -237,7 +173,7 @@ func TestSessionStoreAcrossReplicas(t *testing.T) {
 			t.Errorf("a call that needs the store while it is down: HTTP %d Retry-After %q %v, want 503, Retry-After and a JSON-RPC error",
 				status, hdr.Get("Retry-After"), msg)
 		}
-		if strings.Contains(fmt.Sprint(msg), rd.url()) {
+		if strings.Contains(fmt.Sprint(msg), rd.URL()) {
 			t.Errorf("the refusal names the store's address: %v", msg)
 		}
 		if v, _ := a.metric(t, `pallasgw_session_store_errors_total{op="get"}`); v < 1 {
@@ -246,7 +182,7 @@ func TestSessionStoreAcrossReplicas(t *testing.T) {
 		if status, _, msg := rawCall(t, a.Base+"/agents/px/mcp", "web-token-0123456789abcdef", "sid__sid"); status != http.StatusOK || msg["result"] == nil {
 			t.Errorf("a caller whose session the replica holds, store down: HTTP %d %v, want served", status, msg)
 		}
-		rd.start()
+		rd.Start()
 		eventually(t, 10*time.Second, "the refused caller served once the store is back", func() bool {
 			status, _, msg := rawCall(t, a.Base+"/agents/px/mcp", "new-token-0123456789abcdef", "sid__sid")
 			return status == http.StatusOK && msg["result"] != nil
@@ -282,10 +218,10 @@ func mustJSON(v any) string {
 // With sessions.store in Redis, tasks/list through one replica lists the
 // caller's tasks created through another; another caller's stay out.
 func TestSessionStoreTaskList(t *testing.T) {
-	rd := startRedisStore(t)
+	rd := gwtest.StartRedis(t)
 	tasky, other, plain := newTaskDown(t, true), newTaskDown(t, true), newTaskDown(t, false)
 	cfg := fmt.Sprintf(tasksCfg, stateKeyB64, tasky.ts.URL, other.ts.URL, plain.ts.URL)
-	cfg = strings.Replace(cfg, "state_key:", fmt.Sprintf("sessions: {store: %q}\nstate_key:", rd.url()), 1)
+	cfg = strings.Replace(cfg, "state_key:", fmt.Sprintf("sessions: {store: %q}\nstate_key:", rd.URL()), 1)
 	g1, g2 := startGateway(t, cfg), startGateway(t, cfg)
 	px1, px2 := g1.Base+"/agents/px/mcp", g2.Base+"/agents/px/mcp"
 	_, msg := taskRPC(t, px1, "web", "tools/call", map[string]any{"name": "tasky__hold", "arguments": map[string]any{},
