@@ -410,6 +410,23 @@ func checkProxy(t *testing.T, s *streamingStack, base string, port, plainPort in
 	})
 }
 
+// runCaddy validates and runs Caddy on sites (Caddyfile site blocks) with
+// no admin API, no certificates and loopback only, its state in dir.
+func runCaddy(t *testing.T, caddy, dir, sites string) *proc {
+	t.Helper()
+	global := "{\n\tadmin off\n\tauto_https off\n\tdefault_bind 127.0.0.1\n}\n\n"
+	conf := writeFile(t, dir, "Caddyfile", global+sites)
+	env := append(os.Environ(), "HOME="+dir, "XDG_DATA_HOME="+filepath.Join(dir, "data"), "XDG_CONFIG_HOME="+filepath.Join(dir, "config"))
+	validate := exec.Command(caddy, "validate", "--config", conf, "--adapter", "caddyfile")
+	validate.Env = env
+	if out, err := validate.CombinedOutput(); err != nil {
+		t.Fatalf("caddy validate: %v\n%s", err, out)
+	}
+	cmd := exec.Command(caddy, "run", "--config", conf, "--adapter", "caddyfile")
+	cmd.Env = env
+	return startProc(t, "caddy", cmd)
+}
+
 // TestCaddy runs the shipped configs/caddy/Caddyfile, on plain HTTP, in
 // front of the same two gateways as TestNginx.
 func TestCaddy(t *testing.T) {
@@ -427,19 +444,7 @@ func TestCaddy(t *testing.T) {
 			`reverse_proxy\s+127\.0\.0\.1:8200\b`, fmt.Sprintf("reverse_proxy 127.0.0.1:%d", gwPort),
 		)
 	}
-	// No admin API, no certificates, loopback only; Caddy's state stays in
-	// the temp dir.
-	global := "{\n\tadmin off\n\tauto_https off\n\tdefault_bind 127.0.0.1\n}\n\n"
-	conf := writeFile(t, dir, "Caddyfile", global+site(port, s.gw.Port)+"\n"+site(plainPort, plain.Port))
-	env := append(os.Environ(), "HOME="+dir, "XDG_DATA_HOME="+filepath.Join(dir, "data"), "XDG_CONFIG_HOME="+filepath.Join(dir, "config"))
-	validate := exec.Command(caddy, "validate", "--config", conf, "--adapter", "caddyfile")
-	validate.Env = env
-	if out, err := validate.CombinedOutput(); err != nil {
-		t.Fatalf("caddy validate: %v\n%s", err, out)
-	}
-	cmd := exec.Command(caddy, "run", "--config", conf, "--adapter", "caddyfile")
-	cmd.Env = env
-	p := startProc(t, "caddy", cmd)
+	p := runCaddy(t, caddy, dir, site(port, s.gw.Port)+"\n"+site(plainPort, plain.Port))
 	base := fmt.Sprintf("http://127.0.0.1:%d", port)
 	waitFor(t, "caddy to proxy /readyz", 30*time.Second, p, httpGetOK(base+"/readyz"))
 	waitFor(t, "caddy to proxy /readyz (plain)", 30*time.Second, p, httpGetOK(fmt.Sprintf("http://127.0.0.1:%d/readyz", plainPort)))

@@ -1154,23 +1154,16 @@ func startCaddyReplicas(t *testing.T, listen int, ports []int) *caddyReplicas {
 		`health_timeout\s+\S+`, "$0",
 		`lb_try_duration\s+\S+`, "$0",
 		`lb_try_interval\s+\S+`, "$0",
+		`fail_duration\s+\S+`, "$0",
+		`max_fails\s+\S+`, "$0",
 	)
 	for _, line := range strings.Split(site, "\n") {
-		if l := strings.TrimSpace(line); strings.HasPrefix(l, "health_") || strings.HasPrefix(l, "lb_") {
+		if l := strings.TrimSpace(line); strings.HasPrefix(l, "health_") || strings.HasPrefix(l, "lb_") ||
+			strings.HasPrefix(l, "fail_") || strings.HasPrefix(l, "max_fails") {
 			t.Logf("Caddyfile (shipped): %s", l)
 		}
 	}
-	global := "{\n\tadmin off\n\tauto_https off\n\tdefault_bind 127.0.0.1\n}\n\n"
-	conf := writeFile(t, dir, "Caddyfile", global+site)
-	env := append(os.Environ(), "HOME="+dir, "XDG_DATA_HOME="+filepath.Join(dir, "data"), "XDG_CONFIG_HOME="+filepath.Join(dir, "config"))
-	validate := exec.Command(caddy, "validate", "--config", conf, "--adapter", "caddyfile")
-	validate.Env = env
-	if out, err := validate.CombinedOutput(); err != nil {
-		t.Fatalf("caddy validate: %v\n%s", err, out)
-	}
-	cmd := exec.Command(caddy, "run", "--config", conf, "--adapter", "caddyfile")
-	cmd.Env = env
-	c := &caddyReplicas{p: startProc(t, "caddy", cmd)}
+	c := &caddyReplicas{p: runCaddy(t, caddy, dir, site)}
 	waitFor(t, "caddy to listen", 15*time.Second, c.p, func() error {
 		conn, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", listen), time.Second)
 		if err != nil {
