@@ -232,6 +232,14 @@ func (e *Endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		e.serveCatalog(w, r, msg) {
 		return // bridgecatalog.go
 	}
+	if ens, ok := e.d.Fast.(ToolEnsurer); ok && method == string(mcp.MethodToolsCall) && !e.fastOff {
+		// A tool called before any listing showed it is registered first,
+		// so that the fast path answers its first call too (a large result
+		// of it is then passed through, not held by mcp-go).
+		if name, ok := msg.Params.ToolName(); ok {
+			ens.Ensure(r.Context(), name, r.Header)
+		}
+	}
 	switch {
 	case method == string(mcp.MethodNotificationCancelled) && rs.sessionID != "":
 		e.cancelTracked(r, msg, body, rs.sessionID) // then mcp-go cancels its own, if any, and answers 202

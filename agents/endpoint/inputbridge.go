@@ -241,7 +241,10 @@ func (c *inputCall) start(ctx context.Context, req mcp.CallToolRequest, id any, 
 	c.id = newCallID()
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), maxCallLife)
 	c.cancel = cancel
-	cctx = mcpclient.WithCallExtras(withScope(cctx, func(s *Scope) { s.call = c }), extras)
+	// A large result may go to the caller as it arrives (wire.PassThrough)
+	// while this round is still the caller's request and nothing was asked:
+	// otherwise the bridge answers, maybe in a later round under another id.
+	cctx = wire.WithPassThroughGate(mcpclient.WithCallExtras(withScope(cctx, func(s *Scope) { s.call = c }), extras), c.mayPassThrough)
 	go func() {
 		defer cancel()
 		ans := c.b.inner.Answer(cctx, req, id, true)
@@ -258,6 +261,16 @@ func (c *inputCall) start(ctx context.Context, req mcp.CallToolRequest, id any, 
 		c.signal()
 	}()
 	return c.serve(ctx, id, true)
+}
+
+// mayPassThrough reports that the call's result may be the answer to the
+// request it began on, written as it arrives: nothing was asked of the
+// caller and nothing failed (a round answered input_required finished that
+// request's response, which the pass-through sees itself).
+func (c *inputCall) mayPassThrough() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.failed == nil && len(c.asks) == 0 && c.seq == nil
 }
 
 // argsDigest is the digest of the call's arguments. c.mu is held.
@@ -544,6 +557,9 @@ func (c *inputCall) inputRequired(id any) any {
 // finished answers the call's end: its answer under id, or, when the
 // downstream itself answered input_required, that passed through.
 func (c *inputCall) finished(ans any, id any, first bool) any {
+	if ans == wire.Passed { // written to the request it began on (mayPassThrough)
+		return ans
+	}
 	if rf, ok := ans.(wire.Refusal); ok { // refused before it ran: its HTTP status kept
 		rf.ID = mcp.NewRequestId(id)
 		return rf

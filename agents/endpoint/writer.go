@@ -32,6 +32,7 @@ type trackingWriter struct {
 	upgraded    bool // inject sent the SSE headers
 	reframe     bool // after upgraded: mcp-go then began a JSON answer
 	plainError  int  // the status of a text/plain error answer being rewritten, else 0
+	bodyWrites  int  // writes of a JSON body so far
 }
 
 func (w *trackingWriter) WriteHeader(code int) {
@@ -83,7 +84,11 @@ func (w *trackingWriter) Write(p []byte) (int, error) {
 			out = wire.AppendEvent(nil, with)
 		}
 	} else if strings.HasPrefix(w.Header().Get("Content-Type"), "application/json") {
-		out = withRequestID(p, w.rid)
+		// An error answer is one write (json.Encoder's); a later write is
+		// a piece of a large answer passed through (wire, passthrough.go).
+		if w.bodyWrites++; w.bodyWrites == 1 {
+			out = withRequestID(p, w.rid)
+		}
 	}
 	if _, err := w.ResponseWriter.Write(out); err != nil {
 		return 0, err

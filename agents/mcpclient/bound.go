@@ -72,34 +72,74 @@ func readMessage(resp *http.Response, limit int) ([]byte, error) {
 // large message's size on the way (test/bench/README.md, "Large
 // results"); this allocates it once.
 func readUnknown(r io.Reader, limit int) ([]byte, error) {
-	var pieces []*[]byte
-	defer func() {
-		for _, p := range pieces {
-			piecePool.Put(p)
-		}
-	}()
-	total, last := 0, pieceSize // bytes read; bytes in the last piece
+	p, err := readPieces(r, limit, limit)
+	defer p.free()
+	if err != nil {
+		return nil, err
+	}
+	return p.bytes(), nil
+}
+
+// pieces is what readPieces read, in pooled pieces.
+type pieces struct {
+	list  []*[]byte
+	total int  // bytes read
+	last  int  // bytes in the last piece
+	more  bool // the reader was not read to its end
+}
+
+// readPieces reads r to its end, or until more than stop bytes are read
+// (more), in pooled pieces; a message of more than limit bytes is an
+// error.
+func readPieces(r io.Reader, limit, stop int) (*pieces, error) {
+	p := &pieces{last: pieceSize}
 	for {
-		if last == pieceSize {
-			pieces, last = append(pieces, piecePool.Get().(*[]byte)), 0
+		if p.last == pieceSize {
+			p.list, p.last = append(p.list, piecePool.Get().(*[]byte)), 0
 		}
-		n, err := r.Read((*pieces[len(pieces)-1])[last:])
-		last, total = last+n, total+n
-		if total > limit {
-			return nil, &tooLargeError{limit: limit}
+		n, err := r.Read((*p.list[len(p.list)-1])[p.last:])
+		p.last, p.total = p.last+n, p.total+n
+		if p.total > limit {
+			return p, &tooLargeError{limit: limit}
 		}
 		if err == io.EOF {
-			break
+			return p, nil
 		}
 		if err != nil {
-			return nil, err
+			return p, err
+		}
+		if p.total > stop {
+			p.more = true
+			return p, nil
 		}
 	}
-	out := make([]byte, 0, total)
-	for _, p := range pieces[:len(pieces)-1] {
-		out = append(out, *p...)
+}
+
+// slices are the bytes read, piece by piece.
+func (p *pieces) slices() [][]byte {
+	out := make([][]byte, len(p.list))
+	for i, b := range p.list {
+		out[i] = *b
 	}
-	return append(out, (*pieces[len(pieces)-1])[:last]...), nil
+	out[len(out)-1] = out[len(out)-1][:p.last]
+	return out
+}
+
+// bytes is what was read, in one buffer of its size.
+func (p *pieces) bytes() []byte {
+	out := make([]byte, 0, p.total)
+	for _, b := range p.slices() {
+		out = append(out, b...)
+	}
+	return out
+}
+
+// free gives the pieces back; p is not used after.
+func (p *pieces) free() {
+	for _, b := range p.list {
+		piecePool.Put(b)
+	}
+	p.list = nil
 }
 
 // pieceSize is the size of the pieces readUnknown reads in.

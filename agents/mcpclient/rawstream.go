@@ -120,7 +120,17 @@ func (c *rawCall) do(ctx context.Context, body []byte) (*RawResult, error) {
 	mediaType, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
 	switch mediaType {
 	case "application/json":
-		b, err := readMessage(resp, c.s.srv.m.opts.MaxMessageBytes)
+		var b []byte
+		var err error
+		if pt := wire.PassThroughFrom(ctx); pt != nil && (resp.ContentLength < 0 || resp.ContentLength > wire.PassThroughAbove) {
+			var res *RawResult
+			var passed bool
+			if res, b, passed, err = c.passThrough(pt, resp); passed {
+				return res, err
+			}
+		} else {
+			b, err = readMessage(resp, c.s.srv.m.opts.MaxMessageBytes)
+		}
 		if errors.Is(err, errTooLarge) {
 			return nil, answeredError{transport.NewError(err)}
 		}
@@ -139,6 +149,37 @@ func (c *rawCall) do(ctx context.Context, body []byte) (*RawResult, error) {
 		return c.stream(ctx, resp.Body)
 	}
 	return nil, transport.NewError(fmt.Errorf("unexpected content type: %s", resp.Header.Get("Content-Type")))
+}
+
+// passThrough reads resp, an answer of unknown or large size, and passes
+// it through to the caller (wire.PassThrough) when it is larger than
+// wire.PassThroughAbove (passed true). A smaller answer, or the error
+// reading it, is returned to be taken as any other (b, err).
+func (c *rawCall) passThrough(pt *wire.PassThrough, resp *http.Response) (res *RawResult, b []byte, passed bool, err error) {
+	limit := c.s.srv.m.opts.MaxMessageBytes
+	if resp.ContentLength > int64(limit) {
+		return nil, nil, false, &tooLargeError{limit: limit}
+	}
+	p, err := readPieces(resp.Body, limit, wire.PassThroughAbove)
+	defer p.free()
+	if err != nil || !p.more {
+		if err == nil {
+			b = p.bytes()
+		}
+		return nil, b, false, err
+	}
+	readers := make([]io.Reader, 0, len(p.list)+1)
+	for _, piece := range p.slices() {
+		readers = append(readers, bytes.NewReader(piece))
+	}
+	res, msg, err := pt.Relay(io.MultiReader(append(readers, resp.Body)...), c.id, int64(limit))
+	switch {
+	case err != nil:
+		return nil, nil, true, answeredError{transport.NewError(fmt.Errorf("reading the answer: %w", err))}
+	case msg != nil: // no result: an error answer, as any other
+		return nil, msg, false, nil
+	}
+	return res, nil, true, nil
 }
 
 // refused is the error for an HTTP status other than 200 and 404: the

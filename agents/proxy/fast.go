@@ -53,6 +53,9 @@ func (p *Proxy) rawDownstream() mcpclient.RawCaller {
 // came, anything else as mcp-go would write it.
 func (p *Proxy) Answer(ctx context.Context, req mcp.CallToolRequest, id any, modern bool) any {
 	res, rr, err := p.callRecovered(ctx, req)
+	if err == nil && rr != nil && rr.Passed {
+		return wire.Passed
+	}
 	if err == nil && rr != nil {
 		if msg, ok := wire.RawResponse(id, rr, modern, p.serverInfoJSON()); ok {
 			return msg

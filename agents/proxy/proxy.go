@@ -451,7 +451,10 @@ func (p *Proxy) forward(ctx context.Context, req mcp.CallToolRequest, raw mcpcli
 	switch {
 	case err != nil:
 	case raw != nil:
-		rr, err = raw.CallToolRaw(ctx, r.server, r.name, rawArguments(req), outbound, relay.ProgressFunc())
+		// A large result goes to the caller as it arrives (wire,
+		// passthrough.go), after the call's last notifications.
+		pctx := wire.WithPassThrough(ctx, p.serverInfoJSON(), func() { relay.Flush(2 * time.Second) })
+		rr, err = raw.CallToolRaw(pctx, r.server, r.name, rawArguments(req), outbound, relay.ProgressFunc())
 		isError = err == nil && rr != nil && rr.IsError
 	default:
 		res, err = p.d.Downstream.CallTool(ctx, r.server, r.name, req.GetArguments(), outbound, relay.ProgressFunc())
@@ -487,7 +490,7 @@ func (p *Proxy) forward(ctx context.Context, req mcp.CallToolRequest, raw mcpcli
 func resultBytes(res *mcp.CallToolResult, rr *mcpclient.RawResult) int {
 	switch {
 	case rr != nil:
-		return len(rr.JSON)
+		return rr.Len()
 	case res != nil:
 		b, _ := json.Marshal(res)
 		return len(b)

@@ -130,7 +130,7 @@ func serve(w http.ResponseWriter, r *http.Request, msg *Message, t Target, sessi
 		defer untrack()
 	}
 	out := newStream(w, r)
-	out.modern = info.Modern
+	out.modern, out.id = info.Modern, id
 	ctx = context.WithValue(server.WithRequestProtocolInfo(ctx, info), streamKey{}, out)
 	out.finish(t.Answer(ctx, req, id, info.Modern))
 	return true

@@ -12,6 +12,19 @@ type RawResult struct {
 	IsError    bool
 	ResultType string          // "" when absent
 	Meta       json.RawMessage // the _meta member; nil when absent
+
+	// Passed: the result was passed through to the caller as the call's
+	// answer (PassThrough.Relay); JSON is nil and Size its length.
+	Passed bool
+	Size   int
+}
+
+// Len is the result's length in bytes.
+func (r *RawResult) Len() int {
+	if r.Passed {
+		return r.Size
+	}
+	return len(r.JSON)
 }
 
 // RPCError is a JSON-RPC error for a downstream, as a relay of its

@@ -35,6 +35,7 @@ type Stream struct {
 	flusher http.Flusher    // nil: the writer cannot stream; notifications are dropped, as mcp-go drops them
 	reqCtx  context.Context // the HTTP request's: when it ends, nothing more is written
 	modern  bool            // a 2026-07-28 caller: error answers carry their HTTP status
+	id      any             // the call's JSON-RPC id
 
 	open     sync.Once
 	events   chan mcp.JSONRPCNotification // set by open; nil until a notification is sent
@@ -45,6 +46,9 @@ type Stream struct {
 
 	mu       sync.Mutex // serialises writes to w
 	upgraded bool       // the text/event-stream headers are written; guarded by mu
+	answered bool       // the answer went out passed through (PassThrough); guarded by mu
+	broken   bool       // answered, but the answer broke off: the response is aborted; guarded by mu
+	finished bool       // finish ran; guarded by mu
 }
 
 // ErrCallEnded: the call a notification or a server-to-client request was
@@ -145,12 +149,7 @@ func (s *Stream) writeBuffered() {
 // first, and flushes it when told. Callers hold mu.
 func (s *Stream) writeEvent(msg any, flush bool) {
 	if !s.upgraded {
-		h := s.w.Header()
-		h.Set("Content-Type", "text/event-stream")
-		h.Set("Connection", "keep-alive")
-		h.Set("Cache-Control", "no-cache")
-		s.w.WriteHeader(http.StatusOK)
-		s.upgraded = true
+		s.upgrade()
 	}
 	var data []byte
 	if raw, ok := msg.(RawAnswer); ok {
@@ -167,6 +166,16 @@ func (s *Stream) writeEvent(msg any, flush bool) {
 	if flush {
 		s.flusher.Flush()
 	}
+}
+
+// upgrade switches the response to SSE. Callers hold mu.
+func (s *Stream) upgrade() {
+	h := s.w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Connection", "keep-alive")
+	h.Set("Cache-Control", "no-cache")
+	s.w.WriteHeader(http.StatusOK)
+	s.upgraded = true
 }
 
 // inject writes msg, a server-to-client request of the endpoint's own
@@ -189,13 +198,22 @@ func (s *Stream) Inject(msg json.RawMessage) error {
 }
 
 // finish writes the notifications still buffered, then answer (a JSON-RPC
-// response or error), unless the caller has gone away. After it returns
-// nothing touches the response writer.
+// response or error), unless the caller has gone away or the answer was
+// passed through. After it returns nothing touches the response writer.
 func (s *Stream) finish(answer any) {
 	s.closed.Store(true)
 	s.open.Do(func() {}) // after this, events is set for good or never will be
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.finished = true
+	if s.answered {
+		if s.broken {
+			// The caller's client must see a failed response, not a
+			// complete one that ends early (passthrough.go).
+			panic(http.ErrAbortHandler)
+		}
+		return
+	}
 	if s.events != nil {
 		s.writeBuffered()
 		close(s.done)
