@@ -215,6 +215,9 @@ func answersID(members []passMember, id string) error {
 		if m.key == "method" {
 			return errors.New("a request where the answer was expected")
 		}
+		if m.key == "error" {
+			return errors.New("both an error and a result")
+		}
 	}
 	return nil
 }

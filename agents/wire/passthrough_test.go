@@ -115,6 +115,7 @@ func TestRelayBeforeAnswer(t *testing.T) {
 	for _, c := range []struct{ body, want string }{
 		{`{"jsonrpc":"2.0","id":"other","result":{}}`, "not the answer to request pgw-call-1"},
 		{`{"jsonrpc":"2.0","method":"ping","result":{}}`, "a request where the answer was expected"},
+		{`{"jsonrpc":"2.0","error":{"code":1,"message":"x"},"result":{}}`, "both an error and a result"},
 		{`{"jsonrpc":"2.0","id":"pgw-call-1","result":[1]}`, "the result is not an object"},
 		{`[]`, "invalid character '['"},
 		{`{"jsonrpc":"2.0","id":"pgw-call-1"`, "unexpected end of JSON input"},
