@@ -154,7 +154,7 @@ func (p *PassThrough) Relay(body io.Reader, id string, limit int64) (res *RawRes
 			if w, err = p.begin(); err != nil {
 				return nil, nil, err
 			}
-			defer w.release()
+			defer w.release() // after end or fail
 			if res, err = w.result(src, &v); err != nil {
 				return nil, nil, w.fail(err)
 			}
@@ -445,9 +445,7 @@ func (w *passWriter) end() error {
 	} else {
 		w.out = append(w.out, '\n') // as Encode ends a message
 	}
-	err := w.write()
-	w.release()
-	return err
+	return w.write()
 }
 
 // fail is err, after the answer began: the response is marked to be
@@ -456,7 +454,6 @@ func (w *passWriter) fail(err error) error {
 	if w == nil || w.hold {
 		return err
 	}
-	w.release()
 	w.s.mu.Lock()
 	w.s.broken = true
 	w.s.mu.Unlock()

@@ -35,11 +35,7 @@ agents:
 // not depend on the machine being idle.
 func TestLargeResultCopies(t *testing.T) {
 	const size = 2 << 20
-	blob := strings.Repeat("0123456789abcdef", size/16)
-	s := server.NewMCPServer("down", "1.0.0", server.WithToolCapabilities(false))
-	s.AddTool(mcpgo.NewTool("blob"), func(context.Context, mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
-		return mcpgo.NewToolResultText(blob), nil
-	})
+	blob, s := blobServer(size)
 	ts := httptest.NewServer(server.NewStreamableHTTPServer(s))
 	t.Cleanup(ts.Close)
 	// The figure is the fast path's (PALLASGW_WIRE_FAST=off: 19-21 copies).
@@ -93,11 +89,7 @@ func TestLargeResultCopies(t *testing.T) {
 // request id, counts the call as failed, and serves the next call.
 func TestLargeResultBrokenMidway(t *testing.T) {
 	const size = 3 << 20
-	blob := strings.Repeat("0123456789abcdef", size/16)
-	s := server.NewMCPServer("down", "1.0.0", server.WithToolCapabilities(false))
-	s.AddTool(mcpgo.NewTool("blob"), func(context.Context, mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
-		return mcpgo.NewToolResultText(blob), nil
-	})
+	_, s := blobServer(size)
 	s.AddTool(mcpgo.NewTool("small"), func(context.Context, mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
 		return mcpgo.NewToolResultText("ok"), nil
 	})
@@ -175,3 +167,14 @@ func (w *cutWriter) Write(p []byte) (int, error) {
 }
 
 func (w *cutWriter) Flush() { w.ResponseWriter.(http.Flusher).Flush() }
+
+// blobServer is an MCP server whose tool blob answers blob, a text of size
+// bytes.
+func blobServer(size int) (blob string, s *server.MCPServer) {
+	blob = strings.Repeat("0123456789abcdef", size/16)
+	s = server.NewMCPServer("down", "1.0.0", server.WithToolCapabilities(false))
+	s.AddTool(mcpgo.NewTool("blob"), func(context.Context, mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
+		return mcpgo.NewToolResultText(blob), nil
+	})
+	return blob, s
+}
