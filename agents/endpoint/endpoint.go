@@ -83,9 +83,9 @@ import (
 
 // Deps is what the endpoint is handed of its agent.
 type Deps struct {
-	Agent string       // the agent's name
-	MCP   http.Handler // mcp-go's Streamable HTTP server of the agent (stateless mode)
-	Fast  wire.Target  // the agent kind's fast tools/call, or nil
+	Agent string                       // the agent's name
+	MCP   *server.StreamableHTTPServer // mcp-go's Streamable HTTP server of the agent (stateless mode)
+	Fast  wire.Target                  // the agent kind's fast tools/call, or nil
 	// Rounds is the target whose tools/calls from 2026-07-28 callers run
 	// through the input-required bridge (inputbridge.go): a proxy's tools,
 	// a toolbox's execute_tool, an llm agent's send_message; nil: none. It
@@ -164,13 +164,17 @@ func New(d Deps) *Endpoint {
 
 func (e *Endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPost {
-		if !e.refuseForeignSession(w, r, nil) {
-			e.d.MCP.ServeHTTP(w, r)
+		if !e.refuseForeignSession(w, r, nil) && !wire.Refuse(w, r, nil) {
+			e.serveMCP(w, r, nil)
 		}
 		return
 	}
 	body, msg, ok := bufferedBody(r)
-	if ok && msg == nil {
+	if !ok {
+		wire.WriteError(w, http.StatusBadRequest, nil, mcp.PARSE_ERROR, "reading the request body failed", nil)
+		return
+	}
+	if msg == nil {
 		msg, _ = wire.Parse(body)
 	}
 	if e.refuseForeignSession(w, r, msg) {
@@ -181,7 +185,9 @@ func (e *Endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		r = r.WithContext(sessions.WithInbound(r.Context(), sid))
 	}
 	if msg == nil {
-		e.d.MCP.ServeHTTP(w, r) // mcp-go answers the broken body
+		if !wire.Refuse(w, r, nil) {
+			e.serveMCP(w, r, body) // mcp-go answers the broken body
+		}
 		return
 	}
 	rs := &requestState{
@@ -194,6 +200,8 @@ func (e *Endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		switch {
 		case method == "" && answersUs(msg):
 			e.d.Requests.take(w, r, answerID(msg), body)
+			return
+		case wire.Refuse(w, r, msg): // what mcp-go would refuse as text/plain
 			return
 		case method == string(mcp.MethodInitialize):
 			w.Header().Set(server.HeaderKeySessionID, e.mintSession(r, declared(msg)))
@@ -255,10 +263,27 @@ func (e *Endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	}
+	if !rs.legacy && wire.Refuse(w, r, msg) {
+		return
+	}
 	if rs.sessionID != "" {
 		defer e.trackRequest(msg, rs.sessionID)()
 	}
-	e.d.MCP.ServeHTTP(w, r)
+	e.serveMCP(w, r, body)
+}
+
+// serveMCP hands r, with body (nil for none) read already, to mcp-go
+// through Handle, its entry point for a body that is buffered and a
+// response writer of the caller's own (the request's wire.Response; a
+// writer that is not one is wrapped). What mcp-go's ServeHTTP adds before
+// Handle (DNS-rebinding protection, CORS, protected resource metadata) is
+// off for an agent's server: the gateway guards by Origin.
+func (e *Endpoint) serveMCP(w http.ResponseWriter, r *http.Request, body []byte) {
+	hw, ok := w.(server.HTTPResponseWriter)
+	if !ok {
+		hw = wire.NewResponse(w, "", nil)
+	}
+	e.d.MCP.Handle(hw, &server.HTTPRequest{Method: r.Method, URL: r.URL, Header: r.Header, Body: body, Context: r.Context()})
 }
 
 // trackRequest records a session-based request that mcp-go serves in the
@@ -310,9 +335,7 @@ func (e *Endpoint) cancelTracked(r *http.Request, msg *wire.Message, body []byte
 	case call.owner != e:
 		// mcp-go of the snapshot the call runs on cancels it, as it would
 		// have without the reload; this request's mcp-go answers.
-		r2 := r.Clone(r.Context())
-		r2.Body = io.NopCloser(bytes.NewReader(body))
-		call.owner.d.MCP.ServeHTTP(discardWriter{h: http.Header{}}, r2)
+		call.owner.serveMCP(discardWriter{h: http.Header{}}, r, body)
 	}
 }
 
@@ -322,6 +345,8 @@ type discardWriter struct{ h http.Header }
 func (d discardWriter) Header() http.Header         { return d.h }
 func (d discardWriter) Write(p []byte) (int, error) { return len(p), nil }
 func (d discardWriter) WriteHeader(int)             {}
+func (d discardWriter) Flush()                      {}
+func (d discardWriter) CanStream() bool             { return false }
 
 // knownVersion reports a protocol version header mcp-go accepts on a
 // session-based request (absent, or a revision it knows); others are left

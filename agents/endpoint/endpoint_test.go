@@ -17,7 +17,6 @@ import (
 	"unsafe"
 
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
-	"github.com/mark3labs/mcp-go/server"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/pallasgw/pallasgw/agents/endpoint"
@@ -397,7 +396,7 @@ func mcpSessionState(t *testing.T, h http.Handler) map[string]int {
 		v.Addr().Interface().(*sync.Map).Range(func(any, any) bool { n++; return true })
 		return n
 	}
-	sh := reflect.ValueOf(endpoint.MCPHandler(h).(*server.StreamableHTTPServer)).Elem()
+	sh := reflect.ValueOf(endpoint.MCPHandler(h)).Elem()
 	s := field(sh, "server").Elem()
 	out := map[string]int{
 		"sessionLogLevels":         field(field(sh, "sessionLogLevels").Elem(), "logs").Len(),

@@ -1,6 +1,10 @@
 package endpoint
 
-import "net/http"
+import (
+	"net/http"
+
+	"github.com/mark3labs/mcp-go/server"
+)
 
 // Test hooks for package endpoint_test.
 
@@ -9,7 +13,7 @@ import "net/http"
 func SetFastOff(h http.Handler, off bool) { h.(*Endpoint).fastOff = off }
 
 // MCPHandler is mcp-go's Streamable HTTP server behind the endpoint h.
-func MCPHandler(h http.Handler) http.Handler { return h.(*Endpoint).d.MCP }
+func MCPHandler(h http.Handler) *server.StreamableHTTPServer { return h.(*Endpoint).d.MCP }
 
 // Waiting is the number of requests waiting for a caller's answer.
 func Waiting(c *CallerRequests) int {

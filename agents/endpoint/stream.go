@@ -1,8 +1,8 @@
 package endpoint
 
 // The response of one agent request, tracked: how many SSE events were
-// written to it, and the writer (writer.go) the endpoint injects its own
-// requests through.
+// written to it, and the writer (wire.Response) the endpoint injects its
+// own requests through.
 
 import (
 	"context"
@@ -16,7 +16,7 @@ import (
 // StreamTracker counts the SSE events written to one HTTP response; the
 // gateway installs it per agent request with TrackStream.
 type StreamTracker struct {
-	w *trackingWriter // the response the events go to
+	w *wire.Response // the response the events go to
 
 	mu     sync.Mutex
 	events int
@@ -26,19 +26,17 @@ type StreamTracker struct {
 // TrackStream wraps w so that the agent can wait for its notifications to
 // be written (the request's Scope.Tracker), marks SSE responses with X-Accel-Buffering: no so that nginx
 // streams them, and adds requestID to the message of a JSON-RPC error
-// answer (withRequestID).
+// answer (wire.Response).
 func TrackStream(w http.ResponseWriter, r *http.Request, requestID string) (http.ResponseWriter, *http.Request) {
 	t := &StreamTracker{wake: make(chan struct{})}
-	t.w = &trackingWriter{ResponseWriter: w, t: t, rid: requestID, msgID: jsonNull}
-	if b, ok := r.Body.(*Body); ok && b.msg != nil && !wire.IsNull(b.msg.ID) {
-		t.w.msgID = b.msg.ID
-	}
+	t.w = wire.NewResponse(w, requestID, t.wrote)
 	return t.w, r.WithContext(withScope(r.Context(), func(s *Scope) { s.Tracker = t }))
 }
 
-func (t *StreamTracker) wrote(events int) {
+// wrote counts one event written.
+func (t *StreamTracker) wrote() {
 	t.mu.Lock()
-	t.events += events
+	t.events++
 	close(t.wake)
 	t.wake = make(chan struct{})
 	t.mu.Unlock()

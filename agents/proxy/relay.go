@@ -292,7 +292,7 @@ func (r *Relay) end() {
 }
 
 // Exclusive runs write, which puts an event of the agent's own on the
-// caller's response (injected: trackingWriter.inject), once every
+// caller's response (injected: wire.Response.Inject), once every
 // notification relayed so far has been written, and holds further ones
 // back while it runs: mcp-go's writer is then idle and not touching the
 // response's headers. A notification mcp-go never writes (the caller went

@@ -60,6 +60,22 @@
 //     "_meta" member of the params it is given. Buys: correctness, not
 //     speed. Retired by: SendNotificationToClient keeping it as
 //     NotificationParams.Meta.
+//   - The response writer (response.go): the writer of one agent
+//     request's response, handed to mcp-go through Handle (a
+//     server.HTTPResponseWriter) and to the fast path: SSE headers for
+//     nginx, the SSE events counted, the request id in the message of a
+//     JSON-RPC error, and the endpoint's own server-to-client requests
+//     injected on a call's stream. Gap: mcp-go sends a request of its own
+//     on a call's stream for elicitation only, and its errors carry no
+//     request id. Buys: correctness, not speed. Retired by: an mcp-go API
+//     to send a request on a call's stream, and a hook on its errors.
+//   - The refusals (refuse.go): what mcp-go would refuse with a text/plain
+//     body (writeHTTPError) is answered before mcp-go sees it, as a
+//     JSON-RPC error with mcp-go's status and wording (a DELETE of a
+//     2026-07-28 caller or of an unknown version, a caller's response no
+//     request waits for, a method other than POST and DELETE). Gap: mcp-go
+//     has no hook for those answers. Buys: every error body is JSON-RPC.
+//     Retired by: mcp-go answering its refusals as JSON-RPC errors.
 //   - The switch (switch.go): wire.fast in the config, PALLASGW_WIRE_FAST=off
 //     in the environment; off, mcp-go serves and calls every request it can
 //     (Fast).

@@ -1,4 +1,4 @@
-package endpoint
+package wire
 
 import (
 	"encoding/json"
@@ -11,9 +11,9 @@ import (
 // writes as JSON because it saw no notification, becomes the last event.
 func TestInjectUpgradesAndReframesTheJSONAnswer(t *testing.T) {
 	rec := httptest.NewRecorder()
-	w, r := TrackStream(rec, httptest.NewRequest(http.MethodPost, "/", nil), "")
-	tw := ScopeFrom(r.Context()).Tracker.w
-	if err := tw.inject([]byte(`{"jsonrpc":"2.0","id":"pgw-r-1","method":"roots/list"}`)); err != nil {
+	events := 0
+	w := NewResponse(rec, "", func() { events++ })
+	if err := w.Inject([]byte(`{"jsonrpc":"2.0","id":"pgw-r-1","method":"roots/list"}`)); err != nil {
 		t.Fatal(err)
 	}
 	// What mcp-go's handlePost does for a JSON answer.
@@ -30,7 +30,7 @@ func TestInjectUpgradesAndReframesTheJSONAnswer(t *testing.T) {
 	if ct := rec.Result().Header.Get("Content-Type"); ct != "text/event-stream" { // as sent
 		t.Errorf("Content-Type %q", ct)
 	}
-	if n := ScopeFrom(r.Context()).Tracker.events; n != 2 {
+	if n := events; n != 2 {
 		t.Errorf("%d events counted, want 2", n)
 	}
 }
@@ -39,11 +39,11 @@ func TestInjectUpgradesAndReframesTheJSONAnswer(t *testing.T) {
 // and its own events pass unchanged; on a JSON answer nothing can be added.
 func TestInjectOnAStreamAndAfterJSON(t *testing.T) {
 	rec := httptest.NewRecorder()
-	w, r := TrackStream(rec, httptest.NewRequest(http.MethodPost, "/", nil), "")
+	w := NewResponse(rec, "", nil)
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.WriteHeader(http.StatusOK)
 	_, _ = w.Write([]byte("event: message\ndata: {\"n\":1}\n\n"))
-	if err := ScopeFrom(r.Context()).Tracker.w.inject([]byte(`{"n":2}`)); err != nil {
+	if err := w.Inject([]byte(`{"n":2}`)); err != nil {
 		t.Fatal(err)
 	}
 	_, _ = w.Write([]byte("event: message\ndata: {\"n\":3}\n\n"))
@@ -53,11 +53,11 @@ func TestInjectOnAStreamAndAfterJSON(t *testing.T) {
 	}
 
 	rec = httptest.NewRecorder()
-	w, r = TrackStream(rec, httptest.NewRequest(http.MethodPost, "/", nil), "")
+	w = NewResponse(rec, "", nil)
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusOK)
-	if err := ScopeFrom(r.Context()).Tracker.w.inject([]byte(`{}`)); err != errNotStreaming {
-		t.Errorf("inject after a JSON answer began: %v, want errNotStreaming", err)
+	if err := w.Inject([]byte(`{}`)); err != ErrNotStreaming {
+		t.Errorf("Inject after a JSON answer began: %v, want ErrNotStreaming", err)
 	}
 }
 
@@ -87,8 +87,8 @@ func TestWithRequestID(t *testing.T) {
 }
 
 // mcp-go's error answers, as JSON or as an SSE event, carry the request id
-// through the tracking writer; other writes pass unchanged.
-func TestTrackingWriterAddsTheRequestID(t *testing.T) {
+// through Response; other writes pass unchanged.
+func TestResponseAddsTheRequestID(t *testing.T) {
 	errJSON := `{"jsonrpc":"2.0","id":3,"error":{"code":-32601,"message":"Method x not found"}}`
 	withID := `{"jsonrpc":"2.0","id":3,"error":{"code":-32601,"message":"Method x not found (request id rid-7)"}}`
 	for _, tc := range []struct{ name, ct, in, want string }{
@@ -97,8 +97,7 @@ func TestTrackingWriterAddsTheRequestID(t *testing.T) {
 		{"a result", "application/json", `{"jsonrpc":"2.0","id":3,"result":{}}` + "\n", `{"jsonrpc":"2.0","id":3,"result":{}}` + "\n"},
 	} {
 		rec := httptest.NewRecorder()
-		req := httptest.NewRequest(http.MethodPost, "/", nil)
-		w, _ := TrackStream(rec, req, "rid-7")
+		w := NewResponse(rec, "rid-7", nil)
 		w.Header().Set("Content-Type", tc.ct)
 		if n, err := w.Write([]byte(tc.in)); err != nil || n != len(tc.in) {
 			t.Errorf("%s: Write = %d, %v", tc.name, n, err)

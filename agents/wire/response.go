@@ -1,0 +1,219 @@
+package wire
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strings"
+	"sync"
+)
+
+// The response writer of one agent request (Response): what mcp-go's
+// StreamableHTTPServer writes to through Handle (it is a
+// server.HTTPResponseWriter), what the fast path's Stream writes to, and
+// what the endpoint sends its own server-to-client requests through
+// (Inject). Gap: mcp-go v1.2.1 sends a request of the server's own on a
+// call's response stream for elicitation only, routes its answer by
+// session id alone, and its error messages carry no request id. Buys:
+// correctness (the relays of elicitation, sampling and roots on mcp-go's
+// calls; errors a caller can match to the gateway's log), not speed.
+// Retired by: an mcp-go API to send a request on a call's response stream
+// and a hook on the JSON-RPC errors it answers.
+//
+// What it relies on of mcp-go, and must be checked on an upgrade: an SSE
+// event is one Write (writeSSEEvent, as AppendEvent), and a JSON answer is
+// one json.Encoder write (writeJSONRPCMessage, handlePost's final encode).
+// Every answer mcp-go would write as text/plain is answered before mcp-go
+// sees the request (Refuse, the gateway's checks), so this writer never
+// sees one (README, "Architecture").
+
+// ErrNotStreaming is Inject's error when the response went out as JSON
+// already: nothing more can be sent on it.
+var ErrNotStreaming = errors.New("the response to the caller's request is not an SSE stream")
+
+// Response wraps an agent request's http.ResponseWriter: it sets the
+// streaming headers of an SSE answer (X-Accel-Buffering: no, so that nginx
+// streams it), counts the SSE events written (onEvent), adds the request
+// id to the message of a JSON-RPC error answer (withRequestID), and lets
+// the endpoint inject a request of its own (Inject).
+type Response struct {
+	http.ResponseWriter
+	rid     string // the request id
+	onEvent func() // after each SSE event written; nil: none
+
+	mu          sync.Mutex // serializes writes: mcp-go's and Inject's
+	wroteHeader bool
+	upgraded    bool // Inject sent the SSE headers
+	reframe     bool // after upgraded: mcp-go then began a JSON answer
+	bodyWrites  int  // writes of a JSON body so far
+}
+
+// NewResponse wraps w for the request with requestID; onEvent (nil: none)
+// is called after each SSE event is written.
+func NewResponse(w http.ResponseWriter, requestID string, onEvent func()) *Response {
+	return &Response{ResponseWriter: w, rid: requestID, onEvent: onEvent}
+}
+
+func (w *Response) WriteHeader(code int) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.writeHeaderLocked(code)
+}
+
+func (w *Response) writeHeaderLocked(code int) {
+	if w.upgraded {
+		// mcp-go starting its own answer on a stream Inject already
+		// opened: the status went out; a JSON answer becomes an event.
+		w.reframe = strings.HasPrefix(w.Header().Get("Content-Type"), "application/json")
+		return
+	}
+	if !w.wroteHeader {
+		w.wroteHeader = true
+		if strings.HasPrefix(w.Header().Get("Content-Type"), "text/event-stream") {
+			w.Header().Set("X-Accel-Buffering", "no")
+			w.Header().Set("Cache-Control", "no-cache")
+		}
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *Response) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.wroteHeader {
+		w.writeHeaderLocked(http.StatusOK)
+	}
+	if w.reframe {
+		// json.Encoder writes the whole answer, newline-terminated, at once.
+		if err := w.writeEventLocked(withRequestID(bytes.TrimRight(p, "\n"), w.rid)); err != nil {
+			return 0, err
+		}
+		return len(p), nil
+	}
+	out := p
+	if msg, ok := EventData(p); ok {
+		if with := withRequestID(msg, w.rid); len(with) != len(msg) {
+			out = AppendEvent(nil, with)
+		}
+	} else if strings.HasPrefix(w.Header().Get("Content-Type"), "application/json") {
+		// An error answer is one write (json.Encoder's); a later write is
+		// a piece of a large answer passed through (passthrough.go).
+		if w.bodyWrites++; w.bodyWrites == 1 {
+			out = withRequestID(p, w.rid)
+		}
+	}
+	if _, err := w.ResponseWriter.Write(out); err != nil {
+		return 0, err
+	}
+	if IsEvent(p) && w.onEvent != nil {
+		w.onEvent()
+	}
+	return len(p), nil
+}
+
+// Flush makes the wrapper an http.Flusher, as mcp-go requires for SSE.
+func (w *Response) Flush() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.flushLocked()
+}
+
+func (w *Response) flushLocked() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// CanStream reports whether Flush delivers at once (server.HTTPResponseWriter).
+func (w *Response) CanStream() bool {
+	_, ok := w.ResponseWriter.(http.Flusher)
+	return ok
+}
+
+// Unwrap lets http.ResponseController reach the underlying writer.
+func (w *Response) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// Inject writes msg (one JSON-RPC message) as an SSE event and flushes it,
+// upgrading the response to SSE if nothing was written yet. The caller
+// makes sure mcp-go is not touching the response headers meanwhile (no
+// notification of the request is on its way: proxy.Relay.Exclusive).
+func (w *Response) Inject(msg []byte) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.wroteHeader {
+		h := w.Header()
+		h.Set("Content-Type", "text/event-stream")
+		h.Set("Cache-Control", "no-cache")
+		h.Set("X-Accel-Buffering", "no")
+		w.ResponseWriter.WriteHeader(http.StatusOK)
+		w.wroteHeader, w.upgraded = true, true
+	} else if !w.upgraded && !strings.HasPrefix(w.Header().Get("Content-Type"), "text/event-stream") {
+		return ErrNotStreaming
+	}
+	if err := w.writeEventLocked(msg); err != nil {
+		return err
+	}
+	w.flushLocked()
+	return nil
+}
+
+// writeEventLocked writes data as one SSE message event, in one write, and
+// counts it.
+func (w *Response) writeEventLocked(data []byte) error {
+	_, err := w.ResponseWriter.Write(AppendEvent(nil, data))
+	if err == nil && w.onEvent != nil {
+		w.onEvent()
+	}
+	return err
+}
+
+// withRequestID returns msg, one JSON-RPC message as mcp-go or the fast
+// path wrote it, with " (request id R)" added to the message of an error
+// response (STYLE: errors that reach a client carry the request id that is
+// also in the log line; mcp-go's "Method x not found" has none). Anything
+// else comes back as it is: a result, an error whose message names a
+// request id already, a write that is not one whole JSON value. The
+// answer is written in mcp-go's member order, values as they were.
+func withRequestID(msg []byte, rid string) []byte {
+	// Cheap tests first: a result (which may well mention "error") is
+	// passed before the whole write is checked to be JSON.
+	if rid == "" || !bytes.Contains(msg, []byte(`"error"`)) || bytes.Contains(msg, []byte(`"result"`)) || !json.Valid(msg) {
+		return msg
+	}
+	var members map[string]json.RawMessage
+	if json.Unmarshal(msg, &members) != nil || len(members) != 3 {
+		return msg
+	}
+	jsonrpc, id, rpcErr := members["jsonrpc"], members["id"], members["error"]
+	var e map[string]json.RawMessage
+	if jsonrpc == nil || id == nil || json.Unmarshal(rpcErr, &e) != nil || e == nil {
+		return msg
+	}
+	code, message, data := e["code"], e["message"], e["data"]
+	withData := 0
+	if data != nil {
+		withData = 1
+	}
+	var text string
+	if code == nil || len(e) != 2+withData || json.Unmarshal(message, &text) != nil ||
+		message[0] != '"' || strings.Contains(text, "request id") {
+		return msg
+	}
+	quoted, err := json.Marshal(text + " (request id " + rid + ")")
+	if err != nil {
+		return msg
+	}
+	out := make([]byte, 0, len(msg)+len(rid)+32)
+	out = append(append(append(out, `{"jsonrpc":`...), jsonrpc...), `,"id":`...)
+	out = append(append(out, id...), `,"error":{"code":`...)
+	out = append(append(append(out, code...), `,"message":`...), quoted...)
+	if data != nil {
+		out = append(append(out, `,"data":`...), data...)
+	}
+	out = append(out, "}}"...)
+	if bytes.HasSuffix(msg, []byte("\n")) {
+		out = append(out, '\n')
+	}
+	return out
+}
