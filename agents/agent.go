@@ -246,19 +246,35 @@ func (a *Agent) toolDescription() string {
 	return "Send a message to " + a.Config.Title + "."
 }
 
-// requestID is the id the gateway put in the context for this HTTP request.
-type requestIDKey struct{}
+// request is what the gateway put in the context of an HTTP request for
+// the agents: one typed value under one key.
+type request struct {
+	id      string                  // the request id (WithRequestID)
+	allowed func(agent string) bool // the agents the caller may use (WithAllowedAgents), or nil
+}
+
+type requestKey struct{}
+
+func requestOf(ctx context.Context) request {
+	if r, _ := ctx.Value(requestKey{}).(*request); r != nil {
+		return *r
+	}
+	return request{}
+}
+
+func withRequest(ctx context.Context, edit func(*request)) context.Context {
+	r := requestOf(ctx)
+	edit(&r)
+	return context.WithValue(ctx, requestKey{}, &r)
+}
 
 // WithRequestID stores the request id for agents to log and report.
 func WithRequestID(ctx context.Context, id string) context.Context {
-	return context.WithValue(ctx, requestIDKey{}, id)
+	return withRequest(ctx, func(r *request) { r.id = id })
 }
 
 // RequestID returns the request id of ctx or "".
-func RequestID(ctx context.Context) string {
-	id, _ := ctx.Value(requestIDKey{}).(string)
-	return id
-}
+func RequestID(ctx context.Context) string { return requestOf(ctx).id }
 
 func (a *Agent) handleSendMessage(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	start := time.Now()

@@ -21,15 +21,13 @@ type Directory struct {
 	handler http.Handler
 }
 
-type allowedKey struct{}
-
 // WithAllowedAgents stores which agents the request's caller may use.
 func WithAllowedAgents(ctx context.Context, allowed func(agent string) bool) context.Context {
-	return context.WithValue(ctx, allowedKey{}, allowed)
+	return withRequest(ctx, func(r *request) { r.allowed = allowed })
 }
 
 func allowedFrom(ctx context.Context) func(string) bool {
-	if f, ok := ctx.Value(allowedKey{}).(func(string) bool); ok {
+	if f := requestOf(ctx).allowed; f != nil {
 		return f
 	}
 	return func(string) bool { return false }

@@ -3,7 +3,9 @@ package endpoint
 // What the endpoint knows of the request a context belongs to, for the
 // agent's handlers, the kinds and the endpoint's own later steps: one typed
 // value under one context key, not a key per fact (as CoreDNS's
-// request.Request is what every plugin reads of a message). It is built as
+// request.Request is what every plugin reads of a message; each package of
+// agents keeps one such value of its own, as agents/wire and
+// agents/mcpclient do for a call). It is built as
 // the request goes in (TrackStream, then ServeHTTP) before any handler
 // runs, and never written after: what narrows it for part of the request
 // (a bridged call, the tool call of a loop that asks) gets a copy

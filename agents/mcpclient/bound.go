@@ -147,24 +147,6 @@ const pieceSize = 32 << 10
 
 var piecePool = sync.Pool{New: func() any { b := make([]byte, pieceSize); return &b }}
 
-// tooLargeNoteKey marks a call's context with the note its reads leave
-// when a message is too large (withTooLargeNote).
-type tooLargeNoteKey struct{}
-
-// withTooLargeNote returns ctx with a fresh note for the reads of one call.
-func withTooLargeNote(ctx context.Context) context.Context {
-	return context.WithValue(ctx, tooLargeNoteKey{}, new(atomic.Pointer[tooLargeError]))
-}
-
-// tooLargeNoteOf is where a read on ctx notes a too large message: the
-// call's note, or the session's (stream) for a read outside any call.
-func tooLargeNoteOf(ctx context.Context, stream *atomic.Pointer[tooLargeError]) *atomic.Pointer[tooLargeError] {
-	if n, ok := ctx.Value(tooLargeNoteKey{}).(*atomic.Pointer[tooLargeError]); ok {
-		return n
-	}
-	return stream
-}
-
 // settle turns the error of a call on s through cli into the
 // *tooLargeError its read noted, if any: an answer of the call's own past
 // the bound (the session stays), or a message on the session's stream
@@ -174,7 +156,7 @@ func (s *session) settle(ctx context.Context, cli *client.Client, err error) (er
 	if err == nil {
 		return nil, false
 	}
-	if n, ok := ctx.Value(tooLargeNoteKey{}).(*atomic.Pointer[tooLargeError]); ok {
+	if n := callOf(ctx).tooLarge; n != nil {
 		if e := n.Load(); e != nil {
 			return answeredError{e}, true
 		}

@@ -134,7 +134,7 @@ func (m *Manager) do(ctx context.Context, server, op string, hdr http.Header, fn
 	if !ok {
 		return srv.wrap(ctx, op, errClosed)
 	}
-	ctx = withTooLargeNote(context.WithValue(ctx, opKey{}, op)) // bound.go
+	ctx = withOp(ctx, op) // reqctx.go
 	s, err := srv.acquire(ctx, op, hdr)
 	if err != nil {
 		return srv.wrap(ctx, op, err)

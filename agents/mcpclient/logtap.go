@@ -11,8 +11,8 @@ import (
 // request whose context carries a call tag (see Relay), so that the call's
 // log messages can be routed to it (wire.NewLogTagger).
 func tapResponse(req *http.Request, resp *http.Response) {
-	tag, ok := req.Context().Value(callTagKey{}).(string)
-	if !ok || resp.Body == nil || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+	tag := callOf(req.Context()).tag
+	if tag == "" || resp.Body == nil || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
 		return
 	}
 	resp.Body = wire.NewLogTagger(resp.Body, callTag, tag)

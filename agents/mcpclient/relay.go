@@ -87,36 +87,9 @@ func (x *CallExtras) task() json.RawMessage {
 	return x.Params["task"]
 }
 
-type extrasKey struct{}
-
-// WithCallExtras returns ctx whose downstream tools/call carries x.
-func WithCallExtras(ctx context.Context, x *CallExtras) context.Context {
-	return context.WithValue(ctx, extrasKey{}, x)
-}
-
-func callExtrasFrom(ctx context.Context) *CallExtras {
-	x, _ := ctx.Value(extrasKey{}).(*CallExtras)
-	return x
-}
-
-type relayKey struct{}
-
-// WithRelay returns ctx carrying r for the downstream calls made with it.
-func WithRelay(ctx context.Context, r *Relay) context.Context {
-	return context.WithValue(ctx, relayKey{}, r)
-}
-
-// RelayFrom returns the Relay of ctx, or nil.
-func RelayFrom(ctx context.Context) *Relay {
-	r, _ := ctx.Value(relayKey{}).(*Relay)
-	return r
-}
-
 // callTag is the params member logTap adds to a call's log messages; it
 // never reaches a caller.
 const callTag = "io.pallasgw/call"
-
-type callTagKey struct{}
 
 // logRouter routes tagged downstream log messages to the call whose stream
 // carried them.
@@ -146,7 +119,7 @@ func (r *logRouter) register(ctx context.Context, fn func(map[string]any)) (cont
 	id := strconv.FormatUint(r.seq, 36)
 	r.calls[id] = sink
 	r.mu.Unlock()
-	return context.WithValue(ctx, callTagKey{}, id), func() {
+	return withCall(ctx, func(c *callContext) { c.tag = id }), func() {
 		r.mu.Lock()
 		delete(r.calls, id)
 		r.mu.Unlock()
@@ -196,11 +169,6 @@ const (
 	errNoRelay = "%s is not relayed for this request: only proxy agents relay it, to their caller"
 )
 
-// opKey marks the context of a downstream request made through do with its
-// op, so that a server-to-client request can tell it came on a request's
-// own stream.
-type opKey struct{}
-
 // serverRequest answers the server-to-client requests of one session's
 // client. It replaces mcp-go's own handler (client.Start installs that one):
 // elicitation, sampling and roots requests that come on a call's stream go
@@ -218,9 +186,10 @@ func (s *session) serverRequest(ctx context.Context, req transport.JSONRPCReques
 	default:
 		return fail(mcp.METHOD_NOT_FOUND, fmt.Sprintf("method %q is not supported by pallasgw's downstream client", req.Method))
 	}
-	relay := RelayFrom(ctx)
+	call := callOf(ctx)
+	relay := call.relay
 	switch {
-	case ctx.Value(opKey{}) == nil:
+	case call.op == "":
 		return fail(mcp.INVALID_REQUEST, fmt.Sprintf(errNoCall, method))
 	case relay == nil || relay.Request == nil:
 		return fail(mcp.INVALID_REQUEST, fmt.Sprintf(errNoRelay, method))

@@ -74,7 +74,7 @@ func (m *Manager) refreshTools(s *session, cli *client.Client, gen uint64) {
 	timeout := s.srv.spec.Timeout
 	ctx, cancel := context.WithTimeoutCause(m.ctx, timeout, &timeoutError{timeout: timeout})
 	defer cancel()
-	ctx = context.WithValue(ctx, opKey{}, string(mcp.MethodToolsList))
+	ctx = withListOp(ctx, string(mcp.MethodToolsList))
 	tools, err := m.listTools(ctx, s.srv.spec.Name, cli)
 	if err != nil {
 		m.log.Debug("tools/list refresh failed; the next caller reads it again", zap.String("server", s.srv.spec.Name), zap.Error(err))
@@ -91,7 +91,7 @@ func (m *Manager) fetchTools(ctx context.Context, cli *client.Client, spec Serve
 	defer cancel()
 	// Marked as a request of do, as each caller's own tools/list was (see
 	// serverRequest); no caller's Relay or other values are carried.
-	ctx = context.WithValue(ctx, opKey{}, string(mcp.MethodToolsList))
+	ctx = withListOp(ctx, string(mcp.MethodToolsList))
 	tools, err := m.listTools(ctx, spec.Name, cli)
 	var te *timeoutError
 	if err != nil && errors.As(context.Cause(ctx), &te) {

@@ -16,9 +16,27 @@ import (
 // Anonymous is the caller of a request that names nobody.
 const Anonymous = "anonymous"
 
-type inboundKey struct{}
+// callerNames is what a request's context says of its caller besides its
+// identity: one typed value under one key.
+type callerNames struct {
+	inbound string // the Mcp-Session-Id the request came with
+	agentID string // the agent_id a passthrough caller named itself with
+}
 
-type agentIDKey struct{}
+type callerKey struct{}
+
+func namesOf(ctx context.Context) callerNames {
+	if n, _ := ctx.Value(callerKey{}).(*callerNames); n != nil {
+		return *n
+	}
+	return callerNames{}
+}
+
+func withNames(ctx context.Context, edit func(*callerNames)) context.Context {
+	n := namesOf(ctx)
+	edit(&n)
+	return context.WithValue(ctx, callerKey{}, &n)
+}
 
 // WithInbound returns ctx carrying the Mcp-Session-Id its request came
 // with (one the endpoint checked is the caller's).
@@ -26,7 +44,7 @@ func WithInbound(ctx context.Context, sessionID string) context.Context {
 	if sessionID == "" {
 		return ctx
 	}
-	return context.WithValue(ctx, inboundKey{}, sessionID)
+	return withNames(ctx, func(n *callerNames) { n.inbound = sessionID })
 }
 
 // WithAgentID returns ctx carrying the agent_id a passthrough caller named
@@ -35,7 +53,7 @@ func WithAgentID(ctx context.Context, agentID string) context.Context {
 	if agentID == "" {
 		return ctx
 	}
-	return context.WithValue(ctx, agentIDKey{}, agentID)
+	return withNames(ctx, func(n *callerNames) { n.agentID = agentID })
 }
 
 // Caller is the caller of ctx a downstream session is scoped to. The
@@ -46,11 +64,12 @@ func Caller(ctx context.Context) string {
 	if p := policy.IdentityFrom(ctx).Principal(); p != "" {
 		return p
 	}
-	if id, _ := ctx.Value(agentIDKey{}).(string); id != "" {
-		return "agent:" + id
+	n := namesOf(ctx)
+	if n.agentID != "" {
+		return "agent:" + n.agentID
 	}
-	if sid, _ := ctx.Value(inboundKey{}).(string); sid != "" {
-		return "session:" + sid
+	if n.inbound != "" {
+		return "session:" + n.inbound
 	}
 	return Anonymous
 }

@@ -66,13 +66,10 @@ type RoundTripTarget interface {
 // caller sent them (nil when absent).
 type RoundTrip struct{ InputResponses, RequestState json.RawMessage }
 
-type roundTripKey struct{}
-
 // RoundTripFrom is the multi round-trip members of the call of ctx (a
 // RoundTripTarget's), or nil when it carries none.
 func RoundTripFrom(ctx context.Context) *RoundTrip {
-	rt, _ := ctx.Value(roundTripKey{}).(*RoundTrip)
-	return rt
+	return callOf(ctx).roundTrip
 }
 
 func serve(w http.ResponseWriter, r *http.Request, msg *Message, t Target, session string, track Track) bool {
@@ -112,8 +109,9 @@ func serve(w http.ResponseWriter, r *http.Request, msg *Message, t Target, sessi
 		return false // mcp-go answers a caller before 2026-07-28 as it does
 	}
 	ctx := r.Context()
+	var trip *RoundTrip
 	if rt {
-		ctx = context.WithValue(ctx, roundTripKey{}, &RoundTrip{InputResponses: msg.Params.InputResponses, RequestState: msg.Params.RequestState})
+		trip = &RoundTrip{InputResponses: msg.Params.InputResponses, RequestState: msg.Params.RequestState}
 	}
 	if session != "" && !info.Modern {
 		// mcp-go keys a call's notifications/cancelled "<session>:<id>"
@@ -131,7 +129,7 @@ func serve(w http.ResponseWriter, r *http.Request, msg *Message, t Target, sessi
 	}
 	out := newStream(w, r)
 	out.modern, out.id = info.Modern, id
-	ctx = context.WithValue(server.WithRequestProtocolInfo(ctx, info), streamKey{}, out)
+	ctx = withCall(server.WithRequestProtocolInfo(ctx, info), func(c *callContext) { c.stream, c.roundTrip = out, trip })
 	out.finish(t.Answer(ctx, req, id, info.Modern))
 	return true
 }
@@ -419,5 +417,5 @@ func Decorate(res *mcp.CallToolResult, self mcp.Implementation) {
 // round-trip members, for a RoundTripTarget run outside Serve (the
 // endpoint's bridged prompts/get and resources/read).
 func WithRoundTrip(ctx context.Context, rt *RoundTrip) context.Context {
-	return context.WithValue(ctx, roundTripKey{}, rt)
+	return withCall(ctx, func(c *callContext) { c.roundTrip = rt })
 }

@@ -70,9 +70,6 @@ type PassThrough struct {
 	gate   func() bool     // WithPassThroughGate's; nil: none
 }
 
-type passKey struct{}
-type gateKey struct{}
-
 // WithPassThrough lets the downstream call made on the returned context
 // pass a large result through to the caller (PassThroughFrom), when ctx
 // is a fast-path call's (Serve) and the switch is on. self is the
@@ -83,8 +80,7 @@ func WithPassThrough(ctx context.Context, self json.RawMessage, before func()) c
 	if !Fast() || s == nil {
 		return ctx
 	}
-	gate, _ := ctx.Value(gateKey{}).(func() bool)
-	return context.WithValue(ctx, passKey{}, &PassThrough{s: s, self: self, before: before, gate: gate})
+	return withCall(ctx, func(c *callContext) { c.pass = &PassThrough{s: s, self: self, before: before, gate: c.gate} })
 }
 
 // WithPassThroughGate makes a pass-through on ctx ask gate first, when its
@@ -93,14 +89,13 @@ func WithPassThrough(ctx context.Context, self json.RawMessage, before func()) c
 // answers a call's first round itself when the downstream asks for input
 // meanwhile, says so.
 func WithPassThroughGate(ctx context.Context, gate func() bool) context.Context {
-	return context.WithValue(ctx, gateKey{}, gate)
+	return withCall(ctx, func(c *callContext) { c.gate = gate })
 }
 
 // PassThroughFrom is ctx's PassThrough, or nil when a result must be
 // returned whole.
 func PassThroughFrom(ctx context.Context) *PassThrough {
-	p, _ := ctx.Value(passKey{}).(*PassThrough)
-	return p
+	return callOf(ctx).pass
 }
 
 // Passed is a Target's answer when the answer went out with the result

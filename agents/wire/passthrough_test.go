@@ -21,7 +21,7 @@ func passStream(t *testing.T, modern bool) (*Stream, *httptest.ResponseRecorder,
 	rec := httptest.NewRecorder()
 	s := newStream(rec, httptest.NewRequest(http.MethodPost, "/mcp", nil))
 	s.modern, s.id = modern, 7
-	ctx := WithPassThrough(context.WithValue(context.Background(), streamKey{}, s), SelfJSON(testSelf), nil)
+	ctx := WithPassThrough(withCall(context.Background(), func(c *callContext) { c.stream = s }), SelfJSON(testSelf), nil)
 	if PassThroughFrom(ctx) == nil {
 		t.Fatal("no pass-through on a fast call's context")
 	}
@@ -198,7 +198,7 @@ func TestPassThroughOff(t *testing.T) {
 	func() {
 		defer SetFast(true)
 		SetFast(false)
-		if PassThroughFrom(WithPassThrough(context.WithValue(context.Background(), streamKey{}, &Stream{}), nil, nil)) != nil {
+		if PassThroughFrom(WithPassThrough(withCall(context.Background(), func(c *callContext) { c.stream = &Stream{} }), nil, nil)) != nil {
 			t.Error("a pass-through with the switch off")
 		}
 	}()

@@ -58,11 +58,8 @@ var ErrCallEnded = errors.New("the call has ended; its response stream is closed
 // notificationBuffer is mcp-go's per-request notification buffer size.
 const notificationBuffer = 100
 
-type streamKey struct{}
-
 func StreamFrom(ctx context.Context) *Stream {
-	s, _ := ctx.Value(streamKey{}).(*Stream)
-	return s
+	return callOf(ctx).stream
 }
 
 func newStream(w http.ResponseWriter, r *http.Request) *Stream {

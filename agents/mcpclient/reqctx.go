@@ -1,0 +1,76 @@
+package mcpclient
+
+import (
+	"context"
+	"sync/atomic"
+)
+
+// What a downstream request's context carries for this package: one typed
+// value under one key (as the endpoint's Scope), copied and narrowed as a
+// call goes down (withCall), never written after it is made.
+type callContext struct {
+	relay  *Relay      // the caller's relays (WithRelay), or nil
+	extras *CallExtras // the caller's extra params and _meta (WithCallExtras), or nil
+	// op is the request being made through do (a tools/call, a
+	// tools/list...): a server-to-client request then came on that
+	// request's own stream (serverRequest). "" outside one.
+	op string
+	// tag routes the log messages of a typed call's stream to it
+	// (logRouter.register, tapResponse); "" for none.
+	tag string
+	// tooLarge is where the call's reads note a message past the bound
+	// (bound.go); nil outside a call: the session's own note.
+	tooLarge *atomic.Pointer[tooLargeError]
+}
+
+type callKey struct{}
+
+func callOf(ctx context.Context) callContext {
+	if c, _ := ctx.Value(callKey{}).(*callContext); c != nil {
+		return *c
+	}
+	return callContext{}
+}
+
+// withCall is ctx whose call context is ctx's changed by edit.
+func withCall(ctx context.Context, edit func(*callContext)) context.Context {
+	c := callOf(ctx)
+	edit(&c)
+	return context.WithValue(ctx, callKey{}, &c)
+}
+
+// WithCallExtras returns ctx whose downstream tools/call carries x.
+func WithCallExtras(ctx context.Context, x *CallExtras) context.Context {
+	return withCall(ctx, func(c *callContext) { c.extras = x })
+}
+
+func callExtrasFrom(ctx context.Context) *CallExtras { return callOf(ctx).extras }
+
+// WithRelay returns ctx carrying r for the downstream calls made with it.
+func WithRelay(ctx context.Context, r *Relay) context.Context {
+	return withCall(ctx, func(c *callContext) { c.relay = r })
+}
+
+// RelayFrom returns the Relay of ctx, or nil.
+func RelayFrom(ctx context.Context) *Relay { return callOf(ctx).relay }
+
+// withOp marks ctx as the context of a request made through do (op), with
+// a fresh note for its reads of a message past the bound (bound.go).
+func withOp(ctx context.Context, op string) context.Context {
+	return withCall(ctx, func(c *callContext) { c.op, c.tooLarge = op, new(atomic.Pointer[tooLargeError]) })
+}
+
+// withListOp marks ctx as a tools/list made for do's callers (a fetch or a
+// refresh of the cache): no caller's Relay or other values are carried.
+func withListOp(ctx context.Context, op string) context.Context {
+	return context.WithValue(ctx, callKey{}, &callContext{op: op})
+}
+
+// tooLargeNoteOf is where a read on ctx notes a too large message: the
+// call's note, or the session's (stream) for a read outside any call.
+func tooLargeNoteOf(ctx context.Context, stream *atomic.Pointer[tooLargeError]) *atomic.Pointer[tooLargeError] {
+	if n := callOf(ctx).tooLarge; n != nil {
+		return n
+	}
+	return stream
+}
