@@ -21,8 +21,8 @@ func TestEndpointAnswersJSONRPCWhereMCPGoAnswersPlainText(t *testing.T) {
 	const modern = "2026-07-28"
 	for _, c := range []struct {
 		name, method, body, ct, version, session string
-		status                                    int
-		want                                      string // in the error message; "" for an accepted request
+		status                                   int
+		want                                     string // in the error message; "" for an accepted request
 	}{
 		{"DELETE of a 2026-07-28 caller", "DELETE", "", "", modern, "", 405, "DELETE is not supported in protocol version 2026-07-28"},
 		{"DELETE with an unknown version", "DELETE", "", "", "1999-01-01", "pgw-abc", 400, "Unsupported protocol version: 1999-01-01"},
