@@ -3,7 +3,6 @@ package gateway
 import (
 	"encoding/json"
 	"errors"
-	"mime"
 	"net/http"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -44,31 +43,41 @@ func checkMessage(body []byte) (*wire.Message, *rpcError) {
 	if err != nil {
 		return nil, &rpcError{code: rpcInvalidRequest, msg: "invalid request: a JSON-RPC message must be a JSON object (batches are not supported)"}
 	}
-	var id any
 	switch {
 	case string(env.ID) == "null" && !wire.IsNull(env.Method):
 		// mcp-go would take it for a notification and never answer.
 		return nil, &rpcError{code: rpcInvalidRequest, msg: "invalid request: id must not be null (omit it for a notification)"}
 	case wire.IsNull(env.ID):
 	case env.ID[0] == '"' || env.ID[0] == '-' || (env.ID[0] >= '0' && env.ID[0] <= '9'):
-		_ = json.Unmarshal(env.ID, &id)
 	default:
 		return nil, &rpcError{code: rpcInvalidRequest, msg: "invalid request: id must be a string or a number"}
 	}
+	if err := checkEnvelope(env); err != nil {
+		if !wire.IsNull(env.ID) {
+			_ = json.Unmarshal(env.ID, &err.id) // decoded only for an error
+		}
+		return nil, err
+	}
+	return env, nil
+}
+
+// checkEnvelope checks the members of a message whose id checkMessage
+// accepted; the error's id is filled in by the caller.
+func checkEnvelope(env *wire.Message) *rpcError {
 	if string(env.JSONRPC) != `"2.0"` {
-		return nil, &rpcError{id: id, code: rpcInvalidRequest, msg: `invalid request: jsonrpc must be "2.0"`}
+		return &rpcError{code: rpcInvalidRequest, msg: `invalid request: jsonrpc must be "2.0"`}
 	}
 	switch {
 	case !wire.IsNull(env.Method) && env.Method[0] != '"':
-		return nil, &rpcError{id: id, code: rpcInvalidRequest, msg: "invalid request: method must be a string"}
+		return &rpcError{code: rpcInvalidRequest, msg: "invalid request: method must be a string"}
 	case wire.IsNull(env.Method) && len(env.Result) == 0 && len(env.Error) == 0:
-		return nil, &rpcError{id: id, code: rpcInvalidRequest, msg: "invalid request: the message has no method (and is not a response)"}
+		return &rpcError{code: rpcInvalidRequest, msg: "invalid request: the message has no method (and is not a response)"}
 	case !wire.IsNull(env.RawParams) && env.RawParams[0] != '{':
-		return nil, &rpcError{id: id, code: rpcInvalidParams, msg: "invalid params: params must be an object"}
+		return &rpcError{code: rpcInvalidParams, msg: "invalid params: params must be an object"}
 	case namedMethod[env.MethodName()] && !wire.IsNull(env.Params.Name) && env.Params.Name[0] != '"':
-		return nil, &rpcError{id: id, code: rpcInvalidParams, msg: "invalid params: name must be a string"}
+		return &rpcError{code: rpcInvalidParams, msg: "invalid params: name must be a string"}
 	}
-	return env, nil
+	return nil
 }
 
 // namedMethod are the methods whose params.name is a string, which mcp-go
@@ -84,20 +93,23 @@ var namedMethod = map[string]bool{string(mcp.MethodToolsCall): true, string(mcp.
 // initialize is let through whatever its header says: it negotiates the
 // version in its body, and mcp-go does not check the header there.
 func checkHeaders(h http.Header, msg *wire.Message) *rpcError {
-	var id any
-	if !wire.IsNull(msg.ID) {
-		_ = json.Unmarshal(msg.ID, &id)
+	id := func() any {
+		var id any
+		if !wire.IsNull(msg.ID) {
+			_ = json.Unmarshal(msg.ID, &id)
+		}
+		return id
 	}
 	ct := h.Get("Content-Type")
-	if mt, _, err := mime.ParseMediaType(ct); err != nil || mt != "application/json" {
-		return &rpcError{id: id, code: rpcInvalidRequest,
+	if !wire.JSONContent(ct) {
+		return &rpcError{id: id(), code: rpcInvalidRequest,
 			msg: "invalid request: Content-Type must be application/json, not " + quoteClipped(ct)}
 	}
 	v := h.Get(mcp.HeaderProtocolVersion)
 	if v == "" || mcp.IsValidProtocolVersion(v) || msg.MethodName() == string(mcp.MethodInitialize) {
 		return nil
 	}
-	return &rpcError{id: id, code: mcp.UNSUPPORTED_PROTOCOL_VERSION,
+	return &rpcError{id: id(), code: mcp.UNSUPPORTED_PROTOCOL_VERSION,
 		msg:  "unsupported protocol version " + quoteClipped(v) + " in the " + mcp.HeaderProtocolVersion + " header",
 		data: mcp.UnsupportedProtocolVersionData{Supported: mcp.ValidProtocolVersions, Requested: v}}
 }

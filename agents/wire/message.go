@@ -49,6 +49,9 @@ type MessageParams struct {
 	} `json:"capabilities"`
 	Level     json.RawMessage `json:"level"`
 	RequestID json.RawMessage `json:"requestId"`
+
+	name             string // Name decoded (ToolName), once
+	nameRead, nameOK bool
 }
 
 // Parse decodes body as one JSON-RPC message: a *json.SyntaxError
@@ -90,10 +93,15 @@ func (m *Message) MethodName() string { return m.method }
 // ParamsRead reports params absent, null or an object, read into Params.
 func (m *Message) ParamsRead() bool { return m.paramsRead }
 
-// ToolName is params.name as a string, and whether it is one.
+// ToolName is params.name as a string, and whether it is one; it is
+// decoded on the first use (the endpoint, the gateway's tracing and the
+// fast path each ask).
 func (p *MessageParams) ToolName() (string, bool) {
-	var s string
-	return s, len(p.Name) > 0 && p.Name[0] == '"' && json.Unmarshal(p.Name, &s) == nil
+	if !p.nameRead {
+		p.nameRead = true
+		p.nameOK = len(p.Name) > 0 && p.Name[0] == '"' && json.Unmarshal(p.Name, &p.name) == nil
+	}
+	return p.name, p.nameOK
 }
 
 // IsNull reports an absent or null member.
@@ -112,6 +120,9 @@ func (m *Message) Meta() (map[string]json.RawMessage, bool) {
 
 // MetaString is the _meta member key when it is a string, else "".
 func (m *Message) MetaString(key string) string {
+	if !m.metaRead && !bytes.Contains(m.Params.Meta, []byte(key)) && bytes.IndexByte(m.Params.Meta, '\\') < 0 {
+		return "" // the key is not there, even escaped: no need to decode _meta
+	}
 	meta, _ := m.Meta()
 	var s string
 	if raw := meta[key]; len(raw) > 0 && raw[0] == '"' {

@@ -2,7 +2,6 @@ package wire
 
 import (
 	"bytes"
-	"mime"
 	"net/http"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -51,7 +50,7 @@ func Refuse(w http.ResponseWriter, r *http.Request, msg *Message) bool {
 	if msg != nil && !IsNull(msg.ID) {
 		id = msg.ID
 	}
-	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
+	if !JSONContent(r.Header.Get("Content-Type")) {
 		WriteError(w, http.StatusBadRequest, id, mcp.INVALID_REQUEST, "Invalid content type: must be 'application/json'", nil)
 		return true
 	}
