@@ -75,10 +75,23 @@ listen: "127.0.0.1:{{PORT}}"
 reload: {poll_interval: 0}
 mcp:
   servers:
-    down: {url: %q, timeout: 30s}
+    down: {url: %q, timeout: 30s%s}
 agents:
   px: {kind: proxy, servers: [down]}
 `
+
+// routingConfigFor is routingConfig for the downstream at url. With
+// PALLASGW_BENCH_SESSION_SCOPE set (caller, call or shared), the
+// downstream's session_scope is that: an A/B against a build from before
+// session_scope (whose default was one session per header set, shared)
+// runs this build with shared to compare the same work.
+func routingConfigFor(url string) string {
+	scope := ""
+	if s := os.Getenv("PALLASGW_BENCH_SESSION_SCOPE"); s != "" {
+		scope = ", session_scope: " + s
+	}
+	return fmt.Sprintf(routingConfig, url, scope)
+}
 
 // jwtAuth is added to routingConfig for the JWT-on gateway: the audience is
 // the default, the agent's canonical URL.
@@ -180,11 +193,11 @@ type routingCost struct {
 
 func benchRouting(b *testing.B, style load.Style, order int) {
 	d := newDownstream(b)
-	g := startGateway(b, fmt.Sprintf(routingConfig, d.url()))
+	g := startGateway(b, routingConfigFor(d.url()))
 	issuer := newIDP(b)
-	gj := startGateway(b, fmt.Sprintf(routingConfig, d.url())+fmt.Sprintf(jwtAuth, issuer.URL))
+	gj := startGateway(b, routingConfigFor(d.url())+fmt.Sprintf(jwtAuth, issuer.URL))
 	sink := newOTLPSink(b)
-	gt := startGateway(b, fmt.Sprintf(routingConfig, d.url())+fmt.Sprintf(tracingOn, sink.url))
+	gt := startGateway(b, routingConfigFor(d.url())+fmt.Sprintf(tracingOn, sink.url))
 	floor := newForwarder(b, d.ts.URL)
 	nginx := startNginx(b, d.ts.URL) // nil without nginx
 	opts := func(url string, c, n int) load.Options {
