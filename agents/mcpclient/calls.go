@@ -19,6 +19,8 @@ import (
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 	"go.uber.org/zap"
+
+	"github.com/pallasgw/pallasgw/agents/wire"
 )
 
 // opFunc is one downstream request on a connected client. The op strings
@@ -294,10 +296,7 @@ func isStandardRPCError(err error) bool {
 // the downstream received the call: it answered it (with a JSON-RPC error,
 // or a result that could not be read), or its response stream had begun.
 // Such a call is never sent again, and does not count as a lost session.
-type answeredError struct{ err error }
-
-func (e answeredError) Error() string { return e.err.Error() }
-func (e answeredError) Unwrap() error { return e.err }
+type answeredError = wire.AnsweredError
 
 func answered(err error) bool {
 	var a answeredError
@@ -307,10 +306,7 @@ func answered(err error) bool {
 // deliveredError marks an error of a raw call after the downstream had
 // begun to answer it (its response stream broke off and could not be
 // reopened): the session may be gone, but the call is never sent again.
-type deliveredError struct{ err error }
-
-func (e deliveredError) Error() string { return e.err.Error() }
-func (e deliveredError) Unwrap() error { return e.err }
+type deliveredError = wire.DeliveredError
 
 // notDelivered reports whether err proves the request never ran: the
 // downstream rejected the session or the connection was refused. A request

@@ -7,8 +7,9 @@ package mcpclient
 // of the gateway's JSON work on a proxied call, and mcp-go's encoding also
 // normalizes what it passes on (key order, unknown members dropped, large
 // integers turned into floats). On a Streamable HTTP session the raw call
-// POSTs the request itself with the session's HTTP transport and headers
-// and reads the answer (JSON or SSE) itself (rawstream.go), doing for the
+// is POSTed with the session's HTTP transport and headers and its answer
+// (JSON or SSE) read by the wire package (wire.ClientCall; rawstream.go
+// hands it the session), doing for the
 // call what mcpclient does through mcp-go: the per-call timeout and the
 // reconnect once on a lost session (do, run), progress by token, the
 // call's log messages to its Relay (a raw reader knows which stream a
@@ -21,7 +22,6 @@ package mcpclient
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"maps"
 	"net/http"
@@ -222,11 +222,7 @@ func (s *session) callRaw(ctx context.Context, cli *client.Client, w *wireInfo, 
 	// The cancellation goes out on the call's own context: the reader's
 	// ends with the call either way.
 	defer s.cancelIfEnded(ctx, cli, json.RawMessage(strconv.Quote(id)))
-	rctx, cancel := context.WithCancel(ctx)
-	c := &rawCall{s: s, w: w, id: id, relay: r.relay, cancel: cancel}
-	defer c.handlers.Wait() // after cancel: a pending server-to-client request gives up
-	defer cancel()
-	return c.do(rctx, callBody(id, r))
+	return s.callRawOn(ctx, w, id, r) // rawstream.go
 }
 
 // callBody is the JSON-RPC request of r with id. The id is a string that
@@ -280,28 +276,5 @@ func appendMember(b []byte, k string, v json.RawMessage) []byte {
 	return append(b, v...)
 }
 
-// errNoResult is a response with neither a result nor an error.
-var errNoResult = errors.New("malformed response: neither a result nor an error")
-
-// peekResult reads the members a caller acts on out of a result. A result
-// that is not a JSON object is a malformed response.
-func peekResult(raw json.RawMessage) (*RawResult, error) {
-	var peek struct {
-		IsError    bool            `json:"isError"`
-		ResultType string          `json:"resultType"`
-		Meta       json.RawMessage `json:"_meta"`
-	}
-	if len(raw) == 0 || string(raw) == "null" {
-		return nil, errNoResult
-	}
-	if raw[0] != '{' {
-		return nil, fmt.Errorf("malformed response: the result is not an object: %.40s", raw)
-	}
-	if err := json.Unmarshal(raw, &peek); err != nil {
-		return nil, fmt.Errorf("malformed response: the result: %w", err)
-	}
-	if string(peek.Meta) == "null" {
-		peek.Meta = nil
-	}
-	return &RawResult{JSON: raw, IsError: peek.IsError, ResultType: peek.ResultType, Meta: peek.Meta}, nil
-}
+// peekResult is wire.PeekResult.
+func peekResult(raw json.RawMessage) (*RawResult, error) { return wire.PeekResult(raw) }

@@ -482,14 +482,14 @@ func TestDeliveredErrorsAreNeverResent(t *testing.T) {
 	if !notDelivered(dial) {
 		t.Fatal("a refused dial should count as not delivered")
 	}
-	resume := deliveredError{fmt.Errorf("failed to resume the SSE stream for the response: %w", dial)}
+	resume := deliveredError{Err: fmt.Errorf("failed to resume the SSE stream for the response: %w", dial)}
 	if notDelivered(resume) {
 		t.Error("a refused reconnection of a begun stream counted as not delivered: the call would run twice")
 	}
 	if !isLost(resume) {
 		t.Error("a refused reconnection should still end the session")
 	}
-	answer := answeredError{errors.New("Bad Request: No valid session ID provided")}
+	answer := answeredError{Err: errors.New("Bad Request: No valid session ID provided")}
 	if isLost(answer) || notDelivered(answer) {
 		t.Error("an answer on a 200 counted as a lost session")
 	}

@@ -58,15 +58,7 @@ type RPCError = wire.RPCError
 // downstreamError is a downstream's JSON-RPC error answer to a raw call:
 // its code, message and data as sent (RPCError), and mcp-go's mapping of it
 // (cause), so that errors.Is against mcp-go's sentinels still works.
-type downstreamError struct {
-	RPCError
-	cause error
-}
-
-func (e *downstreamError) Error() string { return e.cause.Error() }
-func (e *downstreamError) Unwrap() []error {
-	return []error{e.cause, &e.RPCError}
-}
+type downstreamError = wire.DownstreamError
 
 // CallExtras are members a caller's tools/call adds to the downstream's
 // request (raw calls on Streamable HTTP sessions): Params beside name and

@@ -14,6 +14,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"go.uber.org/zap"
 
+	"github.com/pallasgw/pallasgw/agents/wire"
 	"github.com/pallasgw/pallasgw/metrics/tracing"
 )
 
@@ -414,7 +415,7 @@ func (rt *headerRoundTripper) RoundTrip(req *http.Request) (*http.Response, erro
 	}
 	resp, err := rt.roundTrip(req)
 	if err == nil {
-		boundBody(resp, rt.limit, tooLargeNoteOf(req.Context(), rt.stream))
+		wire.BoundBody(resp, rt.limit, tooLargeNoteOf(req.Context(), rt.stream))
 		tapResponse(req, resp)
 	}
 	return resp, err

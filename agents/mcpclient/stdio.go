@@ -164,7 +164,7 @@ func (b *lineBound) Read(p []byte) (int, error) {
 		}
 		if b.n++; b.n > b.limit {
 			b.over = true
-			b.note.Store(&tooLargeError{limit: b.limit})
+			b.note.Store(&tooLargeError{Limit: b.limit})
 			return bytes.LastIndexByte(p[:i], '\n') + 1, nil
 		}
 	}

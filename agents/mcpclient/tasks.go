@@ -37,7 +37,7 @@ func (m *Manager) TaskRequest(ctx context.Context, server, method string, params
 			return err
 		}
 		if resp.Error != nil {
-			return answeredError{&RPCError{Code: resp.Error.Code, Message: resp.Error.Message}}
+			return answeredError{Err: &RPCError{Code: resp.Error.Code, Message: resp.Error.Message}}
 		}
 		if len(resp.Result) == 0 {
 			return errNoResult

@@ -27,11 +27,28 @@
 //     no way to send a request of the server's own on a call's stream.
 //     Buys: correctness (the relays of elicitation, sampling and roots),
 //     not speed. Retired by: such an mcp-go API.
+//   - The client-side raw tools/call (client.go): a downstream's
+//     tools/call on its Streamable HTTP session POSTed by hand and its
+//     answer (JSON, or an SSE stream with the call's notifications and the
+//     server's requests) read as bytes; agents/mcpclient hands it the
+//     session mcp-go opened. Gap: transport.SendRequest reads an answer
+//     whole and decodes it, and hands a call's notifications to one
+//     handler per transport, without the call. Buys: a large result passed
+//     through with no copy held (6.1-6.3 copies through SendRequest), a
+//     call's log messages routed to it. Retired by: a SendRequest that
+//     returns the answer's body as a reader, and a notification handler
+//     per request.
+//   - The message bound (bound.go): a downstream's answer read within the
+//     64 MiB rule, in pooled pieces (ReadMessage, ReadPieces), and mcp-go's
+//     client's HTTP bodies bounded under it per message or SSE event
+//     (BoundBody). Gap: mcp-go's client reads a message whole with no
+//     bound. Buys: a downstream cannot make the gateway hold more than the
+//     bound. Retired by: a message bound in mcp-go's client transports.
 //   - The SSE event reader (ssereader.go): the one reader of a
-//     downstream's SSE stream (the client's raw tools/call, a health
-//     probe's initialize answer), bounded per event. Gap: mcp-go's client
-//     reads SSE inside its transport and exports no reader. Buys: the raw
-//     results above, on the client side. Retired by: an exported reader.
+//     downstream's SSE stream (the client's raw tools/call), bounded per
+//     event. Gap: mcp-go's client reads SSE inside its transport and
+//     exports no reader. Buys: the raw results above, on the client side.
+//     Retired by: an exported reader.
 //   - The log tagger (logtag.go): a downstream's SSE stream as mcp-go's
 //     client reads it, with the call's tag in each log message's params,
 //     so that agents/mcpclient routes a call's log messages to its caller.
@@ -119,9 +136,12 @@
 //   - a call whose notifications/cancelled key cannot be tracked (Serve's
 //     track: another running call with the same key, or the table full).
 //
-// The switch covers every piece: off, Serve declines every call, the
-// proxy's and toolbox's results and the tool loop's downstream calls come
-// through mcp-go's client, typed. One thing runs off too, since mcp-go
-// cannot do it: a 2026-07-28 call through the endpoint's input-required
-// bridge (ServeRoundTrip), whose result is then typed.
+// The switch covers every piece: off, Serve declines every call (mcp-go's
+// handlers then call the downstream through mcp-go's client, typed), the
+// toolbox's results and the tool loop's downstream calls are typed too,
+// and no large result is passed through. What mcp-go cannot do runs off
+// too, on the raw client call (ClientCall): a 2026-07-28 call through the
+// endpoint's input-required bridge (ServeRoundTrip; the typed path loses
+// the bridge's capability check and multi-round retries), and a proxy's
+// task-augmented call (mcp-go's typed CallTool sends no task).
 package wire

@@ -1,8 +1,7 @@
 package wire
 
 // The one SSE reader of the gateway: a downstream's response stream (the
-// raw tools/call's, agents/mcpclient rawstream.go), the answer of a health
-// probe's initialize (probe.go), and the log tagger below. Gap: mcp-go's
+// raw tools/call's, ClientCall), and the log tagger (logtag.go). Gap: mcp-go's
 // client reads SSE inside its transport (readSSE) and exports no reader.
 // Retired by: an exported mcp-go event reader with a bound per event.
 

@@ -1,0 +1,451 @@
+package wire
+
+// The client-side raw tools/call (ClientCall): a downstream's tools/call
+// POSTed by hand on its Streamable HTTP session, its answer (JSON, or an
+// SSE stream and what it carries before the answer) read as bytes, so that
+// a proxy writes the downstream's result through (raw.go) or passes a
+// large one on as it arrives (passthrough.go). It follows mcp-go v1.2.1's
+// StreamableHTTP (SendRequest, sendHTTP, handleSSEResponse,
+// readSSEWithCursor, resumeSSE, handleIncomingRequest), so that a
+// downstream sees the same requests and the caller the same errors.
+// agents/mcpclient runs it on a session it opened with mcp-go and hands it
+// what is the session's: its headers, the handler of the server's
+// requests, where notifications go. Gap: transport.SendRequest reads an
+// answer whole and decodes it (6.1-6.3 copies of a large result), and
+// hands a call's notifications to one handler per transport, without the
+// call. Buys: a large result passed through with no copy held
+// (test/bench/README.md, "Large results"); a call's log messages reach
+// it. Retired by: a SendRequest that returns the answer's body as a
+// reader, and a notification handler per request.
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/pallasgw/pallasgw/metrics/tracing"
+)
+
+// Limits of a client call.
+const (
+	// serverRequestTimeout bounds the answer to one server-to-client
+	// request, as mcp-go's handleIncomingRequest does.
+	serverRequestTimeout = 30 * time.Second
+	// errorBodyLimit bounds the body of a refused request that is read for
+	// its JSON-RPC error.
+	errorBodyLimit = 64 << 10
+)
+
+// SSE stream resumption (SEP-1699), mcp-go's defaults.
+var (
+	defaultSSEReconnectDelay = time.Second
+	minSSEReconnectDelay     = 10 * time.Millisecond
+)
+
+// AnsweredError marks an error the downstream answered (a JSON-RPC error,
+// a malformed or too large answer): the call is not sent again, whatever
+// it says.
+type AnsweredError struct{ Err error }
+
+func (e AnsweredError) Error() string { return e.Err.Error() }
+func (e AnsweredError) Unwrap() error { return e.Err }
+
+// DeliveredError marks an error after the downstream had begun to answer
+// (its response stream broke off and could not be reopened): the session
+// may be gone, but the call is never sent again.
+type DeliveredError struct{ Err error }
+
+func (e DeliveredError) Error() string { return e.Err.Error() }
+func (e DeliveredError) Unwrap() error { return e.Err }
+
+// DownstreamError is a downstream's JSON-RPC error answer: its code,
+// message and data, with the error mcp-go's client would have returned
+// for it (Cause), whose wording a caller sees.
+type DownstreamError struct {
+	RPCError
+	Cause error
+}
+
+func (e *DownstreamError) Error() string   { return e.Cause.Error() }
+func (e *DownstreamError) Unwrap() []error { return []error{e.Cause, &e.RPCError} }
+
+// ClientCall is one raw tools/call on a downstream's Streamable HTTP
+// session. The fields are the session's; Do runs the call.
+type ClientCall struct {
+	URL       string
+	Transport http.RoundTripper // the server's pooled transport
+	Session   string            // Mcp-Session-Id, "" for none
+	Version   string            // the protocol version the session negotiated
+	Header    http.Header       // the session's outbound headers (they win, as in mcp-go's sendHTTP)
+	ID        string            // the call's JSON-RPC id, a string
+	Limit     int               // bytes of one message (the 64 MiB rule)
+	// Notify takes a notification of the call's stream.
+	Notify func(method string, params json.RawMessage)
+	// Request answers a server-to-client request of the call's stream
+	// (ctx is the call's, bounded by serverRequestTimeout); the answer is
+	// POSTed back.
+	Request func(ctx context.Context, req transport.JSONRPCRequest) (*transport.JSONRPCResponse, error)
+	// Debug logs what the call skipped or could not do; err is never a
+	// credential (the caller scrubs it).
+	Debug func(msg string, err error)
+
+	handlers sync.WaitGroup // server-to-client requests being answered
+}
+
+// clientMessage is a JSON-RPC message from the downstream, decoded once
+// with encoding/json to classify it: a response, a notification or a
+// request. Its id, params and result stay as the downstream sent them; the
+// result goes to the caller unchanged (RawResult).
+type clientMessage struct {
+	ID     json.RawMessage          `json:"id"`
+	Method string                   `json:"method"`
+	Params json.RawMessage          `json:"params"`
+	Result json.RawMessage          `json:"result"`
+	Error  *mcp.JSONRPCErrorDetails `json:"error"`
+}
+
+// Do POSTs body, the call's request, and returns its answer. cancel ends
+// ctx; Do calls it before it returns (and before the answer's body is
+// closed: on HTTP/2, Close can block on a stream that is still being
+// written, and canceling is what ends it, as mcp-go does), then waits for
+// the server-to-client requests it was answering.
+func (c *ClientCall) Do(ctx context.Context, cancel context.CancelFunc, body []byte) (*RawResult, error) {
+	defer c.handlers.Wait() // after cancel: a pending server-to-client request gives up
+	req, err := c.newRequest(ctx, http.MethodPost, body, "application/json, text/event-stream")
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	resp, err := c.Transport.RoundTrip(req)
+	if err != nil {
+		cancel()
+		return nil, transport.NewError(fmt.Errorf("failed to send request: %w", err))
+	}
+	defer resp.Body.Close()
+	defer cancel() // first
+	switch resp.StatusCode {
+	case http.StatusOK:
+	case http.StatusNotFound:
+		return nil, transport.NewError(fmt.Errorf("failed to send request: %w", transport.ErrSessionTerminated))
+	default:
+		return nil, refused(resp)
+	}
+	mediaType, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	switch mediaType {
+	case "application/json":
+		var b []byte
+		var err error
+		if pt := PassThroughFrom(ctx); pt != nil && (resp.ContentLength < 0 || resp.ContentLength > PassThroughAbove) {
+			var res *RawResult
+			var passed bool
+			if res, b, passed, err = c.passThrough(pt, resp); passed {
+				return res, err
+			}
+		} else {
+			b, err = ReadMessage(resp, c.Limit)
+		}
+		if errors.Is(err, ErrTooLarge) {
+			return nil, AnsweredError{transport.NewError(err)}
+		}
+		if err != nil {
+			return nil, transport.NewError(fmt.Errorf("failed to read response: %w", err))
+		}
+		var msg clientMessage
+		if err := json.Unmarshal(b, &msg); err != nil {
+			return nil, AnsweredError{transport.NewError(fmt.Errorf("failed to decode response: %w", err))}
+		}
+		if !c.answers(&msg) {
+			return nil, AnsweredError{transport.NewError(fmt.Errorf("malformed response: not the answer to request %s: %.80s", c.ID, b))}
+		}
+		return answer(&msg)
+	case "text/event-stream":
+		return c.stream(ctx, resp.Body)
+	}
+	return nil, transport.NewError(fmt.Errorf("unexpected content type: %s", resp.Header.Get("Content-Type")))
+}
+
+// newRequest is a request to the downstream session with mcp-go's headers:
+// its own, then the session's outbound headers (which win, as in sendHTTP).
+func (c *ClientCall) newRequest(ctx context.Context, method string, body []byte, accept string) (*http.Request, error) {
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, c.URL, rd)
+	if err != nil {
+		return nil, transport.NewError(fmt.Errorf("failed to create request: %w", err))
+	}
+	h := req.Header
+	if body != nil {
+		h["Content-Type"] = []string{"application/json"}
+	}
+	h["Accept"] = []string{accept}
+	if c.Session != "" {
+		h[transport.HeaderKeySessionID] = []string{c.Session}
+	}
+	h[transport.HeaderKeyProtocolVersion] = []string{c.Version}
+	for name, vals := range c.Header {
+		h[name] = vals
+	}
+	tracing.Inject(ctx, h) // the gateway's own: after the outbound set
+	return req, nil
+}
+
+// passThrough reads resp, an answer of unknown or large size, and passes
+// it through to the caller (PassThrough) when it is larger than
+// PassThroughAbove (passed true). A smaller answer, or the error reading
+// it, is returned to be taken as any other (b, err).
+func (c *ClientCall) passThrough(pt *PassThrough, resp *http.Response) (res *RawResult, b []byte, passed bool, err error) {
+	if resp.ContentLength > int64(c.Limit) {
+		return nil, nil, false, &TooLargeError{Limit: c.Limit}
+	}
+	p, err := ReadPieces(resp.Body, c.Limit, PassThroughAbove)
+	defer p.Free()
+	if err != nil || !p.More {
+		if err == nil {
+			b = p.Bytes()
+		}
+		return nil, b, false, err
+	}
+	readers := make([]io.Reader, 0, len(p.list)+1)
+	for _, piece := range p.Slices() {
+		readers = append(readers, bytes.NewReader(piece))
+	}
+	res, msg, err := pt.Relay(io.MultiReader(append(readers, resp.Body)...), c.ID, int64(c.Limit))
+	switch {
+	case err != nil:
+		return nil, nil, true, AnsweredError{transport.NewError(fmt.Errorf("reading the answer: %w", err))}
+	case msg != nil: // no result: an error answer, as any other
+		return nil, msg, false, nil
+	}
+	return res, nil, true, nil
+}
+
+// refused is the error for an HTTP status other than 200 and 404: the
+// JSON-RPC error in the body if there is one (a TypeScript SDK server's
+// "No valid session ID" among them), else the status.
+func refused(resp *http.Response) error {
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, errorBodyLimit))
+	var msg clientMessage
+	if json.Unmarshal(b, &msg) == nil && msg.Error != nil {
+		return msg.Error.AsError()
+	}
+	return transport.NewError(fmt.Errorf("request failed with status %d: %s", resp.StatusCode, b))
+}
+
+// answers reports whether msg is the response to this call.
+func (c *ClientCall) answers(msg *clientMessage) bool {
+	var id string
+	return msg.Method == "" && json.Unmarshal(msg.ID, &id) == nil && id == c.ID
+}
+
+// answer turns the call's response into its result or error. Its errors
+// are answers: the call is not sent again, whatever they say.
+func answer(msg *clientMessage) (*RawResult, error) {
+	if msg.Error != nil {
+		de := &DownstreamError{RPCError: RPCError{Code: msg.Error.Code, Message: msg.Error.Message}, Cause: msg.Error.AsError()}
+		if msg.Error.Data != nil {
+			de.Data, _ = json.Marshal(msg.Error.Data)
+		}
+		return nil, AnsweredError{de}
+	}
+	res, err := PeekResult(msg.Result)
+	if err != nil {
+		return nil, AnsweredError{transport.NewError(err)}
+	}
+	return res, nil
+}
+
+// ErrNoResult is a response with neither a result nor an error.
+var ErrNoResult = errors.New("malformed response: neither a result nor an error")
+
+// PeekResult reads the members a caller acts on out of a result. A result
+// that is not a JSON object is a malformed response.
+func PeekResult(raw json.RawMessage) (*RawResult, error) {
+	var peek struct {
+		IsError    bool            `json:"isError"`
+		ResultType string          `json:"resultType"`
+		Meta       json.RawMessage `json:"_meta"`
+	}
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil, ErrNoResult
+	}
+	if raw[0] != '{' {
+		return nil, fmt.Errorf("malformed response: the result is not an object: %.40s", raw)
+	}
+	if err := json.Unmarshal(raw, &peek); err != nil {
+		return nil, fmt.Errorf("malformed response: the result: %w", err)
+	}
+	if string(peek.Meta) == "null" {
+		peek.Meta = nil
+	}
+	return &RawResult{JSON: raw, IsError: peek.IsError, ResultType: peek.ResultType, Meta: peek.Meta}, nil
+}
+
+// stream reads the call's SSE response until the answer, resuming the stream
+// with its last event id when the server ended it before the answer.
+func (c *ClientCall) stream(ctx context.Context, body io.Reader) (*RawResult, error) {
+	cur := Cursor{Retry: -1}
+	res, ended, err := c.readEvents(ctx, body, &cur)
+	for res == nil && err == nil {
+		if !ended || cur.LastID == "" {
+			// mcp-go's "unexpected nil response": a lost connection.
+			return nil, transport.NewError(fmt.Errorf("unexpected nil response: the stream ended before the answer: %w", io.ErrUnexpectedEOF))
+		}
+		res, ended, err = c.resumed(ctx, &cur)
+	}
+	return res, err
+}
+
+// resumed reopens the stream after cur and reads it. The call was
+// delivered (its stream had begun): a failure to reopen may end the session
+// but never sends the call again.
+func (c *ClientCall) resumed(ctx context.Context, cur *Cursor) (*RawResult, bool, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	body, err := c.resume(ctx, cur)
+	if err != nil {
+		cancel()
+		return nil, false, DeliveredError{transport.NewError(fmt.Errorf("failed to resume the SSE stream for the response: %w", err))}
+	}
+	defer body.Close()
+	defer cancel() // first, as in Do
+	return c.readEvents(ctx, body, cur)
+}
+
+// resume waits the reconnection time and reopens the stream with a GET
+// carrying Last-Event-ID.
+func (c *ClientCall) resume(ctx context.Context, cur *Cursor) (io.ReadCloser, error) {
+	delay := defaultSSEReconnectDelay
+	if cur.Retry >= 0 {
+		delay = max(cur.Retry, minSSEReconnectDelay)
+	}
+	timer := time.NewTimer(delay)
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	req, err := c.newRequest(ctx, http.MethodGet, nil, "text/event-stream")
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Last-Event-ID", cur.LastID)
+	resp, err := c.Transport.RoundTrip(req)
+	if err != nil {
+		return nil, err
+	}
+	mediaType, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	if resp.StatusCode != http.StatusOK || mediaType != "text/event-stream" {
+		resp.Body.Close()
+		return nil, fmt.Errorf("unexpected status %d, content type %q", resp.StatusCode, resp.Header.Get("Content-Type"))
+	}
+	return resp.Body, nil
+}
+
+// readEvents reads one stream's events, handling each message, until the
+// answer (res), an error, or the end of the stream (ended: the server ended
+// it; false: it broke off).
+func (c *ClientCall) readEvents(ctx context.Context, body io.Reader, cur *Cursor) (res *RawResult, ended bool, err error) {
+	events := NewEventReader(body, cur, c.Limit)
+	for {
+		data, err := events.Next()
+		switch {
+		case err != nil && ctx.Err() != nil:
+			return nil, false, ctx.Err()
+		case err == io.EOF:
+			return nil, true, nil
+		case errors.Is(err, ErrEventTooLarge) || errors.Is(err, ErrTooLarge):
+			if errors.Is(err, ErrEventTooLarge) {
+				err = &TooLargeError{Limit: c.Limit}
+			}
+			return nil, false, AnsweredError{transport.NewError(err)}
+		case err != nil:
+			return nil, false, transport.NewError(fmt.Errorf("SSE stream error: %w", err))
+		}
+		if res, err := c.message(ctx, data); res != nil || err != nil {
+			return res, false, err
+		}
+	}
+}
+
+// message handles one message of the stream; it returns the call's result
+// or error when data is the answer.
+func (c *ClientCall) message(ctx context.Context, data []byte) (*RawResult, error) {
+	var msg clientMessage
+	if err := json.Unmarshal(data, &msg); err != nil {
+		c.Debug(fmt.Sprintf("downstream stream: a message that is not JSON-RPC, %d bytes (skipped)", len(data)), err)
+		return nil, nil
+	}
+	switch {
+	case msg.Method != "" && IsNull(msg.ID):
+		c.Notify(msg.Method, msg.Params)
+	case msg.Method != "":
+		c.serverRequest(ctx, &msg)
+	case c.answers(&msg):
+		return answer(&msg)
+	default:
+		c.Debug("downstream stream: a response to another request (skipped)", nil)
+	}
+	return nil, nil
+}
+
+// serverRequest answers a server-to-client request of the call's stream on
+// a goroutine of its own (the stream goes on meanwhile), with Request, and
+// POSTs the answer back. ctx is the call's.
+func (c *ClientCall) serverRequest(ctx context.Context, msg *clientMessage) {
+	req := transport.JSONRPCRequest{JSONRPC: mcp.JSONRPC_VERSION, Method: msg.Method}
+	if err := json.Unmarshal(msg.ID, &req.ID); err != nil {
+		return
+	}
+	if len(msg.Params) > 0 {
+		req.Params = msg.Params // relayed as the downstream sent them
+	}
+	c.handlers.Go(func() {
+		ctx, cancel := context.WithTimeout(ctx, serverRequestTimeout)
+		defer cancel()
+		resp, err := c.Request(ctx, req)
+		if err != nil || resp == nil {
+			resp = transport.NewJSONRPCErrorResponse(req.ID, mcp.INTERNAL_ERROR, fmt.Sprint(err), nil)
+		}
+		// The answer goes out even when the call's context has ended (the
+		// wait for the caller was cancelled): the downstream must not wait.
+		rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer rcancel()
+		if err := c.reply(rctx, resp); err != nil {
+			c.Debug("answering a server-to-client request ("+req.Method+")", err)
+		}
+	})
+}
+
+// reply POSTs the answer to a server-to-client request.
+func (c *ClientCall) reply(ctx context.Context, resp *transport.JSONRPCResponse) error {
+	body, err := json.Marshal(resp)
+	if err != nil {
+		return err
+	}
+	req, err := c.newRequest(ctx, http.MethodPost, body, "application/json, text/event-stream")
+	if err != nil {
+		return err
+	}
+	res, err := c.Transport.RoundTrip(req)
+	if err != nil {
+		return err
+	}
+	defer res.Body.Close()
+	_, _ = io.Copy(io.Discard, io.LimitReader(res.Body, errorBodyLimit))
+	if res.StatusCode != http.StatusOK && res.StatusCode != http.StatusAccepted {
+		return errors.New("the server refused the answer: " + res.Status)
+	}
+	return nil
+}
