@@ -97,7 +97,7 @@ func (e *Endpoint) Request(ctx context.Context, seq Sequencer, method string, pa
 		return nil, &mcpclient.RPCError{Code: mcp.INTERNAL_ERROR, Message: err.Error()}
 	}
 	defer reqs.forget(id)
-	msg, err := json.Marshal(map[string]any{"jsonrpc": mcp.JSONRPC_VERSION, "id": id, "method": method, "params": params})
+	msg, err := wire.RequestJSON(id, method, params)
 	if err != nil {
 		return nil, err
 	}

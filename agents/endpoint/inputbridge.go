@@ -611,7 +611,7 @@ func (c *inputCall) finished(ans any, id any, first bool) any {
 		return resultAnswer(id, map[string]any{"resultType": mcp.ResultTypeInputRequired,
 			"inputRequests": msg.Result.InputRequests, "requestState": c.b.e.d.Requests.sealer().seal(st)})
 	}
-	return withID(final, id)
+	return wire.AnswerWithID(final, id)
 }
 
 // parseResponses reads a retry's inputResponses: an object whose members
@@ -704,39 +704,6 @@ func answerJSON(ans any) (json.RawMessage, error) {
 		return json.RawMessage(raw), nil
 	}
 	return json.Marshal(ans)
-}
-
-// withID is a JSON-RPC answer under another id.
-func withID(msg json.RawMessage, id any) any {
-	var m map[string]json.RawMessage
-	if json.Unmarshal(msg, &m) != nil {
-		return errAnswer(id, mcp.INTERNAL_ERROR, "malformed answer", nil)
-	}
-	if e, ok := m["error"]; ok {
-		var d struct {
-			Code    int             `json:"code"`
-			Message string          `json:"message"`
-			Data    json.RawMessage `json:"data"`
-		}
-		_ = json.Unmarshal(e, &d)
-		var data any
-		if len(d.Data) > 0 {
-			data = d.Data
-		}
-		return errAnswer(id, d.Code, d.Message, data) // typed: the fast path gives it its HTTP status
-	}
-	m["id"] = mustJSON(id)
-	b := make([]byte, 0, len(msg)+len(m["id"])+32)
-	b = append(b, '{')
-	for _, k := range []string{"jsonrpc", "id", "result"} {
-		if v, ok := m[k]; ok {
-			if len(b) > 1 {
-				b = append(b, ',')
-			}
-			b = append(append(append(append(b, '"'), k...), `":`...), v...)
-		}
-	}
-	return wire.RawAnswer(append(b, '}'))
 }
 
 func errAnswer(id any, code int, msg string, data any) any {

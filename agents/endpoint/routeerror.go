@@ -12,6 +12,8 @@ import (
 	"net/http"
 
 	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/pallasgw/pallasgw/agents/wire"
 )
 
 // toolResulter is a Route refusal answered as a tool result (a proxy's
@@ -25,16 +27,8 @@ type toolResulter interface {
 func answerRouteError(w http.ResponseWriter, id json.RawMessage, legacy bool, err error) {
 	var tr toolResulter
 	if errors.As(err, &tr) {
-		b, mErr := json.Marshal(struct {
-			JSONRPC string              `json:"jsonrpc"`
-			ID      json.RawMessage     `json:"id"`
-			Result  *mcp.CallToolResult `json:"result"`
-		}{"2.0", id, tr.ToolResult(!legacy)})
-		if mErr == nil {
-			w.Header().Set("Content-Type", "application/json")
-			_, _ = w.Write(b)
-			return
-		}
+		wire.WriteResult(w, id, tr.ToolResult(!legacy))
+		return
 	}
 	status := http.StatusOK
 	if !legacy {

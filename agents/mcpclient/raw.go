@@ -23,9 +23,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"maps"
 	"net/http"
-	"slices"
 	"strconv"
 	"time"
 
@@ -225,55 +223,16 @@ func (s *session) callRaw(ctx context.Context, cli *client.Client, w *wireInfo, 
 	return s.callRawOn(ctx, w, id, r) // rawstream.go
 }
 
-// callBody is the JSON-RPC request of r with id. The id is a string that
-// cannot clash with mcp-go's numeric ones on the same session.
+// callBody is the JSON-RPC request of r with id (wire.ToolCallRequest).
+// The id is a string that cannot clash with mcp-go's numeric ones on the
+// same session.
 func callBody(id string, r rawRequest) []byte {
-	name, _ := json.Marshal(r.tool)
-	b := make([]byte, 0, 96+len(id)+len(name)+len(r.args)+len(r.token))
-	b = append(b, `{"jsonrpc":"2.0","id":`...)
-	b = strconv.AppendQuote(b, id)
-	b = append(b, `,"method":"tools/call","params":{"name":`...)
-	b = append(b, name...)
-	if len(r.args) > 0 {
-		b = append(b, `,"arguments":`...)
-		b = append(b, r.args...)
-	}
+	req := wire.ToolCallRequest{ID: id, Tool: r.tool, Arguments: r.args,
+		ProgressToken: r.token, Traceparent: r.traceparent, Tracestate: r.tracestate}
 	if r.extra != nil {
-		for _, k := range slices.Sorted(maps.Keys(r.extra.Params)) {
-			b = appendMember(b, k, r.extra.Params[k])
-		}
+		req.Params, req.Meta = r.extra.Params, r.extra.Meta
 	}
-	if r.token != "" || r.traceparent != "" || (r.extra != nil && len(r.extra.Meta) > 0) {
-		b = append(b, `,"_meta":{`...)
-		sep := false
-		member := func(key string, raw []byte) {
-			if sep {
-				b = append(b, ',')
-			}
-			sep = true
-			b = append(append(strconv.AppendQuote(b, key), ':'), raw...)
-		}
-		for _, m := range [][2]string{{"progressToken", r.token}, {tracing.KeyTraceparent, r.traceparent}, {tracing.KeyTracestate, r.tracestate}} {
-			if m[1] != "" {
-				member(m[0], strconv.AppendQuote(nil, m[1]))
-			}
-		}
-		if r.extra != nil {
-			for _, k := range slices.Sorted(maps.Keys(r.extra.Meta)) {
-				member(k, r.extra.Meta[k])
-			}
-		}
-		b = append(b, '}')
-	}
-	return append(b, "}}"...)
-}
-
-// appendMember appends `,"k":v` to b.
-func appendMember(b []byte, k string, v json.RawMessage) []byte {
-	b = append(b, ',')
-	b = strconv.AppendQuote(b, k)
-	b = append(b, ':')
-	return append(b, v...)
+	return req.Body()
 }
 
 // peekResult is wire.PeekResult.

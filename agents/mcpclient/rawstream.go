@@ -55,7 +55,7 @@ func (s *session) callNotification(relay *Relay, method string, raw json.RawMess
 	s.onNotification(n)
 }
 
-// callRaw is one raw tools/call on the session of cli (raw.go).
+// callRawOn runs the raw tools/call r with id on the session of w (raw.go callRaw).
 func (s *session) callRawOn(ctx context.Context, w *wireInfo, id string, r rawRequest) (*RawResult, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()

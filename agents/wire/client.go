@@ -25,8 +25,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"mime"
 	"net/http"
+	"slices"
+	"strconv"
 	"sync"
 	"time"
 
@@ -100,6 +103,60 @@ type ClientCall struct {
 	Debug func(msg string, err error)
 
 	handlers sync.WaitGroup // server-to-client requests being answered
+}
+
+// ToolCallRequest is the tools/call a ClientCall POSTs.
+type ToolCallRequest struct {
+	ID        string          // a string id
+	Tool      string          // params.name
+	Arguments json.RawMessage // an object as the caller sent it, or nil
+	// Params are further members of params (a 2026-07-28 caller's
+	// inputResponses and requestState, a task), written in key order.
+	Params map[string]json.RawMessage
+	// The _meta members: the progress token, the call span's W3C trace
+	// context ("" for none), then Meta's in key order.
+	ProgressToken, Traceparent, Tracestate string
+	Meta                                   map[string]json.RawMessage
+}
+
+// Body is the request as JSON, written directly: the arguments and the
+// caller's members go as they came (encoding/json would decode and
+// re-encode them to put them in a struct).
+func (r *ToolCallRequest) Body() []byte {
+	name, _ := json.Marshal(r.Tool)
+	b := make([]byte, 0, 96+len(r.ID)+len(name)+len(r.Arguments)+len(r.ProgressToken))
+	b = append(b, `{"jsonrpc":"2.0","id":`...)
+	b = strconv.AppendQuote(b, r.ID)
+	b = append(b, `,"method":"tools/call","params":{"name":`...)
+	b = append(b, name...)
+	if len(r.Arguments) > 0 {
+		b = append(b, `,"arguments":`...)
+		b = append(b, r.Arguments...)
+	}
+	for _, k := range slices.Sorted(maps.Keys(r.Params)) {
+		b = append(append(strconv.AppendQuote(append(b, ','), k), ':'), r.Params[k]...)
+	}
+	if r.ProgressToken != "" || r.Traceparent != "" || len(r.Meta) > 0 {
+		b = append(b, `,"_meta":{`...)
+		sep := false
+		member := func(key string, raw []byte) {
+			if sep {
+				b = append(b, ',')
+			}
+			sep = true
+			b = append(append(strconv.AppendQuote(b, key), ':'), raw...)
+		}
+		for _, m := range [][2]string{{"progressToken", r.ProgressToken}, {tracing.KeyTraceparent, r.Traceparent}, {tracing.KeyTracestate, r.Tracestate}} {
+			if m[1] != "" {
+				member(m[0], strconv.AppendQuote(nil, m[1]))
+			}
+		}
+		for _, k := range slices.Sorted(maps.Keys(r.Meta)) {
+			member(k, r.Meta[k])
+		}
+		b = append(b, '}')
+	}
+	return append(b, "}}"...)
 }
 
 // clientMessage is a JSON-RPC message from the downstream, decoded once

@@ -3,6 +3,8 @@ package wire
 import (
 	"encoding/json"
 	"net/http"
+
+	"github.com/mark3labs/mcp-go/mcp"
 )
 
 // The one JSON-RPC error and result writer of the gateway's own answers
@@ -61,4 +63,50 @@ func writeJSON(w http.ResponseWriter, status int, b []byte) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	_, _ = w.Write(b)
+}
+
+// AnswerWithID is msg, a JSON-RPC answer as a Target wrote it, under
+// another id: an error answer typed (the fast path gives it its HTTP
+// status), a result as it came, its members in JSON-RPC's order.
+func AnswerWithID(msg json.RawMessage, id any) any {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(msg, &m) != nil {
+		return mcp.JSONRPCError{JSONRPC: mcp.JSONRPC_VERSION, ID: mcp.NewRequestId(id), Error: mcp.NewJSONRPCErrorDetails(mcp.INTERNAL_ERROR, "malformed answer", nil)}
+	}
+	if e, ok := m["error"]; ok {
+		var d struct {
+			Code    int             `json:"code"`
+			Message string          `json:"message"`
+			Data    json.RawMessage `json:"data"`
+		}
+		_ = json.Unmarshal(e, &d)
+		var data any
+		if len(d.Data) > 0 {
+			data = d.Data
+		}
+		return mcp.JSONRPCError{JSONRPC: mcp.JSONRPC_VERSION, ID: mcp.NewRequestId(id), Error: mcp.NewJSONRPCErrorDetails(d.Code, d.Message, data)}
+	}
+	m["id"], _ = json.Marshal(id)
+	b := make([]byte, 0, len(msg)+len(m["id"])+32)
+	b = append(b, '{')
+	for _, k := range []string{"jsonrpc", "id", "result"} {
+		if v, ok := m[k]; ok {
+			if len(b) > 1 {
+				b = append(b, ',')
+			}
+			b = append(append(append(append(b, '"'), k...), `":`...), v...)
+		}
+	}
+	return RawAnswer(append(b, '}'))
+}
+
+// RequestJSON is a JSON-RPC request of the gateway's own to a caller (an
+// elicitation, sampling or roots request on a call's stream).
+func RequestJSON(id string, method string, params any) ([]byte, error) {
+	return json.Marshal(struct {
+		JSONRPC string `json:"jsonrpc"`
+		ID      string `json:"id"`
+		Method  string `json:"method"`
+		Params  any    `json:"params"`
+	}{"2.0", id, method, params})
 }
