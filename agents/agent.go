@@ -23,6 +23,8 @@ import (
 	"github.com/pallasgw/pallasgw/metrics/tracing"
 	"github.com/pallasgw/pallasgw/policy"
 	"github.com/pallasgw/pallasgw/policy/quota"
+
+	"github.com/pallasgw/pallasgw/agents/internal/ctxvalue"
 )
 
 // Agent is one served agent: its config, its MCP server and HTTP handler,
@@ -253,19 +255,10 @@ type request struct {
 	allowed func(agent string) bool // the agents the caller may use (WithAllowedAgents), or nil
 }
 
-type requestKey struct{}
-
-func requestOf(ctx context.Context) request {
-	if r, _ := ctx.Value(requestKey{}).(*request); r != nil {
-		return *r
-	}
-	return request{}
-}
+func requestOf(ctx context.Context) request { return ctxvalue.Of[request](ctx) }
 
 func withRequest(ctx context.Context, edit func(*request)) context.Context {
-	r := requestOf(ctx)
-	edit(&r)
-	return context.WithValue(ctx, requestKey{}, &r)
+	return ctxvalue.With(ctx, edit)
 }
 
 // WithRequestID stores the request id for agents to log and report.

@@ -11,7 +11,11 @@ package endpoint
 // (a bridged call, the tool call of a loop that asks) gets a copy
 // (withScope).
 
-import "context"
+import (
+	"context"
+
+	"github.com/pallasgw/pallasgw/agents/internal/ctxvalue"
+)
 
 // Scope is what the endpoint knows of one agent request (ScopeFrom).
 type Scope struct {
@@ -23,21 +27,12 @@ type Scope struct {
 	askScope string     // the key prefix of its asks (WithAskScope)
 }
 
-type scopeKey struct{}
-
 // ScopeFrom is the scope of the request of ctx: the zero Scope for a
 // context no endpoint request carries.
-func ScopeFrom(ctx context.Context) Scope {
-	if s, _ := ctx.Value(scopeKey{}).(*Scope); s != nil {
-		return *s
-	}
-	return Scope{}
-}
+func ScopeFrom(ctx context.Context) Scope { return ctxvalue.Of[Scope](ctx) }
 
 // withScope is ctx whose scope is ctx's changed by edit; ctx's own is left
 // as it is.
 func withScope(ctx context.Context, edit func(*Scope)) context.Context {
-	s := ScopeFrom(ctx)
-	edit(&s)
-	return context.WithValue(ctx, scopeKey{}, &s)
+	return ctxvalue.With(ctx, edit)
 }

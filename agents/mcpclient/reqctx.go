@@ -3,6 +3,8 @@ package mcpclient
 import (
 	"context"
 	"sync/atomic"
+
+	"github.com/pallasgw/pallasgw/agents/internal/ctxvalue"
 )
 
 // What a downstream request's context carries for this package: one typed
@@ -23,20 +25,11 @@ type callContext struct {
 	tooLarge *atomic.Pointer[tooLargeError]
 }
 
-type callKey struct{}
-
-func callOf(ctx context.Context) callContext {
-	if c, _ := ctx.Value(callKey{}).(*callContext); c != nil {
-		return *c
-	}
-	return callContext{}
-}
+func callOf(ctx context.Context) callContext { return ctxvalue.Of[callContext](ctx) }
 
 // withCall is ctx whose call context is ctx's changed by edit.
 func withCall(ctx context.Context, edit func(*callContext)) context.Context {
-	c := callOf(ctx)
-	edit(&c)
-	return context.WithValue(ctx, callKey{}, &c)
+	return ctxvalue.With(ctx, edit)
 }
 
 // WithCallExtras returns ctx whose downstream tools/call carries x.
@@ -63,7 +56,7 @@ func withOp(ctx context.Context, op string) context.Context {
 // withListOp marks ctx as a tools/list made for do's callers (a fetch or a
 // refresh of the cache): no caller's Relay or other values are carried.
 func withListOp(ctx context.Context, op string) context.Context {
-	return context.WithValue(ctx, callKey{}, &callContext{op: op})
+	return ctxvalue.With(ctx, func(c *callContext) { *c = callContext{op: op} })
 }
 
 // tooLargeNoteOf is where a read on ctx notes a too large message: the

@@ -10,6 +10,7 @@ package sessions
 import (
 	"context"
 
+	"github.com/pallasgw/pallasgw/agents/internal/ctxvalue"
 	"github.com/pallasgw/pallasgw/policy"
 )
 
@@ -23,19 +24,10 @@ type callerNames struct {
 	agentID string // the agent_id a passthrough caller named itself with
 }
 
-type callerKey struct{}
-
-func namesOf(ctx context.Context) callerNames {
-	if n, _ := ctx.Value(callerKey{}).(*callerNames); n != nil {
-		return *n
-	}
-	return callerNames{}
-}
+func namesOf(ctx context.Context) callerNames { return ctxvalue.Of[callerNames](ctx) }
 
 func withNames(ctx context.Context, edit func(*callerNames)) context.Context {
-	n := namesOf(ctx)
-	edit(&n)
-	return context.WithValue(ctx, callerKey{}, &n)
+	return ctxvalue.With(ctx, edit)
 }
 
 // WithInbound returns ctx carrying the Mcp-Session-Id its request came

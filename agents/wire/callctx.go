@@ -1,6 +1,10 @@
 package wire
 
-import "context"
+import (
+	"context"
+
+	"github.com/pallasgw/pallasgw/agents/internal/ctxvalue"
+)
 
 // What a call's context carries for this package: one typed value under
 // one key, copied as it is narrowed (withCall), never written after.
@@ -11,18 +15,9 @@ type callContext struct {
 	gate      func() bool  // WithPassThroughGate's, or nil
 }
 
-type callKey struct{}
-
-func callOf(ctx context.Context) callContext {
-	if c, _ := ctx.Value(callKey{}).(*callContext); c != nil {
-		return *c
-	}
-	return callContext{}
-}
+func callOf(ctx context.Context) callContext { return ctxvalue.Of[callContext](ctx) }
 
 // withCall is ctx whose call context is ctx's changed by edit.
 func withCall(ctx context.Context, edit func(*callContext)) context.Context {
-	c := callOf(ctx)
-	edit(&c)
-	return context.WithValue(ctx, callKey{}, &c)
+	return ctxvalue.With(ctx, edit)
 }
