@@ -15,6 +15,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/pallasgw/pallasgw/agents/endpoint"
+	"github.com/pallasgw/pallasgw/agents/internal/ctxvalue"
 	"github.com/pallasgw/pallasgw/agents/llm"
 	"github.com/pallasgw/pallasgw/agents/mcpclient"
 	"github.com/pallasgw/pallasgw/agents/proxy"
@@ -23,8 +24,6 @@ import (
 	"github.com/pallasgw/pallasgw/metrics/tracing"
 	"github.com/pallasgw/pallasgw/policy"
 	"github.com/pallasgw/pallasgw/policy/quota"
-
-	"github.com/pallasgw/pallasgw/agents/internal/ctxvalue"
 )
 
 // Agent is one served agent: its config, its MCP server and HTTP handler,
