@@ -88,14 +88,14 @@ func (m *Manager) CallTool(ctx context.Context, server, tool string, args map[st
 // A result that asks for input comes back as the downstream sent it, as on
 // the raw path, for the caller's input-required bridge to pass through.
 func (s *session) callTyped(ctx context.Context, cli *client.Client, req mcp.CallToolRequest, relay *Relay) (*mcp.CallToolResult, error) {
-	ctx, done := s.relayed(ctx, cli, relay)
+	call, done := s.relayed(ctx, cli, relay)
 	defer done()
 	if err := ctx.Err(); err != nil {
 		return nil, transport.NewError(err) // not sent: nothing to cancel
 	}
 	id := "pgw-call-" + strconv.FormatUint(s.srv.m.callSeq.Add(1), 36)
 	defer s.cancelIfEnded(ctx, cli, json.RawMessage(strconv.Quote(id)))
-	resp, err := cli.GetTransport().SendRequest(ctx, transport.JSONRPCRequest{JSONRPC: mcp.JSONRPC_VERSION,
+	resp, err := call.GetTransport().SendRequest(ctx, transport.JSONRPCRequest{JSONRPC: mcp.JSONRPC_VERSION,
 		ID: mcp.NewRequestId(id), Method: string(mcp.MethodToolsCall), Params: req.Params})
 	if err != nil {
 		return nil, transport.NewError(err) // as mcp-go's client wraps it (plainSend)

@@ -185,7 +185,6 @@ type Manager struct {
 	log      *zap.Logger
 	servers  map[string]*remote
 	progress progressRouter
-	logs     logRouter
 	fetches  fetchGroup    // tools/list requests in flight, shared by callers
 	listSeq  atomic.Uint64 // ids of the tools/list requests sent past mcp-go's client
 	callSeq  atomic.Uint64 // ids of the raw tools/call requests (raw.go)

@@ -140,9 +140,9 @@ func (m *Manager) CallToolJSON(ctx context.Context, server, tool string, args js
 			if err != nil {
 				return err
 			}
-			ctx, done := s.relayed(ctx, cli, r.relay)
+			call, done := s.relayed(ctx, cli, r.relay)
 			defer done()
-			res, err = cli.CallTool(ctx, req)
+			res, err = call.CallTool(ctx, req)
 			return err
 		}
 		req, err := typedRequest(r)

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strconv"
 	"sync"
 
 	"github.com/mark3labs/mcp-go/client"
@@ -24,12 +23,11 @@ import (
 // Options.OnLogMessage, server-to-client requests are refused).
 //
 // Tying a message to its call. mcp-go's client hands every notification to
-// one handler per client, without the request it came with; but a
+// one handler per transport, without the request it came with; but a
 // Streamable HTTP server sends what a call causes on that call's response
-// stream (SSE). So the session's HTTP transport tags the notifications/message
-// events of a call's response stream with the call's id (logTap) before
-// mcp-go reads them, and onNotification routes them by that tag, as progress
-// is routed by token. A server-to-client request arrives with a context
+// stream (SSE). So a call that relays logs gets a transport of its own on
+// the session, with the call's notification handler (relayed); the raw
+// path reads the call's stream itself (rawstream.go). A server-to-client request arrives with a context
 // derived from the call's (mcp-go passes the request's context to the
 // handler), so the relay is found there. Over stdio and legacy SSE every
 // message arrives on one shared stream and cannot be tied to a call: logs go
@@ -79,78 +77,35 @@ func (x *CallExtras) task() json.RawMessage {
 	return x.Params["task"]
 }
 
-// callTag is the params member logTap adds to a call's log messages; it
-// never reaches a caller.
-const callTag = "io.pallasgw/call"
-
-// logRouter routes tagged downstream log messages to the call whose stream
-// carried them.
-type logRouter struct {
-	mu    sync.Mutex
-	seq   uint64
-	calls map[string]*logSink // guarded by mu; one entry per running call
-}
-
-// logSink guards one call's callback so that it never runs after the call
-// has returned.
+// logSink guards one call's log callback so that it never runs after the
+// call has returned (mcp-go's stream reader may still be reading).
 type logSink struct {
 	mu   sync.Mutex
 	fn   func(map[string]any)
 	done bool
 }
 
-// register returns ctx tagged with a new call id routed to fn, and the
-// function that unregisters it; after that returns, fn is not called again.
-func (r *logRouter) register(ctx context.Context, fn func(map[string]any)) (context.Context, func()) {
-	sink := &logSink{fn: fn}
-	r.mu.Lock()
-	if r.calls == nil {
-		r.calls = map[string]*logSink{}
-	}
-	r.seq++
-	id := strconv.FormatUint(r.seq, 36)
-	r.calls[id] = sink
-	r.mu.Unlock()
-	return withCall(ctx, func(c *callContext) { c.tag = id }), func() {
-		r.mu.Lock()
-		delete(r.calls, id)
-		r.mu.Unlock()
-		sink.mu.Lock()
-		sink.done = true
-		sink.mu.Unlock()
-	}
-}
-
-// deliver hands a log message's params to its call and reports whether the
-// message carried a call tag (it is then the call's, delivered or not: a
-// message that outlives its call is dropped with it). params is mcp-go's
-// parse and is not kept.
-func (r *logRouter) deliver(p mcp.NotificationParams) bool {
-	id, ok := p.AdditionalFields[callTag].(string)
-	if !ok {
-		return false
-	}
-	r.mu.Lock()
-	sink := r.calls[id]
-	r.mu.Unlock()
-	if sink == nil {
-		return true
-	}
+// deliver hands a log message's params (mcp-go's parse, not kept) to the
+// call, unless it has returned.
+func (k *logSink) deliver(p mcp.NotificationParams) {
 	params := make(map[string]any, len(p.AdditionalFields)+1)
-	for k, v := range p.AdditionalFields {
-		if k != callTag {
-			params[k] = v
-		}
+	for name, v := range p.AdditionalFields {
+		params[name] = v
 	}
 	if len(p.Meta) > 0 {
 		params["_meta"] = p.Meta
 	}
-	sink.mu.Lock()
-	defer sink.mu.Unlock()
-	if !sink.done {
-		sink.fn(params)
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if !k.done {
+		k.fn(params)
 	}
-	return true
+}
+
+func (k *logSink) end() {
+	k.mu.Lock()
+	k.done = true
+	k.mu.Unlock()
 }
 
 // Errors a downstream gets for server-to-client requests the gateway cannot
@@ -247,15 +202,51 @@ func (s *session) resendLevel(ctx context.Context, cli *client.Client) {
 	}
 }
 
-// relayed prepares ctx for one call with relay r: it raises the session's
-// verbosity to r.LogLevel and tags the call's stream for log routing. The
-// returned function ends the routing.
-func (s *session) relayed(ctx context.Context, cli *client.Client, r *Relay) (context.Context, func()) {
+// relayed prepares one typed call of relay r on cli: it raises the
+// session's verbosity to r.LogLevel and returns the client the call goes
+// through, and the function that ends the call's log routing (r.Log is not
+// called after it returns).
+//
+// When r takes the call's log messages and cli is a Streamable HTTP client,
+// that client is the call's own, on cli's session: a StreamableHTTP
+// transport sharing the session's HTTP client, session id and protocol
+// version, whose notification handler is the call's. mcp-go's client
+// (v1.2.1) hands every notification to one handler per transport, without
+// the request whose stream carried it; a transport per call is how a log
+// message reaches the call it belongs to. Progress and list changes go to
+// the session's handler as they would. Server-to-client requests reach
+// serverRequest with the call's context either way. The call's client is
+// never closed: Close would end the session with a DELETE; it holds no
+// goroutine once its request has returned. Anything else (no log relay,
+// stdio and SSE sessions, where every message shares one stream) goes
+// through cli, and log messages to Options.OnLogMessage.
+func (s *session) relayed(ctx context.Context, cli *client.Client, r *Relay) (*client.Client, func()) {
 	s.raiseLevel(ctx, cli, r)
-	if r == nil || r.Log == nil {
-		return ctx, func() {}
+	w := s.wire.Load()
+	if r == nil || r.Log == nil || w == nil || w.cli != cli {
+		return cli, func() {}
 	}
-	return s.srv.m.logs.register(ctx, r.Log)
+	sink := &logSink{fn: r.Log}
+	tr, err := transport.NewStreamableHTTP(s.srv.spec.URL,
+		transport.WithHTTPBasicClient(s.httpClient()), // the session's headers, bound and transport
+		transport.WithHTTPLogger(s.slog()), transport.WithSession(w.session))
+	if err != nil { // the URL parsed for the session's own transport
+		return cli, func() {}
+	}
+	tr.SetProtocolVersion(w.version)
+	call := client.NewClient(tr, client.WithSession(), client.WithProtocolVersion(mcp.LATEST_LEGACY_PROTOCOL_VERSION))
+	call.OnNotification(func(n mcp.JSONRPCNotification) {
+		if n.Method == string(mcp.MethodNotificationMessage) {
+			sink.deliver(n.Params)
+			return
+		}
+		s.onNotification(n)
+	})
+	if err := call.Start(ctx); err != nil { // no GET stream: returns at once
+		return cli, func() {}
+	}
+	tr.SetRequestHandler(s.serverRequest) // after Start, which installs mcp-go's
+	return call, sink.end
 }
 
 // raiseLevel asks the session for at least r.LogLevel, if r states one.

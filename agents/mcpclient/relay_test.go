@@ -227,6 +227,12 @@ func TestRelayServerRequests(t *testing.T) {
 	if got := call(ask, "ask"); got != `{"action":"accept","content":{"choice":"x"}}` {
 		t.Errorf("elicitation answer reached the server as %s", got)
 	}
+	// A call that also takes its log messages goes through a transport of
+	// its own (relayed): the server's request still reaches its Relay.
+	both := WithRelay(ctx, &Relay{Log: func(map[string]any) {}, Request: RelayFrom(ask).Request})
+	if got := call(both, "ask"); got != `{"action":"accept","content":{"choice":"x"}}` {
+		t.Errorf("with a log relay, the elicitation answer reached the server as %s", got)
+	}
 	var p struct {
 		Message         string
 		RequestedSchema map[string]any

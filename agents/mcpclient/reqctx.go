@@ -17,9 +17,6 @@ type callContext struct {
 	// tools/list...): a server-to-client request then came on that
 	// request's own stream (serverRequest). "" outside one.
 	op string
-	// tag routes the log messages of a typed call's stream to it
-	// (logRouter.register, tapResponse); "" for none.
-	tag string
 	// tooLarge is where the call's reads note a message past the bound
 	// (bound.go); nil outside a call: the session's own note.
 	tooLarge *atomic.Pointer[tooLargeError]

@@ -52,6 +52,9 @@ type session struct {
 	lost   string                                 // guarded by conn: the shared session id last retired, not adopted again
 	caps   atomic.Pointer[mcp.ServerCapabilities] // an adopted session's, which its client was never told
 
+	trLog     *slog.Logger // the session's logger for mcp-go's transports (slog), made once
+	trLogOnce sync.Once
+
 	logMu    sync.Mutex       // serialises logging/setLevel on this session
 	logLevel mcp.LoggingLevel // guarded by logMu; the last level asked for, sent again on reconnect
 }
@@ -298,9 +301,13 @@ func (s *session) httpClient() *http.Client {
 
 // slog is the logger of mcp-go's transport for this session: the
 // Manager's, with the session's header values and its server's secrets
-// taken out, and its repeated warnings thinned (zapHandler).
+// taken out, and its repeated warnings thinned (zapHandler), one for all the
+// session's transports.
 func (s *session) slog() *slog.Logger {
-	return slog.New(&zapHandler{log: s.srv.m.log, hs: []http.Header{s.hdr, s.srv.secrets}, rep: newRepeats()})
+	s.trLogOnce.Do(func() {
+		s.trLog = slog.New(&zapHandler{log: s.srv.m.log, hs: []http.Header{s.hdr, s.srv.secrets}, rep: newRepeats()})
+	})
+	return s.trLog
 }
 
 // scrub is scrub.go's scrub with the session's headers and its server's
@@ -378,8 +385,8 @@ func (s *session) initialize(ctx context.Context, cli *client.Client) (string, e
 
 // onNotification demultiplexes the notifications of one client: progress by
 // token to the call that asked for it, list changes to the tool cache, log
-// messages by call tag to the call whose stream carried them (see Relay),
-// untagged ones to the Options hook.
+// messages to the Options hook (a call that relays its own takes them
+// first: relayed, callNotification).
 func (s *session) onNotification(n mcp.JSONRPCNotification) {
 	switch mcp.MCPMethod(n.Method) {
 	case mcp.MethodNotificationProgress:
@@ -387,9 +394,6 @@ func (s *session) onNotification(n mcp.JSONRPCNotification) {
 	case mcp.MethodNotificationToolsListChanged:
 		s.srv.invalidateTools()
 	case mcp.MethodNotificationMessage:
-		if s.srv.m.logs.deliver(n.Params) {
-			return
-		}
 		if hook := s.srv.m.opts.OnLogMessage; hook != nil {
 			f := n.Params.AdditionalFields
 			level, _ := f["level"].(string)
@@ -400,7 +404,7 @@ func (s *session) onNotification(n mcp.JSONRPCNotification) {
 }
 
 // headerRoundTripper sets hdr on requests that do not carry those names
-// and taps the response streams of calls that relay logs (see Relay).
+// and bounds the bodies of their answers (bound.go).
 type headerRoundTripper struct {
 	base   http.RoundTripper
 	hdr    http.Header
@@ -416,7 +420,6 @@ func (rt *headerRoundTripper) RoundTrip(req *http.Request) (*http.Response, erro
 	resp, err := rt.roundTrip(req)
 	if err == nil {
 		wire.BoundBody(resp, rt.limit, tooLargeNoteOf(req.Context(), rt.stream))
-		tapResponse(req, resp)
 	}
 	return resp, err
 }

@@ -49,13 +49,6 @@
 //     event. Gap: mcp-go's client reads SSE inside its transport and
 //     exports no reader. Buys: the raw results above, on the client side.
 //     Retired by: an exported reader.
-//   - The log tagger (logtag.go): a downstream's SSE stream as mcp-go's
-//     client reads it, with the call's tag in each log message's params,
-//     so that agents/mcpclient routes a call's log messages to its caller.
-//     Gap: mcp-go's client hands every notification to one handler per
-//     client, without the request whose stream carried it. Buys:
-//     correctness, not speed. Retired by: a notification handler tied to
-//     one request.
 //   - The wire-level result types (result.go): RawResult, a downstream's
 //     tools/call result as bytes, and RPCError, a JSON-RPC error for a
 //     downstream; agents/mcpclient uses them under its own names.

@@ -1,7 +1,7 @@
 package wire
 
 // The one SSE reader of the gateway: a downstream's response stream (the
-// raw tools/call's, ClientCall), and the log tagger (logtag.go). Gap: mcp-go's
+// raw tools/call's, ClientCall). Gap: mcp-go's
 // client reads SSE inside its transport (readSSE) and exports no reader.
 // Retired by: an exported mcp-go event reader with a bound per event.
 
