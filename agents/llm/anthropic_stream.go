@@ -59,6 +59,7 @@ type anAccumulator struct {
 	usage   Usage
 	done    bool         // message_stop seen
 	onText  func(string) // Request.OnText; nil = none
+	json    eventJSON
 }
 
 var errNoStopReason = errors.New("stream ended without stop_reason")
@@ -76,7 +77,7 @@ func (a *anAccumulator) finished() bool { return a.done }
 
 func (a *anAccumulator) feed(data []byte) error {
 	var ev anEvent
-	if err := json.Unmarshal(data, &ev); err != nil {
+	if err := a.json.decode(data, &ev); err != nil {
 		return fmt.Errorf("malformed stream event %q: %w", clip(data, 80), err)
 	}
 	switch ev.Type {

@@ -81,6 +81,7 @@ type oaAccumulator struct {
 	usage   Usage
 	done    bool         // [DONE] seen
 	onText  func(string) // Request.OnText; nil = none
+	json    eventJSON
 }
 
 // errNoFinish is returned for a stream that ended without finish_reason.
@@ -133,7 +134,7 @@ func (a *oaAccumulator) feed(data []byte) error {
 		return nil
 	}
 	var c oaChunk
-	if err := json.Unmarshal(data, &c); err != nil {
+	if err := a.json.decode(data, &c); err != nil {
 		return fmt.Errorf("malformed stream chunk %q: %w", clip(data, 80), err)
 	}
 	if msg := errorText(c.Error); msg != "" {
