@@ -25,6 +25,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/mark3labs/mcp-go/client"
@@ -69,10 +70,10 @@ func (m *Manager) CallToolRaw(ctx context.Context, server, tool string, args jso
 	var res *RawResult
 	err := m.do(ctx, server, callOp(tool), hdr, func(ctx context.Context, s *session, cli *client.Client) error {
 		var err error
-		if w := s.wire.Load(); w != nil && w.cli == cli {
+		if w := s.wire.Load(); w != nil && w.cli == cli && wire.Fast() {
 			res, err = s.callRaw(ctx, cli, w, r)
 		} else {
-			res, err = s.callTypedRaw(ctx, cli, r)
+			res, err = s.callSent(ctx, cli, r)
 		}
 		return err
 	})
@@ -191,21 +192,64 @@ func typedRequest(r rawRequest) (mcp.CallToolRequest, error) {
 	return req, nil
 }
 
-// callTypedRaw is the fallback: mcp-go's call, its result encoded once.
-func (s *session) callTypedRaw(ctx context.Context, cli *client.Client, r rawRequest) (*RawResult, error) {
-	req, err := typedRequest(r)
+// callSent is a raw tools/call through mcp-go's transport
+// (transport.SendRequest), its result as the downstream sent it: the path
+// of sessions the wire package's call does not serve (SSE, stdio) and of
+// every session with the wire switch off. It sends what the raw call sends
+// (the caller's extra params, a task, _meta), with the call's relay
+// (relayed) and its cancellation downstream (the request id is the call's
+// own).
+func (s *session) callSent(ctx context.Context, cli *client.Client, r rawRequest) (*RawResult, error) {
+	call, done := s.relayed(ctx, cli, r.relay)
+	defer done()
+	if err := ctx.Err(); err != nil {
+		return nil, transport.NewError(err) // not sent: nothing to cancel
+	}
+	id := "pgw-call-" + strconv.FormatUint(s.srv.m.callSeq.Add(1), 36)
+	defer s.cancelIfEnded(ctx, cli, json.RawMessage(strconv.Quote(id)))
+	resp, err := call.GetTransport().SendRequest(ctx, transport.JSONRPCRequest{JSONRPC: mcp.JSONRPC_VERSION,
+		ID: mcp.NewRequestId(id), Method: string(mcp.MethodToolsCall), Params: r.params()})
 	if err != nil {
+		err = transport.NewError(err) // as mcp-go's client wraps it (plainSend)
+		if strings.Contains(err.Error(), errResume) {
+			err = deliveredError{Err: err} // the stream had begun: never sent again
+		}
 		return nil, err
 	}
-	res, err := s.callTyped(ctx, cli, req, r.relay)
-	if err != nil {
-		return nil, err
+	return wire.Answer(resp.Result, resp.Error)
+}
+
+// errResume is how mcp-go's transport (v1.2.1) says that a response stream
+// the server ended early could not be reopened; it wraps the GET's error
+// (a 404 reads as ErrSessionTerminated), which would otherwise pass for a
+// call that never reached the server.
+const errResume = "failed to resume the SSE stream"
+
+// params is r's tools/call params for encoding/json: the arguments and the
+// caller's members as they came.
+func (r rawRequest) params() map[string]any {
+	p := map[string]any{"name": r.tool}
+	if len(r.args) > 0 {
+		p["arguments"] = r.args
 	}
-	b, err := json.Marshal(res)
-	if err != nil {
-		return nil, fmt.Errorf("encoding the result: %w", err)
+	meta := map[string]any{}
+	if r.extra != nil {
+		for k, v := range r.extra.Params {
+			p[k] = v
+		}
+		for k, v := range r.extra.Meta {
+			meta[k] = v
+		}
 	}
-	return peekResult(b)
+	for k, v := range map[string]string{"progressToken": r.token, tracing.KeyTraceparent: r.traceparent, tracing.KeyTracestate: r.tracestate} {
+		if v != "" {
+			meta[k] = v
+		}
+	}
+	if len(meta) > 0 {
+		p["_meta"] = meta
+	}
+	return p
 }
 
 // callRaw is one raw tools/call on the session of cli.

@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/pallasgw/pallasgw/agents/wire"
 )
 
 // scriptServer is a hand-written session-based Streamable HTTP server: it
@@ -548,5 +550,57 @@ func TestCallToolJSON(t *testing.T) {
 	d.mu.Unlock()
 	if ok, bad := counterValue(t, mt.DownstreamCalls.WithLabelValues("script", "ok")), counterValue(t, mt.DownstreamCalls.WithLabelValues("script", "error")); ok != 2 || bad != 1 {
 		t.Errorf("downstream calls: ok %v, error %v; want 2 and 1", ok, bad)
+	}
+}
+
+// With the wire switch off a raw call goes through mcp-go's transport
+// (callSent): it still sends the caller's extra params, a task and _meta,
+// returns the downstream's result bytes and error answer as they came,
+// relays the stream's log messages to the call, and a stream that broke
+// off and could not be reopened is not sent again.
+func TestSentCall(t *testing.T) {
+	wire.SetFast(false)
+	t.Cleanup(func() { wire.SetFast(true) })
+	got := make(chan string, 1)
+	d := newScriptServer(t, func(w http.ResponseWriter, id, params json.RawMessage) {
+		got <- string(params)
+		switch {
+		case strings.Contains(string(params), `"fail"`):
+			jsonAnswer(w, fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"error":{"code":-32042,"message":"no","data":{"why":"x"}}}`, id))
+		default:
+			sseEvent(w, `{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"hello"}}`)
+			sseEvent(w, fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":{"content":[],"resultType":"complete","x-extra":{"b":2,"a":1}}}`, id))
+		}
+	})
+	m := newManager(t, Options{}, d.spec())
+	var logs []any
+	ctx := WithRelay(testCtx(t), &Relay{Log: func(p map[string]any) { logs = append(logs, p["data"]) }})
+	ctx = WithCallExtras(ctx, &CallExtras{
+		Params: map[string]json.RawMessage{"task": json.RawMessage(`{"ttl":60000}`), "requestState": json.RawMessage(`"st"`)},
+		Meta:   map[string]json.RawMessage{"io.example/caps": json.RawMessage(`{"elicitation":{}}`)},
+	})
+	res, err := m.CallToolRaw(ctx, "script", "t", json.RawMessage(`{"big":12345678901234567890}`), nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `{"content":[],"resultType":"complete","x-extra":{"b":2,"a":1}}`; string(res.JSON) != want {
+		t.Errorf("result %s, want the downstream's bytes %s", res.JSON, want)
+	}
+	p := receive(t, "the params", got)
+	for _, want := range []string{`"name":"t"`, `"arguments":{"big":12345678901234567890}`, `"task":{"ttl":60000}`,
+		`"requestState":"st"`, `"io.example/caps":{"elicitation":{}}`} {
+		if !strings.Contains(p, want) {
+			t.Errorf("params sent %s, want %s in them", p, want)
+		}
+	}
+	if len(logs) != 1 || logs[0] != "hello" {
+		t.Errorf("the call's log messages: %v, want [hello]", logs)
+	}
+
+	_, err = m.CallToolRaw(testCtx(t), "script", "fail", nil, nil, nil)
+	<-got
+	var de *wire.DownstreamError
+	if !errors.As(err, &de) || de.Code != -32042 || string(de.Data) != `{"why":"x"}` || errors.Is(err, ErrUnavailable) {
+		t.Errorf("error %v, want the downstream's answer with its code and data", err)
 	}
 }

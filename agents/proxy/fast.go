@@ -40,10 +40,11 @@ func (p *Proxy) Ensure(ctx context.Context, name string, inbound http.Header) {
 func (p *Proxy) RawArgs() bool { return p.rawDownstream() != nil }
 
 // rawDownstream is the Downstream as a mcpclient.RawCaller when it is one, else
-// nil. It does not follow wire.Fast: the typed path loses the 2026-07-28
-// bridge's capability check and multi-round retries (conformance through a
-// proxy scored 3 scenarios lower with it), so until that is fixed the
-// switch turns off the server side only, as PALLASGW_FASTCALL did.
+// nil. A raw result is what the proxy passes on whatever the wire switch
+// says: the downstream's members as sent (a result that asks for input, a
+// task), which mcp-go's typed result would drop. The switch picks how the
+// call is made (mcpclient: the wire package's call, or mcp-go's
+// transport.SendRequest).
 func (p *Proxy) rawDownstream() mcpclient.RawCaller {
 	raw, _ := p.d.Downstream.(mcpclient.RawCaller)
 	return raw

@@ -306,17 +306,23 @@ func (c *ClientCall) answers(msg *clientMessage) bool {
 	return msg.Method == "" && json.Unmarshal(msg.ID, &id) == nil && id == c.ID
 }
 
-// answer turns the call's response into its result or error. Its errors
-// are answers: the call is not sent again, whatever they say.
-func answer(msg *clientMessage) (*RawResult, error) {
-	if msg.Error != nil {
-		de := &DownstreamError{RPCError: RPCError{Code: msg.Error.Code, Message: msg.Error.Message}, Cause: msg.Error.AsError()}
-		if msg.Error.Data != nil {
-			de.Data, _ = json.Marshal(msg.Error.Data)
+// answer turns the call's response into its result or error.
+func answer(msg *clientMessage) (*RawResult, error) { return Answer(msg.Result, msg.Error) }
+
+// Answer turns the response to a tools/call, its result or error as the
+// downstream sent them, into the call's result or error: the raw call's
+// own, or mcp-go's transport's (transport.SendRequest, the path with the
+// switch off). Its errors are answers: the call is not sent again,
+// whatever they say.
+func Answer(result json.RawMessage, rpcErr *mcp.JSONRPCErrorDetails) (*RawResult, error) {
+	if rpcErr != nil {
+		de := &DownstreamError{RPCError: RPCError{Code: rpcErr.Code, Message: rpcErr.Message}, Cause: rpcErr.AsError()}
+		if rpcErr.Data != nil {
+			de.Data, _ = json.Marshal(rpcErr.Data)
 		}
 		return nil, AnsweredError{de}
 	}
-	res, err := PeekResult(msg.Result)
+	res, err := PeekResult(result)
 	if err != nil {
 		return nil, AnsweredError{transport.NewError(err)}
 	}

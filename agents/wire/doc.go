@@ -130,11 +130,12 @@
 //     track: another running call with the same key, or the table full).
 //
 // The switch covers every piece: off, Serve declines every call (mcp-go's
-// handlers then call the downstream through mcp-go's client, typed), the
-// toolbox's results and the tool loop's downstream calls are typed too,
-// and no large result is passed through. What mcp-go cannot do runs off
-// too, on the raw client call (ClientCall): a 2026-07-28 call through the
-// endpoint's input-required bridge (ServeRoundTrip; the typed path loses
-// the bridge's capability check and multi-round retries), and a proxy's
-// task-augmented call (mcp-go's typed CallTool sends no task).
+// handlers then call the downstream through mcp-go's client), every
+// downstream tools/call goes through mcp-go's transport
+// (transport.SendRequest; a proxy's result still comes back as the
+// downstream's bytes, Answer), the toolbox's results and the tool loop's
+// downstream calls are typed, and no large result is passed through. One
+// server-side piece runs off too, since mcp-go's server cannot finish a
+// call its Target started: a 2026-07-28 call through the endpoint's
+// input-required bridge (ServeRoundTrip); its downstream call is mcp-go's.
 package wire

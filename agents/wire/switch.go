@@ -19,9 +19,10 @@ func init() { fast.Store(os.Getenv(EnvFast) != "off") }
 
 // Fast reports whether the hand-written paths of this package serve MCP in
 // this process: the server-side tools/call (Serve), raw results passed
-// through (RawResponse, and the clients' raw calls that feed it), and the
-// tool loop's raw downstream calls. Off, mcp-go serves and calls every
-// request, except what mcp-go cannot do at all (ServeRoundTrip).
+// through (RawResponse), and every raw downstream tools/call (ClientCall:
+// a proxy's, a toolbox's, the tool loop's). Off, mcp-go serves and calls
+// every request, except what mcp-go's server cannot do at all
+// (ServeRoundTrip).
 func Fast() bool { return fast.Load() }
 
 // SetFast sets the switch at start from the config's wire.fast; the
