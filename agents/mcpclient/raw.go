@@ -278,6 +278,3 @@ func callBody(id string, r rawRequest) []byte {
 	}
 	return req.Body()
 }
-
-// peekResult is wire.PeekResult.
-func peekResult(raw json.RawMessage) (*RawResult, error) { return wire.PeekResult(raw) }
