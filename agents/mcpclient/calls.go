@@ -81,13 +81,27 @@ func (m *Manager) CallTool(ctx context.Context, server, tool string, args map[st
 	return res, nil
 }
 
-// callTyped is one tools/call through mcp-go's transport (SendRequest, as
-// mcp-go's client sends it on a 2025-era session), with the call's relay and
-// its cancellation downstream: the request id is the call's own, so a call
-// whose context ends first sends notifications/cancelled for it (cancel.go).
-// A result that asks for input comes back as the downstream sent it, as on
-// the raw path, for the caller's input-required bridge to pass through.
+// callTyped is one tools/call through mcp-go's transport (send), its
+// result decoded as mcp-go's client decodes it. A result that asks for
+// input comes back as the downstream sent it, as on the raw path, for the
+// caller's input-required bridge to pass through.
 func (s *session) callTyped(ctx context.Context, cli *client.Client, req mcp.CallToolRequest, relay *Relay) (*mcp.CallToolResult, error) {
+	resp, err := s.send(ctx, cli, relay, req.Params)
+	if err != nil {
+		return nil, err
+	}
+	if resp.Error != nil {
+		return nil, resp.Error.AsError()
+	}
+	return mcp.ParseCallToolResult(&resp.Result)
+}
+
+// send is one tools/call with params through mcp-go's transport
+// (SendRequest, as mcp-go's client sends it on a 2025-era session), with
+// the call's relay (relayed) and its cancellation downstream: the request
+// id is the call's own, so a call whose context ends first sends
+// notifications/cancelled for it (cancel.go).
+func (s *session) send(ctx context.Context, cli *client.Client, relay *Relay, params any) (*transport.JSONRPCResponse, error) {
 	call, done := s.relayed(ctx, cli, relay)
 	defer done()
 	if err := ctx.Err(); err != nil {
@@ -96,15 +110,22 @@ func (s *session) callTyped(ctx context.Context, cli *client.Client, req mcp.Cal
 	id := "pgw-call-" + strconv.FormatUint(s.srv.m.callSeq.Add(1), 36)
 	defer s.cancelIfEnded(ctx, cli, json.RawMessage(strconv.Quote(id)))
 	resp, err := call.GetTransport().SendRequest(ctx, transport.JSONRPCRequest{JSONRPC: mcp.JSONRPC_VERSION,
-		ID: mcp.NewRequestId(id), Method: string(mcp.MethodToolsCall), Params: req.Params})
+		ID: mcp.NewRequestId(id), Method: string(mcp.MethodToolsCall), Params: params})
 	if err != nil {
-		return nil, transport.NewError(err) // as mcp-go's client wraps it (plainSend)
+		err = transport.NewError(err) // as mcp-go's client wraps it (plainSend)
+		if strings.Contains(err.Error(), errResume) {
+			err = deliveredError{Err: err} // the stream had begun: never sent again
+		}
+		return nil, err
 	}
-	if resp.Error != nil {
-		return nil, resp.Error.AsError()
-	}
-	return mcp.ParseCallToolResult(&resp.Result)
+	return resp, nil
 }
+
+// errResume is how mcp-go's transport (v1.2.1) says that a response stream
+// the server ended early could not be reopened; it wraps the GET's error
+// (a 404 reads as ErrSessionTerminated), which would otherwise pass for a
+// call that never reached the server.
+const errResume = "failed to resume the SSE stream"
 
 // observe records one CallTool in the metrics. A tool result with isError
 // counts as outcome "error".

@@ -25,7 +25,6 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/mark3labs/mcp-go/client"
@@ -192,38 +191,18 @@ func typedRequest(r rawRequest) (mcp.CallToolRequest, error) {
 	return req, nil
 }
 
-// callSent is a raw tools/call through mcp-go's transport
-// (transport.SendRequest), its result as the downstream sent it: the path
-// of sessions the wire package's call does not serve (SSE, stdio) and of
-// every session with the wire switch off. It sends what the raw call sends
-// (the caller's extra params, a task, _meta), with the call's relay
-// (relayed) and its cancellation downstream (the request id is the call's
-// own).
+// callSent is a raw tools/call through mcp-go's transport (send), its
+// result as the downstream sent it: the path of sessions the wire
+// package's call does not serve (SSE, stdio) and of every session with the
+// wire switch off. It sends what the raw call sends (the caller's extra
+// params, a task, _meta).
 func (s *session) callSent(ctx context.Context, cli *client.Client, r rawRequest) (*RawResult, error) {
-	call, done := s.relayed(ctx, cli, r.relay)
-	defer done()
-	if err := ctx.Err(); err != nil {
-		return nil, transport.NewError(err) // not sent: nothing to cancel
-	}
-	id := "pgw-call-" + strconv.FormatUint(s.srv.m.callSeq.Add(1), 36)
-	defer s.cancelIfEnded(ctx, cli, json.RawMessage(strconv.Quote(id)))
-	resp, err := call.GetTransport().SendRequest(ctx, transport.JSONRPCRequest{JSONRPC: mcp.JSONRPC_VERSION,
-		ID: mcp.NewRequestId(id), Method: string(mcp.MethodToolsCall), Params: r.params()})
+	resp, err := s.send(ctx, cli, r.relay, r.params())
 	if err != nil {
-		err = transport.NewError(err) // as mcp-go's client wraps it (plainSend)
-		if strings.Contains(err.Error(), errResume) {
-			err = deliveredError{Err: err} // the stream had begun: never sent again
-		}
 		return nil, err
 	}
 	return wire.Answer(resp.Result, resp.Error)
 }
-
-// errResume is how mcp-go's transport (v1.2.1) says that a response stream
-// the server ended early could not be reopened; it wraps the GET's error
-// (a 404 reads as ErrSessionTerminated), which would otherwise pass for a
-// call that never reached the server.
-const errResume = "failed to resume the SSE stream"
 
 // params is r's tools/call params for encoding/json: the arguments and the
 // caller's members as they came.

@@ -27,9 +27,9 @@ import (
 // Streamable HTTP server sends what a call causes on that call's response
 // stream (SSE). So a call that relays logs gets a transport of its own on
 // the session, with the call's notification handler (relayed); the raw
-// path reads the call's stream itself (rawstream.go). A server-to-client request arrives with a context
-// derived from the call's (mcp-go passes the request's context to the
-// handler), so the relay is found there. Over stdio and legacy SSE every
+// path reads the call's stream itself (rawstream.go). A server-to-client
+// request arrives with a context derived from the call's (mcp-go passes
+// the request's context to the handler), so the relay is found there. Over stdio and legacy SSE every
 // message arrives on one shared stream and cannot be tied to a call: logs go
 // to OnLogMessage, server-to-client requests are refused.
 type Relay struct {
