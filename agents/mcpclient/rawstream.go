@@ -42,14 +42,7 @@ func (s *session) callNotification(relay *Relay, method string, raw json.RawMess
 		}
 	}
 	if relay != nil && relay.Log != nil && n.Method == string(mcp.MethodNotificationMessage) {
-		params := make(map[string]any, len(n.Params.AdditionalFields)+1)
-		for k, v := range n.Params.AdditionalFields {
-			params[k] = v
-		}
-		if len(n.Params.Meta) > 0 {
-			params["_meta"] = n.Params.Meta
-		}
-		relay.Log(params)
+		relay.Log(logParams(n.Params))
 		return
 	}
 	s.onNotification(n)

@@ -88,6 +88,17 @@ type logSink struct {
 // deliver hands a log message's params (mcp-go's parse, not kept) to the
 // call, unless it has returned.
 func (k *logSink) deliver(p mcp.NotificationParams) {
+	params := logParams(p)
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if !k.done {
+		k.fn(params)
+	}
+}
+
+// logParams are a log message's params as a Relay's Log takes them: its
+// fields, and _meta when it has one.
+func logParams(p mcp.NotificationParams) map[string]any {
 	params := make(map[string]any, len(p.AdditionalFields)+1)
 	for name, v := range p.AdditionalFields {
 		params[name] = v
@@ -95,11 +106,7 @@ func (k *logSink) deliver(p mcp.NotificationParams) {
 	if len(p.Meta) > 0 {
 		params["_meta"] = p.Meta
 	}
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	if !k.done {
-		k.fn(params)
-	}
+	return params
 }
 
 func (k *logSink) end() {

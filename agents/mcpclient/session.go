@@ -52,8 +52,11 @@ type session struct {
 	lost   string                                 // guarded by conn: the shared session id last retired, not adopted again
 	caps   atomic.Pointer[mcp.ServerCapabilities] // an adopted session's, which its client was never told
 
-	trLog     *slog.Logger // the session's logger for mcp-go's transports (slog), made once
-	trLogOnce sync.Once
+	// What the session's mcp-go transports share, made once (trOnce): the
+	// logger (slog) and the HTTP client (httpClient).
+	trOnce   sync.Once
+	trLog    *slog.Logger
+	trClient *http.Client
 
 	logMu    sync.Mutex       // serialises logging/setLevel on this session
 	logLevel mcp.LoggingLevel // guarded by logMu; the last level asked for, sent again on reconnect
@@ -294,9 +297,11 @@ func (s *session) newClient(rec *sharedRecord) (*client.Client, *stdioProc, erro
 // httpClient is the session's view of the server's shared transport: it
 // adds the session's headers to requests that lack them, which covers the
 // DELETE mcp-go sends on Close without its header options.
+// One client serves all the session's transports, the per-call ones of
+// relayed among them.
 func (s *session) httpClient() *http.Client {
-	return &http.Client{Transport: &headerRoundTripper{base: s.srv.transport, hdr: s.hdr, limit: s.srv.m.opts.MaxMessageBytes,
-		stream: &s.streamTooLarge, keep: s.shared != ""}, CheckRedirect: noRedirects}
+	s.transportsShared()
+	return s.trClient
 }
 
 // slog is the logger of mcp-go's transport for this session: the
@@ -304,10 +309,18 @@ func (s *session) httpClient() *http.Client {
 // taken out, and its repeated warnings thinned (zapHandler), one for all the
 // session's transports.
 func (s *session) slog() *slog.Logger {
-	s.trLogOnce.Do(func() {
-		s.trLog = slog.New(&zapHandler{log: s.srv.m.log, hs: []http.Header{s.hdr, s.srv.secrets}, rep: newRepeats()})
-	})
+	s.transportsShared()
 	return s.trLog
+}
+
+// transportsShared makes what the session's transports share, once. The
+// session's shared key is set by then (newSessionLocked).
+func (s *session) transportsShared() {
+	s.trOnce.Do(func() {
+		s.trLog = slog.New(&zapHandler{log: s.srv.m.log, hs: []http.Header{s.hdr, s.srv.secrets}, rep: newRepeats()})
+		s.trClient = &http.Client{Transport: &headerRoundTripper{base: s.srv.transport, hdr: s.hdr, limit: s.srv.m.opts.MaxMessageBytes,
+			stream: &s.streamTooLarge, keep: s.shared != ""}, CheckRedirect: noRedirects}
+	})
 }
 
 // scrub is scrub.go's scrub with the session's headers and its server's
