@@ -113,10 +113,18 @@ func (s *session) send(ctx context.Context, cli *client.Client, relay *Relay, pa
 		ID: mcp.NewRequestId(id), Method: string(mcp.MethodToolsCall), Params: params})
 	if err != nil {
 		err = transport.NewError(err) // as mcp-go's client wraps it (plainSend)
-		if strings.Contains(err.Error(), errResume) {
+		switch msg := err.Error(); {
+		case strings.Contains(msg, errResume):
 			err = deliveredError{Err: err} // the stream had begun: never sent again
+		case strings.Contains(msg, errDecode):
+			err = answeredError{Err: err} // the session is not lost for it
 		}
 		return nil, err
+	}
+	if got, ok := resp.ID.Value().(string); !ok || got != id {
+		// mcp-go (v1.2.1) returns the first response it reads, whatever
+		// its id; as wire.ClientCall does, this is not the call's answer.
+		return nil, answeredError{Err: transport.NewError(fmt.Errorf("malformed response: not the answer to request %s: id %s", id, resp.ID.String()))}
 	}
 	return resp, nil
 }
@@ -126,6 +134,10 @@ func (s *session) send(ctx context.Context, cli *client.Client, relay *Relay, pa
 // (a 404 reads as ErrSessionTerminated), which would otherwise pass for a
 // call that never reached the server.
 const errResume = "failed to resume the SSE stream"
+
+// errDecode is how mcp-go's transport (v1.2.1) says that a JSON answer,
+// status 200, could not be read: the downstream answered the call.
+const errDecode = "failed to decode response"
 
 // observe records one CallTool in the metrics. A tool result with isError
 // counts as outcome "error".

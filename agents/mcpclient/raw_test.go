@@ -132,8 +132,25 @@ func TestRawCallArgumentsUnchanged(t *testing.T) {
 	if _, err := m.CallToolRaw(testCtx(t), "script", "t\"q", json.RawMessage(`{"big":12345678901234567890}`), nil, func(float64, *float64, string) {}); err != nil {
 		t.Fatal(err)
 	}
-	if p := receive(t, "the params", got); !strings.HasPrefix(p, `{"name":"t\"q","arguments":{"big":12345678901234567890},"_meta":{"progressToken":"pgw-`) {
-		t.Errorf("params sent: %s", p)
+	p := receive(t, "the params", got)
+	if wire.Fast() { // the caller's bytes, in the caller's order
+		if !strings.HasPrefix(p, `{"name":"t\"q","arguments":{"big":12345678901234567890},"_meta":{"progressToken":"pgw-`) {
+			t.Errorf("params sent: %s", p)
+		}
+		return
+	}
+	// Off, encoding/json writes the params (callSent): the same members and
+	// arguments, in its own order.
+	var sent struct {
+		Name      string          `json:"name"`
+		Arguments json.RawMessage `json:"arguments"`
+		Meta      struct {
+			ProgressToken string `json:"progressToken"`
+		} `json:"_meta"`
+	}
+	if err := json.Unmarshal([]byte(p), &sent); err != nil || sent.Name != `t"q` || string(sent.Arguments) != `{"big":12345678901234567890}` ||
+		!strings.HasPrefix(sent.Meta.ProgressToken, "pgw-") {
+		t.Errorf("params sent: %s (%v)", p, err)
 	}
 }
 
@@ -261,21 +278,32 @@ func TestRawCallErrors(t *testing.T) {
 			return err != nil && strings.Contains(err.Error(), "request failed with status 500: down")
 		}, "error"},
 	} {
-		t.Run(c.name, func(t *testing.T) {
-			d := newScriptServer(t, func(w http.ResponseWriter, id, _ json.RawMessage) { c.answer(w, id) })
-			mt := newMetrics()
-			m := newManager(t, Options{Metrics: mt}, d.spec())
-			res, err := m.CallToolRaw(testCtx(t), "script", "t", nil, nil, nil)
-			if !c.check(res, err) {
-				t.Errorf("got %+v, %v", res, err)
-			}
-			if err != nil && !strings.HasPrefix(err.Error(), `downstream "script": tools/call "t": `) {
-				t.Errorf("error does not name the server and call: %v", err)
-			}
-			if got := counterValue(t, mt.DownstreamCalls.WithLabelValues("script", c.outcome)); got != 1 {
-				t.Errorf("downstream calls %s = %v, want 1", c.outcome, got)
-			}
-		})
+		// Both ways of the wire switch: the hand-written client
+		// (wire.ClientCall) and mcp-go's transport (callSent).
+		for _, fast := range []bool{true, false} {
+			t.Run(fmt.Sprintf("%s/fast=%v", c.name, fast), func(t *testing.T) {
+				wire.SetFast(fast)
+				t.Cleanup(func() { wire.SetFast(true) })
+				d := newScriptServer(t, func(w http.ResponseWriter, id, _ json.RawMessage) { c.answer(w, id) })
+				mt := newMetrics()
+				m := newManager(t, Options{Metrics: mt}, d.spec())
+				res, err := m.CallToolRaw(testCtx(t), "script", "t", nil, nil, nil)
+				if !c.check(res, err) {
+					t.Errorf("got %+v, %v", res, err)
+				}
+				if err != nil && !strings.HasPrefix(err.Error(), `downstream "script": tools/call "t": `) {
+					t.Errorf("error does not name the server and call: %v", err)
+				}
+				if got := counterValue(t, mt.DownstreamCalls.WithLabelValues("script", c.outcome)); got != 1 {
+					t.Errorf("downstream calls %s = %v, want 1", c.outcome, got)
+				}
+				d.mu.Lock()
+				defer d.mu.Unlock()
+				if len(d.ids) != 1 { // an answered call is never sent again
+					t.Errorf("the call was sent %d times", len(d.ids))
+				}
+			})
+		}
 	}
 }
 
