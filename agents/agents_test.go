@@ -63,6 +63,7 @@ func (d *jsonDown) CallToolJSON(_ context.Context, _, _ string, args json.RawMes
 // The tool loop hands a downstream that takes JSON arguments the model's
 // arguments as they are (P17), and any other one a decoded map.
 func TestToolLoopSendsArgumentsAsJSON(t *testing.T) {
+	agenttest.NeedFast(t) // off, every downstream takes a map (callTool)
 	down := newJSONDown()
 	ta := scripted(t, down)
 	x := ta.Send(t, "talk", agenttest.SendBody("1", "send_message", `{"message":"tool please"}`, `"progressToken":"p1"`), agenttest.LegacySSE)

@@ -115,6 +115,7 @@ func messages(body string) []any {
 // The fast path writes the downstream's bytes, where mcp-go's path writes
 // its own encoding of them.
 func TestProxyFastRawBytes(t *testing.T) {
+	agenttest.NeedFast(t)
 	p := newFastPair(t)
 	for _, ta := range []*agenttest.Agents{p.fast, p.slow} {
 		f := p.down[ta]

@@ -102,6 +102,7 @@ func unordered(body string) string {
 }
 
 func TestSendMessageFastMatchesMCPGo(t *testing.T) {
+	agenttest.NeedFast(t)
 	p := newSendPair(t)
 	args := map[string]string{
 		"plain":         `{"message":"hello <b>"}`,
@@ -187,6 +188,7 @@ func TestSendMessageFastFallsBack(t *testing.T) {
 // send_message, which then answers as mcp-go would; so does closing the
 // connection.
 func TestSendMessageFastCancel(t *testing.T) {
+	agenttest.NeedFast(t)
 	p := newSendPair(t)
 	for _, side := range []struct {
 		ta     *agenttest.Agents

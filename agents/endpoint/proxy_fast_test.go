@@ -249,6 +249,7 @@ func (p *fastPair) compare(t *testing.T, body string, hdr map[string]string) str
 }
 
 func TestProxyFastMatchesMCPGo(t *testing.T) {
+	agenttest.NeedFast(t)
 	p := newFastPair(t)
 	p.listTools(t)
 	for _, s := range callerStyles {
@@ -296,6 +297,7 @@ func TestProxyFastMatchesMCPGo(t *testing.T) {
 // Requests the fast path must leave to mcp-go: the caller sees what mcp-go
 // answers, and the call (if any) runs inside mcp-go.
 func TestProxyFastFallsBack(t *testing.T) {
+	agenttest.NeedFast(t)
 	p := newFastPair(t)
 	t.Run("a name not registered yet", func(t *testing.T) {
 		// The endpoint registers it first (ToolEnsurer), so that even the
@@ -355,6 +357,7 @@ func TestProxyFastFallsBack(t *testing.T) {
 // A session-based caller's notifications/cancelled reaches its fast call
 // (and no other session's), which then answers as mcp-go would.
 func TestProxyFastCancel(t *testing.T) {
+	agenttest.NeedFast(t)
 	p := newFastPair(t)
 	p.listTools(t)
 	for _, ta := range []*agenttest.Agents{p.fast, p.slow} {
@@ -422,6 +425,7 @@ func TestProxyFastDisconnect(t *testing.T) {
 // A burst of progress larger than the buffer is written in order, none
 // dropped, before the result.
 func TestProxyFastProgressBurst(t *testing.T) {
+	agenttest.NeedFast(t)
 	p := newFastPair(t)
 	p.listTools(t)
 	for _, hdr := range []map[string]string{legacySSE, with(modern, "Mcp-Name", "burst")} {

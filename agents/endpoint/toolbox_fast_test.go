@@ -105,6 +105,7 @@ func executeBody(id, tool, meta string) string {
 // An execute_tool call answers a caller on the fast path as it did
 // through mcp-go, with the downstream's result taken raw.
 func TestToolboxFastMatchesMCPGo(t *testing.T) {
+	agenttest.NeedFast(t)
 	p := newToolboxPair(t)
 	for _, s := range callerStyles {
 		for _, tool := range fastTools {
@@ -169,6 +170,7 @@ func TestToolboxFastMatchesMCPGo(t *testing.T) {
 // A session-based caller's notifications/cancelled reaches its fast
 // execute_tool call.
 func TestToolboxFastCancel(t *testing.T) {
+	agenttest.NeedFast(t)
 	p := newToolboxPair(t)
 	answer := make(chan agenttest.Exchange, 1)
 	go func() { answer <- p.fast.Send(t, "tb", executeBody("7", "block", ""), legacySSE) }()

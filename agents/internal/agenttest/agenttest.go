@@ -29,6 +29,7 @@ import (
 	"github.com/pallasgw/pallasgw/agents/endpoint"
 	"github.com/pallasgw/pallasgw/agents/llm"
 	"github.com/pallasgw/pallasgw/agents/mcpclient"
+	"github.com/pallasgw/pallasgw/agents/wire"
 	"github.com/pallasgw/pallasgw/gateway/config"
 	"github.com/pallasgw/pallasgw/metrics"
 	"github.com/pallasgw/pallasgw/policy"
@@ -333,4 +334,14 @@ func WaitLimit(t *testing.T) time.Time {
 		return d.Add(-10 * time.Second)
 	}
 	return time.Now().Add(time.Hour)
+}
+
+// NeedFast skips a test of the hand-written MCP paths (agents/wire), or
+// one that holds them to mcp-go's, in a process whose wire switch is off
+// (PALLASGW_WIRE_FAST=off): there those paths do not run.
+func NeedFast(t testing.TB) {
+	t.Helper()
+	if !wire.Fast() {
+		t.Skipf("%s=off: this test is of the hand-written path, which the switch turns off", wire.EnvFast)
+	}
 }
