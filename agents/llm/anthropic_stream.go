@@ -12,7 +12,7 @@ import (
 
 // anEvent is the subset of a Messages stream event we read. The event type
 // is taken from the JSON "type" member, not the SSE "event:" line.
-// Decoded with encoding/json (a hand-written decoder was measured and
+// Decoded with encoding/json/v2 (decodeEvent; a hand-written decoder was measured and
 // removed: the agent loop did not show it).
 type anEvent struct {
 	Type    string `json:"type"`
@@ -59,7 +59,6 @@ type anAccumulator struct {
 	usage   Usage
 	done    bool         // message_stop seen
 	onText  func(string) // Request.OnText; nil = none
-	json    eventJSON
 }
 
 var errNoStopReason = errors.New("stream ended without stop_reason")
@@ -77,7 +76,7 @@ func (a *anAccumulator) finished() bool { return a.done }
 
 func (a *anAccumulator) feed(data []byte) error {
 	var ev anEvent
-	if err := a.json.decode(data, &ev); err != nil {
+	if err := decodeEvent(data, &ev); err != nil {
 		return fmt.Errorf("malformed stream event %q: %w", clip(data, 80), err)
 	}
 	switch ev.Type {

@@ -27,7 +27,7 @@ import (
 //   - a stream without finish_reason is an error.
 
 // oaChunk is the subset of a chat.completion.chunk we read, decoded with
-// encoding/json (openai-go's ChatCompletionChunk would do, but its decoder
+// encoding/json/v2 (decodeEvent; openai-go's ChatCompletionChunk would do, but its decoder
 // costs more and we read few members). A hand-written decoder was measured
 // and removed: it bought 1-6% of the agent-loop throughput.
 type oaChunk struct {
@@ -81,7 +81,6 @@ type oaAccumulator struct {
 	usage   Usage
 	done    bool         // [DONE] seen
 	onText  func(string) // Request.OnText; nil = none
-	json    eventJSON
 }
 
 // errNoFinish is returned for a stream that ended without finish_reason.
@@ -134,7 +133,7 @@ func (a *oaAccumulator) feed(data []byte) error {
 		return nil
 	}
 	var c oaChunk
-	if err := a.json.decode(data, &c); err != nil {
+	if err := decodeEvent(data, &c); err != nil {
 		return fmt.Errorf("malformed stream chunk %q: %w", clip(data, 80), err)
 	}
 	if msg := errorText(c.Error); msg != "" {
