@@ -121,9 +121,12 @@ func (s *session) send(ctx context.Context, cli *client.Client, relay *Relay, pa
 		}
 		return nil, err
 	}
-	if got, ok := resp.ID.Value().(string); !ok || got != id {
+	if got, ok := resp.ID.Value().(string); !resp.ID.IsNil() && (!ok || got != id) {
 		// mcp-go (v1.2.1) returns the first response it reads, whatever
-		// its id; as wire.ClientCall does, this is not the call's answer.
+		// its id; as wire.ClientCall does, another request's is not the
+		// call's answer. A null id is an error about this request that the
+		// server could not tie to it (a session it no longer knows, say,
+		// which the caller's error handling reconnects for).
 		return nil, answeredError{Err: transport.NewError(fmt.Errorf("malformed response: not the answer to request %s: id %s", id, resp.ID.String()))}
 	}
 	return resp, nil

@@ -245,6 +245,11 @@ func TestRawCallErrors(t *testing.T) {
 		{"JSON-RPC error on the stream", func(w http.ResponseWriter, id json.RawMessage) {
 			sseEvent(w, fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"error":{"code":-32603,"message":"boom"}}`, id))
 		}, func(_ *RawResult, err error) bool { return errors.Is(err, mcp.ErrInternalError) }, "error"},
+		{"HTTP 400, JSON-RPC error with a null id", func(w http.ResponseWriter, id json.RawMessage) {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusBadRequest)
+			_, _ = io.WriteString(w, `{"jsonrpc":"2.0","id":null,"error":{"code":-32603,"message":"boom"}}`)
+		}, func(_ *RawResult, err error) bool { return errors.Is(err, mcp.ErrInternalError) }, "error"},
 		{"isError result", func(w http.ResponseWriter, id json.RawMessage) {
 			jsonAnswer(w, fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":{"content":[{"type":"text","text":"no"}],"isError":true}}`, id))
 		}, func(res *RawResult, err error) bool { return err == nil && res.IsError }, "error"},
