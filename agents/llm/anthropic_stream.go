@@ -12,8 +12,8 @@ import (
 
 // anEvent is the subset of a Messages stream event we read. The event type
 // is taken from the JSON "type" member, not the SSE "event:" line.
-// Decoded with encoding/json/v2 (decodeEvent; a hand-written decoder was measured and
-// removed: the agent loop did not show it).
+// Decoded with encoding/json/v2 (decodeEvent; a hand-written decoder was
+// measured and removed: the agent loop did not show it).
 type anEvent struct {
 	Type    string `json:"type"`
 	Index   int    `json:"index"`

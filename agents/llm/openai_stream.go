@@ -27,9 +27,10 @@ import (
 //   - a stream without finish_reason is an error.
 
 // oaChunk is the subset of a chat.completion.chunk we read, decoded with
-// encoding/json/v2 (decodeEvent; openai-go's ChatCompletionChunk would do, but its decoder
-// costs more and we read few members). A hand-written decoder was measured
-// and removed: it bought 1-6% of the agent-loop throughput.
+// encoding/json/v2 (decodeEvent; openai-go's ChatCompletionChunk would do,
+// but its decoder costs more and we read few members). A hand-written
+// decoder was measured and removed: it bought 1-6% of the agent-loop
+// throughput.
 type oaChunk struct {
 	Choices []oaChoice      `json:"choices"`
 	Usage   *oaUsage        `json:"usage"`

@@ -296,9 +296,8 @@ func (s *session) newClient(rec *sharedRecord) (*client.Client, *stdioProc, erro
 
 // httpClient is the session's view of the server's shared transport: it
 // adds the session's headers to requests that lack them, which covers the
-// DELETE mcp-go sends on Close without its header options.
-// One client serves all the session's transports, the per-call ones of
-// relayed among them.
+// DELETE mcp-go sends on Close without its header options. One client
+// serves all the session's transports, relayed's per-call ones among them.
 func (s *session) httpClient() *http.Client {
 	s.transportsShared()
 	return s.trClient
