@@ -27,7 +27,7 @@ func TestDecodeEvent(t *testing.T) {
 		{data: `{"n":6,"s":"` + strings.Repeat("x", 10000) + `"}`, want: ev{6, strings.Repeat("x", 10000)}},
 		{data: `{"n":3}{"n":4}`, wantErr: "invalid character '{' after top-level value"},
 		{data: `{"n":`, wantErr: "unexpected EOF"},
-		{data: `{"n":"seven"}`, wantErr: `cannot unmarshal JSON string into Go int within "/n"`},
+		{data: `{"n":"seven"}`, wantErr: `unmarshal JSON string into Go int within "/n"`}, // v2 says "cannot" or "unable to", at random
 		{data: `nope`, wantErr: "invalid character"},
 		{data: ``, wantErr: "unexpected EOF"},
 	} {
