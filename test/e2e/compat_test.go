@@ -430,6 +430,39 @@ func TestCompatMixedVersions(t *testing.T) {
 		}
 	})
 
+	// The downstream's own rounds (go-sdk's multi-round tool: the first
+	// asked on the call's stream, the bridge's round; the second answered
+	// natively as input_required, its requestState sealed inside ours)
+	// alternate between the versions: first, then, first.
+	t.Run("downstream rounds", func(t *testing.T) {
+		for i, w := range compatWays {
+			t.Run(w.first+" to "+w.then+" ("+w.who+")", func(t *testing.T) {
+				const tool = "down__test_input_required_result_multi_round"
+				reply := func(k, state, prop, v string) map[string]any {
+					return map[string]any{"requestState": state, "inputResponses": map[string]any{k: map[string]any{"action": "accept", "content": map[string]any{prop: v}}}}
+				}
+				through := `pallasgw_input_required_total{outcome="passed_through"}`
+				back := `pallasgw_input_required_total{outcome="passed_back"}`
+				throughBefore, _ := p.gw[w.then].Metric(through)
+				backBefore, _ := p.gw[w.first].Metric(back)
+				_, msg := p.modern(t, w.who, w.first, "px", "tools/call", 900+i, modernParams(tool, map[string]any{}, elicitCaps, nil))
+				k1, s1 := inputRound(t, "round 1 on "+w.first, msg)
+				_, msg = p.modern(t, w.who, w.then, "px", "tools/call", 910+i, modernParams(tool, map[string]any{}, elicitCaps, reply(k1, s1, "name", w.who)))
+				k2, s2 := inputRound(t, "round 2 on "+w.then, msg)
+				_, msg = p.modern(t, w.who, w.first, "px", "tools/call", 920+i, modernParams(tool, map[string]any{}, elicitCaps, reply(k2, s2, "color", "red")))
+				if got := textOfResult(t, "round 3 on "+w.first, msg); !strings.Contains(got, w.who+" likes red") {
+					t.Errorf("round 3 on %s answered %s, want %q", w.first, got, w.who+" likes red")
+				}
+				if n, _ := p.gw[w.then].Metric(through); n != throughBefore+1 {
+					t.Errorf("%s passed the downstream's own round through %v times, want once", w.then, n-throughBefore)
+				}
+				if n, _ := p.gw[w.first].Metric(back); n != backBefore+1 {
+					t.Errorf("%s passed the downstream's requestState back %v times, want once", w.first, n-backBefore)
+				}
+			})
+		}
+	})
+
 	// A chain's round asked in its second step on one version continues
 	// on the other from the checkpoint the state carries (the step and its
 	// input): the first step does not run again.
