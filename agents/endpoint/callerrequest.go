@@ -187,6 +187,10 @@ type CallerRequests struct {
 	seal    atomic.Pointer[sealer]
 	metrics atomic.Pointer[metrics.Metrics]
 	parked  map[string]*inputCall // guarded by mu
+	// now is the bridge's clock: a state's expiry when sealed and when
+	// opened, a parked call's. time.Now; a test sets it before use, so
+	// that a state sealed in a fixture opens at the fixture's time.
+	now func() time.Time
 
 	// replica names this process in the ids of its requests, so that an
 	// answer another replica receives is published to it (share.go).
@@ -214,7 +218,7 @@ func NewCallerRequests() *CallerRequests {
 	r := make([]byte, 6)
 	_, _ = rand.Read(r) // never fails (crypto/rand)
 	c := &CallerRequests{waiting: map[string]*pendingRequest{}, running: map[string]*runningCall{}, parked: map[string]*inputCall{},
-		replica: hex.EncodeToString(r)}
+		replica: hex.EncodeToString(r), now: time.Now}
 	c.seal.Store(newSealer(nil))
 	return c
 }
@@ -239,7 +243,7 @@ func (c *CallerRequests) sealer() *sealer { return c.seal.Load() }
 func (c *CallerRequests) Tag(parts ...string) string { return c.sealer().tag(parts...) }
 
 func (c *CallerRequests) open(text, agent string) (*roundState, error) {
-	return c.sealer().open(text, agent, time.Now())
+	return c.sealer().open(text, agent, c.now())
 }
 
 // rejected counts a retry refused for its requestState or inputResponses.
@@ -261,7 +265,7 @@ func (c *CallerRequests) count(outcome string) {
 func (c *CallerRequests) park(call *inputCall) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	now := time.Now()
+	now := c.now()
 	for id, p := range c.parked {
 		if now.After(p.exp) {
 			p.cancel()

@@ -521,7 +521,7 @@ func (c *inputCall) gather(ctx context.Context) {
 // inputRequired is the answer that asks the caller for the waiting
 // requests. c.mu is held.
 func (c *inputCall) inputRequired(id any) any {
-	c.exp = time.Now().Add(stateTTL)
+	c.exp = c.b.e.d.Requests.now().Add(stateTTL)
 	st := &roundState{ID: c.id, Agent: c.b.e.d.Agent, Caller: c.caller, Tool: c.tool, Args: c.argsDigest(), Exp: c.exp.Unix(),
 		Asked: map[string]askedInput{}, Prior: map[string]askedInput{}}
 	requests := map[string]json.RawMessage{}
@@ -588,7 +588,7 @@ func (c *inputCall) finished(ans any, id any, first bool) any {
 		c.mu.Lock()
 		args := c.argsDigest()
 		c.mu.Unlock()
-		st := &roundState{Agent: c.b.e.d.Agent, Caller: c.caller, Tool: c.tool, Args: args, Exp: time.Now().Add(stateTTL).Unix(), IsNat: true}
+		st := &roundState{Agent: c.b.e.d.Agent, Caller: c.caller, Tool: c.tool, Args: args, Exp: c.b.e.d.Requests.now().Add(stateTTL).Unix(), IsNat: true}
 		if msg.Result.RequestState != nil {
 			st.Native = *msg.Result.RequestState
 		}

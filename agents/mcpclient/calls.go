@@ -107,7 +107,7 @@ func (s *session) send(ctx context.Context, cli *client.Client, relay *Relay, pa
 	if err := ctx.Err(); err != nil {
 		return nil, transport.NewError(err) // not sent: nothing to cancel
 	}
-	id := "pgw-call-" + strconv.FormatUint(s.srv.m.callSeq.Add(1), 36)
+	id := requestID("call", s.srv.m.callSeq.Add(1))
 	defer s.cancelIfEnded(ctx, cli, json.RawMessage(strconv.Quote(id)))
 	resp, err := call.GetTransport().SendRequest(ctx, transport.JSONRPCRequest{JSONRPC: mcp.JSONRPC_VERSION,
 		ID: mcp.NewRequestId(id), Method: string(mcp.MethodToolsCall), Params: params})

@@ -32,10 +32,13 @@ package mcpclient
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -177,6 +180,24 @@ type Options struct {
 	ToolFilter func(server string, tools []mcp.Tool, raw []json.RawMessage) []mcp.Tool
 }
 
+// processTag names this process in the ids of the requests it sends past
+// mcp-go's client ("pgw-call-<tag>-<n>"): replicas that share a caller's
+// downstream session (sessions.store) each count from 1, and a server
+// refuses a request whose id is already in flight on the session (go-sdk:
+// "duplicate in-flight request ID"), as when a replica replays an
+// input-required call the replica that asked still waits in.
+var processTag = func() string {
+	b := make([]byte, 4)
+	_, _ = rand.Read(b) // never fails (crypto/rand)
+	return hex.EncodeToString(b)
+}()
+
+// requestID is the id of the seq-th request of kind ("call", "task",
+// "tools") this process sends past mcp-go's client.
+func requestID(kind string, seq uint64) string {
+	return "pgw-" + kind + "-" + processTag + "-" + strconv.FormatUint(seq, 36)
+}
+
 // Manager holds the clients of every configured downstream server. It is
 // safe for concurrent use. Build one per config snapshot and Close it when
 // the snapshot is retired.
@@ -187,7 +208,7 @@ type Manager struct {
 	progress progressRouter
 	fetches  fetchGroup    // tools/list requests in flight, shared by callers
 	listSeq  atomic.Uint64 // ids of the tools/list requests sent past mcp-go's client
-	callSeq  atomic.Uint64 // ids of the raw tools/call requests (raw.go)
+	callSeq  atomic.Uint64 // ids of the raw tools/call requests (raw.go); see processTag
 
 	ctx    context.Context // parent of long-lived streams; canceled by Close
 	cancel context.CancelFunc

@@ -239,7 +239,7 @@ func (s *session) callRaw(ctx context.Context, cli *client.Client, w *wireInfo, 
 		return nil, transport.NewError(fmt.Errorf("failed to send request: %w", transport.ErrSessionTerminated))
 	}
 	s.raiseLevel(ctx, cli, r.relay)
-	id := "pgw-call-" + strconv.FormatUint(s.srv.m.callSeq.Add(1), 36)
+	id := requestID("call", s.srv.m.callSeq.Add(1))
 	// The cancellation goes out on the call's own context: the reader's
 	// ends with the call either way.
 	defer s.cancelIfEnded(ctx, cli, json.RawMessage(strconv.Quote(id)))

@@ -14,7 +14,6 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
-	"strconv"
 	"time"
 
 	"github.com/mark3labs/mcp-go/client"
@@ -30,7 +29,7 @@ func (m *Manager) TaskRequest(ctx context.Context, server, method string, params
 	start := time.Now()
 	var res json.RawMessage
 	err := m.do(ctx, server, method, hdr, func(ctx context.Context, _ *session, cli *client.Client) error {
-		id := "pgw-task-" + strconv.FormatUint(m.callSeq.Add(1), 36)
+		id := requestID("task", m.callSeq.Add(1))
 		resp, err := cli.GetTransport().SendRequest(ctx, transport.JSONRPCRequest{
 			JSONRPC: mcp.JSONRPC_VERSION, ID: mcp.NewRequestId(id), Method: method, Params: params})
 		if err != nil {

@@ -180,7 +180,7 @@ func (m *Manager) listTools(ctx context.Context, server string, cli *client.Clie
 	for range maxToolPages {
 		req := transport.JSONRPCRequest{
 			JSONRPC: mcp.JSONRPC_VERSION,
-			ID:      mcp.NewRequestId(fmt.Sprintf("pgw-tools-%d", m.listSeq.Add(1))),
+			ID:      mcp.NewRequestId(requestID("tools", m.listSeq.Add(1))),
 			Method:  string(mcp.MethodToolsList),
 		}
 		if cursor != "" {

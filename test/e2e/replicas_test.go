@@ -701,6 +701,9 @@ type nginxSite struct {
 	listen   int
 	upstream string
 	ports    []int
+	// upstreamHeader adds X-Pallasgw-Upstream ($upstream_addr) to every
+	// response, so that a test knows which replica answered.
+	upstreamHeader bool
 }
 
 // nginxSiteConf adapts configs/nginx/pallasgw.conf: the listen address, the
@@ -713,7 +716,12 @@ func nginxSiteConf(t *testing.T, shipped string, s nginxSite) string {
 	for _, p := range s.ports {
 		fmt.Fprintf(&servers, "    server 127.0.0.1:%d max_fails=0;\n", p)
 	}
+	header := "$0"
+	if s.upstreamHeader {
+		header = "$0\n    add_header X-Pallasgw-Upstream $$upstream_addr always;" // $$: ReplaceAllString's $
+	}
 	return substitute(t, "configs/nginx/pallasgw.conf", shipped,
+		`(?m)^\s*server_name\s+[^;]*;`, header,
 		`(?m)^\s*listen\s+80;`, fmt.Sprintf("    listen 127.0.0.1:%d;", s.listen),
 		`(?m)^\s*listen\s+\[::\]:80;\n`, "",
 		`(?m)^[ \t]*server\s+127\.0\.0\.1:8200\s+max_fails=0;\n(?:[ \t]*#\s*server\s+127\.0\.0\.1:\d+\s+max_fails=0;\n)*`, servers.String(),
