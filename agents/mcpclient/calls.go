@@ -2,7 +2,6 @@ package mcpclient
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -107,8 +106,8 @@ func (s *session) send(ctx context.Context, cli *client.Client, relay *Relay, pa
 	if err := ctx.Err(); err != nil {
 		return nil, transport.NewError(err) // not sent: nothing to cancel
 	}
-	id := "pgw-call-" + strconv.FormatUint(s.srv.m.callSeq.Add(1), 36)
-	defer s.cancelIfEnded(ctx, cli, json.RawMessage(strconv.Quote(id)))
+	id, ended := s.callID(ctx, cli)
+	defer ended()
 	resp, err := call.GetTransport().SendRequest(ctx, transport.JSONRPCRequest{JSONRPC: mcp.JSONRPC_VERSION,
 		ID: mcp.NewRequestId(id), Method: string(mcp.MethodToolsCall), Params: params})
 	if err != nil {

@@ -3,6 +3,7 @@ package mcpclient
 import (
 	"context"
 	"encoding/json"
+	"strconv"
 	"time"
 
 	"github.com/mark3labs/mcp-go/client"
@@ -21,6 +22,15 @@ import (
 
 // cancelTimeout bounds sending one notifications/cancelled.
 const cancelTimeout = 5 * time.Second
+
+// callID is a new id for a tools/call on s, a string that cannot clash with
+// mcp-go's numeric ids on the same session, and what to defer once the call
+// has returned: the cancellation of the id if ctx (the call's) has ended
+// first (cancelIfEnded).
+func (s *session) callID(ctx context.Context, cli *client.Client) (id string, ended func()) {
+	id = "pgw-call-" + strconv.FormatUint(s.srv.m.callSeq.Add(1), 36)
+	return id, func() { s.cancelIfEnded(ctx, cli, json.RawMessage(strconv.Quote(id))) }
+}
 
 // cancelIfEnded tells the downstream, in the background and best effort,
 // that the request id was cancelled, if ctx (the call's) has ended.

@@ -24,7 +24,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"strconv"
 	"time"
 
 	"github.com/mark3labs/mcp-go/client"
@@ -239,16 +238,14 @@ func (s *session) callRaw(ctx context.Context, cli *client.Client, w *wireInfo, 
 		return nil, transport.NewError(fmt.Errorf("failed to send request: %w", transport.ErrSessionTerminated))
 	}
 	s.raiseLevel(ctx, cli, r.relay)
-	id := "pgw-call-" + strconv.FormatUint(s.srv.m.callSeq.Add(1), 36)
 	// The cancellation goes out on the call's own context: the reader's
 	// ends with the call either way.
-	defer s.cancelIfEnded(ctx, cli, json.RawMessage(strconv.Quote(id)))
+	id, ended := s.callID(ctx, cli)
+	defer ended()
 	return s.callRawOn(ctx, w, id, r) // rawstream.go
 }
 
 // callBody is the JSON-RPC request of r with id (wire.ToolCallRequest).
-// The id is a string that cannot clash with mcp-go's numeric ones on the
-// same session.
 func callBody(id string, r rawRequest) []byte {
 	req := wire.ToolCallRequest{ID: id, Tool: r.tool, Arguments: r.args,
 		ProgressToken: r.token, Traceparent: r.traceparent, Tracestate: r.tracestate}
