@@ -2,6 +2,7 @@ package mcpclient
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -327,21 +328,82 @@ func isStandardRPCError(err error) bool {
 	return false
 }
 
-// answeredError marks an error of a raw call (rawstream.go) that proves
-// the downstream received the call: it answered it (with a JSON-RPC error,
-// or a result that could not be read), or its response stream had begun.
-// Such a call is never sent again, and does not count as a lost session.
-type answeredError = wire.AnsweredError
+// answeredError marks an error of a call that proves the downstream
+// received it: it answered it (with a JSON-RPC error, or a result that
+// could not be read), or its response stream had begun. Such a call is
+// never sent again, and does not count as a lost session.
+type answeredError struct{ Err error }
+
+func (e answeredError) Error() string { return e.Err.Error() }
+func (e answeredError) Unwrap() error { return e.Err }
 
 func answered(err error) bool {
 	var a answeredError
 	return errors.As(err, &a)
 }
 
-// deliveredError marks an error of a raw call after the downstream had
-// begun to answer it (its response stream broke off and could not be
-// reopened): the session may be gone, but the call is never sent again.
-type deliveredError = wire.DeliveredError
+// deliveredError marks an error of a call after the downstream had begun
+// to answer it (its response stream broke off and could not be reopened):
+// the session may be gone, but the call is never sent again.
+type deliveredError struct{ Err error }
+
+func (e deliveredError) Error() string { return e.Err.Error() }
+func (e deliveredError) Unwrap() error { return e.Err }
+
+// downstreamError is a downstream's JSON-RPC error answer to a call: its
+// code, message and data as sent (RPCError), and mcp-go's mapping of it
+// (Cause), whose wording a caller sees and against whose sentinels
+// errors.Is still works.
+type downstreamError struct {
+	RPCError
+	Cause error
+}
+
+func (e *downstreamError) Error() string   { return e.Cause.Error() }
+func (e *downstreamError) Unwrap() []error { return []error{e.Cause, &e.RPCError} }
+
+// errorAnswer is the error of a downstream's JSON-RPC error answer to a
+// call: an answer, never sent again.
+func errorAnswer(d *mcp.JSONRPCErrorDetails) error {
+	de := &downstreamError{RPCError: RPCError{Code: d.Code, Message: d.Message}, Cause: d.AsError()}
+	if d.Data != nil {
+		de.Data, _ = json.Marshal(d.Data)
+	}
+	return answeredError{de}
+}
+
+// answerOf turns the response to a tools/call, its result or error as the
+// downstream sent them (mcp-go's transport.SendRequest, the path of the
+// raw call's sessions with the switch off), into the call's result or
+// error. Its errors are answers: the call is not sent again, whatever
+// they say.
+func answerOf(result json.RawMessage, rpcErr *mcp.JSONRPCErrorDetails) (*RawResult, error) {
+	if rpcErr != nil {
+		return nil, errorAnswer(rpcErr)
+	}
+	res, err := wire.PeekResult(result)
+	if err != nil {
+		return nil, answeredError{transport.NewError(err)}
+	}
+	return res, nil
+}
+
+// classified is the error of a raw call (wire.ClientCall) with its retry
+// class: an answer the wire package read, or a stream it could not reopen.
+func classified(err error) error {
+	var ans *wire.AnswerError
+	var rpc *wire.ErrorAnswer
+	var lost *wire.ResumeError
+	switch {
+	case errors.As(err, &rpc):
+		return errorAnswer(&rpc.Details)
+	case errors.As(err, &ans):
+		return answeredError{ans.Err}
+	case errors.As(err, &lost):
+		return deliveredError{lost.Err}
+	}
+	return err
+}
 
 // notDelivered reports whether err proves the request never ran: the
 // downstream rejected the session or the connection was refused. A request

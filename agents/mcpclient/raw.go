@@ -200,7 +200,7 @@ func (s *session) callSent(ctx context.Context, cli *client.Client, r rawRequest
 	if err != nil {
 		return nil, err
 	}
-	return wire.Answer(resp.Result, resp.Error)
+	return answerOf(resp.Result, resp.Error)
 }
 
 // params is r's tools/call params for encoding/json: the arguments and the

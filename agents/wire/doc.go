@@ -133,7 +133,7 @@
 // handlers then call the downstream through mcp-go's client), every
 // downstream tools/call goes through mcp-go's transport
 // (transport.SendRequest; a proxy's result still comes back as the
-// downstream's bytes, Answer), the toolbox's results and the tool loop's
+// downstream's bytes, PeekResult), the toolbox's results and the tool loop's
 // downstream calls are typed, and no large result is passed through. One
 // server-side piece runs off too, since mcp-go's server cannot finish a
 // call its Target started: a 2026-07-28 call through the endpoint's
