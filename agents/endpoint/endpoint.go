@@ -321,7 +321,7 @@ func (e *Endpoint) trackFast(key string, cancel context.CancelFunc) (untrack fun
 func (e *Endpoint) cancelTracked(r *http.Request, msg *wire.Message, body []byte, session string) {
 	h := r.Header
 	var id any
-	if string(msg.JSONRPC) != `"2.0"` || !wire.IsNull(msg.ID) || !knownVersion(h) || !wire.JSONContent(h.Get("Content-Type")) ||
+	if !msg.IsNotification() || !knownVersion(h) || !wire.JSONContent(h.Get("Content-Type")) ||
 		len(msg.Params.RequestID) == 0 || json.Unmarshal(msg.Params.RequestID, &id) != nil ||
 		mcp.IsModernProtocol(msg.MetaString(mcp.MetaKeyProtocolVersion)) {
 		return
