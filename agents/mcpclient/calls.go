@@ -51,26 +51,24 @@ func (m *Manager) Tools(ctx context.Context, server string, hdr http.Header) ([]
 func (m *Manager) CallTool(ctx context.Context, server, tool string, args map[string]any, hdr http.Header, onProgress ProgressFunc) (*mcp.CallToolResult, error) {
 	start := time.Now()
 	ctx, span := m.startCall(ctx, server, tool) // trace.go
-	var req mcp.CallToolRequest
-	req.Params.Name = tool
-	req.Params.Arguments = args
-	if onProgress != nil {
-		token, unregister := m.progress.register(onProgress)
-		defer unregister()
-		req.Params.Meta = &mcp.Meta{ProgressToken: token}
-	}
-	if f := traceMeta(ctx); f != nil {
-		if req.Params.Meta == nil {
-			req.Params.Meta = &mcp.Meta{}
+	var raw json.RawMessage
+	var argsErr error // failed as mcp-go's transport fails a request it cannot encode
+	if args != nil {
+		if raw, argsErr = json.Marshal(args); argsErr != nil {
+			argsErr = transport.NewError(fmt.Errorf("failed to marshal request: %w", argsErr))
 		}
-		req.Params.Meta.AdditionalFields = f
 	}
+	r, done := m.rawRequest(ctx, tool, raw, onProgress)
+	defer done()
+	r.extra = nil // the caller's members go on CallToolRaw and CallToolJSON only
 	var res *mcp.CallToolResult
 	op := callOp(tool)
-	relay := RelayFrom(ctx)
 	err := m.do(ctx, server, op, hdr, func(ctx context.Context, s *session, cli *client.Client) error {
+		if argsErr != nil {
+			return argsErr
+		}
 		var err error
-		res, err = s.callTyped(ctx, cli, req, relay)
+		res, err = s.callTyped(ctx, cli, r)
 		return err
 	})
 	m.observe(server, start, err == nil && res != nil && res.IsError, err)
@@ -85,8 +83,8 @@ func (m *Manager) CallTool(ctx context.Context, server, tool string, args map[st
 // result decoded as mcp-go's client decodes it. A result that asks for
 // input comes back as the downstream sent it, as on the raw path, for the
 // caller's input-required bridge to pass through.
-func (s *session) callTyped(ctx context.Context, cli *client.Client, req mcp.CallToolRequest, relay *Relay) (*mcp.CallToolResult, error) {
-	resp, err := s.send(ctx, cli, relay, req.Params)
+func (s *session) callTyped(ctx context.Context, cli *client.Client, r rawRequest) (*mcp.CallToolResult, error) {
+	resp, err := s.send(ctx, cli, r.relay, r.params())
 	if err != nil {
 		return nil, err
 	}
@@ -96,12 +94,12 @@ func (s *session) callTyped(ctx context.Context, cli *client.Client, req mcp.Cal
 	return mcp.ParseCallToolResult(&resp.Result)
 }
 
-// send is one tools/call with params through mcp-go's transport
+// send is one tools/call with params (rawRequest.params) through mcp-go's transport
 // (SendRequest, as mcp-go's client sends it on a 2025-era session), with
 // the call's relay (relayed) and its cancellation downstream: the request
 // id is the call's own, so a call whose context ends first sends
 // notifications/cancelled for it (cancel.go).
-func (s *session) send(ctx context.Context, cli *client.Client, relay *Relay, params any) (*transport.JSONRPCResponse, error) {
+func (s *session) send(ctx context.Context, cli *client.Client, relay *Relay, params json.RawMessage) (*transport.JSONRPCResponse, error) {
 	call, done := s.relayed(ctx, cli, relay)
 	defer done()
 	if err := ctx.Err(); err != nil {

@@ -117,11 +117,23 @@ type ToolCallRequest struct {
 // caller's members go as they came (encoding/json would decode and
 // re-encode them to put them in a struct).
 func (r *ToolCallRequest) Body() []byte {
-	name, _ := json.Marshal(r.Tool)
-	b := make([]byte, 0, 96+len(r.ID)+len(name)+len(r.Arguments)+len(r.ProgressToken))
+	b := make([]byte, 0, 128+len(r.ID)+len(r.Tool)+len(r.Arguments)+len(r.ProgressToken))
 	b = append(b, `{"jsonrpc":"2.0","id":`...)
 	b = strconv.AppendQuote(b, r.ID)
-	b = append(b, `,"method":"tools/call","params":{"name":`...)
+	b = append(b, `,"method":"tools/call","params":`...)
+	return append(r.appendParams(b), '}')
+}
+
+// ParamsJSON is the request's params object as JSON, as Body writes it
+// (ID unused): the one encoding of a downstream tools/call, whichever path
+// sends it.
+func (r *ToolCallRequest) ParamsJSON() json.RawMessage {
+	return r.appendParams(make([]byte, 0, 96+len(r.Tool)+len(r.Arguments)+len(r.ProgressToken)))
+}
+
+func (r *ToolCallRequest) appendParams(b []byte) []byte {
+	name, _ := json.Marshal(r.Tool)
+	b = append(b, `{"name":`...)
 	b = append(b, name...)
 	if len(r.Arguments) > 0 {
 		b = append(b, `,"arguments":`...)
@@ -150,7 +162,7 @@ func (r *ToolCallRequest) Body() []byte {
 		}
 		b = append(b, '}')
 	}
-	return append(b, "}}"...)
+	return append(b, '}')
 }
 
 // clientMessage is a JSON-RPC message from the downstream, decoded once
