@@ -140,14 +140,6 @@ type Downstreams struct {
 // does nothing.
 func (d *Downstreams) Close() { d.once.Do(func() { d.cache.release(d.keys) }) }
 
-func (d *Downstreams) get(server string) (*Manager, error) {
-	m := d.byServer[server]
-	if m == nil {
-		return nil, fmt.Errorf("%w: %q", ErrUnknownServer, server)
-	}
-	return m, nil
-}
-
 // allowCall refuses a call of a tool whose definition awaits approval or
 // was rejected (pins.Guard.CheckCall). A tool the guard has not seen in a
 // list yet, on a server whose mode needs to know it, has the list read
@@ -176,23 +168,35 @@ func (d *Downstreams) Hidden(server, tool string) error {
 	return d.guard.Hidden(server, tool)
 }
 
-func (d *Downstreams) Tools(ctx context.Context, server string, hdr http.Header) ([]mcp.Tool, error) {
-	m, err := d.get(server)
-	if err != nil {
-		return nil, err
+// on runs f on server's manager.
+func on[T any](d *Downstreams, server string, f func(*Manager) (T, error)) (T, error) {
+	m := d.byServer[server]
+	if m == nil {
+		var zero T
+		return zero, fmt.Errorf("%w: %q", ErrUnknownServer, server)
 	}
-	return m.Tools(ctx, server, hdr)
+	return f(m)
+}
+
+// guarded runs f on server's manager once the guard allows the call of tool.
+func guarded[T any](ctx context.Context, d *Downstreams, server, tool string, hdr http.Header, f func(*Manager) (T, error)) (T, error) {
+	return on(d, server, func(m *Manager) (T, error) {
+		if err := d.allowCall(ctx, server, tool, hdr); err != nil {
+			var zero T
+			return zero, err
+		}
+		return f(m)
+	})
+}
+
+func (d *Downstreams) Tools(ctx context.Context, server string, hdr http.Header) ([]mcp.Tool, error) {
+	return on(d, server, func(m *Manager) ([]mcp.Tool, error) { return m.Tools(ctx, server, hdr) })
 }
 
 func (d *Downstreams) CallTool(ctx context.Context, server, tool string, args map[string]any, hdr http.Header, onProgress ProgressFunc) (*mcp.CallToolResult, error) {
-	m, err := d.get(server)
-	if err != nil {
-		return nil, err
-	}
-	if err := d.allowCall(ctx, server, tool, hdr); err != nil {
-		return nil, err
-	}
-	return m.CallTool(ctx, server, tool, args, hdr, onProgress)
+	return guarded(ctx, d, server, tool, hdr, func(m *Manager) (*mcp.CallToolResult, error) {
+		return m.CallTool(ctx, server, tool, args, hdr, onProgress)
+	})
 }
 
 var _ RawCaller = (*Downstreams)(nil)
@@ -200,96 +204,54 @@ var _ RawCaller = (*Downstreams)(nil)
 // CallToolRaw is CallTool with the result as the downstream sent it (a
 // proxy's fast path, RawCaller).
 func (d *Downstreams) CallToolRaw(ctx context.Context, server, tool string, args json.RawMessage, hdr http.Header, onProgress ProgressFunc) (*RawResult, error) {
-	m, err := d.get(server)
-	if err != nil {
-		return nil, err
-	}
-	if err := d.allowCall(ctx, server, tool, hdr); err != nil {
-		return nil, err
-	}
-	return m.CallToolRaw(ctx, server, tool, args, hdr, onProgress)
+	return guarded(ctx, d, server, tool, hdr, func(m *Manager) (*RawResult, error) {
+		return m.CallToolRaw(ctx, server, tool, args, hdr, onProgress)
+	})
 }
 
 // CallToolJSON is CallTool with the arguments as JSON (the tool loop).
 func (d *Downstreams) CallToolJSON(ctx context.Context, server, tool string, args json.RawMessage, hdr http.Header, onProgress ProgressFunc) (*mcp.CallToolResult, error) {
-	m, err := d.get(server)
-	if err != nil {
-		return nil, err
-	}
-	if err := d.allowCall(ctx, server, tool, hdr); err != nil {
-		return nil, err
-	}
-	return m.CallToolJSON(ctx, server, tool, args, hdr, onProgress)
+	return guarded(ctx, d, server, tool, hdr, func(m *Manager) (*mcp.CallToolResult, error) {
+		return m.CallToolJSON(ctx, server, tool, args, hdr, onProgress)
+	})
 }
 
 func (d *Downstreams) SetLogLevel(ctx context.Context, server string, level mcp.LoggingLevel, hdr http.Header) error {
-	m, err := d.get(server)
-	if err != nil {
-		return err
-	}
-	return m.SetLogLevel(ctx, server, level, hdr)
+	_, err := on(d, server, func(m *Manager) (struct{}, error) { return struct{}{}, m.SetLogLevel(ctx, server, level, hdr) })
+	return err
 }
 
 func (d *Downstreams) Probe(ctx context.Context, server string, hdr http.Header) error {
-	m, err := d.get(server)
-	if err != nil {
-		return err
-	}
-	return m.Probe(ctx, server, hdr)
+	_, err := on(d, server, func(m *Manager) (struct{}, error) { return struct{}{}, m.Probe(ctx, server, hdr) })
+	return err
 }
 
 func (d *Downstreams) ListPrompts(ctx context.Context, server string, hdr http.Header) (*mcp.ListPromptsResult, error) {
-	m, err := d.get(server)
-	if err != nil {
-		return nil, err
-	}
-	return m.ListPrompts(ctx, server, hdr)
+	return on(d, server, func(m *Manager) (*mcp.ListPromptsResult, error) { return m.ListPrompts(ctx, server, hdr) })
 }
 
 func (d *Downstreams) GetPrompt(ctx context.Context, server, name string, args map[string]string, hdr http.Header) (*mcp.GetPromptResult, error) {
-	m, err := d.get(server)
-	if err != nil {
-		return nil, err
-	}
-	return m.GetPrompt(ctx, server, name, args, hdr)
+	return on(d, server, func(m *Manager) (*mcp.GetPromptResult, error) { return m.GetPrompt(ctx, server, name, args, hdr) })
 }
 
 func (d *Downstreams) ListResources(ctx context.Context, server string, hdr http.Header) (*mcp.ListResourcesResult, error) {
-	m, err := d.get(server)
-	if err != nil {
-		return nil, err
-	}
-	return m.ListResources(ctx, server, hdr)
+	return on(d, server, func(m *Manager) (*mcp.ListResourcesResult, error) { return m.ListResources(ctx, server, hdr) })
 }
 
 func (d *Downstreams) ListResourceTemplates(ctx context.Context, server string, hdr http.Header) (*mcp.ListResourceTemplatesResult, error) {
-	m, err := d.get(server)
-	if err != nil {
-		return nil, err
-	}
-	return m.ListResourceTemplates(ctx, server, hdr)
+	return on(d, server, func(m *Manager) (*mcp.ListResourceTemplatesResult, error) {
+		return m.ListResourceTemplates(ctx, server, hdr)
+	})
 }
 
 func (d *Downstreams) ReadResource(ctx context.Context, server, uri string, hdr http.Header) (*mcp.ReadResourceResult, error) {
-	m, err := d.get(server)
-	if err != nil {
-		return nil, err
-	}
-	return m.ReadResource(ctx, server, uri, hdr)
+	return on(d, server, func(m *Manager) (*mcp.ReadResourceResult, error) { return m.ReadResource(ctx, server, uri, hdr) })
 }
 
 func (d *Downstreams) Capabilities(ctx context.Context, server string, hdr http.Header) (mcp.ServerCapabilities, error) {
-	m, err := d.get(server)
-	if err != nil {
-		return mcp.ServerCapabilities{}, err
-	}
-	return m.Capabilities(ctx, server, hdr)
+	return on(d, server, func(m *Manager) (mcp.ServerCapabilities, error) { return m.Capabilities(ctx, server, hdr) })
 }
 
 func (d *Downstreams) TaskRequest(ctx context.Context, server, method string, params json.RawMessage, hdr http.Header) (json.RawMessage, error) {
-	m, err := d.get(server)
-	if err != nil {
-		return nil, err
-	}
-	return m.TaskRequest(ctx, server, method, params, hdr)
+	return on(d, server, func(m *Manager) (json.RawMessage, error) { return m.TaskRequest(ctx, server, method, params, hdr) })
 }
