@@ -178,15 +178,14 @@ func on[T any](d *Downstreams, server string, f func(*Manager) (T, error)) (T, e
 	return f(m)
 }
 
-// guarded runs f on server's manager once the guard allows the call of tool.
-func guarded[T any](ctx context.Context, d *Downstreams, server, tool string, hdr http.Header, f func(*Manager) (T, error)) (T, error) {
-	return on(d, server, func(m *Manager) (T, error) {
-		if err := d.allowCall(ctx, server, tool, hdr); err != nil {
-			var zero T
-			return zero, err
-		}
-		return f(m)
-	})
+// allowed is server's manager, once the guard allows the call of tool
+// (no closure: a tools/call is the hot path).
+func (d *Downstreams) allowed(ctx context.Context, server, tool string, hdr http.Header) (*Manager, error) {
+	m := d.byServer[server]
+	if m == nil {
+		return nil, fmt.Errorf("%w: %q", ErrUnknownServer, server)
+	}
+	return m, d.allowCall(ctx, server, tool, hdr)
 }
 
 func (d *Downstreams) Tools(ctx context.Context, server string, hdr http.Header) ([]mcp.Tool, error) {
@@ -194,9 +193,11 @@ func (d *Downstreams) Tools(ctx context.Context, server string, hdr http.Header)
 }
 
 func (d *Downstreams) CallTool(ctx context.Context, server, tool string, args map[string]any, hdr http.Header, onProgress ProgressFunc) (*mcp.CallToolResult, error) {
-	return guarded(ctx, d, server, tool, hdr, func(m *Manager) (*mcp.CallToolResult, error) {
-		return m.CallTool(ctx, server, tool, args, hdr, onProgress)
-	})
+	m, err := d.allowed(ctx, server, tool, hdr)
+	if err != nil {
+		return nil, err
+	}
+	return m.CallTool(ctx, server, tool, args, hdr, onProgress)
 }
 
 var _ RawCaller = (*Downstreams)(nil)
@@ -204,16 +205,20 @@ var _ RawCaller = (*Downstreams)(nil)
 // CallToolRaw is CallTool with the result as the downstream sent it (a
 // proxy's fast path, RawCaller).
 func (d *Downstreams) CallToolRaw(ctx context.Context, server, tool string, args json.RawMessage, hdr http.Header, onProgress ProgressFunc) (*RawResult, error) {
-	return guarded(ctx, d, server, tool, hdr, func(m *Manager) (*RawResult, error) {
-		return m.CallToolRaw(ctx, server, tool, args, hdr, onProgress)
-	})
+	m, err := d.allowed(ctx, server, tool, hdr)
+	if err != nil {
+		return nil, err
+	}
+	return m.CallToolRaw(ctx, server, tool, args, hdr, onProgress)
 }
 
 // CallToolJSON is CallTool with the arguments as JSON (the tool loop).
 func (d *Downstreams) CallToolJSON(ctx context.Context, server, tool string, args json.RawMessage, hdr http.Header, onProgress ProgressFunc) (*mcp.CallToolResult, error) {
-	return guarded(ctx, d, server, tool, hdr, func(m *Manager) (*mcp.CallToolResult, error) {
-		return m.CallToolJSON(ctx, server, tool, args, hdr, onProgress)
-	})
+	m, err := d.allowed(ctx, server, tool, hdr)
+	if err != nil {
+		return nil, err
+	}
+	return m.CallToolJSON(ctx, server, tool, args, hdr, onProgress)
 }
 
 func (d *Downstreams) SetLogLevel(ctx context.Context, server string, level mcp.LoggingLevel, hdr http.Header) error {
