@@ -105,8 +105,8 @@ func (s *session) send(ctx context.Context, cli *client.Client, relay *Relay, pa
 	if err := ctx.Err(); err != nil {
 		return nil, transport.NewError(err) // not sent: nothing to cancel
 	}
-	id, ended := s.callID(ctx, cli)
-	defer ended()
+	id := s.callID()
+	defer s.cancelIfEnded(ctx, cli, id)
 	resp, err := call.GetTransport().SendRequest(ctx, transport.JSONRPCRequest{JSONRPC: mcp.JSONRPC_VERSION,
 		ID: mcp.NewRequestId(id), Method: string(mcp.MethodToolsCall), Params: params})
 	if err != nil {
@@ -389,6 +389,9 @@ func answerOf(result json.RawMessage, rpcErr *mcp.JSONRPCErrorDetails) (*RawResu
 // classified is the error of a raw call (wire.ClientCall) with its retry
 // class: an answer the wire package read, or a stream it could not reopen.
 func classified(err error) error {
+	if err == nil {
+		return nil // before the targets below, which escape
+	}
 	var ans *wire.AnswerError
 	var rpc *wire.ErrorAnswer
 	var lost *wire.ResumeError

@@ -24,20 +24,18 @@ import (
 const cancelTimeout = 5 * time.Second
 
 // callID is a new id for a tools/call on s, a string that cannot clash with
-// mcp-go's numeric ids on the same session, and what to defer once the call
-// has returned: the cancellation of the id if ctx (the call's) has ended
-// first (cancelIfEnded).
-func (s *session) callID(ctx context.Context, cli *client.Client) (id string, ended func()) {
-	id = "pgw-call-" + strconv.FormatUint(s.srv.m.callSeq.Add(1), 36)
-	return id, func() { s.cancelIfEnded(ctx, cli, json.RawMessage(strconv.Quote(id))) }
+// mcp-go's numeric ids on the same session; defer cancelIfEnded with it.
+func (s *session) callID() string {
+	return "pgw-call-" + strconv.FormatUint(s.srv.m.callSeq.Add(1), 36)
 }
 
 // cancelIfEnded tells the downstream, in the background and best effort,
-// that the request id was cancelled, if ctx (the call's) has ended.
-func (s *session) cancelIfEnded(ctx context.Context, cli *client.Client, id json.RawMessage) {
-	if ctx.Err() == nil || id == nil {
+// that the request callID was cancelled, if ctx (the call's) has ended.
+func (s *session) cancelIfEnded(ctx context.Context, cli *client.Client, callID string) {
+	if ctx.Err() == nil || callID == "" {
 		return
 	}
+	id := json.RawMessage(strconv.Quote(callID))
 	reason := context.Cause(ctx).Error()
 	s.srv.m.spawn(func() {
 		cctx, cancel := context.WithTimeout(s.srv.m.ctx, cancelTimeout)

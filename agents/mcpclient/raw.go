@@ -203,8 +203,8 @@ func (s *session) callRaw(ctx context.Context, cli *client.Client, w *wireInfo, 
 	s.raiseLevel(ctx, cli, r.relay)
 	// The cancellation goes out on the call's own context: the reader's
 	// ends with the call either way.
-	id, ended := s.callID(ctx, cli)
-	defer ended()
+	id := s.callID()
+	defer s.cancelIfEnded(ctx, cli, id)
 	return s.callRawOn(ctx, w, id, r) // rawstream.go
 }
 

@@ -188,8 +188,14 @@ func (d *Downstreams) allowed(ctx context.Context, server, tool string, hdr http
 	return m, d.allowCall(ctx, server, tool, hdr)
 }
 
+// Tools is server's tool list (Manager.Tools); no closure: a proxy reads
+// it on every call.
 func (d *Downstreams) Tools(ctx context.Context, server string, hdr http.Header) ([]mcp.Tool, error) {
-	return on(d, server, func(m *Manager) ([]mcp.Tool, error) { return m.Tools(ctx, server, hdr) })
+	m := d.byServer[server]
+	if m == nil {
+		return nil, fmt.Errorf("%w: %q", ErrUnknownServer, server)
+	}
+	return m.Tools(ctx, server, hdr)
 }
 
 func (d *Downstreams) CallTool(ctx context.Context, server, tool string, args map[string]any, hdr http.Header, onProgress ProgressFunc) (*mcp.CallToolResult, error) {
