@@ -26,7 +26,7 @@ func (a *Agent) admit(ctx context.Context, c *Call) error {
 		return nil
 	}
 	start := time.Now()
-	d := a.set.deps.Callers.AllowAgent(policy.IdentityFrom(ctx).PolicyKey(), a.Name)
+	d := a.set.deps.Callers.AllowAgent(policy.CallerFrom(ctx), a.Name)
 	if allow := a.set.deps.AllowAgent; d.Allowed && allow != nil {
 		if cd := allow(ctx, a.Name); !cd.Allowed {
 			d = cd

@@ -290,10 +290,10 @@ func (a *Agent) handleSendMessage(ctx context.Context, req mcp.CallToolRequest) 
 		a.log.Warn("skipped history entries", ridField, toolField, zap.Any("skipped", skipped))
 	}
 	if err != nil {
-		a.observe(callerOf(ctx), a.Config.ToolName, "error", start)
+		a.observe(policy.CallerFrom(ctx), a.Config.ToolName, "error", start)
 		return mcp.NewToolResultError(fmt.Sprintf("%v (request id %s)", err, rid)), nil
 	}
-	call := &Call{Turn: turn, Inbound: req.Header, Progress: progress, RequestID: rid, Caller: callerOf(ctx), overrides: ov}
+	call := &Call{Turn: turn, Inbound: req.Header, Progress: progress, RequestID: rid, Caller: policy.CallerFrom(ctx), overrides: ov}
 	answer, err := a.Run(ctx, call)
 	progress.flush(2 * time.Second)
 	outcome := outcomeOf(ctx, err)
@@ -374,9 +374,6 @@ func outcomeOf(ctx context.Context, err error) string {
 }
 
 var errDenied = errors.New("denied by policy")
-
-// callerOf is the caller identity the gateway's auth middleware stored.
-func callerOf(ctx context.Context) string { return policy.IdentityFrom(ctx).PolicyKey() }
 
 func trimForLog(s string, n int) string {
 	if len(s) <= n {

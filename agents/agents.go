@@ -30,7 +30,7 @@ import (
 )
 
 // Downstream is what agents need of the downstream MCP clients
-// (*mcpclient.Manager implements it).
+// (*mcpclient.Downstreams, a snapshot's view, implements it).
 type Downstream interface {
 	mcpclient.ToolCaller
 	Probe(ctx context.Context, server string, hdr http.Header) error

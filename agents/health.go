@@ -15,6 +15,7 @@ import (
 
 	"github.com/pallasgw/pallasgw/agents/llm"
 	"github.com/pallasgw/pallasgw/gateway/config"
+	"github.com/pallasgw/pallasgw/policy"
 )
 
 // Health is the get_health answer: status, timestamp, an optional message.
@@ -36,7 +37,7 @@ var healthValue = map[string]float64{statusOK: 1, statusDegraded: 0.5, statusErr
 func (a *Agent) handleHealth(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	start := time.Now()
 	h := a.Health(ctx, req.Header)
-	a.observe(callerOf(ctx), "get_health", "ok", start)
+	a.observe(policy.CallerFrom(ctx), "get_health", "ok", start)
 	b, _ := json.Marshal(h)
 	return mcp.NewToolResultText(string(b)), nil
 }

@@ -2,14 +2,12 @@ package agents
 
 import (
 	"context"
-	"errors"
 	"sync"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
-	"github.com/mark3labs/mcp-go/server"
 
-	"github.com/pallasgw/pallasgw/agents/endpoint"
+	"github.com/pallasgw/pallasgw/agents/proxy"
 	"github.com/pallasgw/pallasgw/agents/wire"
 	"github.com/pallasgw/pallasgw/metrics"
 )
@@ -25,14 +23,10 @@ type Reporter struct {
 
 type progressState struct {
 	mu      sync.Mutex
-	ctx     context.Context
 	token   mcp.ProgressToken
 	counter float64
-	sent    int
-	stream  *endpoint.StreamTracker
-	metrics *metrics.Metrics
-	notify  func(method string, params map[string]any) error // nil: nowhere to send
-	detail  bool                                             // the caller asked for tool details (ToolDetailMeta)
+	relay   *proxy.Relay // delivers, as a downstream's progress is (nil: nowhere to send)
+	detail  bool         // the caller asked for tool details (ToolDetailMeta)
 }
 
 // ToolDetailMeta is the _meta key a caller sets to true on its
@@ -52,8 +46,8 @@ func newReporter(ctx context.Context, meta *mcp.Meta, m *metrics.Metrics) *Repor
 		return nil
 	}
 	detail, _ := meta.AdditionalFields[ToolDetailMeta].(bool)
-	return &Reporter{shared: &progressState{ctx: ctx, token: meta.ProgressToken, stream: endpoint.ScopeFrom(ctx).Tracker, metrics: m,
-		notify: wire.Notifier(ctx), detail: detail}}
+	return &Reporter{shared: &progressState{token: meta.ProgressToken, detail: detail,
+		relay: proxy.NewProgressRelay(ctx, streamOf(ctx), wire.Notifier(ctx), m)}}
 }
 
 // Prefixed returns a reporter whose messages start with prefix.
@@ -80,11 +74,6 @@ func (r *Reporter) SendTool(message string, detail func() map[string]any) {
 	r.send(message, false, detail())
 }
 
-// retryBlocked is how long a notification waits for room in the
-// per-request notification buffer (mcp-go's, or the fast path's) before it
-// is counted as dropped.
-const retryBlocked = 2 * time.Second
-
 func (r *Reporter) send(message string, last bool, detail map[string]any) {
 	if r == nil {
 		return
@@ -100,61 +89,33 @@ func (r *Reporter) send(message string, last bool, detail map[string]any) {
 	if detail != nil {
 		params["_meta"] = map[string]any{ToolDetailMeta: detail}
 	}
-	if s.notify == nil {
-		return
-	}
-	deadline := time.Now().Add(retryBlocked)
-	for {
-		err := s.notify("notifications/progress", params)
-		if err == nil {
-			s.sent++
-			s.metrics.Progress.WithLabelValues("sent").Inc()
-			return
-		}
-		// The buffer holds 100; wait for the writer rather than drop.
-		if !errors.Is(err, server.ErrNotificationChannelBlocked) || time.Now().After(deadline) || s.ctx.Err() != nil {
-			s.metrics.Progress.WithLabelValues("dropped").Inc()
-			return
-		}
-		time.Sleep(5 * time.Millisecond)
+	if s.relay != nil {
+		s.relay.Send("notifications/progress", params) // waits for room in the buffer as proxy.Relay does
 	}
 }
 
 // Exclusive runs write, a request of the endpoint's own injected into the
 // call's response (endpoint.Request), once every notification sent so far
 // has been written, holding further ones back meanwhile, so that mcp-go's
-// writer is idle and not touching the response's headers (as
-// proxy.Relay.Exclusive). Without a reporter (no token) nothing else is
+// writer is idle and not touching the response's headers
+// (proxy.Relay.Exclusive). Without a reporter (no token) nothing else is
 // written during the call. It refuses once ctx has ended.
 func (r *Reporter) Exclusive(ctx context.Context, write func() error) error {
 	if ctx.Err() != nil {
 		return context.Cause(ctx)
 	}
-	if r == nil {
+	if r == nil || r.shared.relay == nil {
 		return write()
 	}
-	s := r.shared
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.stream != nil {
-		s.stream.WaitEvents(ctx, s.sent, retryBlocked)
-	}
-	if ctx.Err() != nil {
-		return context.Cause(ctx)
-	}
-	return write()
+	return r.shared.relay.Exclusive(ctx, write)
 }
 
 // flush waits until every notification sent so far has been written to the
 // response, so none is lost when the handler returns (mcp-go can drop a
 // notification that is still in flight when the result is written).
 func (r *Reporter) flush(timeout time.Duration) {
-	if r == nil || r.shared.stream == nil {
+	if r == nil {
 		return
 	}
-	s := r.shared
-	s.mu.Lock()
-	want := s.sent
-	s.mu.Unlock()
-	s.stream.WaitEvents(s.ctx, want, timeout)
+	r.shared.relay.Flush(timeout)
 }

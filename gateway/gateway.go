@@ -20,6 +20,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/pallasgw/pallasgw/agents/endpoint"
+	"github.com/pallasgw/pallasgw/agents/mcpclient"
 	"github.com/pallasgw/pallasgw/agents/pins"
 	"github.com/pallasgw/pallasgw/agents/sessions"
 	"github.com/pallasgw/pallasgw/agents/wire"
@@ -63,7 +64,7 @@ type Gateway struct {
 	reloads    reloadRing // recent results, for /-/status
 
 	listeners   *listenerSet
-	downstreams *downstreamCache         // shared across snapshots
+	downstreams *mcpclient.Cache         // shared across snapshots
 	pins        *pins.Guard              // shared across snapshots: what lists showed survives a reload
 	callerReqs  *endpoint.CallerRequests // shared across snapshots
 	exchanger   *policy.Exchanger        // shared across snapshots: exchanged tokens survive a reload
@@ -100,7 +101,6 @@ func New(opts Options) (*Gateway, error) {
 	g.baseCtx, g.cancelBase = context.WithCancel(context.Background())
 	g.listeners = newListenerSet(g)
 	g.pins = pins.NewGuard(opts.Logger.Named("pins").WithOptions(zap.WithCaller(false)), g.metrics)
-	g.downstreams = newDownstreamCache(g)
 	g.callerReqs = endpoint.NewCallerRequests()
 	g.exchanger = &policy.Exchanger{Observe: func(server, outcome string) { g.metrics.TokenExchanges.WithLabelValues(server, outcome).Inc() }}
 	cfg, err := LoadConfig(opts.ConfigPath)
@@ -119,6 +119,7 @@ func New(opts Options) (*Gateway, error) {
 	if err := g.openSessions(cfg); err != nil {
 		return nil, err
 	}
+	g.downstreams = g.newDownstreamCache()
 	if err := g.apply(cfg, "start"); err != nil {
 		g.listeners.closeAll()
 		g.closeSessions()

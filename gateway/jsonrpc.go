@@ -27,13 +27,9 @@ type rpcError struct {
 }
 
 // checkMessage rejects a POST body that is not one JSON-RPC 2.0 message with
-// an error that says what is wrong. mcp-go would answer "not valid json" for
-// well-formed JSON that is not an object, accept a message with neither a
-// method nor a result as an empty response (202, silently), and fail on a
-// method or id of the wrong type with a parse error. params that are not
-// an object (MCP has no by-position params) would reach mcp-go's decoder,
-// whose answer is a Go unmarshal error ("cannot unmarshal string into Go
-// struct field CallToolRequest.params of type mcp.params").
+// an error that says what is wrong: not JSON, not an object (mcp-go would
+// answer "not valid json" for well-formed JSON that is not an object), or
+// an envelope wire's Check refuses.
 func checkMessage(body []byte) (*wire.Message, *rpcError) {
 	env, err := wire.Parse(body)
 	var syntax *json.SyntaxError
@@ -43,47 +39,15 @@ func checkMessage(body []byte) (*wire.Message, *rpcError) {
 	if err != nil {
 		return nil, &rpcError{code: rpcInvalidRequest, msg: "invalid request: a JSON-RPC message must be a JSON object (batches are not supported)"}
 	}
-	switch {
-	case string(env.ID) == "null" && !wire.IsNull(env.Method):
-		// mcp-go would take it for a notification and never answer.
-		return nil, &rpcError{code: rpcInvalidRequest, msg: "invalid request: id must not be null (omit it for a notification)"}
-	case wire.IsNull(env.ID):
-	case env.ID[0] == '"' || env.ID[0] == '-' || (env.ID[0] >= '0' && env.ID[0] <= '9'):
-	default:
-		return nil, &rpcError{code: rpcInvalidRequest, msg: "invalid request: id must be a string or a number"}
-	}
-	if err := checkEnvelope(env); err != nil {
-		if !wire.IsNull(env.ID) {
+	if bad := env.Check(); bad != nil {
+		err := &rpcError{code: bad.Code, msg: bad.Message}
+		if env.HasID() {
 			_ = json.Unmarshal(env.ID, &err.id) // decoded only for an error
 		}
 		return nil, err
 	}
 	return env, nil
 }
-
-// checkEnvelope checks the members of a message whose id checkMessage
-// accepted; the error's id is filled in by the caller.
-func checkEnvelope(env *wire.Message) *rpcError {
-	if string(env.JSONRPC) != `"2.0"` {
-		return &rpcError{code: rpcInvalidRequest, msg: `invalid request: jsonrpc must be "2.0"`}
-	}
-	switch {
-	case !wire.IsNull(env.Method) && env.Method[0] != '"':
-		return &rpcError{code: rpcInvalidRequest, msg: "invalid request: method must be a string"}
-	case wire.IsNull(env.Method) && len(env.Result) == 0 && len(env.Error) == 0:
-		return &rpcError{code: rpcInvalidRequest, msg: "invalid request: the message has no method (and is not a response)"}
-	case !wire.IsNull(env.RawParams) && env.RawParams[0] != '{':
-		return &rpcError{code: rpcInvalidParams, msg: "invalid params: params must be an object"}
-	case namedMethod[env.MethodName()] && !wire.IsNull(env.Params.Name) && env.Params.Name[0] != '"':
-		return &rpcError{code: rpcInvalidParams, msg: "invalid params: name must be a string"}
-	}
-	return nil
-}
-
-// namedMethod are the methods whose params.name is a string, which mcp-go
-// would refuse with its decoder's message ("cannot unmarshal number into
-// Go struct field CallToolRequest.params.name of type string").
-var namedMethod = map[string]bool{string(mcp.MethodToolsCall): true, string(mcp.MethodPromptsGet): true}
 
 // checkHeaders rejects, as JSON-RPC errors carrying the message's id, the
 // headers mcp-go (v1.2.1) would refuse with a text/plain 400 and no id: a

@@ -9,7 +9,6 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"go.uber.org/zap"
 
@@ -195,5 +194,3 @@ func (g *Gateway) registryLegacy(w http.ResponseWriter, r *http.Request, s *Snap
 		return main + "/agents/" + agent + "/mcp"
 	}))
 }
-
-var _ = time.Second

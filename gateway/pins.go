@@ -1,11 +1,6 @@
 package gateway
 
 import (
-	"context"
-	"errors"
-	"fmt"
-	"net/http"
-
 	"github.com/pallasgw/pallasgw/agents/mcpclient"
 	"github.com/pallasgw/pallasgw/agents/pins"
 	"github.com/pallasgw/pallasgw/gateway/config"
@@ -34,28 +29,6 @@ func pinPolicy(cfg *config.Config) (*pins.Policy, error) {
 	}
 	return p, nil
 }
-
-// allowCall refuses a call of a tool whose definition awaits approval or
-// was rejected (pins.Guard.CheckCall). A tool the guard has not seen in a
-// list yet, on a server whose mode needs to know it, has the list read
-// first (cached per session, so once).
-func (d *downstreams) allowCall(ctx context.Context, server, tool string, hdr http.Header) error {
-	err := d.guard.CheckCall(server, tool)
-	if !errors.Is(err, pins.ErrUnseen) {
-		return err
-	}
-	if _, lerr := d.Tools(ctx, server, hdr); lerr != nil {
-		return fmt.Errorf("reading the tool list of server %q to check tool %q's pin: %w", server, tool, lerr)
-	}
-	return d.guard.CheckListed(server, tool)
-}
-
-var _ pins.Hider = (*downstreams)(nil)
-
-// Hidden says why the pins hide server's tool from its lists, or nil
-// (pins.Hider: the proxy and the toolbox answer a call of a hidden name
-// with it, not as an unknown tool).
-func (d *downstreams) Hidden(server, tool string) error { return d.guard.Hidden(server, tool) }
 
 // DownstreamSpec is the client spec the gateway builds for cfg's server
 // name (`pallasgw pins` reads tool lists with it).

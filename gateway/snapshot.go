@@ -29,7 +29,7 @@ type Snapshot struct {
 	loadedAt   time.Time
 	agents     *agents.Set
 	registry   *registry.Registry
-	downstream *downstreams
+	downstream *mcpclient.Downstreams
 	auth       *policy.Authenticator
 	callers    *policy.CallerPolicy
 	auditor    *policy.Auditor
@@ -119,7 +119,7 @@ func (g *Gateway) buildSnapshot(cfg *config.Config) (_ *Snapshot, err error) {
 		}
 		return nil, cfg.ErrorAt([]string{"pins"}, err.Error())
 	}
-	s.downstream = g.downstreams.acquire(serverSpecs(cfg))
+	s.downstream = g.downstreams.Acquire(serverSpecs(cfg))
 	s.agents, err = agents.Build(agents.Deps{
 		Config: cfg, Logger: g.log.Named("agent"), Metrics: g.metrics, Downstream: s.downstream,
 		Providers: providers, Preflight: s.preflight.result, ProviderSeen: s.preflight.observed,
@@ -135,7 +135,7 @@ func (g *Gateway) buildSnapshot(cfg *config.Config) (_ *Snapshot, err error) {
 		Status:               g.status,
 	})
 	if err != nil {
-		s.downstream.close()
+		s.downstream.Close()
 		return nil, cfg.ErrorAt([]string{"agents"}, err.Error())
 	}
 	if cfg.AgentsEndpoint {
@@ -291,7 +291,7 @@ func (s *Snapshot) retire() {
 func (s *Snapshot) close() {
 	s.closeOnce.Do(func() {
 		s.stop()
-		s.downstream.close()
+		s.downstream.Close()
 		go s.shutdownTraces() // the provider's last spans, exported in the background
 		if s.forget != nil {
 			s.forget()

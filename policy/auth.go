@@ -347,6 +347,10 @@ func IdentityFrom(ctx context.Context) Identity {
 	return id
 }
 
+// CallerFrom is the policy key (Identity.PolicyKey) of the caller the auth
+// middleware stored in ctx.
+func CallerFrom(ctx context.Context) string { return IdentityFrom(ctx).PolicyKey() }
+
 // DenyFunc writes the answer to a refused request. reason is a bounded
 // Auth* constant, safe to log or show.
 type DenyFunc func(w http.ResponseWriter, r *http.Request, status int, reason string)

@@ -121,8 +121,7 @@ func (t catalogTarget) Answer(ctx context.Context, _ mcp.CallToolRequest, id any
 func modernRequest(r *http.Request, msg *wire.Message, method mcp.MCPMethod) (*server.RequestProtocolInfo, any, bool) {
 	h := r.Header
 	version := msg.MetaString(mcp.MetaKeyProtocolVersion)
-	if !wire.JSONContent(h.Get("Content-Type")) || string(msg.JSONRPC) != `"2.0"` || !msg.ParamsRead() ||
-		len(msg.Result) > 0 || len(msg.Error) > 0 || !wire.IsNull(msg.Params.Task) ||
+	if !wire.JSONContent(h.Get("Content-Type")) || !msg.IsRequest() || !wire.IsNull(msg.Params.Task) ||
 		h.Get(mcp.HeaderProtocolVersion) != version || !mcp.IsModernProtocol(version) || !mcp.IsValidProtocolVersion(version) ||
 		h.Get(mcp.HeaderLastEventID) != "" || mcp.ValidateStandardHeaders(h.Get, version, method, msg.RawParams) != nil {
 		return nil, nil, false
@@ -133,8 +132,7 @@ func modernRequest(r *http.Request, msg *wire.Message, method mcp.MCPMethod) (*s
 		return nil, nil, false
 	}
 	var id any
-	if wire.IsNull(msg.ID) || (msg.ID[0] != '"' && msg.ID[0] != '-' && (msg.ID[0] < '0' || msg.ID[0] > '9')) ||
-		json.Unmarshal(msg.ID, &id) != nil {
+	if json.Unmarshal(msg.ID, &id) != nil {
 		return nil, nil, false
 	}
 	return &server.RequestProtocolInfo{Modern: true, ProtocolVersion: version, ClientCapabilities: &caps,
@@ -142,17 +140,11 @@ func modernRequest(r *http.Request, msg *wire.Message, method mcp.MCPMethod) (*s
 }
 
 // decorate stamps res as mcp-go's decorateResponse does for a 2026-07-28
-// caller: resultType "complete" unless set, the server's identity (the
-// catalog's Self) in _meta unless the result names one, and the caching
+// caller (wire.Decorate, with the catalog's Self), and adds the caching
 // hints of a read.
 func decorate(res any, catalog BridgedCatalog) {
 	if m, ok := res.(mcp.ResultMetadata); ok {
-		if m.GetResultType() == "" {
-			m.SetResultType(mcp.ResultTypeComplete)
-		}
-		if meta := m.EnsureResultMeta(); meta != nil && meta.ServerInfo() == nil {
-			meta.SetServerInfo(catalog.Self())
-		}
+		wire.Decorate(m, catalog.Self())
 	}
 	if c, ok := res.(mcp.CacheHintSetter); ok {
 		ttl, scope := catalog.ReadCacheHints()

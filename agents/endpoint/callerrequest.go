@@ -101,10 +101,7 @@ func (e *Endpoint) Request(ctx context.Context, seq Sequencer, method string, pa
 	if err != nil {
 		return nil, err
 	}
-	write := func() error { return t.w.Inject(msg) }
-	if fs != nil { // the fast path writes the response itself
-		write = func() error { return fs.Inject(msg) }
-	}
+	write := func() error { return t.w.Inject(msg) } // on the fast path, ordered by its stream
 	send := write
 	if seq != nil {
 		send = func() error { return seq.Exclusive(ctx, write) }

@@ -110,9 +110,8 @@ type Deps struct {
 
 // Endpoint is an agent's http.Handler.
 type Endpoint struct {
-	d       Deps
-	fastOff bool         // tests: every tools/call through mcp-go
-	bridge  *inputBridge // Deps.Rounds' 2026-07-28 tools/call, prompts/get, resources/read (inputbridge.go); nil without Rounds
+	d      Deps
+	bridge *inputBridge // Deps.Rounds' 2026-07-28 tools/call, prompts/get, resources/read (inputbridge.go); nil without Rounds
 }
 
 // requestState is what the endpoint knows of one POST, for the agent's
@@ -240,7 +239,7 @@ func (e *Endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		e.serveCatalog(w, r, msg) {
 		return // bridgecatalog.go
 	}
-	if ens, ok := e.d.Fast.(ToolEnsurer); ok && method == string(mcp.MethodToolsCall) && !e.fastOff {
+	if ens, ok := e.d.Fast.(ToolEnsurer); ok && method == string(mcp.MethodToolsCall) {
 		// A tool called before any listing showed it is registered first,
 		// so that the fast path answers its first call too (a large result
 		// of it is then passed through, not held by mcp-go).
@@ -251,7 +250,7 @@ func (e *Endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case method == string(mcp.MethodNotificationCancelled) && rs.sessionID != "":
 		e.cancelTracked(r, msg, body, rs.sessionID) // then mcp-go cancels its own, if any, and answers 202
-	case method == string(mcp.MethodToolsCall) && e.d.Fast != nil && !e.fastOff &&
+	case method == string(mcp.MethodToolsCall) && e.d.Fast != nil &&
 		wire.Serve(w, r, msg, e.d.Fast, rs.sessionID, e.trackFast):
 		return
 	}
@@ -322,7 +321,7 @@ func (e *Endpoint) trackFast(key string, cancel context.CancelFunc) (untrack fun
 func (e *Endpoint) cancelTracked(r *http.Request, msg *wire.Message, body []byte, session string) {
 	h := r.Header
 	var id any
-	if string(msg.JSONRPC) != `"2.0"` || !wire.IsNull(msg.ID) || !knownVersion(h) || !wire.JSONContent(h.Get("Content-Type")) ||
+	if !msg.IsNotification() || !knownVersion(h) || !wire.JSONContent(h.Get("Content-Type")) ||
 		len(msg.Params.RequestID) == 0 || json.Unmarshal(msg.Params.RequestID, &id) != nil ||
 		mcp.IsModernProtocol(msg.MetaString(mcp.MetaKeyProtocolVersion)) {
 		return

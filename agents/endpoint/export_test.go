@@ -8,10 +8,6 @@ import (
 
 // Test hooks for package endpoint_test.
 
-// SetFastOff sends every tools/call of the agent endpoint h through mcp-go
-// (off), or offers it to the fast path again.
-func SetFastOff(h http.Handler, off bool) { h.(*Endpoint).fastOff = off }
-
 // MCPHandler is mcp-go's Streamable HTTP server behind the endpoint h.
 func MCPHandler(h http.Handler) *server.StreamableHTTPServer { return h.(*Endpoint).d.MCP }
 

@@ -12,7 +12,6 @@ import (
 
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 
-	"github.com/pallasgw/pallasgw/agents/endpoint"
 	"github.com/pallasgw/pallasgw/agents/internal/agenttest"
 	"github.com/pallasgw/pallasgw/agents/llm"
 	"github.com/pallasgw/pallasgw/agents/mcpclient"
@@ -35,10 +34,8 @@ func newSendPair(t *testing.T) *sendPair {
 			}}
 		script := agenttest.NewScriptLLM()
 		ta := agenttest.NewWith(t, agenttest.SendConfig, down, map[string]llm.Provider{"openai": script})
-		for _, name := range []string{"talk", "named", "pipe", "pick", "fan"} {
-			endpoint.SetFastOff(ta.Set.Get(name).Handler(), slow)
-		}
 		if slow {
+			ta.ThroughMCPGo()
 			p.slow, p.slowLLM = ta, script
 		} else {
 			p.fast, p.fastLLM = ta, script

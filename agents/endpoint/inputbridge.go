@@ -47,6 +47,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -318,7 +319,7 @@ func (c *inputCall) ask(ctx context.Context, method string, params json.RawMessa
 	if r, ok := c.takeReplay(key, method, d); ok {
 		c.prior[key] = askedInput{M: method, D: d, R: r}
 		c.mu.Unlock()
-		return answerOf(r)
+		return r, nil
 	}
 	a := &inputAsk{key: key, method: method, params: params, digest: d, answer: make(chan json.RawMessage, 1)}
 	c.asks = append(c.asks, a)
@@ -329,7 +330,7 @@ func (c *inputCall) ask(ctx context.Context, method string, params json.RawMessa
 		if !ok {
 			return nil, errCallEnded
 		}
-		return answerOf(r)
+		return r, nil
 	case <-ctx.Done():
 		c.mu.Lock()
 		c.unanswered = true
@@ -350,7 +351,7 @@ func (c *inputCall) takeReplay(key, method, d string) (json.RawMessage, bool) {
 	if r, ok := c.replay[key]; ok && r.M == method && r.D == d {
 		pick = key
 	} else {
-		for _, k := range slices.Sorted(mapsKeys(c.replay)) {
+		for _, k := range slices.Sorted(maps.Keys(c.replay)) {
 			if r := c.replay[k]; r.M == method && r.D == d {
 				pick = k
 				break
@@ -408,7 +409,7 @@ func matchResponses(asks []*inputAsk, responses map[string]json.RawMessage) map[
 			out[a], used[a.key] = r, true
 		}
 	}
-	keys := slices.Sorted(mapsKeys(responses))
+	keys := slices.Sorted(maps.Keys(responses))
 	for _, a := range asks {
 		if _, ok := out[a]; ok {
 			continue
@@ -431,7 +432,7 @@ func replayAnswers(st *roundState, responses map[string]json.RawMessage) map[str
 		out[k] = v
 	}
 	asks := make([]*inputAsk, 0, len(st.Asked))
-	for _, k := range slices.Sorted(mapsKeys(st.Asked)) {
+	for _, k := range slices.Sorted(maps.Keys(st.Asked)) {
 		v := st.Asked[k]
 		asks = append(asks, &inputAsk{key: k, method: v.M, digest: v.D})
 	}
@@ -660,9 +661,6 @@ func fits(method string, r json.RawMessage) error {
 	return nil
 }
 
-// answerOf is a caller's answer as the downstream gets it.
-func answerOf(r json.RawMessage) (json.RawMessage, error) { return r, nil }
-
 func newCallID() string {
 	b := make([]byte, 16)
 	_, _ = rand.Read(b)
@@ -672,16 +670,6 @@ func newCallID() string {
 func mustJSON(v any) json.RawMessage {
 	b, _ := json.Marshal(v)
 	return b
-}
-
-func mapsKeys[V any](m map[string]V) func(func(string) bool) {
-	return func(yield func(string) bool) {
-		for k := range m {
-			if !yield(k) {
-				return
-			}
-		}
-	}
 }
 
 // rawArgs are the call's arguments as JSON, for their digest.

@@ -11,9 +11,9 @@ import (
 
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 
-	"github.com/pallasgw/pallasgw/agents/endpoint"
 	"github.com/pallasgw/pallasgw/agents/internal/agenttest"
 	"github.com/pallasgw/pallasgw/agents/mcpclient"
+	"github.com/pallasgw/pallasgw/agents/wire"
 )
 
 // lateSamplingAgents is a proxy over a downstream that sends
@@ -35,8 +35,9 @@ func lateSamplingAgents(t *testing.T, delay time.Duration, fastOff bool, done ch
 		defer cancel()
 		return mcpgo.NewToolResultText("done without waiting"), nil
 	}
+	wire.SetFast(!fastOff) // the process's switch; the environment's off wins
+	t.Cleanup(func() { wire.SetFast(true) })
 	ta := agenttest.New(t, proxyFastConfig, down)
-	endpoint.SetFastOff(ta.Set.Get("px").Handler(), fastOff)
 	if resp, body := post(t, ta, "px", `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`, nil); resp.StatusCode != 200 {
 		t.Fatalf("tools/list: %d %s", resp.StatusCode, body)
 	}

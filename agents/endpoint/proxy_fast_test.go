@@ -158,9 +158,9 @@ func newFastPair(t *testing.T) *fastPair {
 			d = rawFakeDown{down} // the fast path passes results through as raw JSON
 		}
 		ta := agenttest.New(t, proxyFastConfig, d)
-		endpoint.SetFastOff(ta.Set.Get("px").Handler(), slow)
 		p.via[ta], p.down[ta] = v, down
 		if slow {
+			ta.ThroughMCPGo()
 			p.slow = ta
 		} else {
 			p.fast = ta

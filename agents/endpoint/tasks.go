@@ -91,28 +91,10 @@ func (e *Endpoint) serveTask(w http.ResponseWriter, r *http.Request, body []byte
 		return true
 	}
 	if !rs.legacy {
-		res = withResultType(res)
+		res = wire.DecorateJSON(res, nil) // resultType; the task's own _meta
 	}
 	wire.WriteResult(w, msg.ID, res)
 	return true
-}
-
-// withResultType adds resultType "complete" to a result that has none, as
-// every 2026-07-28 result carries one.
-func withResultType(res json.RawMessage) json.RawMessage {
-	var m map[string]json.RawMessage
-	if json.Unmarshal(res, &m) != nil {
-		return res
-	}
-	if _, ok := m["resultType"]; ok {
-		return res
-	}
-	m["resultType"] = json.RawMessage(`"complete"`)
-	b, err := json.Marshal(m)
-	if err != nil {
-		return res
-	}
-	return b
 }
 
 // modernHeadersMatch reports whether a 2026-07-28 request's standard

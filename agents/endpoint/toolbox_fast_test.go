@@ -13,7 +13,6 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/pallasgw/pallasgw/agents"
-	"github.com/pallasgw/pallasgw/agents/endpoint"
 	"github.com/pallasgw/pallasgw/agents/internal/agenttest"
 	"github.com/pallasgw/pallasgw/agents/mcpclient"
 )
@@ -85,8 +84,8 @@ func newToolboxPair(t *testing.T) *toolboxPair {
 			d = countedRaw{rawFakeDown{down}, &p.raw, &p.rawArgs}
 		}
 		ta := agenttest.New(t, toolboxFastConfig, d)
-		endpoint.SetFastOff(ta.Set.Get("tb").Handler(), slow)
 		if slow {
+			ta.ThroughMCPGo()
 			p.slow = ta
 		} else {
 			p.fast = ta

@@ -51,26 +51,24 @@ func (m *Manager) Tools(ctx context.Context, server string, hdr http.Header) ([]
 func (m *Manager) CallTool(ctx context.Context, server, tool string, args map[string]any, hdr http.Header, onProgress ProgressFunc) (*mcp.CallToolResult, error) {
 	start := time.Now()
 	ctx, span := m.startCall(ctx, server, tool) // trace.go
-	var req mcp.CallToolRequest
-	req.Params.Name = tool
-	req.Params.Arguments = args
-	if onProgress != nil {
-		token, unregister := m.progress.register(onProgress)
-		defer unregister()
-		req.Params.Meta = &mcp.Meta{ProgressToken: token}
-	}
-	if f := traceMeta(ctx); f != nil {
-		if req.Params.Meta == nil {
-			req.Params.Meta = &mcp.Meta{}
+	var raw json.RawMessage
+	var argsErr error // failed as mcp-go's transport fails a request it cannot encode
+	if args != nil {
+		if raw, argsErr = json.Marshal(args); argsErr != nil {
+			argsErr = transport.NewError(fmt.Errorf("failed to marshal request: %w", argsErr))
 		}
-		req.Params.Meta.AdditionalFields = f
 	}
+	r, done := m.rawRequest(ctx, tool, raw, onProgress)
+	defer done()
+	r.extra = nil // the caller's members go on CallToolRaw and CallToolJSON only
 	var res *mcp.CallToolResult
 	op := callOp(tool)
-	relay := RelayFrom(ctx)
 	err := m.do(ctx, server, op, hdr, func(ctx context.Context, s *session, cli *client.Client) error {
+		if argsErr != nil {
+			return argsErr
+		}
 		var err error
-		res, err = s.callTyped(ctx, cli, req, relay)
+		res, err = s.callTyped(ctx, cli, r)
 		return err
 	})
 	m.observe(server, start, err == nil && res != nil && res.IsError, err)
@@ -85,8 +83,8 @@ func (m *Manager) CallTool(ctx context.Context, server, tool string, args map[st
 // result decoded as mcp-go's client decodes it. A result that asks for
 // input comes back as the downstream sent it, as on the raw path, for the
 // caller's input-required bridge to pass through.
-func (s *session) callTyped(ctx context.Context, cli *client.Client, req mcp.CallToolRequest, relay *Relay) (*mcp.CallToolResult, error) {
-	resp, err := s.send(ctx, cli, relay, req.Params)
+func (s *session) callTyped(ctx context.Context, cli *client.Client, r rawRequest) (*mcp.CallToolResult, error) {
+	resp, err := s.send(ctx, cli, r.relay, r.params())
 	if err != nil {
 		return nil, err
 	}
@@ -96,19 +94,19 @@ func (s *session) callTyped(ctx context.Context, cli *client.Client, req mcp.Cal
 	return mcp.ParseCallToolResult(&resp.Result)
 }
 
-// send is one tools/call with params through mcp-go's transport
+// send is one tools/call with params (rawRequest.params) through mcp-go's transport
 // (SendRequest, as mcp-go's client sends it on a 2025-era session), with
 // the call's relay (relayed) and its cancellation downstream: the request
 // id is the call's own, so a call whose context ends first sends
 // notifications/cancelled for it (cancel.go).
-func (s *session) send(ctx context.Context, cli *client.Client, relay *Relay, params any) (*transport.JSONRPCResponse, error) {
+func (s *session) send(ctx context.Context, cli *client.Client, relay *Relay, params json.RawMessage) (*transport.JSONRPCResponse, error) {
 	call, done := s.relayed(ctx, cli, relay)
 	defer done()
 	if err := ctx.Err(); err != nil {
 		return nil, transport.NewError(err) // not sent: nothing to cancel
 	}
-	id := requestID("call", s.srv.m.callSeq.Add(1))
-	defer s.cancelIfEnded(ctx, cli, json.RawMessage(strconv.Quote(id)))
+	id := s.callID()
+	defer s.cancelIfEnded(ctx, cli, id)
 	resp, err := call.GetTransport().SendRequest(ctx, transport.JSONRPCRequest{JSONRPC: mcp.JSONRPC_VERSION,
 		ID: mcp.NewRequestId(id), Method: string(mcp.MethodToolsCall), Params: params})
 	if err != nil {
@@ -328,21 +326,85 @@ func isStandardRPCError(err error) bool {
 	return false
 }
 
-// answeredError marks an error of a raw call (rawstream.go) that proves
-// the downstream received the call: it answered it (with a JSON-RPC error,
-// or a result that could not be read), or its response stream had begun.
-// Such a call is never sent again, and does not count as a lost session.
-type answeredError = wire.AnsweredError
+// answeredError marks an error of a call that proves the downstream
+// received it: it answered it (with a JSON-RPC error, or a result that
+// could not be read), or its response stream had begun. Such a call is
+// never sent again, and does not count as a lost session.
+type answeredError struct{ Err error }
+
+func (e answeredError) Error() string { return e.Err.Error() }
+func (e answeredError) Unwrap() error { return e.Err }
 
 func answered(err error) bool {
 	var a answeredError
 	return errors.As(err, &a)
 }
 
-// deliveredError marks an error of a raw call after the downstream had
-// begun to answer it (its response stream broke off and could not be
-// reopened): the session may be gone, but the call is never sent again.
-type deliveredError = wire.DeliveredError
+// deliveredError marks an error of a call after the downstream had begun
+// to answer it (its response stream broke off and could not be reopened):
+// the session may be gone, but the call is never sent again.
+type deliveredError struct{ Err error }
+
+func (e deliveredError) Error() string { return e.Err.Error() }
+func (e deliveredError) Unwrap() error { return e.Err }
+
+// downstreamError is a downstream's JSON-RPC error answer to a call: its
+// code, message and data as sent (RPCError), and mcp-go's mapping of it
+// (Cause), whose wording a caller sees and against whose sentinels
+// errors.Is still works.
+type downstreamError struct {
+	RPCError
+	Cause error
+}
+
+func (e *downstreamError) Error() string   { return e.Cause.Error() }
+func (e *downstreamError) Unwrap() []error { return []error{e.Cause, &e.RPCError} }
+
+// errorAnswer is the error of a downstream's JSON-RPC error answer to a
+// call: an answer, never sent again.
+func errorAnswer(d *mcp.JSONRPCErrorDetails) error {
+	de := &downstreamError{RPCError: RPCError{Code: d.Code, Message: d.Message}, Cause: d.AsError()}
+	if d.Data != nil {
+		de.Data, _ = json.Marshal(d.Data)
+	}
+	return answeredError{de}
+}
+
+// answerOf turns the response to a tools/call, its result or error as the
+// downstream sent them (mcp-go's transport.SendRequest, the path of the
+// raw call's sessions with the switch off), into the call's result or
+// error. Its errors are answers: the call is not sent again, whatever
+// they say.
+func answerOf(result json.RawMessage, rpcErr *mcp.JSONRPCErrorDetails) (*RawResult, error) {
+	if rpcErr != nil {
+		return nil, errorAnswer(rpcErr)
+	}
+	res, err := wire.PeekResult(result)
+	if err != nil {
+		return nil, answeredError{transport.NewError(err)}
+	}
+	return res, nil
+}
+
+// classified is the error of a raw call (wire.ClientCall) with its retry
+// class: an answer the wire package read, or a stream it could not reopen.
+func classified(err error) error {
+	if err == nil {
+		return nil // before the targets below, which escape
+	}
+	var ans *wire.AnswerError
+	var rpc *wire.ErrorAnswer
+	var lost *wire.ResumeError
+	switch {
+	case errors.As(err, &rpc):
+		return errorAnswer(&rpc.Details)
+	case errors.As(err, &ans):
+		return answeredError{ans.Err}
+	case errors.As(err, &lost):
+		return deliveredError{lost.Err}
+	}
+	return err
+}
 
 // notDelivered reports whether err proves the request never ran: the
 // downstream rejected the session or the connection was refused. A request

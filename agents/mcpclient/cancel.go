@@ -3,6 +3,7 @@ package mcpclient
 import (
 	"context"
 	"encoding/json"
+	"strconv"
 	"time"
 
 	"github.com/mark3labs/mcp-go/client"
@@ -22,12 +23,19 @@ import (
 // cancelTimeout bounds sending one notifications/cancelled.
 const cancelTimeout = 5 * time.Second
 
+// callID is a new id for a tools/call on s, a string that cannot clash with
+// mcp-go's numeric ids on the same session; defer cancelIfEnded with it.
+func (s *session) callID() string {
+	return requestID("call", s.srv.m.callSeq.Add(1))
+}
+
 // cancelIfEnded tells the downstream, in the background and best effort,
-// that the request id was cancelled, if ctx (the call's) has ended.
-func (s *session) cancelIfEnded(ctx context.Context, cli *client.Client, id json.RawMessage) {
-	if ctx.Err() == nil || id == nil {
+// that the request callID was cancelled, if ctx (the call's) has ended.
+func (s *session) cancelIfEnded(ctx context.Context, cli *client.Client, callID string) {
+	if ctx.Err() == nil || callID == "" {
 		return
 	}
+	id := json.RawMessage(strconv.Quote(callID))
 	reason := context.Cause(ctx).Error()
 	s.srv.m.spawn(func() {
 		cctx, cancel := context.WithTimeout(s.srv.m.ctx, cancelTimeout)

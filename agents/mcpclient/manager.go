@@ -8,13 +8,16 @@
 // its caller (relay.go), the cancellation of calls downstream (cancel.go),
 // tool-list caching, the raw tools/call that returns a result as the
 // downstream sent it (raw.go, rawstream.go) over each server's net/http
-// Transport (pool.go) and the downstream metrics.
+// Transport (pool.go), the downstream metrics, and the one downstream the
+// agents call: a snapshot's view over per-server managers kept warm across
+// reloads, each tool call checked by the pins' guard first (view.go).
 //
 // It must not decide which headers leave the gateway: the caller (the agent
 // runtime, which consults policy) computes the outbound header set per request
 // and this package sends exactly that set plus the protocol's own headers. It
 // never shares a session between two header sets, and it never logs header
-// values. It imports no project package but metrics and tracing.
+// values. It imports no project package but metrics, tracing, wire (the
+// bytes of its raw calls) and pins (the guard of view.go).
 //
 // Protocol version: every client pins the session-based revision
 // mcp.LATEST_LEGACY_PROTOCOL_VERSION (2025-11-25) through initialize; a server

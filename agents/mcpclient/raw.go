@@ -24,7 +24,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"strconv"
 	"time"
 
 	"github.com/mark3labs/mcp-go/client"
@@ -145,11 +144,8 @@ func (m *Manager) CallToolJSON(ctx context.Context, server, tool string, args js
 			res, err = call.CallTool(ctx, req)
 			return err
 		}
-		req, err := typedRequest(r)
-		if err != nil {
-			return err
-		}
-		res, err = s.callTyped(ctx, cli, req, r.relay)
+		var err error
+		res, err = s.callTyped(ctx, cli, r)
 		return err
 	})
 	m.observe(server, start, err == nil && res != nil && res.IsError, err)
@@ -160,33 +156,20 @@ func (m *Manager) CallToolJSON(ctx context.Context, server, tool string, args js
 	return res, nil
 }
 
-// typedRequest is r for mcp-go's client.
+// typedRequest is r for mcp-go's client (its multi round-trip loop, which
+// sends the rounds itself): r's one encoding (toolCall) decoded into
+// mcp-go's type, with the arguments kept as they came (RawArguments) and
+// of the caller's members only a task.
 func typedRequest(r rawRequest) (mcp.CallToolRequest, error) {
+	t := r
+	t.extra = nil
+	if task := r.extra.task(); task != nil {
+		t.extra = &CallExtras{Params: map[string]json.RawMessage{"task": task}}
+	}
 	var req mcp.CallToolRequest
-	req.Params.Name = r.tool
-	if len(r.args) > 0 {
-		var args map[string]any
-		if err := json.Unmarshal(r.args, &args); err != nil {
-			return req, fmt.Errorf("arguments: %w", err)
-		}
-		req.Params.Arguments = args
-	}
-	if t := r.extra.task(); t != nil {
-		if err := json.Unmarshal(t, &req.Params.Task); err != nil {
-			return req, fmt.Errorf("task: %w", err)
-		}
-	}
-	if r.token != "" || r.traceparent != "" {
-		req.Params.Meta = &mcp.Meta{}
-	}
-	if r.token != "" {
-		req.Params.Meta.ProgressToken = r.token
-	}
-	if r.traceparent != "" {
-		req.Params.Meta.AdditionalFields = map[string]any{tracing.KeyTraceparent: r.traceparent}
-		if r.tracestate != "" {
-			req.Params.Meta.AdditionalFields[tracing.KeyTracestate] = r.tracestate
-		}
+	tc := t.toolCall("")
+	if err := json.Unmarshal(tc.ParamsJSON(), &req.Params); err != nil {
+		return req, fmt.Errorf("the tools/call request: %w", err)
 	}
 	return req, nil
 }
@@ -201,34 +184,13 @@ func (s *session) callSent(ctx context.Context, cli *client.Client, r rawRequest
 	if err != nil {
 		return nil, err
 	}
-	return wire.Answer(resp.Result, resp.Error)
+	return answerOf(resp.Result, resp.Error)
 }
 
-// params is r's tools/call params for encoding/json: the arguments and the
-// caller's members as they came.
-func (r rawRequest) params() map[string]any {
-	p := map[string]any{"name": r.tool}
-	if len(r.args) > 0 {
-		p["arguments"] = r.args
-	}
-	meta := map[string]any{}
-	if r.extra != nil {
-		for k, v := range r.extra.Params {
-			p[k] = v
-		}
-		for k, v := range r.extra.Meta {
-			meta[k] = v
-		}
-	}
-	for k, v := range map[string]string{"progressToken": r.token, tracing.KeyTraceparent: r.traceparent, tracing.KeyTracestate: r.tracestate} {
-		if v != "" {
-			meta[k] = v
-		}
-	}
-	if len(meta) > 0 {
-		p["_meta"] = meta
-	}
-	return p
+// params is r's tools/call params, as the raw call sends them (toolCall).
+func (r rawRequest) params() json.RawMessage {
+	tc := r.toolCall("")
+	return tc.ParamsJSON()
 }
 
 // callRaw is one raw tools/call on the session of cli.
@@ -239,21 +201,26 @@ func (s *session) callRaw(ctx context.Context, cli *client.Client, w *wireInfo, 
 		return nil, transport.NewError(fmt.Errorf("failed to send request: %w", transport.ErrSessionTerminated))
 	}
 	s.raiseLevel(ctx, cli, r.relay)
-	id := requestID("call", s.srv.m.callSeq.Add(1))
 	// The cancellation goes out on the call's own context: the reader's
 	// ends with the call either way.
-	defer s.cancelIfEnded(ctx, cli, json.RawMessage(strconv.Quote(id)))
+	id := s.callID()
+	defer s.cancelIfEnded(ctx, cli, id)
 	return s.callRawOn(ctx, w, id, r) // rawstream.go
 }
 
-// callBody is the JSON-RPC request of r with id (wire.ToolCallRequest).
-// The id is a string that cannot clash with mcp-go's numeric ones on the
-// same session.
+// callBody is the JSON-RPC request of r with id.
 func callBody(id string, r rawRequest) []byte {
+	tc := r.toolCall(id)
+	return tc.Body()
+}
+
+// toolCall is r as the one builder of a downstream tools/call writes it
+// (wire.ToolCallRequest), with id.
+func (r rawRequest) toolCall(id string) wire.ToolCallRequest {
 	req := wire.ToolCallRequest{ID: id, Tool: r.tool, Arguments: r.args,
 		ProgressToken: r.token, Traceparent: r.traceparent, Tracestate: r.tracestate}
 	if r.extra != nil {
 		req.Params, req.Meta = r.extra.Params, r.extra.Meta
 	}
-	return req.Body()
+	return req
 }

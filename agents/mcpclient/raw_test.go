@@ -632,7 +632,7 @@ func TestSentCall(t *testing.T) {
 
 	_, err = m.CallToolRaw(testCtx(t), "script", "fail", nil, nil, nil)
 	<-got
-	var de *wire.DownstreamError
+	var de *downstreamError
 	if !errors.As(err, &de) || de.Code != -32042 || string(de.Data) != `{"why":"x"}` || errors.Is(err, ErrUnavailable) {
 		t.Errorf("error %v, want the downstream's answer with its code and data", err)
 	}

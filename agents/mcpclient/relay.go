@@ -53,11 +53,6 @@ type Relay struct {
 // reach a caller (wire's).
 type RPCError = wire.RPCError
 
-// downstreamError is a downstream's JSON-RPC error answer to a raw call:
-// its code, message and data as sent (RPCError), and mcp-go's mapping of it
-// (cause), so that errors.Is against mcp-go's sentinels still works.
-type downstreamError = wire.DownstreamError
-
 // CallExtras are members a caller's tools/call adds to the downstream's
 // request (raw calls on Streamable HTTP sessions): Params beside name and
 // arguments (a 2026-07-28 caller's inputResponses and requestState, passed

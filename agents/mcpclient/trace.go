@@ -60,17 +60,3 @@ func endCall(span trace.Span, isError bool, err error) {
 	}
 	span.End()
 }
-
-// traceMeta is the trace context of ctx as typed _meta fields, nil when
-// none.
-func traceMeta(ctx context.Context) map[string]any {
-	tp, ts := tracing.Context(ctx)
-	if tp == "" {
-		return nil
-	}
-	f := map[string]any{tracing.KeyTraceparent: tp}
-	if ts != "" {
-		f[tracing.KeyTracestate] = ts
-	}
-	return f
-}

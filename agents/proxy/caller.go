@@ -37,6 +37,7 @@ import (
 
 	"github.com/pallasgw/pallasgw/agents/mcpclient"
 	"github.com/pallasgw/pallasgw/agents/wire"
+	"github.com/pallasgw/pallasgw/policy"
 )
 
 // LoggingDownstream is what the proxy needs to forward a caller's
@@ -62,7 +63,7 @@ func (p *Proxy) AnswerSetLevel(w http.ResponseWriter, r *http.Request, id json.R
 		ctx, cancel := context.WithTimeout(r.Context(), setLevelTimeout)
 		defer cancel()
 		var wg sync.WaitGroup
-		for _, srv := range p.servers(callerOf(ctx)) {
+		for _, srv := range p.servers(policy.CallerFrom(ctx)) {
 			wg.Go(func() {
 				hdr, err := p.d.Outbound(ctx, srv, r.Header)
 				if err == nil {

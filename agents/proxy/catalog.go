@@ -25,7 +25,7 @@ import (
 func (p *Proxy) promptView(ctx context.Context, inbound http.Header) []mcp.Prompt {
 	out := []mcp.Prompt{}
 	var missing []server.ServerPrompt
-	for _, srv := range p.servers(callerOf(ctx)) {
+	for _, srv := range p.servers(policy.CallerFrom(ctx)) {
 		res, err := p.catalog.ListPrompts(ctx, srv, p.outbound(ctx, srv, inbound))
 		if err != nil {
 			p.listFailed(ctx, "prompts/list", srv, err)
@@ -86,7 +86,7 @@ func (p *Proxy) getPrompt(ctx context.Context, req mcp.GetPromptRequest) (*mcp.G
 // when the caller rule refuses it.
 func (p *Proxy) allowServer(ctx context.Context, srv, what string) error {
 	start := time.Now()
-	caller := callerOf(ctx)
+	caller := policy.CallerFrom(ctx)
 	d := p.d.Callers.AllowServer(caller, srv)
 	p.d.Auditor.Record(ctx, policy.AuditEvent{RequestID: p.d.RequestID(ctx), Caller: caller, Agent: p.d.Agent,
 		Server: srv, Tool: what, Decision: d, Latency: time.Since(start)})
@@ -100,7 +100,7 @@ func (p *Proxy) allowServer(ctx context.Context, srv, what string) error {
 // are prefixed like tools, URIs unchanged.
 func (p *Proxy) resourceView(ctx context.Context, inbound http.Header) []mcp.Resource {
 	out := []mcp.Resource{}
-	for _, srv := range p.servers(callerOf(ctx)) {
+	for _, srv := range p.servers(policy.CallerFrom(ctx)) {
 		res, err := p.catalog.ListResources(ctx, srv, p.outbound(ctx, srv, inbound))
 		if err != nil {
 			p.listFailed(ctx, "resources/list", srv, err)
@@ -118,7 +118,7 @@ func (p *Proxy) resourceView(ctx context.Context, inbound http.Header) []mcp.Res
 // use (the catch-all template of the registry is never shown).
 func (p *Proxy) templateView(ctx context.Context, inbound http.Header) []mcp.ResourceTemplate {
 	out := []mcp.ResourceTemplate{}
-	for _, srv := range p.servers(callerOf(ctx)) {
+	for _, srv := range p.servers(policy.CallerFrom(ctx)) {
 		res, err := p.catalog.ListResourceTemplates(ctx, srv, p.outbound(ctx, srv, inbound))
 		if err != nil {
 			p.listFailed(ctx, "resources/templates/list", srv, err)
@@ -176,7 +176,7 @@ func (p *Proxy) resourceServer(ctx context.Context, uri string, inbound http.Hea
 	if len(p.d.Servers) == 1 {
 		return p.d.Servers[0], nil
 	}
-	servers := p.servers(callerOf(ctx))
+	servers := p.servers(policy.CallerFrom(ctx))
 	for _, srv := range servers {
 		res, err := p.catalog.ListResources(ctx, srv, p.outbound(ctx, srv, inbound))
 		if err != nil {

@@ -14,6 +14,8 @@ import (
 	"net/http"
 
 	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/pallasgw/pallasgw/policy"
 )
 
 // CapabilitiesDownstream is what the proxy needs to merge its downstreams'
@@ -31,7 +33,7 @@ func (p *Proxy) mergeCapabilities(ctx context.Context, inbound http.Header, caps
 		return
 	}
 	var prompts, resources bool
-	for _, srv := range p.servers(callerOf(ctx)) {
+	for _, srv := range p.servers(policy.CallerFrom(ctx)) {
 		c, err := down.Capabilities(ctx, srv, p.outbound(ctx, srv, inbound))
 		if err != nil {
 			p.listFailed(ctx, "server/discover", srv, err)

@@ -291,7 +291,7 @@ func (p *Proxy) toolView(ctx context.Context, inbound http.Header) []mcp.Tool {
 // toolViewFailed is toolView, and the servers whose tools could not be
 // listed, with why.
 func (p *Proxy) toolViewFailed(ctx context.Context, inbound http.Header) ([]mcp.Tool, map[string]error) {
-	caller := callerOf(ctx)
+	caller := policy.CallerFrom(ctx)
 	out := []mcp.Tool{}
 	var names []string
 	var failed map[string]error
@@ -434,7 +434,7 @@ func (p *Proxy) forward(ctx context.Context, req mcp.CallToolRequest, raw mcpcli
 		return nil, nil, fmt.Errorf("tool %q not found", name)
 	}
 	r := v.(route)
-	rid, caller := p.d.RequestID(ctx), callerOf(ctx)
+	rid, caller := p.d.RequestID(ctx), policy.CallerFrom(ctx)
 	d := p.decide(caller, r.server, r.name)
 	audit := policy.AuditEvent{RequestID: rid, Caller: caller, Agent: p.d.Agent, Server: r.server, Tool: r.name, Decision: d}
 	if !d.Allowed {
@@ -516,9 +516,6 @@ func isRPCError(err error) bool {
 	var rpc *mcpclient.RPCError
 	return errors.As(err, &rpc) && rpc.Code == mcp.MISSING_REQUIRED_CLIENT_CAPABILITY
 }
-
-// callerOf is the caller identity the gateway's auth middleware stored.
-func callerOf(ctx context.Context) string { return policy.IdentityFrom(ctx).PolicyKey() }
 
 func progressToken(m *mcp.Meta) mcp.ProgressToken {
 	if m == nil {

@@ -67,7 +67,9 @@ type Stream interface {
 
 // retryBlocked is how long a notification waits for room in the
 // per-request notification buffer (mcp-go's, or the fast path's) before it
-// is counted as dropped (as agents' Reporter waits).
+// is counted as dropped: the one such wait, for a downstream's
+// notifications (proxy, toolbox) and an agent's own progress (agents'
+// Reporter, NewProgressRelay).
 const retryBlocked = 2 * time.Second
 
 // NewCallRelay returns the relay of a call's progress to the response
@@ -78,6 +80,28 @@ const retryBlocked = 2 * time.Second
 // the call returns.
 func NewCallRelay(ctx context.Context, stream Stream, token mcp.ProgressToken, m *metrics.Metrics) *Relay {
 	return buildRelay(ctx, stream, token, false, "", m)
+}
+
+// NewProgressRelay returns the relay of the progress an agent reports of
+// its own call (agents' Reporter), through notify (wire.Notifier: a
+// "_meta" in params is kept); nil when notify is nil. Its notifications
+// are queued and delivered as a downstream's are (Send).
+func NewProgressRelay(ctx context.Context, stream Stream, notify func(method string, params map[string]any) error, m *metrics.Metrics) *Relay {
+	if notify == nil {
+		return nil
+	}
+	_, direct := notifierFrom(ctx)
+	idle := make(chan struct{})
+	close(idle)
+	return &Relay{ctx: ctx, notify: notify, direct: direct, stream: stream, metrics: m, idle: idle}
+}
+
+// Send queues one notification with params as they are, in order with
+// the rest; it never blocks on the response writer.
+func (r *Relay) Send(method string, params map[string]any) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.enqueueLocked(notice{method, params})
 }
 
 // End marks the call returned: no server-to-client request is written to

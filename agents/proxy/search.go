@@ -37,7 +37,7 @@ func (p *Proxy) registerSearch(srv *server.MCPServer) {
 
 // searchTools answers search_tools for the caller of ctx.
 func (p *Proxy) searchTools(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	start, caller, rid := time.Now(), callerOf(ctx), p.d.RequestID(ctx)
+	start, caller, rid := time.Now(), policy.CallerFrom(ctx), p.d.RequestID(ctx)
 	audit := policy.AuditEvent{RequestID: rid, Caller: caller, Agent: p.d.Agent, Tool: toolsearch.ToolName,
 		Decision: policy.Decision{Allowed: true, Reason: policy.ReasonAllowed}}
 	defer func() {

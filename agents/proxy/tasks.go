@@ -85,7 +85,7 @@ func (p *Proxy) taskServers(ctx context.Context, inbound http.Header) ([]string,
 	}
 	var out []string
 	var merged *mcp.TasksCapability
-	for _, srv := range p.servers(callerOf(ctx)) {
+	for _, srv := range p.servers(policy.CallerFrom(ctx)) {
 		c, err := down.Capabilities(ctx, srv, p.outbound(ctx, srv, inbound))
 		if err != nil {
 			p.listFailed(ctx, "tasks", srv, err)
@@ -213,7 +213,7 @@ func (p *Proxy) Task(ctx context.Context, method string, params json.RawMessage,
 	if !ok || !p.isServer(srv) {
 		return nil, taskError(mcp.INVALID_PARAMS, fmt.Sprintf("task %q not found: it names no server of agent %s", id, p.d.Agent))
 	}
-	caller, owner := callerOf(ctx), ownerOf(ctx)
+	caller, owner := policy.CallerFrom(ctx), ownerOf(ctx)
 	tag, downID, ok := strings.Cut(rest, "/")
 	if !ok || !hmac.Equal([]byte(tag), []byte(p.taskTag(owner, srv, downID))) {
 		return nil, taskError(mcp.INVALID_PARAMS, fmt.Sprintf("task %q not found: it is not a task this caller created through agent %s", id, p.d.Agent))

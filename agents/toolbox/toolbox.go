@@ -277,7 +277,7 @@ func tbOutcome(code string) string {
 
 func (tb *toolbox) run(ctx context.Context, c *tbCall, req mcp.CallToolRequest, h tbHandler) (*mcp.CallToolResult, error) {
 	args := req.GetArguments()
-	c.caller = policy.IdentityFrom(ctx).PolicyKey()
+	c.caller = policy.CallerFrom(ctx)
 	if tb.d.Passthrough {
 		switch id := args["agent_id"].(type) {
 		case nil:

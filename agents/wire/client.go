@@ -55,32 +55,26 @@ var (
 	minSSEReconnectDelay     = 10 * time.Millisecond
 )
 
-// AnsweredError marks an error the downstream answered (a JSON-RPC error,
-// a malformed or too large answer): the call is not sent again, whatever
-// it says.
-type AnsweredError struct{ Err error }
+// AnswerError is an answer to the call that came but cannot be read as
+// its result: too large, not JSON, another request's, or a result that is
+// not an object. Its text is Err's.
+type AnswerError struct{ Err error }
 
-func (e AnsweredError) Error() string { return e.Err.Error() }
-func (e AnsweredError) Unwrap() error { return e.Err }
+func (e *AnswerError) Error() string { return e.Err.Error() }
+func (e *AnswerError) Unwrap() error { return e.Err }
 
-// DeliveredError marks an error after the downstream had begun to answer
-// (its response stream broke off and could not be reopened): the session
-// may be gone, but the call is never sent again.
-type DeliveredError struct{ Err error }
+// ErrorAnswer is the downstream's JSON-RPC error answer to the call, as
+// sent; its text is mcp-go's mapping of it (JSONRPCErrorDetails.AsError).
+type ErrorAnswer struct{ Details mcp.JSONRPCErrorDetails }
 
-func (e DeliveredError) Error() string { return e.Err.Error() }
-func (e DeliveredError) Unwrap() error { return e.Err }
+func (e *ErrorAnswer) Error() string { return e.Details.AsError().Error() }
 
-// DownstreamError is a downstream's JSON-RPC error answer: its code,
-// message and data, with the error mcp-go's client would have returned
-// for it (Cause), whose wording a caller sees.
-type DownstreamError struct {
-	RPCError
-	Cause error
-}
+// ResumeError is a response stream that began, broke off before the
+// answer and could not be reopened. Its text is Err's.
+type ResumeError struct{ Err error }
 
-func (e *DownstreamError) Error() string   { return e.Cause.Error() }
-func (e *DownstreamError) Unwrap() []error { return []error{e.Cause, &e.RPCError} }
+func (e *ResumeError) Error() string { return e.Err.Error() }
+func (e *ResumeError) Unwrap() error { return e.Err }
 
 // ClientCall is one raw tools/call on a downstream's Streamable HTTP
 // session. The fields are the session's; Do runs the call.
@@ -123,11 +117,23 @@ type ToolCallRequest struct {
 // caller's members go as they came (encoding/json would decode and
 // re-encode them to put them in a struct).
 func (r *ToolCallRequest) Body() []byte {
-	name, _ := json.Marshal(r.Tool)
-	b := make([]byte, 0, 96+len(r.ID)+len(name)+len(r.Arguments)+len(r.ProgressToken))
+	b := make([]byte, 0, 128+len(r.ID)+len(r.Tool)+len(r.Arguments)+len(r.ProgressToken))
 	b = append(b, `{"jsonrpc":"2.0","id":`...)
 	b = strconv.AppendQuote(b, r.ID)
-	b = append(b, `,"method":"tools/call","params":{"name":`...)
+	b = append(b, `,"method":"tools/call","params":`...)
+	return append(r.appendParams(b), '}')
+}
+
+// ParamsJSON is the request's params object as JSON, as Body writes it
+// (ID unused): the one encoding of a downstream tools/call, whichever path
+// sends it.
+func (r *ToolCallRequest) ParamsJSON() json.RawMessage {
+	return r.appendParams(make([]byte, 0, 96+len(r.Tool)+len(r.Arguments)+len(r.ProgressToken)))
+}
+
+func (r *ToolCallRequest) appendParams(b []byte) []byte {
+	name, _ := json.Marshal(r.Tool)
+	b = append(b, `{"name":`...)
 	b = append(b, name...)
 	if len(r.Arguments) > 0 {
 		b = append(b, `,"arguments":`...)
@@ -156,7 +162,7 @@ func (r *ToolCallRequest) Body() []byte {
 		}
 		b = append(b, '}')
 	}
-	return append(b, "}}"...)
+	return append(b, '}')
 }
 
 // clientMessage is a JSON-RPC message from the downstream, decoded once
@@ -212,17 +218,17 @@ func (c *ClientCall) Do(ctx context.Context, cancel context.CancelFunc, body []b
 			b, err = ReadMessage(resp, c.Limit)
 		}
 		if errors.Is(err, ErrTooLarge) {
-			return nil, AnsweredError{transport.NewError(err)}
+			return nil, &AnswerError{transport.NewError(err)}
 		}
 		if err != nil {
 			return nil, transport.NewError(fmt.Errorf("failed to read response: %w", err))
 		}
 		var msg clientMessage
 		if err := json.Unmarshal(b, &msg); err != nil {
-			return nil, AnsweredError{transport.NewError(fmt.Errorf("failed to decode response: %w", err))}
+			return nil, &AnswerError{transport.NewError(fmt.Errorf("failed to decode response: %w", err))}
 		}
 		if !c.answers(&msg) {
-			return nil, AnsweredError{transport.NewError(fmt.Errorf("malformed response: not the answer to request %s: %.80s", c.ID, b))}
+			return nil, &AnswerError{transport.NewError(fmt.Errorf("malformed response: not the answer to request %s: %.80s", c.ID, b))}
 		}
 		return answer(&msg)
 	case "text/event-stream":
@@ -281,7 +287,7 @@ func (c *ClientCall) passThrough(pt *PassThrough, resp *http.Response) (res *Raw
 	res, msg, err := pt.Relay(io.MultiReader(append(readers, resp.Body)...), c.ID, int64(c.Limit))
 	switch {
 	case err != nil:
-		return nil, nil, true, AnsweredError{transport.NewError(fmt.Errorf("reading the answer: %w", err))}
+		return nil, nil, true, &AnswerError{transport.NewError(fmt.Errorf("reading the answer: %w", err))}
 	case msg != nil: // no result: an error answer, as any other
 		return nil, msg, false, nil
 	}
@@ -307,24 +313,13 @@ func (c *ClientCall) answers(msg *clientMessage) bool {
 }
 
 // answer turns the call's response into its result or error.
-func answer(msg *clientMessage) (*RawResult, error) { return Answer(msg.Result, msg.Error) }
-
-// Answer turns the response to a tools/call, its result or error as the
-// downstream sent them, into the call's result or error: the raw call's
-// own, or mcp-go's transport's (transport.SendRequest, the path with the
-// switch off). Its errors are answers: the call is not sent again,
-// whatever they say.
-func Answer(result json.RawMessage, rpcErr *mcp.JSONRPCErrorDetails) (*RawResult, error) {
-	if rpcErr != nil {
-		de := &DownstreamError{RPCError: RPCError{Code: rpcErr.Code, Message: rpcErr.Message}, Cause: rpcErr.AsError()}
-		if rpcErr.Data != nil {
-			de.Data, _ = json.Marshal(rpcErr.Data)
-		}
-		return nil, AnsweredError{de}
+func answer(msg *clientMessage) (*RawResult, error) {
+	if msg.Error != nil {
+		return nil, &ErrorAnswer{Details: *msg.Error}
 	}
-	res, err := PeekResult(result)
+	res, err := PeekResult(msg.Result)
 	if err != nil {
-		return nil, AnsweredError{transport.NewError(err)}
+		return nil, &AnswerError{transport.NewError(err)}
 	}
 	return res, nil
 }
@@ -378,7 +373,7 @@ func (c *ClientCall) resumed(ctx context.Context, cur *Cursor) (*RawResult, bool
 	body, err := c.resume(ctx, cur)
 	if err != nil {
 		cancel()
-		return nil, false, DeliveredError{transport.NewError(fmt.Errorf("failed to resume the SSE stream for the response: %w", err))}
+		return nil, false, &ResumeError{transport.NewError(fmt.Errorf("failed to resume the SSE stream for the response: %w", err))}
 	}
 	defer body.Close()
 	defer cancel() // first, as in Do
@@ -432,7 +427,7 @@ func (c *ClientCall) readEvents(ctx context.Context, body io.Reader, cur *Cursor
 			if errors.Is(err, ErrEventTooLarge) {
 				err = &TooLargeError{Limit: c.Limit}
 			}
-			return nil, false, AnsweredError{transport.NewError(err)}
+			return nil, false, &AnswerError{transport.NewError(err)}
 		case err != nil:
 			return nil, false, transport.NewError(fmt.Errorf("SSE stream error: %w", err))
 		}

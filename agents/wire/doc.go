@@ -4,21 +4,24 @@
 // bench (test/bench/README.md, "Wire-level code"), and the upstream change
 // that would retire it.
 //
-//   - The envelope decode (message.go): a POST body decoded once into a
-//     Message that the gateway checks (gateway/jsonrpc.go) and the endpoint
-//     dispatches on. Gap: mcp-go's handlePost decodes the body itself, about
-//     six times, and offers no hook to dispatch on a decoded message before
-//     it. Buys: the one decode the fast path needs, so that a call is not
-//     decoded again by the gateway, the endpoint and the path. Retired by:
-//     a StreamableHTTPServer entry point taking an already decoded
+//   - The envelope decode and check (message.go): a POST body decoded
+//     once into a Message that the gateway checks (Check, the one envelope
+//     check: gateway/jsonrpc.go; IsRequest for the fast path and the
+//     endpoint's own answers) and the endpoint dispatches on. Gap: mcp-go's
+//     handlePost decodes the body itself, about six times, and offers no
+//     hook to dispatch on a decoded message before it. Buys: the one
+//     decode the fast path needs, so that a call is not decoded again by
+//     the gateway, the endpoint and the path. Retired by: a
+//     StreamableHTTPServer entry point taking an already decoded
 //     JSONRPCRequest.
-//   - The server-side tools/call path (fastcall.go, stream.go, raw.go),
-//     below. Gap: mcp-go's per-request cost (ephemeral session, 100-slot
-//     notification channel and forwarder goroutine, repeated _meta and
-//     header decoding) and no way to write a result as bytes. Buys: routing
-//     at 64 callers sessionless from 36% of direct (mcp-go) to 57-73%, at
-//     107-329 µs less gateway CPU per call; the raw result 3-6 points more
-//     and 3 copies of an 8 MiB result instead of 13. Retired by: a cheaper
+//   - The server-side tools/call path (fastcall.go, stream.go, raw.go;
+//     decorate.go, the one copy of mcp-go's decorateResponse), below. Gap:
+//     mcp-go's per-request cost (ephemeral session, 100-slot notification
+//     channel and forwarder goroutine, repeated _meta and header decoding)
+//     and no way to write a result as bytes. Buys: routing at 64 callers
+//     sessionless from 36% of direct (mcp-go) to 57-73%, at 107-329 µs
+//     less gateway CPU per call; the raw result 3-6 points more and 3
+//     copies of an 8 MiB result instead of 13. Retired by: a cheaper
 //     stateless handlePost (no per-request session unless a notification
 //     is sent) and a CallToolResult that can carry raw JSON.
 //   - The SSE event writer and reader (sse.go): the one framing of a
@@ -133,7 +136,7 @@
 // handlers then call the downstream through mcp-go's client), every
 // downstream tools/call goes through mcp-go's transport
 // (transport.SendRequest; a proxy's result still comes back as the
-// downstream's bytes, Answer), the toolbox's results and the tool loop's
+// downstream's bytes, PeekResult), the toolbox's results and the tool loop's
 // downstream calls are typed, and no large result is passed through. One
 // server-side piece runs off too, since mcp-go's server cannot finish a
 // call its Target started: a 2026-07-28 call through the endpoint's

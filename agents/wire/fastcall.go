@@ -139,9 +139,7 @@ func serve(w http.ResponseWriter, r *http.Request, msg *Message, t Target, sessi
 // object (or absent) without the members mcp-go acts on that the fast path
 // does not read.
 func plainEnvelope(m *Message) bool {
-	return string(m.JSONRPC) == `"2.0"` && !IsNull(m.ID) && (m.ID[0] == '"' || m.ID[0] == '-' || (m.ID[0] >= '0' && m.ID[0] <= '9')) &&
-		len(m.Result) == 0 && len(m.Error) == 0 && m.ParamsRead() &&
-		IsNull(m.Params.Task) && len(m.Params.InputResponses) == 0 && len(m.Params.RequestState) == 0
+	return m.IsRequest() && IsNull(m.Params.Task) && len(m.Params.InputResponses) == 0 && len(m.Params.RequestState) == 0
 }
 
 // JSONContent is mcp-go's Content-Type check of a POST.
@@ -399,18 +397,6 @@ func ToolAnswer(id any, tool string, res *mcp.CallToolResult, err error, modern 
 		Decorate(res, self)
 	}
 	return mcp.NewJSONRPCResultResponse(mcp.NewRequestId(id), res)
-}
-
-// Decorate stamps a result for a 2026-07-28 caller as mcp-go's
-// decorateResponse does: resultType "complete" unless set, and the server's
-// identity in _meta unless the result names one.
-func Decorate(res *mcp.CallToolResult, self mcp.Implementation) {
-	if res.GetResultType() == "" {
-		res.SetResultType(mcp.ResultTypeComplete)
-	}
-	if meta := res.EnsureResultMeta(); meta.ServerInfo() == nil {
-		meta.SetServerInfo(self)
-	}
 }
 
 // WithRoundTrip is ctx carrying rt, a 2026-07-28 request's multi

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+
+	"github.com/mark3labs/mcp-go/mcp"
 )
 
 // Message is a POST body's JSON-RPC message, decoded once by the gateway to
@@ -86,6 +88,71 @@ func Parse(body []byte) (*Message, error) {
 }
 
 var ErrNotObject = errors.New("not a JSON object")
+
+// EnvelopeError is what is wrong with a message's JSON-RPC envelope: the
+// error code and message the gateway answers it with.
+type EnvelopeError struct {
+	Code    int
+	Message string
+}
+
+func (e *EnvelopeError) Error() string { return e.Message }
+
+// Check is the one check of a message's envelope, the gateway's body check
+// (answered before mcp-go sees the message) and the test of every request
+// the endpoint answers itself (IsRequest): jsonrpc "2.0"; an id that is a
+// string or a number, or absent (a notification, or a response with a
+// null id); a method that is a string, or a response's members; params an
+// object when present; params.name a string for the methods whose name
+// mcp-go decodes as one. mcp-go would fail a method or id of the wrong
+// type with a parse error, accept a message with neither a method nor a
+// result as an empty response (202, silently), and hand params that are
+// not an object to its decoder, whose answer is a Go unmarshal error.
+func (m *Message) Check() *EnvelopeError {
+	switch {
+	case string(m.ID) == "null" && !IsNull(m.Method):
+		// mcp-go would take it for a notification and never answer.
+		return &EnvelopeError{mcp.INVALID_REQUEST, "invalid request: id must not be null (omit it for a notification)"}
+	case !IsNull(m.ID) && !m.HasID():
+		return &EnvelopeError{mcp.INVALID_REQUEST, "invalid request: id must be a string or a number"}
+	}
+	switch {
+	case string(m.JSONRPC) != `"2.0"`:
+		return &EnvelopeError{mcp.INVALID_REQUEST, `invalid request: jsonrpc must be "2.0"`}
+	case !IsNull(m.Method) && m.Method[0] != '"':
+		return &EnvelopeError{mcp.INVALID_REQUEST, "invalid request: method must be a string"}
+	case IsNull(m.Method) && len(m.Result) == 0 && len(m.Error) == 0:
+		return &EnvelopeError{mcp.INVALID_REQUEST, "invalid request: the message has no method (and is not a response)"}
+	case !IsNull(m.RawParams) && m.RawParams[0] != '{':
+		return &EnvelopeError{mcp.INVALID_PARAMS, "invalid params: params must be an object"}
+	case namedMethod[m.method] && !IsNull(m.Params.Name) && m.Params.Name[0] != '"':
+		return &EnvelopeError{mcp.INVALID_PARAMS, "invalid params: name must be a string"}
+	}
+	return nil
+}
+
+// HasID reports an id that is a string or a number.
+func (m *Message) HasID() bool {
+	return !IsNull(m.ID) && (m.ID[0] == '"' || m.ID[0] == '-' || (m.ID[0] >= '0' && m.ID[0] <= '9'))
+}
+
+// namedMethod are the methods whose params.name is a string, which mcp-go
+// would refuse with its decoder's message ("cannot unmarshal number into
+// Go struct field CallToolRequest.params.name of type string").
+var namedMethod = map[string]bool{string(mcp.MethodToolsCall): true, string(mcp.MethodPromptsGet): true}
+
+// IsRequest reports a request mcp-go dispatches as one: an envelope Check
+// accepts, with an id, without the members of a response, its params read
+// (absent, null or an object).
+func (m *Message) IsRequest() bool {
+	return m.HasID() && len(m.Result) == 0 && len(m.Error) == 0 && m.paramsRead && m.Check() == nil
+}
+
+// IsNotification reports a notification: an envelope Check accepts,
+// without an id.
+func (m *Message) IsNotification() bool {
+	return IsNull(m.ID) && !IsNull(m.Method) && m.Check() == nil
+}
 
 // MethodName is the method, "" when absent or not a string.
 func (m *Message) MethodName() string { return m.method }

@@ -39,10 +39,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"strconv"
 	"sync"
-
-	"github.com/mark3labs/mcp-go/mcp"
 )
 
 // PassThroughAbove is the size of a downstream answer above which Relay
@@ -355,7 +352,7 @@ func (w *passWriter) result(src *jsonSource, v *valueScan) (*RawResult, error) {
 	}
 	if !w.hold && w.s.modern {
 		var err error
-		if meta, resultType, err = w.decorate(meta, res.ResultType); err != nil {
+		if meta, resultType, err = decorateMembers(meta, res.ResultType, w.self); err != nil {
 			return nil, err
 		}
 	}
@@ -378,28 +375,6 @@ func (w *passWriter) result(src *jsonSource, v *valueScan) (*RawResult, error) {
 		res.JSON, w.out = json.RawMessage(w.out), nil
 	}
 	return res, nil
-}
-
-// decorate is decorateRaw for a passed-through result's held members.
-func (w *passWriter) decorate(meta []byte, resultType string) (newMeta, newType []byte, err error) {
-	var m map[string]json.RawMessage
-	if len(meta) > 0 {
-		if err := json.Unmarshal(meta, &m); err != nil {
-			return nil, nil, fmt.Errorf("_meta: %w", err)
-		}
-	}
-	if _, ok := m[mcp.MetaKeyServerInfo]; !ok {
-		if m == nil {
-			m = map[string]json.RawMessage{}
-		}
-		m[mcp.MetaKeyServerInfo] = w.self
-		meta = mustRaw(m)
-	}
-	t := strconv.Quote(resultType)
-	if resultType == "" {
-		t = `"` + string(mcp.ResultTypeComplete) + `"`
-	}
-	return meta, []byte(t), nil
 }
 
 func orNull(b []byte) []byte {

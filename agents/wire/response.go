@@ -43,6 +43,7 @@ type Response struct {
 	onEvent func() // after each SSE event written; nil: none
 
 	mu          sync.Mutex // serializes writes: mcp-go's and Inject's
+	stream      *Stream    // the fast path's call writing to this response (attach), or nil
 	wroteHeader bool
 	upgraded    bool // Inject sent the SSE headers
 	reframe     bool // after upgraded: mcp-go then began a JSON answer
@@ -134,12 +135,20 @@ func (w *Response) CanStream() bool {
 // Unwrap lets http.ResponseController reach the underlying writer.
 func (w *Response) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
-// Inject writes msg (one JSON-RPC message) as an SSE event and flushes it,
-// upgrading the response to SSE if nothing was written yet. The caller
-// makes sure mcp-go is not touching the response headers meanwhile (no
-// notification of the request is on its way: proxy.Relay.Exclusive).
+// Inject is the one way to write a request of the endpoint's own (one
+// JSON-RPC message) on a call's response: as an SSE event, flushed,
+// upgrading the response to SSE if nothing was written yet. On the fast
+// path's call (a Stream writing to w) the Stream orders it: after the
+// notifications it took, never after the answer (Stream.inject). On
+// mcp-go's, the caller makes sure mcp-go is not touching the response
+// headers meanwhile (no notification of the request is on its way:
+// proxy.Relay.Exclusive).
 func (w *Response) Inject(msg []byte) error {
 	w.mu.Lock()
+	if s := w.stream; s != nil {
+		w.mu.Unlock() // the stream's writes take mu
+		return s.inject(msg)
+	}
 	defer w.mu.Unlock()
 	if !w.wroteHeader {
 		h := w.Header()
@@ -156,6 +165,14 @@ func (w *Response) Inject(msg []byte) error {
 	}
 	w.flushLocked()
 	return nil
+}
+
+// attach records s, the fast path's call, as the writer of w's answer
+// (Inject).
+func (w *Response) attach(s *Stream) {
+	w.mu.Lock()
+	w.stream = s
+	w.mu.Unlock()
 }
 
 // writeEventLocked writes data as one SSE message event, in one write, and

@@ -64,7 +64,11 @@ func StreamFrom(ctx context.Context) *Stream {
 
 func newStream(w http.ResponseWriter, r *http.Request) *Stream {
 	f, _ := w.(http.Flusher)
-	return &Stream{w: w, flusher: f, reqCtx: r.Context()}
+	s := &Stream{w: w, flusher: f, reqCtx: r.Context()}
+	if rw, ok := w.(*Response); ok {
+		rw.attach(s) // the endpoint's requests go through rw.Inject, ordered here
+	}
+	return s
 }
 
 // Notify queues one notification for the caller (a notifyFunc), built as
@@ -176,9 +180,10 @@ func (s *Stream) upgrade() {
 }
 
 // inject writes msg, a server-to-client request of the endpoint's own
-// (endpoint.Request), as the next event: after the notifications taken so
-// far, switching the response to SSE if it is the first.
-func (s *Stream) Inject(msg json.RawMessage) error {
+// (endpoint.Request, through Response.Inject), as the next event: after
+// the notifications taken so far, switching the response to SSE if it is
+// the first.
+func (s *Stream) inject(msg json.RawMessage) error {
 	if s.flusher == nil {
 		return errors.New("the response to the caller's request cannot stream")
 	}

@@ -417,8 +417,6 @@ func dummyEnv(raw []byte) []string {
 	return env
 }
 
-var _ = time.Second
-
 // checkSSE parses an SSE body: progress notifications strictly increasing,
 // the last one with total, then exactly one result last.
 func checkSSE(t *testing.T, body string) {

@@ -16,6 +16,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -145,6 +146,35 @@ type Agents struct {
 	Metrics  *metrics.Metrics
 	Requests *endpoint.CallerRequests // the Set's
 	Srv      *httptest.Server
+	slow     atomic.Bool // ThroughMCPGo
+}
+
+// ThroughMCPGo serves every later request of ta with the process's wire
+// switch off (wire.SetFast), as PALLASGW_WIRE_FAST=off would: the other
+// side of a test that holds the hand-written paths to mcp-go's, its
+// requests sent one side after the other. The switch is on again once no
+// such request runs.
+func (ta *Agents) ThroughMCPGo() { ta.slow.Store(true) }
+
+// slowRuns counts the requests running with the switch off (ThroughMCPGo).
+var slowRuns struct {
+	sync.Mutex
+	n int
+}
+
+func switchOff() (restore func()) {
+	slowRuns.Lock()
+	if slowRuns.n++; slowRuns.n == 1 {
+		wire.SetFast(false)
+	}
+	slowRuns.Unlock()
+	return func() {
+		slowRuns.Lock()
+		if slowRuns.n--; slowRuns.n == 0 {
+			wire.SetFast(true)
+		}
+		slowRuns.Unlock()
+	}
 }
 
 // New builds the agents of yaml over down and serves them.
@@ -186,6 +216,9 @@ func NewWith(t *testing.T, yaml string, down agents.Downstream, providers map[st
 		}
 		id := policy.Identity{Caller: r.Header.Get("X-Test-Caller")}
 		r = r.WithContext(agents.WithRequestID(policy.WithIdentity(r.Context(), id), "rid-1"))
+		if ta.slow.Load() {
+			defer switchOff()()
+		}
 		tw, tr := endpoint.TrackStream(w, r, "rid-1")
 		a.Handler().ServeHTTP(tw, tr)
 	}))
