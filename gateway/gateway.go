@@ -82,6 +82,13 @@ type Gateway struct {
 
 	wg        sync.WaitGroup // goroutines owned by the gateway (watcher, servers, preflight)
 	stopWatch context.CancelFunc
+	// failedRefs are the files the last reload's config named when that
+	// reload failed (nil otherwise), loadedHash the content hash of the
+	// files followed as of the last load, rearm a reload's wake-up of the
+	// watch loop (watch.go).
+	failedRefs atomic.Pointer[config.Refs]
+	loadedHash atomic.Pointer[[32]byte]
+	rearm      chan struct{}
 }
 
 // reloadStatus is the outcome of the last load attempt.
@@ -96,7 +103,7 @@ type reloadStatus struct {
 // New loads the config for the first time and builds the first snapshot.
 // A bad first config is an error (the caller exits 1).
 func New(opts Options) (*Gateway, error) {
-	g := &Gateway{opts: opts, log: opts.Logger, metrics: metrics.New(opts.Version), calls: newCallCounter(), endDelay: make(chan struct{})}
+	g := &Gateway{opts: opts, log: opts.Logger, metrics: metrics.New(opts.Version), calls: newCallCounter(), endDelay: make(chan struct{}), rearm: make(chan struct{}, 1)}
 	g.baseCtx, g.cancelBase = context.WithCancel(context.Background())
 	g.listeners = newListenerSet(g)
 	g.pins = pins.NewGuard(opts.Logger.Named("pins").WithOptions(zap.WithCaller(false)), g.metrics)
@@ -124,6 +131,7 @@ func New(opts Options) (*Gateway, error) {
 		g.closeSessions()
 		return nil, err
 	}
+	g.noteReload(nil)
 	return g, nil
 }
 

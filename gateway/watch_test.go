@@ -116,3 +116,64 @@ func TestWatchReloadsAgentCards(t *testing.T) {
 		return desc() == "fourth" && g.current.Load().cfg.Agents["more"] != nil
 	})
 }
+
+// A reload that failed because the pins file the new config names does not
+// exist yet (the README's order: add pins:, then `pallasgw pins init`) runs
+// again when the file appears, without another edit of the config: on the
+// file's event (poll off), and on the poll alone (the file in a directory
+// that does not exist yet, so no watch can see it).
+func TestWatchRetriesWhenAMissingFileAppears(t *testing.T) {
+	for _, tc := range []struct{ name, reload, pins string }{
+		{"event", "{debounce: 20ms, poll_interval: 0}", "pins.yaml"},
+		{"poll", "{debounce: 20ms, poll_interval: 50ms}", "later/pins.yaml"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			path := filepath.Join(dir, "pallasgw.yaml")
+			cfg := "name: w\nlisten: \"127.0.0.1:0\"\nreload: " + tc.reload + "\nagents:\n  echo: {}\n"
+			if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			g, err := New(Options{ConfigPath: path, Logger: zap.NewNop()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			t.Cleanup(func() {
+				cancel()
+				g.cancelBase()
+				g.wg.Wait()
+				g.listeners.closeAll()
+			})
+			if err := g.Watch(ctx); err != nil {
+				t.Fatal(err)
+			}
+			waitFor := func(what string, ok func() bool) {
+				t.Helper()
+				for deadline := time.Now().Add(10 * time.Second); !ok(); time.Sleep(10 * time.Millisecond) {
+					if time.Now().After(deadline) {
+						t.Fatalf("timed out waiting for %s", what)
+					}
+				}
+			}
+			if err := os.WriteFile(path, []byte(cfg+"pins: "+tc.pins+"\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			waitFor("the failed reload", func() bool {
+				st := g.lastReload.Load()
+				return st != nil && !st.OK && strings.Contains(st.Error, "pins: pins file")
+			})
+			pins := filepath.Join(dir, tc.pins)
+			if err := os.MkdirAll(filepath.Dir(pins), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(pins, []byte("servers: {}\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			waitFor("the pins in force", func() bool { return g.current.Load().cfg.PinsPath == pins })
+			if st := g.lastReload.Load(); !st.OK {
+				t.Errorf("last reload: %+v", st)
+			}
+		})
+	}
+}
