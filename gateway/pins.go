@@ -11,15 +11,23 @@ import (
 	"github.com/pallasgw/pallasgw/gateway/config"
 )
 
+// CheckPins reads cfg's pins file as serve does, and reports a missing or
+// broken one as serve does: "file:line: pins: message" (validate).
+func CheckPins(cfg *config.Config) error {
+	_, err := pinPolicy(cfg)
+	return err
+}
+
 // pinPolicy builds the pins policy of cfg: the pins file, parsed (a
 // missing or broken one fails the load, so a start stops and a reload
-// keeps the serving pins), and each server's pin mode and checks.
+// keeps the serving pins), and each server's pin mode and checks. Its
+// errors are config errors, at the pins key or the server's key.
 func pinPolicy(cfg *config.Config) (*pins.Policy, error) {
 	p := &pins.Policy{Path: cfg.PinsPath, Servers: make(map[string]pins.ServerPolicy, len(cfg.MCP.Servers))}
 	if cfg.PinsPath != "" {
 		f, err := pins.Load(cfg.PinsPath)
 		if err != nil {
-			return nil, err
+			return nil, cfg.ErrorAt([]string{"pins"}, err.Error())
 		}
 		p.File = f
 	}

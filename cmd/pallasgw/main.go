@@ -17,7 +17,6 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
-	"github.com/pallasgw/pallasgw/agents/pins"
 	"github.com/pallasgw/pallasgw/cmd/pallasgw/internal/pinscmd"
 	"github.com/pallasgw/pallasgw/gateway"
 	"github.com/pallasgw/pallasgw/gateway/config"
@@ -104,11 +103,9 @@ func validate(args []string, stdout, stderr io.Writer) int {
 		printConfigError(stderr, err)
 		return 1
 	}
-	if cfg.PinsPath != "" { // serve refuses a broken pins file: so does validate
-		if _, err := pins.Load(cfg.PinsPath); err != nil {
-			fmt.Fprintln(stderr, err)
-			return 1
-		}
+	if err := gateway.CheckPins(cfg); err != nil { // serve refuses a missing or broken pins file: so does validate
+		fmt.Fprintln(stderr, err)
+		return 1
 	}
 	printFindings(stderr, cfg.Warnings, cfg.Infos)
 	fmt.Fprintf(stdout, "%s: ok (%d agents, %d servers, hash %s)\n", *path, len(cfg.Agents), len(cfg.MCP.Servers), cfg.Hash[:12])
