@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 
 	"github.com/pallasgw/pallasgw/agents/mcpclient"
 	"github.com/pallasgw/pallasgw/agents/pins"
@@ -74,4 +75,25 @@ func DownstreamSpec(cfg *config.Config, name string) (mcpclient.ServerSpec, bool
 		}
 	}
 	return mcpclient.ServerSpec{}, false
+}
+
+// pinChanges names the pins a reload changed ("pin dict/lookup added",
+// "... changed", "... removed"): an approval or a rejection written by
+// `pallasgw pins` or the console, or an edit of the pins file.
+func pinChanges(a, b *pins.Policy) []string {
+	flat := func(p *pins.Policy) map[string]*pins.Entry {
+		m := map[string]*pins.Entry{}
+		if p == nil || p.File == nil {
+			return m
+		}
+		for server, tools := range p.File.Servers {
+			for tool, e := range tools {
+				m[server+"/"+tool] = e
+			}
+		}
+		return m
+	}
+	return diffMap("pin", flat(a), flat(b), func(x, y *pins.Entry) bool {
+		return x.Hash == y.Hash && slices.Equal(x.Rejected, y.Rejected)
+	})
 }

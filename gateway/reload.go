@@ -85,7 +85,7 @@ func (g *Gateway) Reload(trigger string) (ReloadResult, error) {
 			zap.String("trigger", trigger), zap.Bool("wire_fast", wire.Fast()))
 	}
 	g.noteReload(nil)
-	changes := diff(old.cfg, cfg)
+	changes := append(diff(old.cfg, cfg), pinChanges(old.pins, g.current.Load().pins)...)
 	g.log.Info("config reloaded", zap.String("trigger", trigger), zap.String("config_hash", cfg.Hash), zap.Strings("changes", changes))
 	return ReloadResult{Hash: cfg.Hash, Changes: changes}, nil
 }
