@@ -53,9 +53,12 @@ type Gateway struct {
 	current  atomic.Pointer[Snapshot]
 	draining atomic.Bool // new calls refused (drain_delay after unready)
 	unready  atomic.Bool // /readyz 503: Shutdown has begun
-	// endDelay, closed by EndDrainDelay, cuts drain_delay short.
+	// endDelay, closed by EndDrainDelay, cuts drain_delay short; now,
+	// closed by StopNow, cuts the whole shutdown short.
 	endDelay     chan struct{}
 	endDelayOnce sync.Once
+	now          chan struct{}
+	nowOnce      sync.Once
 	calls        *callCounter // running agent requests
 
 	reloadMu   sync.Mutex // serialises reloads
@@ -103,7 +106,7 @@ type reloadStatus struct {
 // New loads the config for the first time and builds the first snapshot.
 // A bad first config is an error (the caller exits 1).
 func New(opts Options) (*Gateway, error) {
-	g := &Gateway{opts: opts, log: opts.Logger, metrics: metrics.New(opts.Version), calls: newCallCounter(), endDelay: make(chan struct{}), rearm: make(chan struct{}, 1)}
+	g := &Gateway{opts: opts, log: opts.Logger, metrics: metrics.New(opts.Version), calls: newCallCounter(), endDelay: make(chan struct{}), now: make(chan struct{}), rearm: make(chan struct{}, 1)}
 	g.baseCtx, g.cancelBase = context.WithCancel(context.Background())
 	g.listeners = newListenerSet(g)
 	g.pins = pins.NewGuard(opts.Logger.Named("pins").WithOptions(zap.WithCaller(false)), g.metrics)
@@ -208,7 +211,7 @@ func (g *Gateway) newServer(h http.Handler) *http.Server {
 // EndDrainDelay cuts it short, then refused with 503 while the listeners
 // still accept; running calls get shutdown_timeout to finish and are then
 // canceled, the listeners close, and the snapshot's resources (stdio
-// downstreams) are released.
+// downstreams) are released. StopNow cuts every wait short.
 func (g *Gateway) Shutdown() {
 	g.unready.Store(true)
 	cfg := g.current.Load().cfg
@@ -224,13 +227,25 @@ func (g *Gateway) Shutdown() {
 	g.draining.Store(true)
 	timeout := cfg.ShutdownTimeout
 	g.log.Info("draining", zap.Duration("shutdown_timeout", timeout), zap.Int("running_calls", g.calls.count()))
-	if !g.calls.waitZero(timeout) {
-		g.log.Warn("shutdown_timeout reached; canceling running calls", zap.Int("running_calls", g.calls.count()))
+	if !g.calls.waitZero(timeout, g.now) {
+		select {
+		case <-g.now:
+			g.log.Warn("stopping now; canceling running calls", zap.Int("running_calls", g.calls.count()))
+		default:
+			g.log.Warn("shutdown_timeout reached; canceling running calls", zap.Int("running_calls", g.calls.count()))
+		}
 		g.cancelBase()
-		g.calls.waitZero(5 * time.Second)
+		g.calls.waitZero(5*time.Second, nil)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
+	go func() { // StopNow: the listeners close without waiting for idle connections
+		select {
+		case <-g.now:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
 	var wg sync.WaitGroup
 	for _, srv := range append(g.listeners.servers(), g.main) {
 		if srv == nil {
@@ -256,6 +271,15 @@ func (g *Gateway) Shutdown() {
 	g.quotaStores.close()
 	g.closeSessions()
 	g.log.Info("stopped")
+}
+
+// StopNow makes a Shutdown (running or to come) finish at once: no drain
+// delay, running calls canceled instead of awaited, listeners closed (a
+// second SIGTERM or Ctrl-C while the first one's shutdown runs). Safe to
+// call any number of times.
+func (g *Gateway) StopNow() {
+	g.EndDrainDelay()
+	g.nowOnce.Do(func() { close(g.now) })
 }
 
 // EndDrainDelay ends a Shutdown's drain_delay now (a second SIGTERM or
@@ -302,8 +326,9 @@ func (c *callCounter) count() int {
 	return c.n
 }
 
-// waitZero waits until no call runs; false when timeout passed first.
-func (c *callCounter) waitZero(timeout time.Duration) bool {
+// waitZero waits until no call runs; false when timeout passed or stop
+// closed first (a nil stop never does).
+func (c *callCounter) waitZero(timeout time.Duration, stop <-chan struct{}) bool {
 	c.mu.Lock()
 	zero := c.zero
 	c.mu.Unlock()
@@ -313,6 +338,8 @@ func (c *callCounter) waitZero(timeout time.Duration) bool {
 	case <-zero:
 		return true
 	case <-t.C:
+		return false
+	case <-stop:
 		return false
 	}
 }

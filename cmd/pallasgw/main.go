@@ -179,7 +179,8 @@ func serve(args []string, stderr io.Writer) int {
 	go func() { errc <- g.Serve() }()
 	select {
 	case <-ctx.Done():
-		// A second SIGTERM or interrupt ends the drain delay; registered
+		// A second SIGTERM or interrupt stops at once (no drain delay,
+		// running calls canceled, listeners closed); registered
 		// before stop and never stopped, so that no later signal meets the
 		// default action while the process winds down (it would end it
 		// with "terminated" instead of exit 0). Further signals are dropped
@@ -188,7 +189,7 @@ func serve(args []string, stderr io.Writer) int {
 		signal.Notify(again, syscall.SIGTERM, os.Interrupt)
 		stop()
 		shut := make(chan struct{})
-		go endDrainDelayOnSignal(g, again, shut)
+		go stopNowOnSignal(g, again, shut)
 		g.Shutdown()
 		close(shut)
 		<-errc
@@ -199,13 +200,13 @@ func serve(args []string, stderr io.Writer) int {
 	}
 }
 
-// endDrainDelayOnSignal ends the drain delay of a shutting-down gateway on
-// the next signal of again (a second SIGTERM or Ctrl-C, from an operator or
-// a test that does not wait); it returns then or when shut is closed.
-func endDrainDelayOnSignal(g *gateway.Gateway, again <-chan os.Signal, shut <-chan struct{}) {
+// stopNowOnSignal makes a shutting-down gateway stop at once on the next
+// signal of again (a second SIGTERM or Ctrl-C, from an operator who does
+// not want to wait or a test); it returns then or when shut is closed.
+func stopNowOnSignal(g *gateway.Gateway, again <-chan os.Signal, shut <-chan struct{}) {
 	select {
 	case <-again:
-		g.EndDrainDelay()
+		g.StopNow()
 	case <-shut:
 	}
 }
