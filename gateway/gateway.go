@@ -33,6 +33,11 @@ type Options struct {
 	ConfigPath string
 	// Listen overrides the config's listen address (the --listen flag).
 	Listen string
+	// AliasPortOffset is added to every legacy alias port (agents' port,
+	// registry_port; --alias-port-offset); NoAliasPorts binds none of them
+	// (--no-alias-ports). Default 0 and false: the config's ports.
+	AliasPortOffset int
+	NoAliasPorts    bool
 	// Agent, when set (serve --agent), serves only that agent and the
 	// agents it runs.
 	Agent   string
@@ -122,6 +127,9 @@ func New(opts Options) (*Gateway, error) {
 	g.log = opts.Logger.With(zap.String("project", cfg.Name))
 	if opts.Listen != "" {
 		cfg.Listen = opts.Listen
+	}
+	if err := opts.moveAliasPorts(cfg); err != nil {
+		return nil, err
 	}
 	// The wire switch is read at start, like listen: a reload that
 	// changes it is told a restart is needed (reload.go).

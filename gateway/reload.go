@@ -36,6 +36,9 @@ func (g *Gateway) Reload(trigger string) (ReloadResult, error) {
 	if err == nil && g.opts.Listen != "" {
 		cfg.Listen = g.opts.Listen
 	}
+	if err == nil {
+		err = g.opts.moveAliasPorts(cfg)
+	}
 	old := g.current.Load()
 	if err == nil && cfg.Hash == old.cfg.Hash {
 		g.metrics.ConfigReloads.WithLabelValues("unchanged").Inc()

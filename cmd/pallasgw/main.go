@@ -75,12 +75,14 @@ func parseFlags(fs *flag.FlagSet, args []string) (code int, done bool) {
 
 func usage(w io.Writer) {
 	fmt.Fprint(w, `usage:
-  pallasgw serve    [--config PATH] [--listen ADDR] [--agent NAME] [--log-level debug|info|warn|error] [--log-format json|console]
+  pallasgw serve    [--config PATH] [--listen ADDR] [--alias-port-offset N | --no-alias-ports] [--agent NAME]
+                    [--log-level debug|info|warn|error] [--log-format json|console]
   pallasgw validate [--config PATH]
   pallasgw chat     [--url URL] [--token T] [--tool NAME] AGENT [-m MESSAGE]
   pallasgw import   --pallas DIR [--out FILE] [--cards DIR]
 `+pinscmd.Usage+`  pallasgw version
---config defaults to $PALLASGW_CONFIG, then ./pallasgw.yaml.
+--config defaults to $PALLASGW_CONFIG, then ./pallasgw.yaml; --listen to $PALLASGW_LISTEN,
+then the config's listen; chat's --url to $PALLASGW_URL, then http://$PALLASGW_LISTEN.
 `)
 }
 
@@ -142,7 +144,9 @@ func serve(args []string, stderr io.Writer) int {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	path := fs.String("config", defaultConfig(), "config file")
-	listen := fs.String("listen", "", "listen address (overrides the config's listen)")
+	listen := fs.String("listen", os.Getenv("PALLASGW_LISTEN"), "listen address (overrides the config's listen; default $PALLASGW_LISTEN)")
+	aliasOffset := fs.Int("alias-port-offset", 0, "add N to every legacy alias port (agents' port, registry_port)")
+	noAlias := fs.Bool("no-alias-ports", false, "bind no legacy alias port")
 	agent := fs.String("agent", "", "serve only this agent (and the agents it runs)")
 	level := fs.String("log-level", "info", "debug, info, warn or error")
 	format := fs.String("log-format", "json", "json or console")
@@ -157,7 +161,8 @@ func serve(args []string, stderr io.Writer) int {
 	// Every return below, the graceful shutdown on SIGTERM included, writes
 	// out the buffered lines; main's os.Exit comes after.
 	defer flush()
-	g, err := gateway.New(gateway.Options{ConfigPath: *path, Listen: *listen, Agent: *agent, Logger: log, Version: version, Commit: commit})
+	g, err := gateway.New(gateway.Options{ConfigPath: *path, Listen: *listen, AliasPortOffset: *aliasOffset, NoAliasPorts: *noAlias,
+		Agent: *agent, Logger: log, Version: version, Commit: commit})
 	if err != nil {
 		_ = log.Sync() // the lines logged so far come before the error
 		printConfigError(stderr, err)
