@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -42,7 +43,17 @@ func TestPinsAppliedWhenTheFileAppears(t *testing.T) {
 	})
 	mutate(t, px, 2)
 	eventually(t, 10*time.Second, "the changed lookup hidden (enforce)", func() bool { return lookupDescription(t, px) == "" })
-	if text, isErr := pinCall(t, px, "lookup", map[string]any{"word": "cat"}); !isErr || !strings.Contains(text, "awaits approval") {
+	text, isErr := pinCall(t, px, "lookup", map[string]any{"word": "cat"})
+	if !isErr || !strings.Contains(text, "awaits approval") {
 		t.Errorf("a call of the changed tool: %q (isError %v)", text, isErr)
+	}
+	// The refusal's request id, which the answer names, is in the log: the
+	// call's audit line.
+	m := regexp.MustCompile(`\(request id ([0-9a-f]+)\)`).FindStringSubmatch(text)
+	if m == nil {
+		t.Fatalf("no request id in the refusal %q", text)
+	}
+	if !g.logged(`"request_id":"` + m[1] + `","caller":"anonymous","agent":"px","server":"","tool":"lookup","decision":"deny","reason":"tool_awaits_approval"`) {
+		t.Errorf("no audit line for the refused call %s:\n%s", m[1], g.Logs())
 	}
 }
