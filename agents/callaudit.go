@@ -19,10 +19,8 @@ import (
 	"github.com/pallasgw/pallasgw/policy"
 )
 
-// Reasons of the refusals auditRefusal writes.
+// Reasons of the refusals auditRefusal writes (and pins.RefusalReason's).
 const (
-	reasonAwaitsApproval    = "tool_awaits_approval"
-	reasonRejected          = "tool_rejected"
 	reasonToolNotFound      = "tool_not_found"
 	reasonServerUnavailable = "server_unavailable"
 )
@@ -50,10 +48,8 @@ func (a *Agent) auditRefusal(ctx context.Context, name string, err error) {
 	case errors.As(err, &unavailable):
 		ev.Server, ev.Tool = unavailable.Server, unavailable.Tool
 		ev.Decision, ev.Outcome = policy.Decision{Allowed: true, Reason: reasonServerUnavailable}, policy.OutcomeError
-	case errors.Is(err, pins.ErrRejected):
-		ev.Decision = policy.Decision{Reason: reasonRejected}
-	case errors.Is(err, pins.ErrAwaitsApproval):
-		ev.Decision = policy.Decision{Reason: reasonAwaitsApproval}
+	case pins.RefusalReason(err) != "":
+		ev.Decision = policy.Decision{Reason: pins.RefusalReason(err)}
 	default:
 		ev.Decision = policy.Decision{Reason: reasonToolNotFound}
 	}

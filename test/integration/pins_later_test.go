@@ -53,7 +53,14 @@ func TestPinsAppliedWhenTheFileAppears(t *testing.T) {
 	if m == nil {
 		t.Fatalf("no request id in the refusal %q", text)
 	}
-	if !g.logged(`"request_id":"` + m[1] + `","caller":"anonymous","agent":"px","server":"","tool":"lookup","decision":"deny","reason":"tool_awaits_approval"`) {
-		t.Errorf("no audit line for the refused call %s:\n%s", m[1], g.Logs())
+	audited := func() bool {
+		for _, line := range strings.Split(g.Logs(), "\n") {
+			if strings.Contains(line, `"msg":"policy decision"`) && strings.Contains(line, `"request_id":"`+m[1]+`"`) &&
+				strings.Contains(line, `"tool":"lookup","decision":"deny","reason":"tool_awaits_approval"`) {
+				return true
+			}
+		}
+		return false
 	}
+	eventually(t, 10*time.Second, "the audit line refusing the call "+m[1], audited)
 }
