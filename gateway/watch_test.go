@@ -117,15 +117,23 @@ func TestWatchReloadsAgentCards(t *testing.T) {
 	})
 }
 
-// A reload that failed because the pins file the new config names does not
-// exist yet (the README's order: add pins:, then `pallasgw pins init`) runs
-// again when the file appears, without another edit of the config: on the
-// file's event (poll off), and on the poll alone (the file in a directory
-// that does not exist yet, so no watch can see it).
+// A reload that failed because a file the new config names does not exist
+// yet (the README's order for pins: add pins:, then `pallasgw pins init`)
+// runs again when the file appears, without another edit of the config:
+// on the file's event (poll off), and on the poll alone (the file in a
+// directory that does not exist yet, so no watch can see it). The pins
+// file, an env_file and an agent_cards directory alike.
 func TestWatchRetriesWhenAMissingFileAppears(t *testing.T) {
-	for _, tc := range []struct{ name, reload, pins string }{
-		{"event", "{debounce: 20ms, poll_interval: 0}", "pins.yaml"},
-		{"poll", "{debounce: 20ms, poll_interval: 50ms}", "later/pins.yaml"},
+	const event, poll = "{debounce: 20ms, poll_interval: 0}", "{debounce: 20ms, poll_interval: 50ms}"
+	for _, tc := range []struct {
+		name, reload, line, path, content, failure string
+	}{
+		{"pins/event", event, "pins: pins.yaml", "pins.yaml", "servers: {}\n", "pins: pins file"},
+		{"pins/poll", poll, "pins: later/pins.yaml", "later/pins.yaml", "servers: {}\n", "pins: pins file"},
+		{"env_file/event", event, "env_file: app.env", "app.env", "X=1\n", "env_file:"},
+		{"env_file/poll", poll, "env_file: later/app.env", "later/app.env", "X=1\n", "env_file:"},
+		{"agent_cards/event", event, "agent_cards: [cards]", "cards/more.md", "---\ndescription: more\n---\nHelp.\n", "is not a directory"},
+		{"agent_cards/poll", poll, "agent_cards: [later/cards]", "later/cards/more.md", "---\ndescription: more\n---\nHelp.\n", "is not a directory"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
@@ -152,28 +160,29 @@ func TestWatchRetriesWhenAMissingFileAppears(t *testing.T) {
 				t.Helper()
 				for deadline := time.Now().Add(10 * time.Second); !ok(); time.Sleep(10 * time.Millisecond) {
 					if time.Now().After(deadline) {
-						t.Fatalf("timed out waiting for %s", what)
+						t.Fatalf("timed out waiting for %s (last reload %+v)", what, g.lastReload.Load())
 					}
 				}
 			}
-			if err := os.WriteFile(path, []byte(cfg+"pins: "+tc.pins+"\n"), 0o644); err != nil {
+			served := g.current.Load()
+			if err := os.WriteFile(path, []byte(cfg+tc.line+"\n"), 0o644); err != nil {
 				t.Fatal(err)
 			}
 			waitFor("the failed reload", func() bool {
 				st := g.lastReload.Load()
-				return st != nil && !st.OK && strings.Contains(st.Error, "pins: pins file")
+				return st != nil && !st.OK && strings.Contains(st.Error, tc.failure)
 			})
-			pins := filepath.Join(dir, tc.pins)
-			if err := os.MkdirAll(filepath.Dir(pins), 0o755); err != nil {
+			file := filepath.Join(dir, tc.path)
+			if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
 				t.Fatal(err)
 			}
-			if err := os.WriteFile(pins, []byte("servers: {}\n"), 0o644); err != nil {
+			if err := os.WriteFile(file, []byte(tc.content), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			waitFor("the pins in force", func() bool { return g.current.Load().cfg.PinsPath == pins })
-			if st := g.lastReload.Load(); !st.OK {
-				t.Errorf("last reload: %+v", st)
-			}
+			waitFor("the config with the file in force", func() bool {
+				st := g.lastReload.Load()
+				return g.current.Load() != served && st != nil && st.OK
+			})
 		})
 	}
 }
