@@ -67,3 +67,44 @@ func TestEveryToolCallAudited(t *testing.T) {
 		})
 	}
 }
+
+// A request the gateway refuses before any agent runs (no audit line names
+// it) is logged with its request id: an unknown agent, a body that is no
+// JSON-RPC message, a body over limits.max_body_bytes.
+func TestRefusedRequestsLogged(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "pallasgw.yaml")
+	cfg := "name: t\nlisten: \"127.0.0.1:0\"\nlimits: {max_body_bytes: 200}\nagents:\n  echo: {model: passthrough}\n"
+	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	core, logs := observer.New(zap.InfoLevel)
+	g, err := New(Options{ConfigPath: path, Logger: zap.New(core), Version: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { g.EndDrainDelay(); g.Shutdown() })
+	h := g.router()
+	for _, c := range []struct {
+		rid, path, body string
+		status          int
+	}{
+		{"rid-agent-0001", "/agents/nobody/mcp", `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`, http.StatusNotFound},
+		{"rid-body-0002", "/agents/echo/mcp", `{"jsonrpc":"2.0","id":1`, http.StatusBadRequest},
+		{"rid-large-0003", "/agents/echo/mcp", `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"x":"` + strings.Repeat("x", 300) + `"}}`, http.StatusRequestEntityTooLarge},
+	} {
+		req := httptest.NewRequest(http.MethodPost, c.path, strings.NewReader(c.body))
+		req.RemoteAddr, req.Host = "127.0.0.1:5000", "127.0.0.1:8200"
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("X-Request-Id", c.rid)
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		if rec.Code != c.status {
+			t.Errorf("%s: HTTP %d, want %d", c.path, rec.Code, c.status)
+		}
+		lines := logs.FilterField(zap.String("request_id", c.rid)).AllUntimed()
+		if len(lines) != 1 || lines[0].Message != "request refused" || lines[0].ContextMap()["status"] != int64(c.status) {
+			t.Errorf("%s: log lines with the request id: %v, want one \"request refused\" with status %d", c.rid, lines, c.status)
+		}
+	}
+}
