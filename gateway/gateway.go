@@ -290,9 +290,10 @@ func (g *Gateway) StopNow() {
 	g.nowOnce.Do(func() { close(g.now) })
 }
 
-// EndDrainDelay ends a Shutdown's drain_delay now (a second SIGTERM or
-// interrupt): new calls are refused from then on. Safe to call any number
-// of times, before or during Shutdown.
+// EndDrainDelay ends a Shutdown's drain_delay now (StopNow; a test with no
+// load balancer to drain from): new calls are refused from then on, and
+// running calls still get shutdown_timeout. Safe to call any number of
+// times, before or during Shutdown.
 func (g *Gateway) EndDrainDelay() {
 	g.endDelayOnce.Do(func() { close(g.endDelay) })
 }

@@ -114,8 +114,9 @@ func TestShutdownTimeoutCancelsCalls(t *testing.T) {
 
 // TestDrainDelayKeepsServing: on SIGTERM /readyz turns 503 at once, but new
 // calls are served for drain_delay (a proxy that cannot retry a refused
-// POST has moved away by then); a second SIGTERM ends the delay, new calls
-// are refused with 503 from then on, and the process exits 0.
+// POST has moved away by then); a second SIGTERM stops it at once: new
+// calls are refused with 503 or find the listener closed, and the process
+// exits 0.
 func TestDrainDelayKeepsServing(t *testing.T) {
 	llm := fakellm.New(t)
 	g := startGateway(t, fmt.Sprintf(shutdownCfg, "20s", "10m", llm.OpenAIBaseURL()))
