@@ -4,6 +4,11 @@ VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo de
 COMMIT    ?= $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
 LDFLAGS   := -s -w -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 CONFIG    ?= configs/quickstart.yaml
+# make run LISTEN=127.0.0.1:8300 ALIAS_PORT_OFFSET=100 (or NO_ALIAS_PORTS=1):
+# another main port, and the legacy alias ports moved (or off) with it.
+LISTEN            ?=
+ALIAS_PORT_OFFSET ?=
+NO_ALIAS_PORTS    ?=
 E2E_TOOLS ?= $(CURDIR)/.tools
 
 .PHONY: run build test vet lint deadcode e2e bench soak fuzz clean
@@ -12,7 +17,7 @@ E2E_TOOLS ?= $(CURDIR)/.tools
 # both: `go run` without -trimpath compiled everything a second time), then
 # runs it.
 run: build ## run the gateway on the quickstart config (no API key needed)
-	./bin/pallasgw serve --config $(CONFIG) --log-format console
+	./bin/pallasgw serve --config $(CONFIG) --log-format console$(if $(LISTEN), --listen $(LISTEN))$(if $(ALIAS_PORT_OFFSET), --alias-port-offset $(ALIAS_PORT_OFFSET))$(if $(NO_ALIAS_PORTS), --no-alias-ports)
 
 build: ## static binary in bin/
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/pallasgw ./cmd/pallasgw

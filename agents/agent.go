@@ -145,15 +145,19 @@ func newAgent(s *Set, c *config.Agent) (*Agent, error) {
 
 // route reports why a tools/call of name cannot be dispatched (nil: it
 // can); the endpoint answers that itself instead of mcp-go's "tool 'x' not
-// found: tool not found".
+// found: tool not found". A refusal is audited (callaudit.go).
 func (a *Agent) route(ctx context.Context, name string, inbound http.Header) error {
-	if a.proxy != nil {
-		return a.proxy.Route(ctx, name, inbound)
+	var err error
+	switch {
+	case a.proxy != nil:
+		err = a.proxy.Route(ctx, name, inbound)
+	case a.mcp.GetTool(name) == nil:
+		err = fmt.Errorf("tool %q not found", name)
 	}
-	if a.mcp.GetTool(name) != nil {
-		return nil
+	if err != nil {
+		a.auditRefusal(ctx, name, err)
 	}
-	return fmt.Errorf("tool %q not found", name)
+	return err
 }
 
 // Handler is the agent's Streamable HTTP endpoint (agents/endpoint).
@@ -291,6 +295,7 @@ func (a *Agent) handleSendMessage(ctx context.Context, req mcp.CallToolRequest) 
 	}
 	if err != nil {
 		a.observe(policy.CallerFrom(ctx), a.Config.ToolName, "error", start)
+		a.auditCall(ctx, rid, policy.CallerFrom(ctx), "error", 0, start)
 		return mcp.NewToolResultError(fmt.Sprintf("%v (request id %s)", err, rid)), nil
 	}
 	call := &Call{Turn: turn, Inbound: req.Header, Progress: progress, RequestID: rid, Caller: policy.CallerFrom(ctx), overrides: ov}
@@ -298,6 +303,7 @@ func (a *Agent) handleSendMessage(ctx context.Context, req mcp.CallToolRequest) 
 	progress.flush(2 * time.Second)
 	outcome := outcomeOf(ctx, err)
 	a.observe(call.Caller, a.Config.ToolName, outcome, start)
+	a.auditCall(ctx, rid, call.Caller, outcome, len(answer), start) // callaudit.go
 	a.log.Info("send_message", ridField, toolField, zap.String("conversation_id", turn.ConversationID),
 		zap.String("outcome", outcome), zap.Int64("duration_ms", time.Since(start).Milliseconds()),
 		zap.Int("history", len(turn.History)), zap.Error(err), tracing.LogField(ctx))

@@ -37,12 +37,12 @@ func (g *Gateway) serveAgent(w http.ResponseWriter, r *http.Request, s *Snapshot
 	// told apart once the body is read.
 	mayServeRunning := r.Method == http.MethodPost && r.Header.Get("Mcp-Session-Id") != ""
 	if g.draining.Load() && !mayServeRunning {
-		g.refuseDraining(w, rid)
+		g.refuseDraining(w, rid, name)
 		return
 	}
 	a := s.agents.Get(name)
 	if a == nil {
-		writeError(w, http.StatusNotFound, rid, "unknown agent "+quoteClipped(name))
+		g.refuse(w, http.StatusNotFound, rid, name, "unknown agent "+quoteClipped(name))
 		return
 	}
 	start := time.Now()
@@ -72,7 +72,7 @@ func (g *Gateway) serveAgent(w http.ResponseWriter, r *http.Request, s *Snapshot
 		audit()
 		endRequest(span, w)
 	}()
-	if r.Method == http.MethodPost && !g.takeRequest(w, r, s, id, rid) {
+	if r.Method == http.MethodPost && !g.takeRequest(w, r, s, id, rid, name) {
 		return
 	}
 	r = r.WithContext(policy.WithIdentity(r.Context(), id))
@@ -90,21 +90,21 @@ func (g *Gateway) serveAgent(w http.ResponseWriter, r *http.Request, s *Snapshot
 		// would key every GET stream on the empty session id and mix
 		// clients' notifications, so answer as the transport allows.
 		w.Header().Set("Allow", "POST, DELETE")
-		writeError(w, http.StatusMethodNotAllowed, rid, "this stateless endpoint has no GET stream; POST requests")
+		g.refuse(w, http.StatusMethodNotAllowed, rid, name, "this stateless endpoint has no GET stream; POST requests")
 		return
 	default:
 		w.Header().Set("Allow", "POST, DELETE")
-		writeError(w, http.StatusMethodNotAllowed, rid, "method not allowed")
+		g.refuse(w, http.StatusMethodNotAllowed, rid, name, "method not allowed")
 		return
 	}
 	if r.Method == http.MethodPost {
 		var ok bool
-		if msg, ok = g.readBody(w, r, s, rid); !ok {
+		if msg, ok = g.readBody(w, r, s, rid, name); !ok {
 			return
 		}
 	}
 	if g.draining.Load() && !(mayServeRunning && servesRunningCall(msg)) {
-		g.refuseDraining(w, rid)
+		g.refuseDraining(w, rid, name)
 		return
 	}
 	inflight := g.metrics.Inflight.WithLabelValues(name) // one lookup for both ends (P7)
@@ -116,26 +116,58 @@ func (g *Gateway) serveAgent(w http.ResponseWriter, r *http.Request, s *Snapshot
 	a.Handler().ServeHTTP(tw, tr)
 }
 
-func (g *Gateway) refuseDraining(w http.ResponseWriter, rid string) {
+func (g *Gateway) refuseDraining(w http.ResponseWriter, rid, agent string) {
 	w.Header().Set("Connection", "close")
 	w.Header().Set("Retry-After", "1")
-	writeError(w, http.StatusServiceUnavailable, rid, "gateway is shutting down; retry on another instance")
+	g.refuse(w, http.StatusServiceUnavailable, rid, agent, "gateway is shutting down; retry on another instance")
+}
+
+// refuse answers an agent request the gateway refuses itself, before any
+// agent runs (so no audit line names it), and logs it: the answer's
+// request id is in the log, as Troubleshooting says.
+func (g *Gateway) refuse(w http.ResponseWriter, status int, rid, agent, msg string) {
+	writeError(w, status, rid, msg)
+	g.logRefused(status, rid, agent, msg)
+}
+
+// logRefused writes the line "request refused" (request_id, agent,
+// status, error); at debug for a 405, which MCP clients meet by design
+// (the GET stream a stateless endpoint has not).
+func (g *Gateway) logRefused(status int, rid, agent, msg string) {
+	level := zap.InfoLevel
+	if status == http.StatusMethodNotAllowed {
+		level = zap.DebugLevel
+	}
+	if ce := g.log.Check(level, "request refused"); ce != nil {
+		ce.Write(zap.String("request_id", rid), zap.String("agent", clipped(agent)), zap.Int("status", status), zap.String("error", msg))
+	}
+}
+
+// clipped is s cut at maxEcho bytes for a log line.
+func clipped(s string) string {
+	if len(s) <= maxEcho {
+		return s
+	}
+	return strings.ToValidUTF8(s[:maxEcho], "") + "…"
 }
 
 // readBody buffers the POST body within limits.max_body_bytes (413 past
 // it), answers a body that is not one JSON-RPC message with a JSON-RPC
 // error naming the problem, and drops notifications/cancelled that mcp-go
 // would misroute.
-func (g *Gateway) readBody(w http.ResponseWriter, r *http.Request, s *Snapshot, rid string) (*wire.Message, bool) {
+func (g *Gateway) readBody(w http.ResponseWriter, r *http.Request, s *Snapshot, rid, agent string) (*wire.Message, bool) {
 	limit := s.cfg.Limits.MaxBodyBytes
 	body, err := readAllWithin(w, r, limit+1)
 	if err != nil {
-		writeJSONRPCError(w, http.StatusBadRequest, nil, -32700, rid, "reading request body: "+err.Error())
+		msg := "reading request body: " + err.Error()
+		writeJSONRPCError(w, http.StatusBadRequest, nil, -32700, rid, msg)
+		g.logRefused(http.StatusBadRequest, rid, agent, msg)
 		return nil, false
 	}
 	if int64(len(body)) > limit {
-		writeJSONRPCError(w, http.StatusRequestEntityTooLarge, nil, -32600, rid,
-			fmt.Sprintf("request body larger than limits.max_body_bytes (%d bytes)", limit))
+		msg := fmt.Sprintf("request body larger than limits.max_body_bytes (%d bytes)", limit)
+		writeJSONRPCError(w, http.StatusRequestEntityTooLarge, nil, -32600, rid, msg)
+		g.logRefused(http.StatusRequestEntityTooLarge, rid, agent, msg)
 		return nil, false
 	}
 	msg, e := checkMessage(body)
@@ -144,6 +176,7 @@ func (g *Gateway) readBody(w http.ResponseWriter, r *http.Request, s *Snapshot, 
 	}
 	if e != nil {
 		writeJSONRPCErrorData(w, http.StatusBadRequest, e.id, e.code, rid, e.msg, e.data)
+		g.logRefused(http.StatusBadRequest, rid, agent, e.msg)
 		return nil, false
 	}
 	r.Body = endpoint.NewBody(body, msg)

@@ -18,7 +18,7 @@ func (g *Gateway) serveDirectory(w http.ResponseWriter, r *http.Request) {
 	g.calls.add()
 	defer g.calls.done()
 	if g.draining.Load() {
-		g.refuseDraining(w, rid)
+		g.refuseDraining(w, rid, "")
 		return
 	}
 	s := g.acquire()
@@ -51,10 +51,10 @@ func (g *Gateway) serveDirectory(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusMethodNotAllowed, rid, "this stateless endpoint has no GET stream; POST requests")
 		return
 	}
-	if !g.takeRequest(w, r, s, id, rid) {
+	if !g.takeRequest(w, r, s, id, rid, "") {
 		return
 	}
-	if _, ok := g.readBody(w, r, s, rid); !ok {
+	if _, ok := g.readBody(w, r, s, rid, ""); !ok {
 		return
 	}
 	ctx := agents.WithAllowedAgents(policy.WithIdentity(r.Context(), id), allowed)

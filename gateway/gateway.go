@@ -34,6 +34,11 @@ type Options struct {
 	ConfigPath string
 	// Listen overrides the config's listen address (the --listen flag).
 	Listen string
+	// AliasPortOffset is added to every legacy alias port (agents' port,
+	// registry_port; --alias-port-offset); NoAliasPorts binds none of them
+	// (--no-alias-ports). Default 0 and false: the config's ports.
+	AliasPortOffset int
+	NoAliasPorts    bool
 	// Agent, when set (serve --agent), serves only that agent and the
 	// agents it runs.
 	Agent   string
@@ -54,9 +59,12 @@ type Gateway struct {
 	current  atomic.Pointer[Snapshot]
 	draining atomic.Bool // new calls refused (drain_delay after unready)
 	unready  atomic.Bool // /readyz 503: Shutdown has begun
-	// endDelay, closed by EndDrainDelay, cuts drain_delay short.
+	// endDelay, closed by EndDrainDelay, cuts drain_delay short; now,
+	// closed by StopNow, cuts the whole shutdown short.
 	endDelay     chan struct{}
 	endDelayOnce sync.Once
+	now          chan struct{}
+	nowOnce      sync.Once
 	calls        *callCounter // running agent requests
 
 	reloadMu   sync.Mutex // serialises reloads
@@ -83,6 +91,13 @@ type Gateway struct {
 
 	wg        sync.WaitGroup // goroutines owned by the gateway (watcher, servers, preflight)
 	stopWatch context.CancelFunc
+	// failedRefs are the files the last reload's config named when that
+	// reload failed (nil otherwise), loadedHash the content hash of the
+	// files followed as of the last load, rearm a reload's wake-up of the
+	// watch loop (watch.go).
+	failedRefs atomic.Pointer[config.Refs]
+	loadedHash atomic.Pointer[[32]byte]
+	rearm      chan struct{}
 }
 
 // reloadStatus is the outcome of the last load attempt.
@@ -97,7 +112,7 @@ type reloadStatus struct {
 // New loads the config for the first time and builds the first snapshot.
 // A bad first config is an error (the caller exits 1).
 func New(opts Options) (*Gateway, error) {
-	g := &Gateway{opts: opts, log: opts.Logger, metrics: metrics.New(opts.Version), calls: newCallCounter(), endDelay: make(chan struct{})}
+	g := &Gateway{opts: opts, log: opts.Logger, metrics: metrics.New(opts.Version), calls: newCallCounter(), endDelay: make(chan struct{}), now: make(chan struct{}), rearm: make(chan struct{}, 1)}
 	g.baseCtx, g.cancelBase = context.WithCancel(context.Background())
 	g.listeners = newListenerSet(g)
 	g.pins = pins.NewGuard(opts.Logger.Named("pins").WithOptions(zap.WithCaller(false)), g.metrics)
@@ -113,6 +128,9 @@ func New(opts Options) (*Gateway, error) {
 	if opts.Listen != "" {
 		cfg.Listen = opts.Listen
 	}
+	if err := opts.moveAliasPorts(cfg); err != nil {
+		return nil, err
+	}
 	// The wire switch is read at start, like listen: a reload that
 	// changes it is told a restart is needed (reload.go).
 	wire.SetFast(cfg.Wire.Fast)
@@ -125,6 +143,7 @@ func New(opts Options) (*Gateway, error) {
 		g.closeSessions()
 		return nil, err
 	}
+	g.noteReload(nil)
 	return g, nil
 }
 
@@ -201,7 +220,7 @@ func (g *Gateway) newServer(h http.Handler) *http.Server {
 // EndDrainDelay cuts it short, then refused with 503 while the listeners
 // still accept; running calls get shutdown_timeout to finish and are then
 // canceled, the listeners close, and the snapshot's resources (stdio
-// downstreams) are released.
+// downstreams) are released. StopNow cuts every wait short.
 func (g *Gateway) Shutdown() {
 	g.unready.Store(true)
 	cfg := g.current.Load().cfg
@@ -217,13 +236,25 @@ func (g *Gateway) Shutdown() {
 	g.draining.Store(true)
 	timeout := cfg.ShutdownTimeout
 	g.log.Info("draining", zap.Duration("shutdown_timeout", timeout), zap.Int("running_calls", g.calls.count()))
-	if !g.calls.waitZero(timeout) {
-		g.log.Warn("shutdown_timeout reached; canceling running calls", zap.Int("running_calls", g.calls.count()))
+	if !g.calls.waitZero(timeout, g.now) {
+		select {
+		case <-g.now:
+			g.log.Warn("stopping now; canceling running calls", zap.Int("running_calls", g.calls.count()))
+		default:
+			g.log.Warn("shutdown_timeout reached; canceling running calls", zap.Int("running_calls", g.calls.count()))
+		}
 		g.cancelBase()
-		g.calls.waitZero(5 * time.Second)
+		g.calls.waitZero(5*time.Second, nil)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
+	go func() { // StopNow: the listeners close without waiting for idle connections
+		select {
+		case <-g.now:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
 	var wg sync.WaitGroup
 	for _, srv := range append(g.listeners.servers(), g.main) {
 		if srv == nil {
@@ -251,9 +282,19 @@ func (g *Gateway) Shutdown() {
 	g.log.Info("stopped")
 }
 
-// EndDrainDelay ends a Shutdown's drain_delay now (a second SIGTERM or
-// interrupt): new calls are refused from then on. Safe to call any number
-// of times, before or during Shutdown.
+// StopNow makes a Shutdown (running or to come) finish at once: no drain
+// delay, running calls canceled instead of awaited, listeners closed (a
+// second SIGTERM or Ctrl-C while the first one's shutdown runs). Safe to
+// call any number of times.
+func (g *Gateway) StopNow() {
+	g.EndDrainDelay()
+	g.nowOnce.Do(func() { close(g.now) })
+}
+
+// EndDrainDelay ends a Shutdown's drain_delay now (StopNow; a test with no
+// load balancer to drain from): new calls are refused from then on, and
+// running calls still get shutdown_timeout. Safe to call any number of
+// times, before or during Shutdown.
 func (g *Gateway) EndDrainDelay() {
 	g.endDelayOnce.Do(func() { close(g.endDelay) })
 }
@@ -295,8 +336,9 @@ func (c *callCounter) count() int {
 	return c.n
 }
 
-// waitZero waits until no call runs; false when timeout passed first.
-func (c *callCounter) waitZero(timeout time.Duration) bool {
+// waitZero waits until no call runs; false when timeout passed or stop
+// closed first (a nil stop never does).
+func (c *callCounter) waitZero(timeout time.Duration, stop <-chan struct{}) bool {
 	c.mu.Lock()
 	zero := c.zero
 	c.mu.Unlock()
@@ -306,6 +348,8 @@ func (c *callCounter) waitZero(timeout time.Duration) bool {
 	case <-zero:
 		return true
 	case <-t.C:
+		return false
+	case <-stop:
 		return false
 	}
 }

@@ -122,15 +122,15 @@ func TestUnroutableCancel(t *testing.T) {
 
 func TestCallCounter(t *testing.T) {
 	c := newCallCounter()
-	if !c.waitZero(time.Millisecond) {
+	if !c.waitZero(time.Millisecond, nil) {
 		t.Fatal("idle counter not zero")
 	}
 	c.add()
-	if c.waitZero(10 * time.Millisecond) {
+	if c.waitZero(10*time.Millisecond, nil) {
 		t.Fatal("zero while a call runs")
 	}
 	go c.done()
-	if !c.waitZero(5 * time.Second) {
+	if !c.waitZero(5*time.Second, nil) {
 		t.Fatal("not zero after done")
 	}
 }

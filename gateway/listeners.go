@@ -13,6 +13,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/pallasgw/pallasgw/agents"
+	"github.com/pallasgw/pallasgw/gateway/config"
 )
 
 // listenerSet owns the legacy alias ports (agents' port and registry_port).
@@ -193,4 +194,56 @@ func (g *Gateway) registryLegacy(w http.ResponseWriter, r *http.Request, s *Snap
 		}
 		return main + "/agents/" + agent + "/mcp"
 	}))
+}
+
+// moveAliasPorts applies the serve flags that move the legacy alias ports
+// to a loaded config, as --listen moves the main port: each agent's port
+// and registry_port shifted by AliasPortOffset, or all of them off with
+// NoAliasPorts (a second gateway on one machine, a port taken). A shifted
+// port out of range or on another listener's port is an error at its key.
+func (o Options) moveAliasPorts(cfg *config.Config) error {
+	if o.NoAliasPorts {
+		cfg.RegistryPort = 0
+		for _, a := range cfg.Agents {
+			a.Port = 0
+		}
+		return nil
+	}
+	if o.AliasPortOffset == 0 {
+		return nil
+	}
+	owner := map[int]string{}
+	if _, p, err := net.SplitHostPort(cfg.Listen); err == nil {
+		if n, err := strconv.Atoi(p); err == nil && n > 0 {
+			owner[n] = "listen"
+		}
+	}
+	move := func(port *int, who string, key []string) error {
+		if *port == 0 {
+			return nil
+		}
+		moved := *port + o.AliasPortOffset
+		if moved < 1 || moved > 65535 {
+			return cfg.ErrorAt(key, fmt.Sprintf("port %d moved by --alias-port-offset %d is %d, out of range 1-65535", *port, o.AliasPortOffset, moved))
+		}
+		if prev, ok := owner[moved]; ok {
+			return cfg.ErrorAt(key, fmt.Sprintf("port %d moved by --alias-port-offset %d is %d, already used by %s", *port, o.AliasPortOffset, moved, prev))
+		}
+		owner[moved], *port = who, moved
+		return nil
+	}
+	if err := move(&cfg.RegistryPort, "registry_port", []string{"registry_port"}); err != nil {
+		return err
+	}
+	names := make([]string, 0, len(cfg.Agents))
+	for name := range cfg.Agents {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		if err := move(&cfg.Agents[name].Port, "agent "+name, []string{"agents", name, "port"}); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -84,7 +84,7 @@ func (g *Gateway) buildQuotas(cfg *config.Config) (*quota.Guard, error) {
 // takeRequest applies the caller's request rate: 429 with Retry-After when
 // it is over, 503 when the store is down and quotas.on_store_error is
 // closed.
-func (g *Gateway) takeRequest(w http.ResponseWriter, r *http.Request, s *Snapshot, id policy.Identity, rid string) bool {
+func (g *Gateway) takeRequest(w http.ResponseWriter, r *http.Request, s *Snapshot, id policy.Identity, rid, agent string) bool {
 	if s.quotas == nil {
 		return true
 	}
@@ -98,10 +98,10 @@ func (g *Gateway) takeRequest(w http.ResponseWriter, r *http.Request, s *Snapsho
 		return true
 	case errors.As(err, &over):
 		w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(over.RetryAfter.Seconds()))))
-		writeError(w, http.StatusTooManyRequests, rid, over.Error())
+		g.refuse(w, http.StatusTooManyRequests, rid, agent, over.Error())
 	default:
 		w.Header().Set("Retry-After", "1")
-		writeError(w, http.StatusServiceUnavailable, rid, fmt.Sprintf("%v; quotas.on_store_error is closed", err))
+		g.refuse(w, http.StatusServiceUnavailable, rid, agent, fmt.Sprintf("%v; quotas.on_store_error is closed", err))
 	}
 	return false
 }

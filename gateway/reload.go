@@ -36,6 +36,9 @@ func (g *Gateway) Reload(trigger string) (ReloadResult, error) {
 	if err == nil && g.opts.Listen != "" {
 		cfg.Listen = g.opts.Listen
 	}
+	if err == nil {
+		err = g.opts.moveAliasPorts(cfg)
+	}
 	old := g.current.Load()
 	if err == nil && cfg.Hash == old.cfg.Hash {
 		g.metrics.ConfigReloads.WithLabelValues("unchanged").Inc()
@@ -43,6 +46,7 @@ func (g *Gateway) Reload(trigger string) (ReloadResult, error) {
 			// A bad edit reverted: the file is the serving config again,
 			// which loaded, so the last reload succeeded.
 			g.recordReload(trigger, cfg.Hash, nil)
+			g.noteReload(nil)
 			g.log.Info("config reverted to the serving config", zap.String("trigger", trigger), zap.String("config_hash", cfg.Hash))
 			return ReloadResult{Hash: cfg.Hash, Unchanged: true}, nil
 		}
@@ -51,6 +55,7 @@ func (g *Gateway) Reload(trigger string) (ReloadResult, error) {
 			log = g.log.Info // an operator asked: say what happened
 		}
 		log("config unchanged; nothing to reload", zap.String("trigger", trigger), zap.String("config_hash", cfg.Hash))
+		g.noteReload(nil)
 		return ReloadResult{Hash: cfg.Hash, Unchanged: true}, nil
 	}
 	if err == nil && cfg.Listen != old.cfg.Listen {
@@ -61,6 +66,7 @@ func (g *Gateway) Reload(trigger string) (ReloadResult, error) {
 	}
 	if err != nil {
 		g.recordReload(trigger, old.cfg.Hash, err)
+		g.noteReload(attemptedRefs(cfg, err)) // watch.go: a missing file it names is waited for
 		g.log.Error("config reload failed; keeping the serving config", zap.String("trigger", trigger),
 			zap.String("config_hash", old.cfg.Hash), zap.String("error", err.Error()))
 		var ce *config.Errors
@@ -81,7 +87,8 @@ func (g *Gateway) Reload(trigger string) (ReloadResult, error) {
 		g.log.Warn("changing wire.fast needs a restart; the running process keeps its switch",
 			zap.String("trigger", trigger), zap.Bool("wire_fast", wire.Fast()))
 	}
-	changes := diff(old.cfg, cfg)
+	g.noteReload(nil)
+	changes := append(diff(old.cfg, cfg), pinChanges(old.pins, g.current.Load().pins)...)
 	g.log.Info("config reloaded", zap.String("trigger", trigger), zap.String("config_hash", cfg.Hash), zap.Strings("changes", changes))
 	return ReloadResult{Hash: cfg.Hash, Changes: changes}, nil
 }

@@ -12,6 +12,7 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest/observer"
 
+	"github.com/pallasgw/pallasgw/agents/pins"
 	"github.com/pallasgw/pallasgw/agents/wire"
 	"github.com/pallasgw/pallasgw/gateway/config"
 )
@@ -294,5 +295,50 @@ func TestReloadKeepsWireSwitch(t *testing.T) {
 	}
 	if logs.FilterMessage("changing wire.fast needs a restart; the running process keeps its switch").Len() != 1 {
 		t.Errorf("no restart warning; logs: %v", logs.All())
+	}
+}
+
+// A reload after `pallasgw pins approve` or a rejection (the pins file
+// rewritten, the config not) names the pins it changed, not "changes": [].
+func TestReloadNamesPinChanges(t *testing.T) {
+	dir := t.TempDir()
+	path, pinsPath := filepath.Join(dir, "pallasgw.yaml"), filepath.Join(dir, "pins.yaml")
+	if err := os.WriteFile(path, []byte(revertCfg+"pins: pins.yaml\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	def := func(desc string) pins.Def {
+		d, err := pins.Definition([]byte(`{"name":"lookup","description":"` + desc + `"}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	if err := pins.Update(pinsPath, func(f *pins.File) error { f.Approve("dict", def("v1")); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	g, err := New(Options{ConfigPath: path, Logger: zap.NewNop(), Version: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { g.EndDrainDelay(); g.Shutdown() })
+	steps := []struct {
+		change func(*pins.File)
+		want   []string
+	}{
+		{func(f *pins.File) { f.Approve("dict", def("v2")) }, []string{"pin dict/lookup changed"}},
+		{func(f *pins.File) { f.Reject("files", "rm", def("x").Hash) }, []string{"pin files/rm added"}},
+		{func(f *pins.File) { delete(f.Servers, "dict") }, []string{"pin dict/lookup removed"}},
+	}
+	for i, st := range steps {
+		if err := pins.Update(pinsPath, func(f *pins.File) error { st.change(f); return nil }); err != nil {
+			t.Fatal(err)
+		}
+		res, err := g.Reload("test")
+		if err != nil {
+			t.Fatalf("step %d: reload: %v", i, err)
+		}
+		if !slices.Equal(res.Changes, st.want) {
+			t.Errorf("step %d: changes %q, want %q", i, res.Changes, st.want)
+		}
 	}
 }

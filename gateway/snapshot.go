@@ -114,10 +114,7 @@ func (g *Gateway) buildSnapshot(cfg *config.Config) (_ *Snapshot, err error) {
 	}
 	s.preflight = newPreflight(providers, cfg, g.metrics, g.log)
 	if s.pins, err = pinPolicy(cfg); err != nil {
-		if errors.As(err, new(config.Error)) {
-			return nil, err
-		}
-		return nil, cfg.ErrorAt([]string{"pins"}, err.Error())
+		return nil, err
 	}
 	s.downstream = g.downstreams.Acquire(serverSpecs(cfg))
 	s.agents, err = agents.Build(agents.Deps{

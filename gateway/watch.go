@@ -3,19 +3,30 @@ package gateway
 import (
 	"context"
 	"crypto/sha256"
+	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
+	"sort"
 	"time"
 
 	"github.com/fsnotify/fsnotify"
 	"go.uber.org/zap"
+
+	"github.com/pallasgw/pallasgw/gateway/config"
 )
 
-// Watch follows the config file (and env_file) until ctx ends: fsnotify on
+// Watch follows the config file and the files it names (env_file, the
+// pins file, the agent_cards directories) until ctx ends: fsnotify on
 // their directories (editors' rename-over and Kubernetes' ..data symlink
 // swap both show up as events there), debounced and coalesced, plus the
 // poll_interval content-hash backstop. Reload itself skips unchanged hashes.
+//
+// The files followed are those of the serving config and those of the
+// last reload when it failed: a reload that failed because a file the new
+// config names is missing (a pins file not written yet) runs again when
+// that file appears, by either trigger.
 //
 // The directories are watched when Watch returns. A change made between
 // loading the config and then has no event, and the content hash the poll
@@ -29,28 +40,33 @@ func (g *Gateway) Watch(ctx context.Context) error {
 	armed := map[string]bool{}
 	g.arm(w, armed)
 	g.Reload("file")
-	lastHash := g.fileHash()
 	ctx, cancel := context.WithCancel(ctx)
 	g.stopWatch = cancel
 	g.wg.Add(1)
 	go func() {
 		defer g.wg.Done()
 		defer w.Close()
-		g.watchLoop(ctx, w, armed, lastHash)
+		g.watchLoop(ctx, w, armed)
 	}()
 	return nil
 }
 
-// arm watches the directories of the watched files that armed lacks.
+// arm watches the directories of the watched files that armed lacks. A
+// directory that does not exist yet is left to the next arm (after a
+// reload or a poll) and to the poll, which sees its files appear.
 func (g *Gateway) arm(w *fsnotify.Watcher, armed map[string]bool) {
 	_, dirs := g.watched()
 	for d := range dirs {
-		if !armed[d] {
-			if err := w.Add(d); err == nil {
-				armed[d] = true
-			} else {
-				g.log.Warn("cannot watch config directory", zap.String("dir", d), zap.Error(err))
-			}
+		if armed[d] {
+			continue
+		}
+		switch err := w.Add(d); {
+		case err == nil:
+			armed[d] = true
+		case errors.Is(err, fs.ErrNotExist):
+			g.log.Debug("config directory does not exist yet; the poll follows it", zap.String("dir", d))
+		default:
+			g.log.Warn("cannot watch config directory", zap.String("dir", d), zap.Error(err))
 		}
 	}
 }
@@ -61,7 +77,19 @@ func (g *Gateway) stopWatcher() {
 	}
 }
 
-// watched returns the files that trigger a reload and their directories.
+// refs are the files followed besides the config file: the serving
+// config's, and the failed last reload's (nil when it succeeded).
+func (g *Gateway) refs() []config.Refs {
+	out := []config.Refs{g.current.Load().cfg.Refs()}
+	if f := g.failedRefs.Load(); f != nil {
+		out = append(out, *f)
+	}
+	return out
+}
+
+// watched returns the files that trigger a reload and the directories to
+// watch for them: each file's, and each agent_cards directory with its
+// parent (so that creating a missing one is seen).
 func (g *Gateway) watched() (files map[string]bool, dirs map[string]bool) {
 	files, dirs = map[string]bool{}, map[string]bool{}
 	add := func(p string) {
@@ -82,22 +110,35 @@ func (g *Gateway) watched() (files map[string]bool, dirs map[string]bool) {
 		}
 	}
 	add(g.opts.ConfigPath)
-	add(g.current.Load().cfg.EnvFilePath)
-	add(g.current.Load().cfg.PinsPath)
-	for _, d := range g.current.Load().cfg.AgentCardDirs {
-		dirs[d] = true // its *.md files: see relevant
+	for _, r := range g.refs() {
+		add(r.EnvFile)
+		add(r.Pins)
+		for _, d := range r.CardDirs {
+			files[d] = true // the directory appearing
+			dirs[d] = true  // its *.md files: see relevant
+			dirs[filepath.Dir(d)] = true
+		}
 	}
 	return files, dirs
 }
 
 // isCard reports whether name is a *.md file of an agent_cards directory.
 func (g *Gateway) isCard(name string) bool {
-	return filepath.Ext(name) == ".md" && slices.Contains(g.current.Load().cfg.AgentCardDirs, filepath.Dir(name))
+	if filepath.Ext(name) != ".md" {
+		return false
+	}
+	for _, r := range g.refs() {
+		if slices.Contains(r.CardDirs, filepath.Dir(name)) {
+			return true
+		}
+	}
+	return false
 }
 
-// watchLoop runs the watch until ctx ends. lastHash is the content hash
-// of the files as the current config was loaded from them.
-func (g *Gateway) watchLoop(ctx context.Context, w *fsnotify.Watcher, armed map[string]bool, lastHash [32]byte) {
+// watchLoop runs the watch until ctx ends. Every reload, whatever its
+// trigger, records the content hash of the files it read (loadedHash) and
+// asks for a re-arm (rearm): the files it followed may have changed.
+func (g *Gateway) watchLoop(ctx context.Context, w *fsnotify.Watcher, armed map[string]bool) {
 	rearm := func() { g.arm(w, armed) }
 	var debounce <-chan time.Time
 	var poll <-chan time.Time
@@ -125,14 +166,13 @@ func (g *Gateway) watchLoop(ctx context.Context, w *fsnotify.Watcher, armed map[
 				return
 			}
 			g.log.Warn("config watcher error", zap.Error(err))
+		case <-g.rearm:
+			rearm()
 		case <-debounce:
 			debounce = nil
 			g.Reload("file")
-			lastHash = g.fileHash()
-			rearm()
 		case <-poll:
-			if h := g.fileHash(); h != lastHash {
-				lastHash = h
+			if h := g.fileHash(); h != *g.loadedHash.Load() {
 				g.Reload("poll")
 			}
 			rearm()
@@ -151,25 +191,57 @@ func (g *Gateway) relevant(name string) bool {
 	return base == "..data" || len(base) > 2 && base[:2] == ".."
 }
 
-// fileHash hashes the config file and env_file contents for the poll
-// backstop; errors hash as empty (a file mid-swap is retried next tick).
+// noteReload records, after a load, the files the attempt named when it
+// failed (failed; nil when it loaded or changed nothing) and the content
+// hash of the files followed now, and wakes the watch loop to re-arm.
+func (g *Gateway) noteReload(failed *config.Refs) {
+	g.failedRefs.Store(failed)
+	h := g.fileHash()
+	g.loadedHash.Store(&h)
+	select {
+	case g.rearm <- struct{}{}:
+	default: // a re-arm is pending already
+	}
+}
+
+// attemptedRefs are the files a failed load named: the loaded config's
+// (it failed to build or bind), else as far as the load read them.
+func attemptedRefs(cfg *config.Config, err error) *config.Refs {
+	if cfg != nil {
+		r := cfg.Refs()
+		return &r
+	}
+	var ce *config.Errors
+	if errors.As(err, &ce) {
+		return &ce.Refs
+	}
+	return nil
+}
+
+// fileHash hashes the paths and contents of the files followed (the
+// config file, and each config's env_file, pins file and agent cards) for
+// the poll backstop; a missing file hashes as empty (a file mid-swap is
+// retried next tick), so that one appearing changes the hash.
 func (g *Gateway) fileHash() [32]byte {
 	h := sha256.New()
-	cfg := g.current.Load().cfg
-	for _, p := range []string{g.opts.ConfigPath, cfg.EnvFilePath, cfg.PinsPath} {
+	files := []string{g.opts.ConfigPath}
+	for _, r := range g.refs() {
+		files = append(files, r.EnvFile, r.Pins)
+		for _, d := range r.CardDirs {
+			cards, _ := filepath.Glob(filepath.Join(d, "*.md"))
+			files = append(files, cards...)
+		}
+	}
+	sort.Strings(files)
+	for _, p := range slices.Compact(files) {
 		if p == "" {
 			continue
 		}
 		b, _ := os.ReadFile(p)
+		h.Write([]byte(p))
+		h.Write([]byte{0})
 		h.Write(b)
-	}
-	for _, d := range g.current.Load().cfg.AgentCardDirs {
-		cards, _ := filepath.Glob(filepath.Join(d, "*.md")) // sorted
-		for _, p := range cards {
-			b, _ := os.ReadFile(p)
-			h.Write([]byte(p))
-			h.Write(b)
-		}
+		h.Write([]byte{0})
 	}
 	var out [32]byte
 	copy(out[:], h.Sum(nil))

@@ -2,7 +2,6 @@ package llm
 
 import (
 	"context"
-	"sync/atomic"
 )
 
 // The built-in models answer without any network: "passthrough" repeats the
@@ -38,21 +37,20 @@ func lastUserText(msgs []Message) string {
 	return ""
 }
 
-// playback answers with req.Params.Playback[i], i advancing by one per call
-// of this Provider value and wrapping around. The counter is per Provider,
-// so each agent built with its own NewPlayback replays its list from the
-// start; concurrent calls each get a distinct position.
-type playback struct {
-	next atomic.Uint64
-}
+// playback answers with req.Params.Playback[i], i the number of assistant
+// messages in the request (the call's history and its own earlier model
+// turns), wrapping around. It keeps no counter: nothing survives a call,
+// so a call without history gets the first answer whoever sent it, and a
+// conversation that sends its history back gets the next one.
+type playback struct{}
 
 // NewPlayback returns the built-in model that replays params.playback.
-func NewPlayback() Provider { return &playback{} }
+func NewPlayback() Provider { return playback{} }
 
-func (*playback) Name() string                            { return "builtin" }
-func (*playback) Preflight(context.Context, string) error { return nil }
+func (playback) Name() string                            { return "builtin" }
+func (playback) Preflight(context.Context, string) error { return nil }
 
-func (p *playback) Chat(ctx context.Context, req Request) (*Response, error) {
+func (playback) Chat(ctx context.Context, req Request) (*Response, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -60,8 +58,13 @@ func (p *playback) Chat(ctx context.Context, req Request) (*Response, error) {
 	if len(list) == 0 {
 		return &Response{Text: playbackEmpty, FinishReason: "stop"}, nil
 	}
-	i := (p.next.Add(1) - 1) % uint64(len(list))
-	return textAnswer(req, list[i]), nil
+	turn := 0
+	for _, m := range req.Messages {
+		if m.Role == RoleAssistant {
+			turn++
+		}
+	}
+	return textAnswer(req, list[turn%len(list)]), nil
 }
 
 // textAnswer is a built-in model's answer, given to req.OnText whole.

@@ -85,39 +85,41 @@ func TestPassthrough(t *testing.T) {
 	}
 }
 
+// playback's answer follows the request's assistant turns, never a count
+// kept across calls: the same request gets the same answer, whoever sends
+// it and however many were sent before.
 func TestPlayback(t *testing.T) {
 	p := NewPlayback()
-	req := Request{Params: Params{Playback: []string{"one", "two", "three"}}}
-	var got []string
-	for range 4 {
-		resp, err := p.Chat(t.Context(), req)
-		if err != nil {
-			t.Fatal(err)
+	list := []string{"one", "two", "three"}
+	turns := func(n int) []Message {
+		var msgs []Message
+		for range n {
+			msgs = append(msgs, Message{Role: RoleUser, Text: "q"}, Message{Role: RoleAssistant, Text: "a"})
 		}
-		got = append(got, resp.Text)
+		return append(msgs, Message{Role: RoleUser, Text: "q"})
 	}
-	if strings.Join(got, ",") != "one,two,three,one" {
-		t.Errorf("answers = %v", got)
+	for n, want := range []string{"one", "two", "three", "one"} {
+		for range 2 { // asked twice: the same answer
+			resp, err := p.Chat(t.Context(), Request{Messages: turns(n), Params: Params{Playback: list}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if resp.Text != want {
+				t.Errorf("after %d assistant turns: %q, want %q", n, resp.Text, want)
+			}
+		}
 	}
 	if resp, _ := NewPlayback().Chat(t.Context(), Request{}); resp.Text != playbackEmpty {
 		t.Errorf("empty list answer = %q", resp.Text)
 	}
-	// Concurrent calls each take a distinct position.
-	p = NewPlayback()
-	req.Params.Playback = []string{"a", "b", "c", "d", "e", "f"}
-	var mu sync.Mutex
-	seen := map[string]int{}
+	// Concurrent calls without history each get the first answer.
 	var wg sync.WaitGroup
 	for range 6 {
 		wg.Go(func() {
-			resp, _ := p.Chat(context.Background(), req)
-			mu.Lock()
-			seen[resp.Text]++
-			mu.Unlock()
+			if resp, _ := p.Chat(context.Background(), Request{Messages: turns(0), Params: Params{Playback: list}}); resp.Text != "one" {
+				t.Errorf("a concurrent first call: %q", resp.Text)
+			}
 		})
 	}
 	wg.Wait()
-	if len(seen) != 6 {
-		t.Errorf("concurrent answers = %v", seen)
-	}
 }

@@ -111,6 +111,14 @@ func TestUpdateSerialised(t *testing.T) {
 	if left, _ := filepath.Glob(filepath.Join(filepath.Dir(path), ".pins.yaml.*")); len(left) != 0 {
 		t.Fatalf("temporary files left: %v", left)
 	}
+	// Nothing but the pins file: no lock file beside it either.
+	if entries, _ := os.ReadDir(filepath.Dir(path)); len(entries) != 1 {
+		var names []string
+		for _, e := range entries {
+			names = append(names, e.Name())
+		}
+		t.Fatalf("files beside the pins file after the writes: %v", names)
+	}
 }
 
 func TestUpdateKeepsBrokenFile(t *testing.T) {

@@ -43,6 +43,24 @@ var (
 	ErrUnseen         = errors.New("not seen in a tool list yet")
 )
 
+// Audit reasons of a call the pins refused (the "policy decision" line).
+const (
+	ReasonAwaitsApproval = "tool_awaits_approval"
+	ReasonRejected       = "tool_rejected"
+)
+
+// RefusalReason is the audit reason of a call refused with err, "" when
+// the pins did not refuse it.
+func RefusalReason(err error) string {
+	switch {
+	case errors.Is(err, ErrRejected):
+		return ReasonRejected
+	case errors.Is(err, ErrAwaitsApproval):
+		return ReasonAwaitsApproval
+	}
+	return ""
+}
+
 // ServerPolicy is one server's pin mode and checks.
 type ServerPolicy struct {
 	Pin    Mode

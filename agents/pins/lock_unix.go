@@ -7,10 +7,12 @@ import (
 	"syscall"
 )
 
-// lockFile takes an exclusive advisory lock (flock) on path, created if
-// needed; the lock ends with the returned function or the process.
+// lockFile takes an exclusive advisory lock (flock) on path, an existing
+// file or directory (the pins file's: a lock file beside it would be left
+// behind, and removing it after use races with the next writer's open);
+// the lock ends with the returned function or the process.
 func lockFile(path string) (unlock func(), err error) {
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
+	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}

@@ -14,14 +14,14 @@ import (
 var writeMu sync.Mutex
 
 // Update rewrites the pins file at path with change applied, atomically
-// and one writer at a time: it takes the lock file (path + ".lock"),
-// reads the file again (another writer may have changed it since it was
+// and one writer at a time: it locks the file's directory (flock, which
+// leaves nothing behind), reads the file again (another writer may have changed it since it was
 // loaded), applies change, writes a temporary file beside it and renames
 // it over the old one. A missing file starts empty (pins init).
 func Update(path string, change func(*File) error) error {
 	writeMu.Lock()
 	defer writeMu.Unlock()
-	unlock, err := lockFile(path + ".lock")
+	unlock, err := lockFile(filepath.Dir(path))
 	if err != nil {
 		return fmt.Errorf("pins file %s: locking: %w", path, err)
 	}

@@ -74,6 +74,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/pallasgw/pallasgw/agents/mcpclient"
+	"github.com/pallasgw/pallasgw/agents/pins"
 	"github.com/pallasgw/pallasgw/agents/sessions"
 	"github.com/pallasgw/pallasgw/agents/toolsearch"
 	"github.com/pallasgw/pallasgw/agents/wire"
@@ -467,6 +468,11 @@ func (p *Proxy) forward(ctx context.Context, req mcp.CallToolRequest, raw mcpcli
 	}
 	p.d.Observe(caller, name, outcome, start)
 	audit.Outcome, audit.ResultBytes, audit.Latency = policy.AuditOutcome(outcome), resultBytes(res, rr), time.Since(start)
+	if reason := pins.RefusalReason(err); reason != "" {
+		// The pins refused it at call time (a change seen since the tool
+		// was listed): a refusal, not a failed call.
+		audit.Decision, audit.Outcome = policy.Decision{Reason: reason}, policy.OutcomeDeny
+	}
 	p.d.Auditor.Record(ctx, audit)
 	switch {
 	case err == nil:

@@ -17,7 +17,6 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
-	"github.com/pallasgw/pallasgw/agents/pins"
 	"github.com/pallasgw/pallasgw/cmd/pallasgw/internal/pinscmd"
 	"github.com/pallasgw/pallasgw/gateway"
 	"github.com/pallasgw/pallasgw/gateway/config"
@@ -76,12 +75,14 @@ func parseFlags(fs *flag.FlagSet, args []string) (code int, done bool) {
 
 func usage(w io.Writer) {
 	fmt.Fprint(w, `usage:
-  pallasgw serve    [--config PATH] [--listen ADDR] [--agent NAME] [--log-level debug|info|warn|error] [--log-format json|console]
+  pallasgw serve    [--config PATH] [--listen ADDR] [--alias-port-offset N | --no-alias-ports] [--agent NAME]
+                    [--log-level debug|info|warn|error] [--log-format json|console]
   pallasgw validate [--config PATH]
   pallasgw chat     [--url URL] [--token T] [--tool NAME] AGENT [-m MESSAGE]
   pallasgw import   --pallas DIR [--out FILE] [--cards DIR]
 `+pinscmd.Usage+`  pallasgw version
---config defaults to $PALLASGW_CONFIG, then ./pallasgw.yaml.
+--config defaults to $PALLASGW_CONFIG, then ./pallasgw.yaml; --listen to $PALLASGW_LISTEN,
+then the config's listen; chat's --url to $PALLASGW_URL, then http://$PALLASGW_LISTEN.
 `)
 }
 
@@ -104,11 +105,9 @@ func validate(args []string, stdout, stderr io.Writer) int {
 		printConfigError(stderr, err)
 		return 1
 	}
-	if cfg.PinsPath != "" { // serve refuses a broken pins file: so does validate
-		if _, err := pins.Load(cfg.PinsPath); err != nil {
-			fmt.Fprintln(stderr, err)
-			return 1
-		}
+	if err := gateway.CheckPins(cfg); err != nil { // serve refuses a missing or broken pins file: so does validate
+		fmt.Fprintln(stderr, err)
+		return 1
 	}
 	printFindings(stderr, cfg.Warnings, cfg.Infos)
 	fmt.Fprintf(stdout, "%s: ok (%d agents, %d servers, hash %s)\n", *path, len(cfg.Agents), len(cfg.MCP.Servers), cfg.Hash[:12])
@@ -145,7 +144,9 @@ func serve(args []string, stderr io.Writer) int {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	path := fs.String("config", defaultConfig(), "config file")
-	listen := fs.String("listen", "", "listen address (overrides the config's listen)")
+	listen := fs.String("listen", os.Getenv("PALLASGW_LISTEN"), "listen address (overrides the config's listen; default $PALLASGW_LISTEN)")
+	aliasOffset := fs.Int("alias-port-offset", 0, "add N to every legacy alias port (agents' port, registry_port)")
+	noAlias := fs.Bool("no-alias-ports", false, "bind no legacy alias port")
 	agent := fs.String("agent", "", "serve only this agent (and the agents it runs)")
 	level := fs.String("log-level", "info", "debug, info, warn or error")
 	format := fs.String("log-format", "json", "json or console")
@@ -160,7 +161,8 @@ func serve(args []string, stderr io.Writer) int {
 	// Every return below, the graceful shutdown on SIGTERM included, writes
 	// out the buffered lines; main's os.Exit comes after.
 	defer flush()
-	g, err := gateway.New(gateway.Options{ConfigPath: *path, Listen: *listen, Agent: *agent, Logger: log, Version: version, Commit: commit})
+	g, err := gateway.New(gateway.Options{ConfigPath: *path, Listen: *listen, AliasPortOffset: *aliasOffset, NoAliasPorts: *noAlias,
+		Agent: *agent, Logger: log, Version: version, Commit: commit})
 	if err != nil {
 		_ = log.Sync() // the lines logged so far come before the error
 		printConfigError(stderr, err)
@@ -182,7 +184,8 @@ func serve(args []string, stderr io.Writer) int {
 	go func() { errc <- g.Serve() }()
 	select {
 	case <-ctx.Done():
-		// A second SIGTERM or interrupt ends the drain delay; registered
+		// A second SIGTERM or interrupt stops at once (no drain delay,
+		// running calls canceled, listeners closed); registered
 		// before stop and never stopped, so that no later signal meets the
 		// default action while the process winds down (it would end it
 		// with "terminated" instead of exit 0). Further signals are dropped
@@ -191,7 +194,7 @@ func serve(args []string, stderr io.Writer) int {
 		signal.Notify(again, syscall.SIGTERM, os.Interrupt)
 		stop()
 		shut := make(chan struct{})
-		go endDrainDelayOnSignal(g, again, shut)
+		go stopNowOnSignal(g, again, shut)
 		g.Shutdown()
 		close(shut)
 		<-errc
@@ -202,13 +205,13 @@ func serve(args []string, stderr io.Writer) int {
 	}
 }
 
-// endDrainDelayOnSignal ends the drain delay of a shutting-down gateway on
-// the next signal of again (a second SIGTERM or Ctrl-C, from an operator or
-// a test that does not wait); it returns then or when shut is closed.
-func endDrainDelayOnSignal(g *gateway.Gateway, again <-chan os.Signal, shut <-chan struct{}) {
+// stopNowOnSignal makes a shutting-down gateway stop at once on the next
+// signal of again (a second SIGTERM or Ctrl-C, from an operator who does
+// not want to wait or a test); it returns then or when shut is closed.
+func stopNowOnSignal(g *gateway.Gateway, again <-chan os.Signal, shut <-chan struct{}) {
 	select {
 	case <-again:
-		g.EndDrainDelay()
+		g.StopNow()
 	case <-shut:
 	}
 }

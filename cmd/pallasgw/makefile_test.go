@@ -33,3 +33,27 @@ func TestMakeRunBuildsOnce(t *testing.T) {
 		}
 	}
 }
+
+// make run LISTEN=... moves the main port, ALIAS_PORT_OFFSET=... the
+// legacy alias ports with it, NO_ALIAS_PORTS=1 turns them off.
+func TestMakeRunPorts(t *testing.T) {
+	if _, err := exec.LookPath("make"); err != nil {
+		t.Skip("make is not installed")
+	}
+	for vars, want := range map[string]string{
+		"":                      "serve --config configs/quickstart.yaml --log-format console",
+		"LISTEN=127.0.0.1:8300": "--log-format console --listen 127.0.0.1:8300",
+		"LISTEN=127.0.0.1:8300 ALIAS_PORT_OFFSET=100": "--listen 127.0.0.1:8300 --alias-port-offset 100",
+		"NO_ALIAS_PORTS=1":                            "--log-format console --no-alias-ports",
+	} {
+		args := append([]string{"-s", "-n", "-C", "../..", "run", "VERSION=v", "COMMIT=c"}, strings.Fields(vars)...)
+		out, err := exec.Command("make", args...).Output()
+		if err != nil {
+			t.Fatalf("make -n run %s: %v", vars, err)
+		}
+		lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+		if last := lines[len(lines)-1]; !strings.HasSuffix(last, want) {
+			t.Errorf("make run %s runs %q, want it to end %q", vars, last, want)
+		}
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -20,7 +21,7 @@ import (
 func chatCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("chat", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	url := fs.String("url", envOr("PALLASGW_URL", "http://127.0.0.1:8200"), "the gateway's base URL ($PALLASGW_URL)")
+	url := fs.String("url", defaultURL(), "the gateway's base URL (default $PALLASGW_URL, else http://$PALLASGW_LISTEN)")
 	token := fs.String("token", os.Getenv("PALLASGW_TOKEN"), "bearer token ($PALLASGW_TOKEN)")
 	msg := fs.String("m", "", "send this message, print the answer and exit (default: read messages from stdin)")
 	tool := fs.String("tool", "send_message", "the agent's message tool (its tool_name)")
@@ -41,12 +42,30 @@ func chatCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
+	context.AfterFunc(ctx, stop) // a second Ctrl-C ends the process at once
 	err := chat.Run(ctx, chat.Options{URL: *url, Token: *token, Agent: agent, Message: *msg, Tool: *tool, In: stdin, Out: stdout, Progress: stderr})
 	if err != nil {
 		fmt.Fprintln(stderr, "pallasgw chat:", err)
 		return 1
 	}
 	return 0
+}
+
+// defaultURL is chat's gateway: $PALLASGW_URL, else the address serve
+// takes from $PALLASGW_LISTEN (an unspecified host as 127.0.0.1), else
+// http://127.0.0.1:8200 (the quickstart's).
+func defaultURL() string {
+	if u := os.Getenv("PALLASGW_URL"); u != "" {
+		return u
+	}
+	host, port, err := net.SplitHostPort(os.Getenv("PALLASGW_LISTEN"))
+	if err != nil {
+		return "http://127.0.0.1:8200"
+	}
+	if ip := net.ParseIP(host); host == "" || ip != nil && ip.IsUnspecified() {
+		host = "127.0.0.1"
+	}
+	return "http://" + net.JoinHostPort(host, port)
 }
 
 // importCmd is `pallasgw import --pallas DIR [--out FILE] [--cards DIR]`:
@@ -155,11 +174,4 @@ func writeCards(dir string, cards map[string][]byte) error {
 		}
 	}
 	return nil
-}
-
-func envOr(name, def string) string {
-	if v := os.Getenv(name); v != "" {
-		return v
-	}
-	return def
 }

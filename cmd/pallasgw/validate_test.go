@@ -35,3 +35,20 @@ agents:
 		t.Errorf("validate's stderr:\n%s\nwant one line starting %q", got, want)
 	}
 }
+
+// validate reports a missing pins file as serve does, at the pins key:
+// "file:line: pins: message".
+func TestValidateMissingPinsFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "pallasgw.yaml")
+	if err := os.WriteFile(path, []byte("name: t\npins: pins.yaml\nagents:\n  echo: {}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr strings.Builder
+	if code := run([]string{"validate", "--config", path}, &stdout, &stderr); code != 1 {
+		t.Fatalf("validate exited %d, want 1:\n%s", code, stderr.String())
+	}
+	want := path + ":2: pins: pins file " + filepath.Join(filepath.Dir(path), "pins.yaml") + ": file does not exist (create it with `pallasgw pins init`)\n"
+	if got := stderr.String(); got != want {
+		t.Errorf("validate's stderr:\n%s\nwant:\n%s", got, want)
+	}
+}

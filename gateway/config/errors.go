@@ -37,6 +37,9 @@ type Errors struct {
 	Warnings []string
 	// Infos are the load's informational findings (as Config.Infos).
 	Infos []string
+	// Refs are the files the config names, as far as the load read them:
+	// a load that failed on a missing one is retried when it appears.
+	Refs Refs
 
 	// typed are the keys whose value had the wrong type (reported, and
 	// taken out of the tree): later problems at or under them are

@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"reflect"
 	"slices"
@@ -265,7 +266,11 @@ func checkKnownKeys(p *parser, n *yaml.Node, t reflect.Type, path []string) {
 func (p *parser) unknownKey(k *yaml.Node, path []string, fields map[string]reflect.Type) {
 	name, value, fused := strings.Cut(k.Value, ":")
 	if !fused {
-		p.add(k.Line, keyName(append(append([]string{}, path...), k.Value)), "unknown key")
+		msg := "unknown key"
+		if near := nearestKey(k.Value, fields); near != "" {
+			msg += fmt.Sprintf(" (did you mean %s?)", near)
+		}
+		p.add(k.Line, keyName(append(append([]string{}, path...), k.Value)), msg)
 		return
 	}
 	// "token:abc" (no space after the colon) is one key: what follows the
@@ -278,6 +283,44 @@ func (p *parser) unknownKey(k *yaml.Node, path []string, fields map[string]refle
 	if _, ok := fields[name]; ok {
 		p.errs.markTyped(keyName(append(append([]string{}, path...), name))) // "is required" would repeat it
 	}
+}
+
+// nearestKey is the known key closest to name when it is close enough to
+// be the one meant (a typo: at most 2 edits, and fewer than half of
+// name's letters; a swap of two neighbours is one edit), else "". Ties go
+// to the first in sorted order.
+func nearestKey(name string, fields map[string]reflect.Type) string {
+	best, bestD := "", 3
+	for _, k := range slices.Sorted(maps.Keys(fields)) {
+		if d := editDistance(strings.ToLower(name), k); d < bestD && 2*d < len(name) {
+			best, bestD = k, d
+		}
+	}
+	return best
+}
+
+// editDistance is the optimal string alignment distance of a and b
+// (Levenshtein plus transpositions of neighbours), over bytes.
+func editDistance(a, b string) int {
+	prev2, prev, cur := make([]int, len(b)+1), make([]int, len(b)+1), make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
+				cur[j] = min(cur[j], prev2[j-2]+1)
+			}
+		}
+		prev2, prev, cur = prev, cur, prev2
+	}
+	return prev[len(b)]
 }
 
 // wrongType reports the value n at path that its field cannot take and

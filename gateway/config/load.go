@@ -40,6 +40,7 @@ func Parse(path string, raw []byte, checks ...Check) (*Config, error) {
 	if c == nil {
 		p.scrub(nil)
 		p.errs.sort()
+		p.errs.Refs = Refs{EnvFile: p.envPath}
 		return nil, p.errs
 	}
 	// Unknown keys and values of the wrong type (reported, and left at
@@ -55,6 +56,7 @@ func Parse(path string, raw []byte, checks ...Check) (*Config, error) {
 	if len(p.errs.List) > 0 {
 		p.errs.sort()
 		p.errs.Warnings, p.errs.Infos = c.Warnings, c.Infos
+		p.errs.Refs = c.Refs()
 		return nil, p.errs
 	}
 	return c, nil
@@ -65,6 +67,8 @@ type parser struct {
 	root *yaml.Node // the document's top mapping
 	errs *Errors
 	env  map[string]string // from env_file; the process environment wins
+	// envPath is the env_file read (or the optional .env), once known.
+	envPath string
 	// cards are the agents loaded from agent cards, by name: their
 	// problems are reported against the card's file.
 	cards map[string]card
@@ -108,6 +112,7 @@ func (p *parser) parse(raw []byte) *Config {
 		// watched, so that creating one reloads).
 		envPath = filepath.Join(filepath.Dir(p.file), ".env")
 	}
+	p.envPath = envPath
 	data, err := os.ReadFile(envPath)
 	switch {
 	case err == nil:

@@ -76,6 +76,19 @@ type Config struct {
 	pos *positions // where the keys are written (ErrorAt); nil when not loaded from a file
 }
 
+// Refs are the files a config names besides itself, resolved against its
+// directory: what a reload reads, and so what the watcher follows.
+type Refs struct {
+	EnvFile  string   // env_file, or the optional .env beside the config
+	Pins     string   // the pins file; "" for none
+	CardDirs []string // the agent_cards directories
+}
+
+// Refs returns the files c names (EnvFilePath, PinsPath, AgentCardDirs).
+func (c *Config) Refs() Refs {
+	return Refs{EnvFile: c.EnvFilePath, Pins: c.PinsPath, CardDirs: c.AgentCardDirs}
+}
+
 // Wire turns the gateway's hand-written MCP paths (agents/wire) on or off.
 // It is read at start; changing it takes a restart.
 type Wire struct {

@@ -77,11 +77,28 @@ func (p *parser) validateListeners(c *Config) {
 	}
 }
 
+// checkPort reports an http(s) URL whose port is not 1–65535
+// ("http://127.0.0.1:99999/mcp" parses, and fails only when dialled).
+func (p *parser) checkPort(path []string, u *url.URL) {
+	port := u.Port()
+	if port == "" && !strings.HasSuffix(u.Host, ":") {
+		return // the scheme's default
+	}
+	switch n, err := strconv.Atoi(port); {
+	case port == "":
+		p.addPath(path, "no port after the host's colon")
+	case err != nil || n < 1 || n > 65535:
+		p.addPath(path, fmt.Sprintf("port %s out of range 1-65535", port))
+	}
+}
+
 func (p *parser) validateHTTP(c *Config) {
 	if c.PublicURL != "" {
 		u, err := url.Parse(c.PublicURL)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			p.addPath([]string{"public_url"}, "must be an absolute http(s) URL")
+		} else {
+			p.checkPort([]string{"public_url"}, u)
 		}
 	}
 	for i, cidr := range c.TrustedProxies {
@@ -181,6 +198,8 @@ func (p *parser) validateProvider(c *Config, name string, pr *Provider) {
 	}
 	if u, err := url.Parse(pr.BaseURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") {
 		p.addPath(append(key, "base_url"), "must be an http(s) URL")
+	} else {
+		p.checkPort(append(key, "base_url"), u)
 	}
 	if pr.ForwardInboundAuth && c.Auth.Mode == "tokens" {
 		c.Warnings = append(c.Warnings, fmt.Sprintf("%s:%d: models.providers.%s.forward_inbound_auth: ignored in auth mode tokens (the gateway's token is never forwarded)",
@@ -217,6 +236,8 @@ func (p *parser) validateServers(c *Config) {
 		case "http", "sse":
 			if u, err := url.Parse(s.URL); s.URL == "" || err != nil || (u.Scheme != "http" && u.Scheme != "https") {
 				p.addPath(append(key, "url"), "transport "+s.Transport+" needs an http(s) url")
+			} else {
+				p.checkPort(append(key, "url"), u)
 			}
 		case "stdio":
 			if s.Command == "" {
@@ -238,6 +259,8 @@ func (p *parser) validateServers(c *Config) {
 			tkey := append(append([]string{}, key...), "token_exchange")
 			if u, err := url.Parse(te.TokenURL); te.TokenURL == "" || err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 				p.addPath(append(tkey, "token_url"), "must be the token endpoint's http(s) URL")
+			} else {
+				p.checkPort(append(tkey, "token_url"), u)
 			}
 			if te.ClientID == "" {
 				p.addPath(append(tkey, "client_id"), "is required (the gateway's own client)")
@@ -312,10 +335,14 @@ func (p *parser) validateJWT(j *JWT) {
 	}
 	if u, err := url.Parse(j.Issuer); j.Issuer == "" || err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
 		p.addPath(append(key, "issuer"), "must be the issuer's http(s) URL")
+	} else {
+		p.checkPort(append(key, "issuer"), u)
 	}
 	if j.JWKSURL != "" {
 		if u, err := url.Parse(j.JWKSURL); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
 			p.addPath(append(key, "jwks_url"), "must be an http(s) URL")
+		} else {
+			p.checkPort(append(key, "jwks_url"), u)
 		}
 	}
 	for i, a := range j.Algorithms {
@@ -350,6 +377,8 @@ func (p *parser) validateTracing(c *Config) {
 	if t.Endpoint != "" {
 		if u, err := url.Parse(t.Endpoint); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			p.addPath([]string{"tracing", "endpoint"}, "must be an http:// or https:// URL (OTLP/HTTP), e.g. http://127.0.0.1:4318")
+		} else {
+			p.checkPort([]string{"tracing", "endpoint"}, u)
 		}
 	}
 	if t.Sampling < 0 || t.Sampling > 1 || t.Sampling != t.Sampling {

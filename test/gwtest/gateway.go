@@ -214,7 +214,7 @@ func (g *Gateway) stop() {
 	default:
 		g.Signal(syscall.SIGTERM)
 		// A test has no load balancer to drain from: SIGTERM again, which
-		// ends the drain delay once the gateway has begun its shutdown.
+		// stops the gateway at once once it has begun its shutdown.
 		again := time.NewTicker(100 * time.Millisecond)
 		defer again.Stop()
 		deadline := time.After(g.o.StopTimeout)

@@ -189,17 +189,34 @@ func TestHistoryAndMalformedEntries(t *testing.T) {
 	}
 }
 
+// TestChainAndPlayback: a chain's result is its last step's; the playback
+// model keeps nothing between calls (a call without history gets the first
+// answer every time), and follows the history a caller sends back.
 func TestChainAndPlayback(t *testing.T) {
 	f := startFoundation(t)
-	cs := connect(t, f.Base+"/agents/pipeline/mcp", "2025-11-25", nil)
 	ctx := context.Background()
-	for _, want := range []string{"one", "two", "one"} {
+	cs := connect(t, f.Base+"/agents/pipeline/mcp", "2025-11-25", nil)
+	for range 3 {
 		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "send_message", Arguments: map[string]any{"message": "x"}})
 		if err != nil {
 			t.Fatal(err)
 		}
+		if got := textOf(t, res); got != "one" {
+			t.Fatalf("got %q, want one", got)
+		}
+	}
+	direct := connect(t, f.Base+"/agents/tech_research/mcp", "", nil)
+	for turns, want := range []string{"one", "two", "one"} {
+		var history []map[string]any
+		for range turns {
+			history = append(history, map[string]any{"role": "user", "content": "x"}, map[string]any{"role": "assistant", "content": "a"})
+		}
+		res, err := direct.CallTool(ctx, &mcp.CallToolParams{Name: "send_message", Arguments: map[string]any{"message": "x", "history": history}})
+		if err != nil {
+			t.Fatal(err)
+		}
 		if got := textOf(t, res); got != want {
-			t.Fatalf("got %q, want %q", got, want)
+			t.Errorf("after %d assistant turns: %q, want %q", turns, got, want)
 		}
 	}
 }

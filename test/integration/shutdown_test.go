@@ -114,8 +114,9 @@ func TestShutdownTimeoutCancelsCalls(t *testing.T) {
 
 // TestDrainDelayKeepsServing: on SIGTERM /readyz turns 503 at once, but new
 // calls are served for drain_delay (a proxy that cannot retry a refused
-// POST has moved away by then); a second SIGTERM ends the delay, new calls
-// are refused with 503 from then on, and the process exits 0.
+// POST has moved away by then); a second SIGTERM stops it at once: new
+// calls are refused with 503 or find the listener closed, and the process
+// exits 0.
 func TestDrainDelayKeepsServing(t *testing.T) {
 	llm := fakellm.New(t)
 	g := startGateway(t, fmt.Sprintf(shutdownCfg, "20s", "10m", llm.OpenAIBaseURL()))
@@ -147,5 +148,49 @@ func TestDrainDelayKeepsServing(t *testing.T) {
 	}
 	if code := g.ExitCode(); code != 0 {
 		t.Fatalf("exit code %d", code)
+	}
+}
+
+// TestSecondSignalStopsAtOnce: a second SIGTERM stops the gateway at once,
+// whether the first one's shutdown is in its drain delay or waiting for a
+// running call (both 10 minutes here): the running call is canceled (its
+// model stream closed) and the process exits 0.
+func TestSecondSignalStopsAtOnce(t *testing.T) {
+	for _, tc := range []struct{ name, drainDelay string }{{"during the drain delay", "10m"}, {"while calls run", "0s"}} {
+		t.Run(tc.name, func(t *testing.T) {
+			llm := fakellm.New(t)
+			hang := fakellm.Hang()
+			llm.Script(hang)
+			g := startGateway(t, fmt.Sprintf(shutdownCfg, "10m", tc.drainDelay, llm.OpenAIBaseURL()))
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				resp, err := post(g.Base+"/agents/slow/mcp", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"send_message","arguments":{"message":"forever"}}}`, nil)
+				if err == nil {
+					io.Copy(io.Discard, resp.Body)
+					resp.Body.Close()
+				}
+			}()
+			<-hang.Started()
+			g.Signal(syscall.SIGTERM)
+			eventually(t, 5*time.Second, "/readyz 503", func() bool {
+				code, _, _ := httpGet(t, g.Base+"/readyz", nil)
+				return code == 503
+			})
+			if tc.drainDelay == "0s" {
+				eventually(t, 5*time.Second, "the drain", func() bool { return g.logged(`"msg":"draining"`) })
+			}
+			g.Signal(syscall.SIGTERM)
+			select {
+			case <-g.Exited():
+			case <-time.After(60 * time.Second): // the shutdown would take 10 minutes
+				t.Fatalf("gateway did not stop on the second SIGTERM:\n%s", g.Logs())
+			}
+			if code := g.ExitCode(); code != 0 {
+				t.Fatalf("exit code %d:\n%s", code, g.Logs())
+			}
+			<-hang.Disconnected()
+			<-done
+		})
 	}
 }
