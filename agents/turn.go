@@ -3,6 +3,7 @@ package agents
 import (
 	"encoding/base64"
 	"fmt"
+	"regexp"
 	"strings"
 
 	"github.com/pallasgw/pallasgw/agents/llm"
@@ -117,6 +118,11 @@ func parseHistoryEntry(v any, maxImage int64) (llm.Message, string) {
 	return m, ""
 }
 
+// imageMIME is a plain image media type, "image/<subtype>" (RFC 6838
+// restricted names, no parameters): the type travels to providers in
+// headers and data URLs, so nothing else (a CR or LF, a ";") may ride in it.
+var imageMIME = regexp.MustCompile(`^image/[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]{0,126}$`)
+
 func parseImages(raw any, maxBytes int64) ([]llm.Image, error) {
 	list, ok := raw.([]any)
 	if !ok {
@@ -133,7 +139,7 @@ func parseImages(raw any, maxBytes int64) ([]llm.Image, error) {
 		if data == "" || mime == "" {
 			return nil, fmt.Errorf("entry %d needs data and mime_type", i)
 		}
-		if !strings.HasPrefix(mime, "image/") {
+		if !imageMIME.MatchString(mime) {
 			return nil, fmt.Errorf("entry %d: mime_type %q is not an image type", i, mime)
 		}
 		if maxBytes > 0 && int64(base64.StdEncoding.DecodedLen(len(data))) > maxBytes+3 {

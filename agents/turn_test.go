@@ -3,6 +3,7 @@ package agents
 import (
 	"encoding/base64"
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/pallasgw/pallasgw/agents/llm"
@@ -57,6 +58,45 @@ func TestParseTurn(t *testing.T) {
 		if _, err := parseTurn(args, 10, 1024, skip); err == nil {
 			t.Errorf("%s: accepted", name)
 		}
+	}
+}
+
+// An image's mime_type is a plain image/<subtype> token: one with control
+// characters, parameters or spaces is refused with the error of any other
+// bad image, in the new turn and (skipped as bad_image) in the history.
+func TestParseTurnImageMIME(t *testing.T) {
+	png := base64.StdEncoding.EncodeToString([]byte("\x89PNG fake"))
+	for _, tt := range []struct {
+		mime string
+		ok   bool
+	}{
+		{"image/png", true},
+		{"image/svg+xml", true},
+		{"image/vnd.microsoft.icon", true},
+		{"image/png\r\nX-Injected: 1", false},
+		{"image/png\n", false},
+		{"image/png; charset=x", false},
+		{"image/", false},
+		{"image/ png", false},
+		{"image/p\x00ng", false},
+		{"text/html", false},
+	} {
+		t.Run(tt.mime, func(t *testing.T) {
+			img := []any{map[string]any{"data": png, "mime_type": tt.mime}}
+			_, err := parseTurn(map[string]any{"message": "m", "images": img}, 10, 1024, func(int, string) {})
+			if tt.ok != (err == nil) {
+				t.Fatalf("mime_type %q: error %v, want accepted %v", tt.mime, err, tt.ok)
+			}
+			if !tt.ok && !strings.Contains(err.Error(), "images: entry 0: mime_type") || err != nil && !strings.HasSuffix(err.Error(), "is not an image type") {
+				t.Fatalf("mime_type %q: error %q, want the bad image error", tt.mime, err)
+			}
+			var skipped []string
+			turn, _ := parseTurn(map[string]any{"message": "m", "history": []any{map[string]any{"role": "user", "content": "c", "images": img}}},
+				10, 1024, func(_ int, reason string) { skipped = append(skipped, reason) })
+			if tt.ok != (len(turn.History) == 1) || !tt.ok && (len(skipped) != 1 || skipped[0] != "bad_image") {
+				t.Fatalf("history with mime_type %q: kept %d, skipped %v", tt.mime, len(turn.History), skipped)
+			}
+		})
 	}
 }
 
