@@ -36,6 +36,15 @@ type Downstream interface {
 	Probe(ctx context.Context, server string, hdr http.Header) error
 }
 
+// ProviderState is what the gateway knows of an LLM provider.
+type ProviderState struct {
+	// Check is the last preflight's error (nil: ok or not run).
+	Check error
+	// Answered: a real call to the provider answered after its check
+	// began failing, and recently: the check, not the provider, is wrong.
+	Answered bool
+}
+
 // Deps are the shared parts an agent Set is built with.
 type Deps struct {
 	Config     *config.Config
@@ -45,9 +54,10 @@ type Deps struct {
 	// Providers by provider name (the keys of models.providers); built-ins
 	// are made per agent by the Set.
 	Providers map[string]llm.Provider
-	// Preflight reports the last preflight result of a provider key (nil =
-	// ok or unknown).
-	Preflight func(provider string) error
+	// Preflight reports what is known of a provider key: its last
+	// preflight result and whether real calls answered since its check
+	// began failing (zero: ok or unknown).
+	Preflight func(provider string) ProviderState
 	// ProviderSeen is told what each real call to a provider saw (err nil:
 	// it answered), so a provider is checked again when calls disagree
 	// with its last check (nil: not told).

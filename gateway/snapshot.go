@@ -122,7 +122,7 @@ func (g *Gateway) buildSnapshot(cfg *config.Config) (_ *Snapshot, err error) {
 	s.downstream = g.downstreams.acquire(serverSpecs(cfg))
 	s.agents, err = agents.Build(agents.Deps{
 		Config: cfg, Logger: g.log.Named("agent"), Metrics: g.metrics, Downstream: s.downstream,
-		Providers: providers, Preflight: s.preflight.result, ProviderSeen: s.preflight.observed,
+		Providers: providers, Preflight: s.preflight.state, ProviderSeen: s.preflight.observed,
 		Composer:             &policy.Composer{Blocklist: policy.NewBlocklist(cfg.Policy.ExtraBlockedHeaders), Metrics: g.metrics, Logger: g.log.Named("policy")},
 		Auditor:              s.auditor,
 		Callers:              s.callers,
