@@ -37,7 +37,8 @@ type Agent struct {
 	run     runner
 	log     *zap.Logger
 	health  healthCache
-	proxy   *proxy.Proxy // kind proxy only
+	latency *latencyWindow // durations of the agent's recent model calls (get_health)
+	proxy   *proxy.Proxy   // kind proxy only
 	// executeTool is a toolbox's execute_tool (kind toolbox only).
 	executeTool *toolbox.Target
 }
@@ -87,7 +88,8 @@ const listCacheTTL = 60_000
 const healthSchema = `{"type": "object", "properties": {}, "additionalProperties": false}`
 
 func newAgent(s *Set, c *config.Agent) (*Agent, error) {
-	a := &Agent{Name: c.Name, Config: c, set: s, log: s.deps.Logger.With(zap.String("agent", c.Name))}
+	a := &Agent{Name: c.Name, Config: c, set: s, log: s.deps.Logger.With(zap.String("agent", c.Name)),
+		latency: newLatencyWindow(c.Health.Window)}
 	r, err := newRunner(a)
 	if err != nil {
 		return nil, err

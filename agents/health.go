@@ -124,6 +124,9 @@ func (a *Agent) probe(ctx context.Context, inbound http.Header) Health {
 	if f := a.providerFinding(); f != nil {
 		findings = append(findings, *f)
 	}
+	if f := a.latencyFinding(); f != nil {
+		findings = append(findings, *f)
+	}
 	return summarize(findings)
 }
 

@@ -105,8 +105,9 @@ func (m *modelRef) chat(ctx context.Context, a *Agent, req llm.Request, c *Call)
 		req.Schema = nil
 		resp, err = m.provider.Chat(ctx, req)
 	}
+	took := time.Since(start)
 	met := a.set.deps.Metrics
-	met.GenAIDuration.WithLabelValues(m.providerName, m.model).Observe(time.Since(start).Seconds())
+	met.GenAIDuration.WithLabelValues(m.providerName, m.model).Observe(took.Seconds())
 	outcome := outcomeOf(ctx, err)
 	if seen := a.set.deps.ProviderSeen; seen != nil && outcome != "canceled" {
 		seen(m.providerName, err)
@@ -117,6 +118,9 @@ func (m *modelRef) chat(ctx context.Context, a *Agent, req llm.Request, c *Call)
 			return nil, ctx.Err()
 		}
 		return nil, fmt.Errorf("%w: %s: %w", errProvider, m.ref, err)
+	}
+	if a.latency != nil {
+		a.latency.add(took) // answered calls only: how long an answer takes
 	}
 	u := resp.Usage
 	if span.IsRecording() {
