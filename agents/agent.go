@@ -283,7 +283,7 @@ func (a *Agent) handleSendMessage(ctx context.Context, req mcp.CallToolRequest) 
 		func(_ int, reason string) { skipped[reason]++ })
 	var ov *callOverrides
 	if err == nil {
-		ov, err = parseOverrides(req.GetArguments(), a.Config.Overrides)
+		ov, err = parseOverrides(req.GetArguments(), a.Config.Overrides, a.set.deps.Config.ProviderType(a.Config.Model))
 	}
 	for reason, n := range skipped {
 		m.HistorySkipped.WithLabelValues(a.Name, reason).Add(float64(n))

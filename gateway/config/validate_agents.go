@@ -59,6 +59,8 @@ func (p *parser) validateAgent(c *Config, a *Agent) {
 			p.addPath(append(append([]string{}, key...), "params", k), "unknown parameter")
 		} else if msg := ParamProblem(k, a.Params[k]); msg != "" {
 			p.addPath(append(append([]string{}, key...), "params", k), msg)
+		} else if msg := ProviderParamProblem(c.ProviderType(a.Model), k, a.Params[k]); msg != "" {
+			p.addPath(append(append([]string{}, key...), "params", k), msg)
 		}
 	}
 	if gs := a.GatewayStatus; gs != nil {
