@@ -173,11 +173,17 @@ type Provider struct {
 	Name string `yaml:"-"`
 }
 
-// Capabilities are published in the registry for a model.
+// Capabilities are published in the registry for a model. A model with
+// an entry whose vision is false takes no image: send_message refuses one
+// (or, with DropImages, drops it with a note to the model), and a tool
+// result's images are dropped with a note.
 type Capabilities struct {
-	Vision          bool `yaml:"vision"`
+	Vision          bool `yaml:"vision"` // default false
 	ContextWindow   int  `yaml:"context_window"`
 	MaxOutputTokens int  `yaml:"max_output_tokens"`
+	// DropImages (with vision false) drops the images of a message,
+	// telling the model so, instead of refusing the message. Default false.
+	DropImages bool `yaml:"drop_images"`
 }
 
 // Price is USD per million tokens.
