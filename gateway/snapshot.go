@@ -163,7 +163,9 @@ func buildProviders(cfg *config.Config) (map[string]llm.Provider, error) {
 		}
 		static := make(map[string]string, len(p.Headers))
 		for k, v := range p.Headers {
-			static[k] = v.Value()
+			if !config.EmptyCredential(v.Value()) { // "Bearer ${KEY:-}" with KEY unset: no header
+				static[k] = v.Value()
+			}
 		}
 		prov, err := llm.New(llm.ProviderConfig{Kind: p.Type, BaseURL: p.BaseURL, APIKey: p.APIKey.Value(), Headers: static,
 			Timeout: p.Timeout, MaxRetries: retries, SDKBody: p.SDKBody})

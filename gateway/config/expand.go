@@ -23,6 +23,7 @@ func (p *parser) expandText(raw []byte) []byte {
 		if !strings.Contains(code, "$") {
 			continue
 		}
+		p.line = i + 1
 		v, err := p.expandString(code)
 		if err != nil {
 			p.add(i+1, "", err.Error())
@@ -93,8 +94,14 @@ func (p *parser) expandString(s string) (string, error) {
 			case ok && (v != "" || !hasDef):
 				b.WriteString(v)
 				p.expansions = append(p.expansions, expansion{value: v, text: "${" + expr + "}"})
+				if v == "" {
+					p.noteEmpty(name)
+				}
 			case hasDef:
 				b.WriteString(def)
+				if def == "" {
+					p.noteEmpty(name)
+				}
 			default:
 				return "", fmt.Errorf("environment variable %s is not set (use ${%s:-default} for a default)", name, name)
 			}
@@ -103,6 +110,57 @@ func (p *parser) expandString(s string) (string, error) {
 			s = s[1:]
 		}
 	}
+}
+
+// noteEmpty records that variable name expanded to "" on the line being
+// expanded (emptyVarsAt reads it).
+func (p *parser) noteEmpty(name string) {
+	if p.empty == nil {
+		p.empty = map[int][]string{}
+	}
+	p.empty[p.line] = append(p.empty[p.line], name)
+}
+
+// warnEmptyCredentials warns of each header of a server whose value has no
+// credential (empty, or an auth scheme alone such as "Bearer") because a
+// ${VAR} on its line expanded to "": what pallasgw import writes for an
+// unset variable. Such a header is not sent (EmptyCredential).
+func (p *parser) warnEmptyCredentials(c *Config) {
+	for _, name := range sortedKeys(c.MCP.Servers) {
+		s := c.MCP.Servers[name]
+		if s == nil {
+			continue
+		}
+		for _, h := range sortedKeys(s.Headers) {
+			if !EmptyCredential(s.Headers[h].Value()) {
+				continue
+			}
+			key := []string{"mcp", "servers", name, "headers", h}
+			line := lineOf(p.root, key)
+			vars := p.empty[line]
+			if len(vars) == 0 {
+				continue
+			}
+			refs := make([]string, len(vars))
+			for i, v := range vars {
+				refs[i] = "${" + v + "}"
+			}
+			c.Warnings = append(c.Warnings, fmt.Sprintf("%s:%d: %s: %s is empty or unset, so header %s has no credential and is not sent",
+				p.file, line, keyName(key), strings.Join(refs, ", "), h))
+		}
+	}
+}
+
+// EmptyCredential reports whether a static header value carries no
+// credential: blank, or an auth scheme alone ("Bearer", "Basic", "Token",
+// "Digest"), as "Bearer ${TOKEN:-}" expands with TOKEN unset. Such a
+// header is not sent.
+func EmptyCredential(v string) bool {
+	switch strings.ToLower(strings.TrimSpace(v)) {
+	case "", "bearer", "basic", "token", "digest":
+		return true
+	}
+	return false
 }
 
 // expansion is one variable's value as expanded and the text it replaced.
