@@ -122,7 +122,7 @@ func Build(d Deps) (*Set, error) {
 func HeaderRules(name string, s *config.Server) policy.HeaderRules {
 	static := make(map[string]string, len(s.Headers))
 	for k, v := range s.Headers {
-		static[k] = credential(v.Value())
+		static[k] = credential(k, v.Value())
 	}
 	return policy.HeaderRules{Server: name, Static: static, Forward: s.ForwardHeaders, ForwardInboundAuth: s.ForwardInboundAuth,
 		Blocked: policy.ExtraBlocklist(s.ExtraBlockedHeaders)}
@@ -134,7 +134,7 @@ func HeaderRules(name string, s *config.Server) policy.HeaderRules {
 func ProviderHeaderRules(name string, p *config.Provider) policy.HeaderRules {
 	static := make(map[string]string, len(p.Headers))
 	for k, v := range p.Headers {
-		static[k] = credential(v.Value())
+		static[k] = credential(k, v.Value())
 	}
 	return policy.HeaderRules{Server: "provider:" + name, Static: static, Forward: p.ForwardHeaders, ForwardInboundAuth: p.ForwardInboundAuth,
 		Blocked: policy.ExtraBlocklist(p.ExtraBlockedHeaders)}
@@ -144,8 +144,8 @@ func ProviderHeaderRules(name string, p *config.Provider) policy.HeaderRules {
 // credential ("Bearer" from "Bearer ${TOKEN:-}" with TOKEN unset): an
 // empty static value sends no header, rather than a bare scheme, and still
 // keeps a forwarded value out.
-func credential(v string) string {
-	if config.EmptyCredential(v) {
+func credential(name, v string) string {
+	if config.EmptyCredential(name, v) {
 		return ""
 	}
 	return v

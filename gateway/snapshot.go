@@ -163,7 +163,7 @@ func buildProviders(cfg *config.Config) (map[string]llm.Provider, error) {
 		}
 		static := make(map[string]string, len(p.Headers))
 		for k, v := range p.Headers {
-			if !config.EmptyCredential(v.Value()) { // "Bearer ${KEY:-}" with KEY unset: no header
+			if !config.EmptyCredential(k, v.Value()) { // "Bearer ${KEY:-}" with KEY unset: no header
 				static[k] = v.Value()
 			}
 		}

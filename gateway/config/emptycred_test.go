@@ -43,10 +43,16 @@ agents:
 }
 
 func TestEmptyCredential(t *testing.T) {
-	for v, want := range map[string]bool{"": true, "  ": true, "Bearer": true, "Bearer ": true, "bearer": true, "Basic ": true,
-		"Bearer x": false, "token-1234": false, "Bearerx": false} {
-		if got := EmptyCredential(v); got != want {
-			t.Errorf("EmptyCredential(%q) = %v, want %v", v, got, want)
+	for _, tt := range []struct {
+		name, v string
+		want    bool
+	}{
+		{"Authorization", "", true}, {"X-Api-Key", "  ", true}, {"Authorization", "Bearer", true}, {"authorization", "Bearer ", true},
+		{"Proxy-Authorization", "basic ", true}, {"Authorization", "Bearer x", false}, {"Authorization", "token-1234", false},
+		{"Authorization", "Bearerx", false}, {"X-Auth-Scheme", "Bearer", false}, {"X-Mode", "token", false},
+	} {
+		if got := EmptyCredential(tt.name, tt.v); got != tt.want {
+			t.Errorf("EmptyCredential(%q, %q) = %v, want %v", tt.name, tt.v, got, tt.want)
 		}
 	}
 }

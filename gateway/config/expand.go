@@ -132,7 +132,7 @@ func (p *parser) warnEmptyCredentials(c *Config) {
 			continue
 		}
 		for _, h := range sortedKeys(s.Headers) {
-			if !EmptyCredential(s.Headers[h].Value()) {
+			if !EmptyCredential(h, s.Headers[h].Value()) {
 				continue
 			}
 			key := []string{"mcp", "servers", name, "headers", h}
@@ -151,14 +151,21 @@ func (p *parser) warnEmptyCredentials(c *Config) {
 	}
 }
 
-// EmptyCredential reports whether a static header value carries no
-// credential: blank, or an auth scheme alone ("Bearer", "Basic", "Token",
-// "Digest"), as "Bearer ${TOKEN:-}" expands with TOKEN unset. Such a
-// header is not sent.
-func EmptyCredential(v string) bool {
-	switch strings.ToLower(strings.TrimSpace(v)) {
-	case "", "bearer", "basic", "token", "digest":
+// EmptyCredential reports whether static header name: v carries no
+// credential: a blank value, or for Authorization and Proxy-Authorization
+// an auth scheme alone ("Bearer", "Basic", "Token", "Digest"), as "Bearer
+// ${TOKEN:-}" expands with TOKEN unset. Such a header is not sent.
+func EmptyCredential(name, v string) bool {
+	v = strings.ToLower(strings.TrimSpace(v))
+	if v == "" {
 		return true
+	}
+	switch strings.ToLower(name) {
+	case "authorization", "proxy-authorization":
+		switch v {
+		case "bearer", "basic", "token", "digest":
+			return true
+		}
 	}
 	return false
 }
