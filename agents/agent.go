@@ -279,7 +279,7 @@ func (a *Agent) handleSendMessage(ctx context.Context, req mcp.CallToolRequest) 
 	// Logger.With, which copies the encoder and a 1 KB buffer per call.
 	ridField, toolField := zap.String("request_id", rid), zap.String("tool", a.Config.ToolName)
 	skipped := map[string]int{} // reason → count; one log line per call, not per entry
-	turn, err := parseTurn(req.GetArguments(), a.set.deps.Config.Limits.MaxHistoryEntries, a.set.deps.Config.Limits.MaxImageBytes,
+	turn, err := parseTurnFor(req.GetArguments(), a.set.deps.Config.Limits.MaxHistoryEntries, a.set.deps.Config.Limits.MaxImageBytes, a.Config.Overrides.System,
 		func(_ int, reason string) { skipped[reason]++ })
 	var ov *callOverrides
 	if err == nil {

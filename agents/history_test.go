@@ -2,6 +2,7 @@ package agents_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -27,7 +28,9 @@ const toolTranscript = `[
 // A tool-using transcript replays: system and tool turns (with their
 // tool-call ids) reach each provider in its own shape; a tool turn that
 // answers no earlier call, and a call never answered, are skipped and
-// counted, never sent.
+// counted, never sent. A system turn instructs the model as the agent's
+// instruction does: an agent that does not let callers change that
+// (overrides.system) skips it as bad_role.
 func TestHistoryWithToolTurns(t *testing.T) {
 	for _, kind := range []string{"openai", "anthropic"} {
 		t.Run(kind, func(t *testing.T) {
@@ -42,7 +45,8 @@ models:
   providers:
     ` + kind + `: {base_url: "` + base + `", api_key: k}
 agents:
-  a: {model: ` + kind + `.m, instruction: "Be brief."}
+  a: {model: ` + kind + `.m, instruction: "Be brief.", overrides: {system: true}}
+  b: {model: ` + kind + `.m, instruction: "Be brief."}
 `
 			var p llm.Provider
 			var err error
@@ -101,6 +105,13 @@ agents:
 				if n := agenttest.CounterValue(ta.Metrics.HistorySkipped.WithLabelValues("a", reason)); n != 1 {
 					t.Errorf("skipped %s: %v, want 1", reason, n)
 				}
+			}
+
+			ta.Send(t, "b", agenttest.SendBody("2", "send_message", string(args), ""), agenttest.LegacySSE)
+			reqs = fake.ChatRequests()
+			if c := reqs[len(reqs)-1].Chat; strings.Contains(fmt.Sprint(c.Messages), "French") || strings.Contains(c.System, "French") ||
+				agenttest.CounterValue(ta.Metrics.HistorySkipped.WithLabelValues("b", "bad_role")) != 1 {
+				t.Errorf("agent b without overrides.system took the system turn: system %q, messages %+v", c.System, c.Messages)
 			}
 		})
 	}

@@ -30,8 +30,17 @@ func (e *ArgumentError) Error() string { return "invalid arguments: " + e.Msg }
 
 // parseTurn reads send_message arguments. The new turn must be well formed;
 // malformed history entries are skipped (reported through skip), never
-// fatal. Only the newest maxHistory entries are kept.
+// fatal. Only the newest maxHistory entries are kept. History system turns
+// are taken (parseTurnFor decides per agent).
 func parseTurn(args map[string]any, maxHistory int, maxImage int64, skip skipFunc) (Turn, error) {
+	return parseTurnFor(args, maxHistory, maxImage, true, skip)
+}
+
+// parseTurnFor is parseTurn for an agent that takes history system turns
+// only when allowSystem: a system turn instructs the model as the agent's
+// instruction does, so it is taken only from callers who may change that
+// (overrides.system); otherwise it is skipped as bad_role.
+func parseTurnFor(args map[string]any, maxHistory int, maxImage int64, allowSystem bool, skip skipFunc) (Turn, error) {
 	var t Turn
 	msg, ok := args["message"].(string)
 	if !ok {
@@ -57,12 +66,12 @@ func parseTurn(args map[string]any, maxHistory int, maxImage int64, skip skipFun
 		if !ok {
 			return t, &ArgumentError{"history must be an array"}
 		}
-		t.History = parseHistory(list, maxHistory, maxImage, skip)
+		t.History = parseHistory(list, maxHistory, maxImage, allowSystem, skip)
 	}
 	return t, nil
 }
 
-func parseHistory(list []any, max int, maxImage int64, skip skipFunc) []llm.Message {
+func parseHistory(list []any, max int, maxImage int64, allowSystem bool, skip skipFunc) []llm.Message {
 	start := 0
 	if max > 0 && len(list) > max {
 		start = len(list) - max
@@ -93,6 +102,9 @@ func parseHistory(list []any, max int, maxImage int64, skip skipFunc) []llm.Mess
 	}
 	for i := start; i < len(list); i++ {
 		m, reason := parseHistoryEntry(list[i], maxImage)
+		if reason == "" && m.Role == llm.RoleSystem && !allowSystem {
+			reason = "bad_role"
+		}
 		if reason != "" {
 			skip(i, reason)
 			continue
