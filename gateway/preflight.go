@@ -181,9 +181,10 @@ func (p *preflight) record(name string, err error) {
 	case was == nil || first:
 		p.failing[name] = time.Now()
 	}
-	up := p.upLocked(name)
+	// Set under p.mu, so that a real call's result (observed) cannot be
+	// overwritten by an older one.
+	p.metrics.ProviderUp.WithLabelValues(name).Set(p.upLocked(name))
 	p.mu.Unlock()
-	p.metrics.ProviderUp.WithLabelValues(name).Set(up)
 	flipped := !first && (was == nil) != (err == nil)
 	if err != nil {
 		if first || flipped {
@@ -221,9 +222,11 @@ func (p *preflight) observed(provider string, err error) {
 		delete(p.answered, provider)
 	}
 	up := p.upLocked(provider)
-	p.mu.Unlock()
 	if checked && up != wasUp {
 		p.metrics.ProviderUp.WithLabelValues(provider).Set(up)
+	}
+	p.mu.Unlock()
+	if checked && up != wasUp {
 		select { // the agents' health changed with it
 		case p.changed <- struct{}{}:
 		default:
