@@ -37,7 +37,8 @@ type Agent struct {
 	run     runner
 	log     *zap.Logger
 	health  healthCache
-	proxy   *proxy.Proxy // kind proxy only
+	latency *latencyWindow // durations of the agent's recent model calls (get_health)
+	proxy   *proxy.Proxy   // kind proxy only
 	// executeTool is a toolbox's execute_tool (kind toolbox only).
 	executeTool *toolbox.Target
 }
@@ -87,7 +88,8 @@ const listCacheTTL = 60_000
 const healthSchema = `{"type": "object", "properties": {}, "additionalProperties": false}`
 
 func newAgent(s *Set, c *config.Agent) (*Agent, error) {
-	a := &Agent{Name: c.Name, Config: c, set: s, log: s.deps.Logger.With(zap.String("agent", c.Name))}
+	a := &Agent{Name: c.Name, Config: c, set: s, log: s.deps.Logger.With(zap.String("agent", c.Name)),
+		latency: newLatencyWindow(c.Health.Window)}
 	r, err := newRunner(a)
 	if err != nil {
 		return nil, err
@@ -281,11 +283,11 @@ func (a *Agent) handleSendMessage(ctx context.Context, req mcp.CallToolRequest) 
 	// Logger.With, which copies the encoder and a 1 KB buffer per call.
 	ridField, toolField := zap.String("request_id", rid), zap.String("tool", a.Config.ToolName)
 	skipped := map[string]int{} // reason → count; one log line per call, not per entry
-	turn, err := parseTurn(req.GetArguments(), a.set.deps.Config.Limits.MaxHistoryEntries, a.set.deps.Config.Limits.MaxImageBytes,
+	turn, err := parseTurnFor(req.GetArguments(), a.set.deps.Config.Limits.MaxHistoryEntries, a.set.deps.Config.Limits.MaxImageBytes, a.Config.Overrides.System,
 		func(_ int, reason string) { skipped[reason]++ })
 	var ov *callOverrides
 	if err == nil {
-		ov, err = parseOverrides(req.GetArguments(), a.Config.Overrides)
+		ov, err = parseOverrides(req.GetArguments(), a.Config.Overrides, a.set.deps.Config.ProviderType(a.Config.Model))
 	}
 	for reason, n := range skipped {
 		m.HistorySkipped.WithLabelValues(a.Name, reason).Add(float64(n))

@@ -36,6 +36,15 @@ type Downstream interface {
 	Probe(ctx context.Context, server string, hdr http.Header) error
 }
 
+// ProviderState is what the gateway knows of an LLM provider.
+type ProviderState struct {
+	// Check is the last preflight's error (nil: ok or not run).
+	Check error
+	// Answered: a real call to the provider answered after its check
+	// began failing, and recently: the check, not the provider, is wrong.
+	Answered bool
+}
+
 // Deps are the shared parts an agent Set is built with.
 type Deps struct {
 	Config     *config.Config
@@ -45,9 +54,10 @@ type Deps struct {
 	// Providers by provider name (the keys of models.providers); built-ins
 	// are made per agent by the Set.
 	Providers map[string]llm.Provider
-	// Preflight reports the last preflight result of a provider key (nil =
-	// ok or unknown).
-	Preflight func(provider string) error
+	// Preflight reports what is known of a provider key: its last
+	// preflight result and whether real calls answered since its check
+	// began failing (zero: ok or unknown).
+	Preflight func(provider string) ProviderState
 	// ProviderSeen is told what each real call to a provider saw (err nil:
 	// it answered), so a provider is checked again when calls disagree
 	// with its last check (nil: not told).
@@ -112,7 +122,7 @@ func Build(d Deps) (*Set, error) {
 func HeaderRules(name string, s *config.Server) policy.HeaderRules {
 	static := make(map[string]string, len(s.Headers))
 	for k, v := range s.Headers {
-		static[k] = v.Value()
+		static[k] = credential(k, v.Value())
 	}
 	return policy.HeaderRules{Server: name, Static: static, Forward: s.ForwardHeaders, ForwardInboundAuth: s.ForwardInboundAuth,
 		Blocked: policy.ExtraBlocklist(s.ExtraBlockedHeaders)}
@@ -124,10 +134,21 @@ func HeaderRules(name string, s *config.Server) policy.HeaderRules {
 func ProviderHeaderRules(name string, p *config.Provider) policy.HeaderRules {
 	static := make(map[string]string, len(p.Headers))
 	for k, v := range p.Headers {
-		static[k] = v.Value()
+		static[k] = credential(k, v.Value())
 	}
 	return policy.HeaderRules{Server: "provider:" + name, Static: static, Forward: p.ForwardHeaders, ForwardInboundAuth: p.ForwardInboundAuth,
 		Blocked: policy.ExtraBlocklist(p.ExtraBlockedHeaders)}
+}
+
+// credential is a static header's value, or "" when it carries no
+// credential ("Bearer" from "Bearer ${TOKEN:-}" with TOKEN unset): an
+// empty static value sends no header, rather than a bare scheme, and still
+// keeps a forwarded value out.
+func credential(name, v string) string {
+	if config.EmptyCredential(name, v) {
+		return ""
+	}
+	return v
 }
 
 // Get returns the named agent or nil.

@@ -16,6 +16,8 @@ import (
 	"github.com/pallasgw/pallasgw/agents/internal/agenttest"
 	"github.com/pallasgw/pallasgw/agents/llm"
 	"github.com/pallasgw/pallasgw/agents/mcpclient"
+	"github.com/pallasgw/pallasgw/gateway/config"
+	"github.com/pallasgw/pallasgw/policy"
 )
 
 // scripted is agenttest.SendConfig over down, its model a ScriptLLM.
@@ -177,5 +179,19 @@ func TestPanicInAHealthProbe(t *testing.T) {
 	x := ta.Send(t, "talk", agenttest.SendBody("1", "get_health", `{}`, ""), agenttest.LegacySSE)
 	if !strings.Contains(x.Body, "internal error in the probe of server files") || !strings.Contains(x.Body, "degraded") {
 		t.Errorf("get_health answered %s", x)
+	}
+}
+
+// A static header that expanded to no credential ("Bearer ${TOKEN:-}"
+// with TOKEN unset) is not sent: not a bare "Bearer", and not the caller's
+// Authorization either (the static name still owns it).
+func TestEmptyCredentialNotSent(t *testing.T) {
+	for _, v := range []string{"Bearer", "Bearer ", ""} {
+		rules := agents.HeaderRules("s", &config.Server{Headers: map[string]config.Secret{"Authorization": config.Secret(v), "X-Team": "blue"},
+			ForwardInboundAuth: true})
+		out := (&policy.Composer{}).Compose(rules, http.Header{"Authorization": {"Bearer caller-token"}}, true)
+		if _, ok := out["Authorization"]; ok || out.Get("X-Team") != "blue" {
+			t.Errorf("static Authorization %q: sent %v", v, out)
+		}
 	}
 }

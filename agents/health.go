@@ -125,31 +125,39 @@ func (a *Agent) probe(ctx context.Context, inbound http.Header) Health {
 	if f := a.providerFinding(); f != nil {
 		findings = append(findings, *f)
 	}
+	if f := a.latencyFinding(); f != nil {
+		findings = append(findings, *f)
+	}
 	return summarize(findings)
 }
 
-// providerFinding reports the agent's model provider's check result. A
-// provider that cannot be reached, refuses the key or does not list the
-// model fails every call: the agent cannot process requests (error). Only a
-// provider that answered the check with 429 or a 5xx is degraded: calls are
-// retried and may get through.
+// providerFinding reports the agent's model provider's check result. Only
+// a provider the check cannot reach or authenticate with, and that has
+// answered no real call since, fails every call: the agent cannot process
+// requests (error). A model the provider's list omits (a llama.cpp alias,
+// a LiteLLM wildcard route) may still be served: a warning (degraded), as
+// are a check answered with 429 or a 5xx (calls are retried and may get
+// through) and a failing check while real calls answer.
 func (a *Agent) providerFinding() *finding {
 	if a.Config.Model == "" || a.set.deps.Preflight == nil {
 		return nil
 	}
 	prov, _ := config.SplitModel(a.Config.Model)
-	err := a.set.deps.Preflight(prov)
+	st := a.set.deps.Preflight(prov)
+	err := st.Check
 	if err == nil {
 		return nil
 	}
 	var he *llm.HTTPError
 	switch {
-	case errors.As(err, &he) && (he.Status == http.StatusUnauthorized || he.Status == http.StatusForbidden):
-		return &finding{statusError, fmt.Sprintf("agent cannot process requests: LLM provider %s rejected the API key (HTTP %d)", prov, he.Status)}
+	case errors.Is(err, llm.ErrModelNotListed):
+		return &finding{statusDegraded, fmt.Sprintf("LLM provider %s: %v (calls may still work: a server may serve a model under a name it does not list)", prov, err)}
 	case errors.As(err, &he) && (he.Status == http.StatusTooManyRequests || he.Status >= 500):
 		return &finding{statusDegraded, fmt.Sprintf("LLM provider %s answered its check with HTTP %d: %v", prov, he.Status, err)}
-	case errors.Is(err, llm.ErrModelNotListed):
-		return &finding{statusError, fmt.Sprintf("agent cannot process requests: LLM provider %s: %v", prov, err)}
+	case st.Answered:
+		return &finding{statusDegraded, fmt.Sprintf("LLM provider %s failed its check but has answered calls since: %v", prov, err)}
+	case errors.As(err, &he) && (he.Status == http.StatusUnauthorized || he.Status == http.StatusForbidden):
+		return &finding{statusError, fmt.Sprintf("agent cannot process requests: LLM provider %s rejected the API key (HTTP %d)", prov, he.Status)}
 	case errors.As(err, &he):
 		return &finding{statusError, fmt.Sprintf("agent cannot process requests: LLM provider %s failed its check: %v", prov, err)}
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
@@ -26,6 +27,9 @@ type modelRef struct {
 	headers      *policy.HeaderRules // nil: the provider sends no per-call headers
 	price        *config.Price
 	maxOut       int // the model's max_output_tokens (models.capabilities); 0: unknown
+	// textOnly: models.capabilities says vision false; dropImages: its
+	// drop_images (drop a message's images with a note, not refuse them).
+	textOnly, dropImages bool
 }
 
 func newModelRef(a *Agent, ref string) (*modelRef, error) {
@@ -37,6 +41,9 @@ func newModelRef(a *Agent, ref string) (*modelRef, error) {
 		return nil, fmt.Errorf("params: %w", err)
 	}
 	m.maxOut = d.Config.MaxOutputTokens(ref)
+	if caps, ok := d.Config.Models.Capabilities[ref]; ok && !caps.Vision {
+		m.textOnly, m.dropImages = true, caps.DropImages
+	}
 	m.params = m.clamp(params)
 	switch {
 	case ref == "passthrough":
@@ -63,6 +70,11 @@ func newModelRef(a *Agent, ref string) (*modelRef, error) {
 // {model}", a client span of the GenAI conventions), and sends the span's
 // trace context to the provider.
 func (m *modelRef) chat(ctx context.Context, a *Agent, req llm.Request, c *Call) (_ *llm.Response, err error) {
+	if m.textOnly {
+		if req.Messages, err = m.withoutImages(req.Messages); err != nil {
+			return nil, err
+		}
+	}
 	req.Model, req.Params = m.model, m.params
 	if m.headers != nil {
 		// Static headers ride here too (the client sends them as well), so
@@ -105,8 +117,9 @@ func (m *modelRef) chat(ctx context.Context, a *Agent, req llm.Request, c *Call)
 		req.Schema = nil
 		resp, err = m.provider.Chat(ctx, req)
 	}
+	took := time.Since(start)
 	met := a.set.deps.Metrics
-	met.GenAIDuration.WithLabelValues(m.providerName, m.model).Observe(time.Since(start).Seconds())
+	met.GenAIDuration.WithLabelValues(m.providerName, m.model).Observe(took.Seconds())
 	outcome := outcomeOf(ctx, err)
 	if seen := a.set.deps.ProviderSeen; seen != nil && outcome != "canceled" {
 		seen(m.providerName, err)
@@ -117,6 +130,9 @@ func (m *modelRef) chat(ctx context.Context, a *Agent, req llm.Request, c *Call)
 			return nil, ctx.Err()
 		}
 		return nil, fmt.Errorf("%w: %s: %w", errProvider, m.ref, err)
+	}
+	if a.latency != nil {
+		a.latency.add(took) // answered calls only: how long an answer takes
 	}
 	u := resp.Usage
 	if span.IsRecording() {
@@ -224,4 +240,33 @@ func stringList(v any, key string) ([]string, error) {
 		return out, nil
 	}
 	return nil, fmt.Errorf("%s must be a string or a list of strings", key)
+}
+
+// withoutImages is msgs for a model without vision: a tool result's images
+// are dropped with a note (the tool, not the caller, sent them); a
+// message's are refused, or dropped with a note under drop_images. msgs
+// is not changed.
+func (m *modelRef) withoutImages(msgs []llm.Message) ([]llm.Message, error) {
+	var out []llm.Message
+	for i, msg := range msgs {
+		if len(msg.Images) == 0 {
+			continue
+		}
+		if msg.Role != llm.RoleTool && !m.dropImages {
+			return nil, &ArgumentError{fmt.Sprintf("images: model %s has no vision capability (models.capabilities: vision false); "+
+				"send text only, or set drop_images to have images dropped", m.ref)}
+		}
+		if out == nil {
+			out = slices.Clone(msgs)
+		}
+		note := fmt.Sprintf("[%d image(s) omitted: model %s cannot see images]", len(msg.Images), m.ref)
+		if msg.Text != "" {
+			note = msg.Text + "\n" + note
+		}
+		out[i].Text, out[i].Images = note, nil
+	}
+	if out == nil {
+		return msgs, nil
+	}
+	return out, nil
 }

@@ -27,8 +27,9 @@ var overrideParams = map[string]bool{"temperature": true, "top_p": true, "top_k"
 
 // parseOverrides reads the override arguments of send_message. An
 // argument the agent's overrides do not allow is refused, naming the
-// setting that would allow it.
-func parseOverrides(args map[string]any, allow config.Overrides) (*callOverrides, error) {
+// setting that would allow it. response_format and tool_choice are
+// checked against the set of providerType (the agent's model's provider).
+func parseOverrides(args map[string]any, allow config.Overrides, providerType string) (*callOverrides, error) {
 	var o callOverrides
 	used := false
 	refuse := func(arg, setting string) error {
@@ -49,7 +50,11 @@ func parseOverrides(args map[string]any, allow config.Overrides) (*callOverrides
 			if m[k] == nil {
 				continue // null clears
 			}
-			if msg := config.ParamProblem(k, m[k]); msg != "" {
+			msg := config.ParamProblem(k, m[k])
+			if msg == "" {
+				msg = config.ProviderParamProblem(providerType, k, m[k])
+			}
+			if msg != "" {
 				return nil, &ArgumentError{fmt.Sprintf("params: %s %s", k, msg)}
 			}
 		}

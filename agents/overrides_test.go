@@ -53,6 +53,15 @@ func TestSendMessageOverrides(t *testing.T) {
 			}
 		}},
 		{"a param out of range", "tuned", `{"message":"hi","params":{"temperature":3}}`, "params: temperature 3 is out of range 0 to 2", nil},
+		{"response_format outside the provider's set", "tuned", `{"message":"hi","params":{"response_format":{"type":"bogus"}}}`,
+			`params: response_format type \"bogus\" is not one of text, json_object, json_schema`, nil},
+		{"tool_choice outside the provider's set", "tuned", `{"message":"hi","params":{"tool_choice":"sometimes"}}`,
+			`params: tool_choice \"sometimes\" is not one of \"none\", \"auto\", \"required\"`, nil},
+		{"tool_choice of the provider's set", "tuned", `{"message":"hi","params":{"tool_choice":"required"}}`, "", func(t *testing.T, req llm.Request) {
+			if req.Params.ToolChoice != "required" {
+				t.Errorf("tool_choice %v", req.Params.ToolChoice)
+			}
+		}},
 		{"too many stop sequences", "tuned", `{"message":"hi","params":{"stop":["a","b","c","d","e"]}}`, "params: stop at most 4 stop sequences (got 5)", nil},
 		{"null clears the agent's value", "tuned", `{"message":"hi","params":{"temperature":null}}`, "", func(t *testing.T, req llm.Request) {
 			if req.Params.Temperature != nil {

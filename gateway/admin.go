@@ -21,7 +21,8 @@ func (g *Gateway) statusHandler(w http.ResponseWriter, r *http.Request) {
 
 // status is the document of GET /-/status, also the answer of a toolbox's
 // get_gateway_status: the serving config's file, hash, agents (summarised,
-// never dumped), reloads, listeners and warnings. It holds no secret.
+// never dumped), reloads, listeners, warnings, the caller policy and the
+// downstream servers' transports and addresses. It holds no secret.
 func (g *Gateway) status() any {
 	s := g.acquire()
 	defer s.release()
@@ -46,7 +47,11 @@ func (g *Gateway) status() any {
 		// PendingTools are the tool definitions awaiting a reviewer
 		// (pin_tools, tool_checks), with the hashes to compare.
 		PendingTools []pins.PendingTool `json:"pending_tools"`
-	}{PendingTools: append([]pins.PendingTool{}, g.pins.Pending()...), ConfigFile: s.cfg.File, ConfigHash: s.cfg.Hash, LoadedAt: s.loadedAt.UTC(), LastReload: g.lastReload.Load(), Reloads: g.reloads.snapshot(), Agents: []agentStatus{},
+		// Policy is the caller policy in force; Servers the downstream
+		// servers' transports and addresses (no credential of either).
+		Policy  policyStatus   `json:"policy"`
+		Servers []serverStatus `json:"servers"`
+	}{Policy: newPolicyStatus(s.cfg.Policy), Servers: newServerStatus(s.cfg), PendingTools: append([]pins.PendingTool{}, g.pins.Pending()...), ConfigFile: s.cfg.File, ConfigHash: s.cfg.Hash, LoadedAt: s.loadedAt.UTC(), LastReload: g.lastReload.Load(), Reloads: g.reloads.snapshot(), Agents: []agentStatus{},
 		Warnings: append([]string{}, s.cfg.Warnings...)}
 	for _, name := range s.agents.Names() {
 		a := s.cfg.Agents[name]

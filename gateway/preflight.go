@@ -2,11 +2,13 @@ package gateway
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"time"
 
 	"go.uber.org/zap"
 
+	"github.com/pallasgw/pallasgw/agents"
 	"github.com/pallasgw/pallasgw/agents/llm"
 	"github.com/pallasgw/pallasgw/gateway/config"
 	"github.com/pallasgw/pallasgw/metrics"
@@ -36,15 +38,21 @@ type preflight struct {
 
 	mu      sync.Mutex
 	results map[string]error
-	checked map[string]bool          // providers checked at least once
-	kick    map[string]chan struct{} // a real call disagreed with the result
-	done    chan struct{}            // closed when every provider has been checked once
-	changed chan struct{}            // a provider's result flipped, or its first check failed (capacity 1)
+	checked map[string]bool // providers checked at least once
+	// failing is when each failing provider's check began failing;
+	// answered when a real call to it last answered (zero: the last call
+	// failed, or none was made).
+	failing  map[string]time.Time
+	answered map[string]time.Time
+	kick     map[string]chan struct{} // a real call disagreed with the result
+	done     chan struct{}            // closed when every provider has been checked once
+	changed  chan struct{}            // a provider's result flipped, or its first check failed (capacity 1)
 }
 
 func newPreflight(providers map[string]llm.Provider, cfg *config.Config, m *metrics.Metrics, log *zap.Logger) *preflight {
 	p := &preflight{providers: providers, models: map[string][]string{}, metrics: m, log: log.Named("preflight"),
 		results: map[string]error{}, checked: map[string]bool{}, kick: map[string]chan struct{}{},
+		failing: map[string]time.Time{}, answered: map[string]time.Time{},
 		done: make(chan struct{}), changed: make(chan struct{}, 1)}
 	seen := map[string]bool{}
 	// The models agents use (an agent without a model has models.default
@@ -158,20 +166,31 @@ func (p *preflight) check(ctx context.Context, name string) error {
 	return nil
 }
 
+// recentAnswer is how long a real call that answered keeps a provider
+// whose check fails up.
+const recentAnswer = 10 * time.Minute
+
 // record stores a check's result, publishes it, and logs when it changed.
 func (p *preflight) record(name string, err error) {
 	p.mu.Lock()
 	was, first := p.results[name], !p.checked[name]
 	p.results[name], p.checked[name] = err, true
+	switch {
+	case err == nil:
+		delete(p.failing, name)
+	case was == nil || first:
+		p.failing[name] = time.Now()
+	}
+	// Set under p.mu, so that a real call's result (observed) cannot be
+	// overwritten by an older one.
+	p.metrics.ProviderUp.WithLabelValues(name).Set(p.upLocked(name))
 	p.mu.Unlock()
 	flipped := !first && (was == nil) != (err == nil)
 	if err != nil {
-		p.metrics.ProviderUp.WithLabelValues(name).Set(0)
 		if first || flipped {
 			p.log.Warn("provider preflight failed", zap.String("provider", name), zap.Error(err))
 		}
 	} else {
-		p.metrics.ProviderUp.WithLabelValues(name).Set(1)
 		if first || flipped {
 			p.log.Info("provider preflight ok", zap.String("provider", name), zap.Strings("models", p.models[name]))
 		}
@@ -185,8 +204,10 @@ func (p *preflight) record(name string, err error) {
 }
 
 // observed is what a real call to a provider saw (err nil: it answered).
-// When that disagrees with the last check, the provider is checked again
-// (at most once per providerChecks.kickedGap).
+// A provider whose check fails but whose calls answer is up
+// (pallasgw_llm_provider_up 1, agents degraded rather than error). When a
+// call disagrees with the last check, the provider is checked again (at
+// most once per providerChecks.kickedGap).
 func (p *preflight) observed(provider string, err error) {
 	kick := p.kick[provider]
 	if kick == nil {
@@ -194,7 +215,23 @@ func (p *preflight) observed(provider string, err error) {
 	}
 	p.mu.Lock()
 	last, checked := p.results[provider], p.checked[provider]
+	wasUp := p.upLocked(provider)
+	if err == nil {
+		p.answered[provider] = time.Now()
+	} else {
+		delete(p.answered, provider)
+	}
+	up := p.upLocked(provider)
+	if checked && up != wasUp {
+		p.metrics.ProviderUp.WithLabelValues(provider).Set(up)
+	}
 	p.mu.Unlock()
+	if checked && up != wasUp {
+		select { // the agents' health changed with it
+		case p.changed <- struct{}{}:
+		default:
+		}
+	}
 	if !checked || (last == nil) == (err == nil) {
 		return
 	}
@@ -202,6 +239,31 @@ func (p *preflight) observed(provider string, err error) {
 	case kick <- struct{}{}:
 	default:
 	}
+}
+
+// answeredLocked reports whether a real call answered after the
+// provider's check began failing, within recentAnswer. p.mu is held.
+func (p *preflight) answeredLocked(provider string) bool {
+	at, since := p.answered[provider], p.failing[provider]
+	return !at.IsZero() && !at.Before(since) && time.Since(at) < recentAnswer
+}
+
+// upLocked is pallasgw_llm_provider_up: 1 when the check passed, when it
+// found the provider answering but not listing a model, or when real
+// calls answer though the check fails. p.mu is held.
+func (p *preflight) upLocked(provider string) float64 {
+	err := p.results[provider]
+	if err == nil || errors.Is(err, llm.ErrModelNotListed) || p.answeredLocked(provider) {
+		return 1
+	}
+	return 0
+}
+
+// state is what get_health knows of a provider (zero: ok or not run).
+func (p *preflight) state(provider string) agents.ProviderState {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return agents.ProviderState{Check: p.results[provider], Answered: p.answeredLocked(provider)}
 }
 
 // result is the last preflight error of a provider (nil: ok or not run).

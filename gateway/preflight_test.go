@@ -16,6 +16,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	"go.uber.org/zap"
+
+	"github.com/pallasgw/pallasgw/agents"
 )
 
 // fakeProvider is an OpenAI-compatible /v1/models that can go down and up.
@@ -226,5 +228,62 @@ agents:
 	<-g.current.Load().preflight.done
 	if got := gaugeValue(g.metrics.ProviderUp.WithLabelValues("openai")); got != 1 {
 		t.Errorf("pallasgw_llm_provider_up{provider=openai} = %v, want 1 (only the agents' models are checked)", got)
+	}
+}
+
+// A provider's check and its real calls, as get_health and
+// pallasgw_llm_provider_up report them: a model the provider's /models
+// omits (a llama.cpp alias) is a warning, not an error, and the provider
+// is up; a check refused (401 on /models) is an error until a real call
+// answers, then the provider is up and the agent degraded.
+func TestProviderCheckAgainstRealCalls(t *testing.T) {
+	shortProviderChecks(t, time.Hour, time.Hour, time.Hour)
+	cases := []struct {
+		name             string
+		models           []string // what /v1/models lists
+		refuseList       bool     // /v1/models answers 401, chat answers
+		before, after    string   // health before and after a real call answers
+		upBefore, upNext float64
+		msg              string
+	}{
+		{name: "model not listed", models: []string{"other"}, before: "degraded", after: "degraded", upBefore: 1, upNext: 1, msg: "not listed"},
+		{name: "check refused, calls answer", models: []string{"m"}, refuseList: true, before: "error", after: "degraded", upBefore: 0, upNext: 1,
+			msg: "answered calls since"},
+		{name: "all well", models: []string{"m"}, before: "ok", after: "ok", upBefore: 1, upNext: 1},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", "application/json")
+				switch {
+				case r.URL.Path == "/v1/models" && tc.refuseList:
+					w.WriteHeader(http.StatusUnauthorized)
+					fmt.Fprint(w, `{"error":{"message":"no listing for you"}}`)
+				case r.URL.Path == "/v1/models":
+					fmt.Fprintf(w, `{"object":"list","data":[{"id":%q,"object":"model"}]}`, tc.models[0])
+				default:
+					w.Header().Set("Content-Type", "text/event-stream")
+					fmt.Fprint(w, "data: {\"id\":\"c\",\"object\":\"chat.completion.chunk\",\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"hi\"},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n")
+				}
+			}))
+			t.Cleanup(srv.Close)
+			g := newTestGateway(t, providerCfg(srv.URL))
+			s := g.current.Load()
+			<-s.preflight.done
+			up := func() float64 { return gaugeValue(g.metrics.ProviderUp.WithLabelValues("openai")) }
+			a := s.agents.Get("a")
+			h := a.Health(context.Background(), nil)
+			if h.Status != tc.before || up() != tc.upBefore || tc.before != "ok" && tc.before == tc.after && !strings.Contains(h.Message, tc.msg) {
+				t.Fatalf("before a call: health %+v, provider up %v; want %s, up %v", h, up(), tc.before, tc.upBefore)
+			}
+			if _, err := a.Run(context.Background(), &agents.Call{Turn: agents.Turn{Message: "hello"}}); err != nil {
+				t.Fatalf("send_message: %v", err)
+			}
+			s.agents.ExpireHealth()
+			h = a.Health(context.Background(), nil)
+			if h.Status != tc.after || up() != tc.upNext || tc.msg != "" && !strings.Contains(h.Message, tc.msg) {
+				t.Fatalf("after a call answered: health %+v, provider up %v; want %s with %q, up %v", h, up(), tc.after, tc.msg, tc.upNext)
+			}
+		})
 	}
 }

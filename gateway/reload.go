@@ -160,10 +160,10 @@ func (g *Gateway) recordReload(trigger, hash string, err error) {
 // diff names the agents and servers added, removed and changed.
 func diff(a, b *config.Config) []string {
 	var out []string
-	out = append(out, diffMap("agent", a.Agents, b.Agents, func(x, y *config.Agent) bool { return fmt.Sprintf("%+v", *x) == fmt.Sprintf("%+v", *y) })...)
-	out = append(out, diffMap("server", a.MCP.Servers, b.MCP.Servers, func(x, y *config.Server) bool {
-		return fmt.Sprintf("%#v", *x) == fmt.Sprintf("%#v", *y) && secretsEqual(x, y)
-	})...)
+	// By value, through pointers (gateway_status, token_exchange): printing
+	// them compared addresses, and every reload named them changed.
+	out = append(out, diffMap("agent", a.Agents, b.Agents, func(x, y *config.Agent) bool { return reflect.DeepEqual(*x, *y) })...)
+	out = append(out, diffMap("server", a.MCP.Servers, b.MCP.Servers, func(x, y *config.Server) bool { return reflect.DeepEqual(*x, *y) })...)
 	// Tokens by name, never by value: "token alice changed" says that its
 	// value or its agents changed, not to what.
 	out = append(out, diffMap("token", tokensByName(a.Auth.Tokens), tokensByName(b.Auth.Tokens), func(x, y config.Token) bool {
@@ -256,18 +256,6 @@ func tokensByName(list []config.Token) map[string]config.Token {
 		m[name] = t
 	}
 	return m
-}
-
-func secretsEqual(x, y *config.Server) bool {
-	if len(x.Headers) != len(y.Headers) {
-		return false
-	}
-	for k, v := range x.Headers {
-		if y.Headers[k].Value() != v.Value() {
-			return false
-		}
-	}
-	return true
 }
 
 func diffMap[V any](kind string, a, b map[string]V, same func(x, y V) bool) []string {

@@ -342,3 +342,40 @@ func TestReloadNamesPinChanges(t *testing.T) {
 		}
 	}
 }
+
+// A reload of a config whose agents and servers did not change names no
+// change, whatever their fields hold: a toolbox's gateway_status (a
+// pointer) and a server's token_exchange are compared by value.
+func TestReloadUnchangedAgentsNotNamed(t *testing.T) {
+	const cfg = `
+name: t
+listen: "127.0.0.1:0"
+auth:
+  mode: jwt
+  jwt: {issuer: "https://idp.example.com", jwks_url: "http://127.0.0.1:1/jwks"}
+mcp:
+  servers:
+    files:
+      url: "http://127.0.0.1:1/mcp"
+      headers: {X-Api-Key: key-secret-1111}
+      token_exchange: {token_url: "http://127.0.0.1:1/token", client_id: gw, audience: files, scopes: [read]}
+agents:
+  tb: {kind: toolbox, servers: [files], gateway_status: {enabled: true, callers: ["ops-*"]}}
+  echo: {model: passthrough, params: {stop: ["x"]}}
+`
+	g := newTestGateway(t, cfg)
+	for i := range 3 {
+		// A comment changes the file's hash, not its content: the
+		// gateway reloads and must find nothing changed.
+		if err := os.WriteFile(g.opts.ConfigPath, fmt.Appendf(nil, "%s# edit %d\n", cfg, i), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		res, err := g.Reload("test")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Unchanged || len(res.Changes) != 0 {
+			t.Fatalf("reload %d of an unchanged config: unchanged %v, changes %q; want a reload with no change", i, res.Unchanged, res.Changes)
+		}
+	}
+}

@@ -119,7 +119,7 @@ func (g *Gateway) buildSnapshot(cfg *config.Config) (_ *Snapshot, err error) {
 	s.downstream = g.downstreams.Acquire(serverSpecs(cfg))
 	s.agents, err = agents.Build(agents.Deps{
 		Config: cfg, Logger: g.log.Named("agent"), Metrics: g.metrics, Downstream: s.downstream,
-		Providers: providers, Preflight: s.preflight.result, ProviderSeen: s.preflight.observed,
+		Providers: providers, Preflight: s.preflight.state, ProviderSeen: s.preflight.observed,
 		Composer:             &policy.Composer{Blocklist: policy.NewBlocklist(cfg.Policy.ExtraBlockedHeaders), Metrics: g.metrics, Logger: g.log.Named("policy")},
 		Auditor:              s.auditor,
 		Callers:              s.callers,
@@ -160,7 +160,9 @@ func buildProviders(cfg *config.Config) (map[string]llm.Provider, error) {
 		}
 		static := make(map[string]string, len(p.Headers))
 		for k, v := range p.Headers {
-			static[k] = v.Value()
+			if !config.EmptyCredential(k, v.Value()) { // "Bearer ${KEY:-}" with KEY unset: no header
+				static[k] = v.Value()
+			}
 		}
 		prov, err := llm.New(llm.ProviderConfig{Kind: p.Type, BaseURL: p.BaseURL, APIKey: p.APIKey.Value(), Headers: static,
 			Timeout: p.Timeout, MaxRetries: retries, SDKBody: p.SDKBody})

@@ -44,6 +44,13 @@ func anthropicParams(req Request) (anthropic.MessageNewParams, map[string]any, e
 	if req.System != "" {
 		params.System = []anthropic.TextBlockParam{{Text: req.System}}
 	}
+	// The Messages API has no system turn: a conversation's system turns
+	// (a replayed history's) follow the request's system prompt, in order.
+	for _, m := range req.Messages {
+		if m.Role == RoleSystem && m.Text != "" {
+			params.System = append(params.System, anthropic.TextBlockParam{Text: m.Text})
+		}
+	}
 	for _, t := range req.Tools {
 		tool, err := anthropicTool(t)
 		if err != nil {

@@ -20,6 +20,10 @@ const (
 	RoleUser      Role = "user"
 	RoleAssistant Role = "assistant"
 	RoleTool      Role = "tool" // a tool result answering ToolCallID
+	// RoleSystem is an instruction within the conversation (a replayed
+	// history's system turn): OpenAI-compatible providers get it in place,
+	// Anthropic after the request's System (its API has no system turn).
+	RoleSystem Role = "system"
 )
 
 // Image is raw image bytes with their MIME type (already base64-decoded).
@@ -39,6 +43,7 @@ type ToolCall struct {
 //
 // RoleUser: Text and/or Images. RoleAssistant: Text and/or ToolCalls.
 // RoleTool: ToolCallID, Text (the result), optional Images, IsError.
+// RoleSystem: Text.
 type Message struct {
 	Role       Role
 	Text       string

@@ -540,7 +540,7 @@ func hasOpenAIMessages(req *Request) bool {
 	}
 	for _, m := range req.Messages {
 		switch m.Role {
-		case RoleUser, RoleAssistant, RoleTool:
+		case RoleUser, RoleAssistant, RoleTool, RoleSystem:
 			return true
 		}
 	}
@@ -571,6 +571,11 @@ func (w *openAIWriter) messages() {
 			w.assistant(m)
 		case RoleTool:
 			w.tool(m)
+		case RoleSystem:
+			w.elem()
+			w.b = append(w.b, `{"content":`...)
+			w.b = appendJSONString(w.b, m.Text)
+			w.b = append(w.b, `,"role":"system"}`...)
 		}
 	}
 	w.toolImages(msgs[run:])

@@ -58,7 +58,10 @@ func openAIMessageCases() []openAIBodyCase {
 		{name: "awkward strings", req: Request{Model: awkward, System: awkward, Messages: []Message{
 			{Role: RoleUser, Text: awkward}, calls(`{"k":"` + awkward + `"}`), result("c0"+awkward, awkward, true, img(awkward))}}},
 		{name: "empty user text", req: user(Message{Role: RoleUser})},
-		{name: "unknown role only", req: user(Message{Role: "system", Text: "x"})},
+		{name: "system turn only", req: user(Message{Role: RoleSystem, Text: "x"})},
+		{name: "unknown role only", req: user(Message{Role: "developer", Text: "x"})},
+		{name: "system turns in a replayed history", req: Request{Model: "m", System: "be brief", Messages: append([]Message{
+			{Role: RoleSystem, Text: "answer in French"}}, append(agentLoop, Message{Role: RoleSystem, Text: awkward})...)}},
 		{name: "user images", req: user(Message{Role: RoleUser, Images: []Image{img("image/png"), img("image/jpeg"), img(""), img("image/svg+xml"), {}}})},
 		{name: "user text and image", req: user(Message{Role: RoleUser, Text: "look", Images: []Image{img("image/webp")}})},
 		{name: "assistant text", req: user(Message{Role: RoleAssistant, Text: "sure"})},

@@ -122,6 +122,8 @@ func openAIMessages(system string, msgs []Message) []openai.ChatCompletionMessag
 			out = append(out, openAIUser(m))
 		case RoleAssistant:
 			out = append(out, openAIAssistant(m))
+		case RoleSystem:
+			out = append(out, openai.SystemMessage(m.Text))
 		case RoleTool:
 			text := toolResultText(m)
 			if m.IsError { // tool messages have no error flag

@@ -78,7 +78,7 @@ func usage(w io.Writer) {
   pallasgw serve    [--config PATH] [--listen ADDR] [--alias-port-offset N | --no-alias-ports] [--agent NAME]
                     [--log-level debug|info|warn|error] [--log-format json|console]
   pallasgw validate [--config PATH]
-  pallasgw chat     [--url URL] [--token T] [--tool NAME] AGENT [-m MESSAGE]
+  pallasgw chat     [--url URL] [--token T] [--tool NAME] [--history FILE] AGENT [-m MESSAGE]
   pallasgw import   --pallas DIR [--out FILE] [--cards DIR]
 `+pinscmd.Usage+`  pallasgw version
 --config defaults to $PALLASGW_CONFIG, then ./pallasgw.yaml; --listen to $PALLASGW_LISTEN,

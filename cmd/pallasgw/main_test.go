@@ -29,12 +29,12 @@ func TestHelpExitsZero(t *testing.T) {
 }
 
 // `pallasgw help` shows every chat flag a user needs to reach a proxy or a
-// renamed message tool.
+// renamed message tool, and to resume a saved conversation.
 func TestHelpNamesChatTool(t *testing.T) {
 	var out strings.Builder
 	run([]string{"help"}, &out, io.Discard)
-	if !strings.Contains(out.String(), "pallasgw chat     [--url URL] [--token T] [--tool NAME] AGENT") {
-		t.Errorf("help omits chat --tool:\n%s", out.String())
+	if !strings.Contains(out.String(), "pallasgw chat     [--url URL] [--token T] [--tool NAME] [--history FILE] AGENT") {
+		t.Errorf("help omits chat --tool or --history:\n%s", out.String())
 	}
 }
 

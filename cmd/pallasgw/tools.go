@@ -25,11 +25,12 @@ func chatCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	token := fs.String("token", os.Getenv("PALLASGW_TOKEN"), "bearer token ($PALLASGW_TOKEN)")
 	msg := fs.String("m", "", "send this message, print the answer and exit (default: read messages from stdin)")
 	tool := fs.String("tool", "send_message", "the agent's message tool (its tool_name)")
+	history := fs.String("history", "", "resume the conversation a /save FILE wrote")
 	if code, done := parseFlags(fs, args); done {
 		return code
 	}
 	if fs.NArg() == 0 {
-		fmt.Fprintln(stderr, "usage: pallasgw chat [--url URL] [--token T] [--tool NAME] AGENT [-m MESSAGE]")
+		fmt.Fprintln(stderr, "usage: pallasgw chat [--url URL] [--token T] [--tool NAME] [--history FILE] AGENT [-m MESSAGE]")
 		return 2
 	}
 	agent := fs.Arg(0)
@@ -37,13 +38,13 @@ func chatCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return code
 	}
 	if fs.NArg() > 0 {
-		fmt.Fprintln(stderr, "usage: pallasgw chat [--url URL] [--token T] [--tool NAME] AGENT [-m MESSAGE]")
+		fmt.Fprintln(stderr, "usage: pallasgw chat [--url URL] [--token T] [--tool NAME] [--history FILE] AGENT [-m MESSAGE]")
 		return 2
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	context.AfterFunc(ctx, stop) // a second Ctrl-C ends the process at once
-	err := chat.Run(ctx, chat.Options{URL: *url, Token: *token, Agent: agent, Message: *msg, Tool: *tool, In: stdin, Out: stdout, Progress: stderr})
+	err := chat.Run(ctx, chat.Options{URL: *url, Token: *token, Agent: agent, Message: *msg, Tool: *tool, History: *history, In: stdin, Out: stdout, Progress: stderr})
 	if err != nil {
 		fmt.Fprintln(stderr, "pallasgw chat:", err)
 		return 1

@@ -32,6 +32,12 @@ const (
 	DefaultOpenAIBaseURL      = "https://api.openai.com/v1"
 	DefaultAnthropicBaseURL   = "https://api.anthropic.com"
 	DefaultServiceName        = "pallasgw"
+	DefaultSlowP95            = 30 * time.Second
+	DefaultLatencyWindow      = 50
+	// MinLatencySamples is the fewest model calls a p95 is reported on;
+	// LatencyMaxAge how old a call may be to count.
+	MinLatencySamples = 5
+	LatencyMaxAge     = 15 * time.Minute
 )
 
 func (p *parser) applyDefaults(c *Config) {
@@ -184,6 +190,13 @@ func (p *parser) applyDefaults(c *Config) {
 		}
 		if a.Timeout == 0 {
 			a.Timeout = DefaultAgentTimeout
+		}
+		// health.slow_p95: 0 written explicitly means never; absent the default.
+		if lookup(p.agentKey(name, "health"), []string{"slow_p95"}) == nil {
+			a.Health.SlowP95 = DefaultSlowP95
+		}
+		if a.Health.Window == 0 {
+			a.Health.Window = DefaultLatencyWindow
 		}
 	}
 }

@@ -24,6 +24,7 @@ func (p *parser) expandText(raw []byte) []byte {
 		if !strings.Contains(code, "$") {
 			continue
 		}
+		p.line = i + 1
 		v, err := p.expandString(code)
 		if err != nil {
 			p.add(i+1, "", err.Error())
@@ -94,8 +95,14 @@ func (p *parser) expandString(s string) (string, error) {
 			case ok && (v != "" || !hasDef):
 				b.WriteString(v)
 				p.expansions = append(p.expansions, expansion{value: v, text: "${" + expr + "}"})
+				if v == "" {
+					p.noteEmpty(name)
+				}
 			case hasDef:
 				b.WriteString(def)
+				if def == "" {
+					p.noteEmpty(name)
+				}
 			default:
 				return "", fmt.Errorf("environment variable %s is not set (use ${%s:-default} for a default)", name, name)
 			}
@@ -104,6 +111,15 @@ func (p *parser) expandString(s string) (string, error) {
 			s = s[1:]
 		}
 	}
+}
+
+// noteEmpty records that variable name expanded to "" on the line being
+// expanded (emptyVarsAt reads it).
+func (p *parser) noteEmpty(name string) {
+	if p.empty == nil {
+		p.empty = map[int][]string{}
+	}
+	p.empty[p.line] = append(p.empty[p.line], name)
 }
 
 // expansion is one variable's value as expanded and the text it replaced.

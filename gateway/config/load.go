@@ -49,6 +49,7 @@ func Parse(path string, raw []byte, checks ...Check) (*Config, error) {
 	p.applyDefaults(c)
 	p.noteExpanded(c)
 	p.validate(c)
+	p.warnEmptyCredentials(c)
 	for _, check := range checks {
 		check(c, func(path []string, msg string) { p.addPath(path, msg) })
 	}
@@ -74,6 +75,10 @@ type parser struct {
 	cards map[string]card
 	// expansions are the ${VAR}s expanded, for scrub.
 	expansions []expansion
+	// line is the line being expanded; empty the variables that expanded
+	// to "" by line (warnEmptyCredentials).
+	line  int
+	empty map[int][]string
 }
 
 func (p *parser) add(line int, key, msg string) {

@@ -104,3 +104,39 @@ func TestDotEnvBesideConfig(t *testing.T) {
 		t.Errorf("without the .env: %v, want the unset variable named", err)
 	}
 }
+
+// response_format and tool_choice take the values of the agent's
+// provider's set; the built-in models take either provider's.
+func TestProviderParamProblem(t *testing.T) {
+	for _, tt := range []struct {
+		typ, key string
+		v        any
+		ok       bool
+	}{
+		{ProviderOpenAI, "response_format", map[string]any{"type": "json_object"}, true},
+		{ProviderOpenAI, "response_format", map[string]any{"type": "json_schema", "json_schema": map[string]any{"name": "a"}}, true},
+		{ProviderOpenAI, "response_format", map[string]any{"type": "json_schema"}, false},
+		{ProviderOpenAI, "response_format", map[string]any{"type": "bogus"}, false},
+		{ProviderAnthropic, "response_format", "json", false},
+		{ProviderOpenAI, "tool_choice", "required", true},
+		{ProviderOpenAI, "tool_choice", "any", false},
+		{ProviderOpenAI, "tool_choice", "sometimes", false},
+		{ProviderOpenAI, "tool_choice", map[string]any{"type": "function", "function": map[string]any{"name": "f"}}, true},
+		{ProviderOpenAI, "tool_choice", map[string]any{"type": "function"}, false},
+		{ProviderOpenAI, "tool_choice", map[string]any{"type": "tool", "name": "f"}, false},
+		{ProviderAnthropic, "tool_choice", "any", true},
+		{ProviderAnthropic, "tool_choice", "required", true},
+		{ProviderAnthropic, "tool_choice", map[string]any{"type": "tool", "name": "f"}, true},
+		{ProviderAnthropic, "tool_choice", map[string]any{"type": "tool"}, false},
+		{ProviderAnthropic, "tool_choice", 3, false},
+		{"", "tool_choice", "any", true},
+		{"", "tool_choice", map[string]any{"type": "function", "function": map[string]any{"name": "f"}}, true},
+		{"", "tool_choice", "sometimes", false},
+		{ProviderOpenAI, "temperature", 9, true}, // ParamProblem's
+	} {
+		got := ProviderParamProblem(tt.typ, tt.key, tt.v)
+		if tt.ok != (got == "") {
+			t.Errorf("ProviderParamProblem(%q, %s, %v) = %q, want accepted %v", tt.typ, tt.key, tt.v, got, tt.ok)
+		}
+	}
+}

@@ -186,11 +186,17 @@ type Provider struct {
 	Name string `yaml:"-"`
 }
 
-// Capabilities are published in the registry for a model.
+// Capabilities are published in the registry for a model. A model with
+// an entry whose vision is false takes no image: send_message refuses one
+// (or, with DropImages, drops it with a note to the model), and a tool
+// result's images are dropped with a note.
 type Capabilities struct {
-	Vision          bool `yaml:"vision"`
+	Vision          bool `yaml:"vision"` // default false
 	ContextWindow   int  `yaml:"context_window"`
 	MaxOutputTokens int  `yaml:"max_output_tokens"`
+	// DropImages (with vision false) drops the images of a message,
+	// telling the model so, instead of refusing the message. Default false.
+	DropImages bool `yaml:"drop_images"`
 }
 
 // Price is USD per million tokens.
@@ -363,6 +369,19 @@ type GatewayStatus struct {
 	Callers []string `yaml:"callers"`
 }
 
+// AgentHealth tunes get_health's view of an agent's recent model calls:
+// it reports degraded while the 95th percentile of the last Window calls'
+// durations passes SlowP95.
+type AgentHealth struct {
+	// SlowP95 is the p95 call duration past which the agent is degraded;
+	// default 30s, 0 written explicitly: never.
+	SlowP95 time.Duration `yaml:"slow_p95"`
+	// Window is how many of the latest model calls (of the last
+	// LatencyMaxAge) the p95 is taken over; default 50. Fewer than
+	// MinLatencySamples calls say nothing.
+	Window int `yaml:"window"`
+}
+
 // Icon is a registry icon.
 type Icon struct {
 	Src      string `yaml:"src" json:"src"`
@@ -447,6 +466,8 @@ type Agent struct {
 	// its tools instead of being offered all of them (toolsearch.go).
 	// Default: off.
 	ToolSearch ToolSearch `yaml:"tool_search"`
+	// Health tunes what get_health reports of the agent's own calls.
+	Health AgentHealth `yaml:"health"`
 
 	// Name is the agent's key (set by Load).
 	Name string `yaml:"-"`

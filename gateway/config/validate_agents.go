@@ -7,6 +7,9 @@ import (
 	"strings"
 )
 
+// maxLatencyWindow bounds health.window: the durations kept per agent.
+const maxLatencyWindow = 10000
+
 func (p *parser) validateAgent(c *Config, a *Agent) {
 	key := []string{"agents", a.Name}
 	if !agentNameRE.MatchString(a.Name) {
@@ -56,6 +59,8 @@ func (p *parser) validateAgent(c *Config, a *Agent) {
 			p.addPath(append(append([]string{}, key...), "params", k), "unknown parameter")
 		} else if msg := ParamProblem(k, a.Params[k]); msg != "" {
 			p.addPath(append(append([]string{}, key...), "params", k), msg)
+		} else if msg := ProviderParamProblem(c.ProviderType(a.Model), k, a.Params[k]); msg != "" {
+			p.addPath(append(append([]string{}, key...), "params", k), msg)
 		}
 	}
 	if gs := a.GatewayStatus; gs != nil {
@@ -72,6 +77,12 @@ func (p *parser) validateAgent(c *Config, a *Agent) {
 	}
 	if a.MaxIterations < 1 {
 		p.addPath(append(key, "max_iterations"), "must be at least 1")
+	}
+	if a.Health.SlowP95 < 0 {
+		p.addPath(append(key, "health", "slow_p95"), "must not be negative")
+	}
+	if a.Health.Window < 1 || a.Health.Window > maxLatencyWindow {
+		p.addPath(append(key, "health", "window"), fmt.Sprintf("must be 1 to %d", maxLatencyWindow))
 	}
 	if a.ToolName == "get_health" || !toolNameRE(a.ToolName) {
 		p.addPath(append(key, "tool_name"), fmt.Sprintf("%q is not a usable tool name", a.ToolName))

@@ -26,6 +26,9 @@ type Options struct {
 	Agent   string
 	Message string // one message, then exit; "" reads messages from In, one per line
 	Tool    string // the agent's message tool; default send_message
+	// History is a file written by /save (send_message's history
+	// argument) to resume: its turns are sent before the first message.
+	History string
 
 	In       io.Reader
 	Out      io.Writer // answers
@@ -55,6 +58,12 @@ func Run(ctx context.Context, o Options) error {
 	if c.tool, c.tools, err = findTool(ctx, cs, o.Agent, o.Tool); err != nil {
 		return err
 	}
+	if o.History != "" {
+		if c.history, err = readHistory(o.History); err != nil {
+			return err
+		}
+		fmt.Fprintf(o.Progress, "loaded %d messages from %s\n", len(c.history), o.History)
+	}
 	if o.Message != "" {
 		return c.ask(ctx, o.Message)
 	}
@@ -68,7 +77,8 @@ type session struct {
 	cs    *mcp.ClientSession
 	tool  *mcp.Tool   // the message tool
 	tools []*mcp.Tool // every tool the agent offers
-	// history is the conversation so far, in send_message's history shape.
+	// history is the conversation so far, in send_message's history
+	// shape (a loaded one may hold system and tool turns, kept as read).
 	history []turn
 	// system is the system_append of the next messages ("" sends none);
 	// params the per-call params (nil sends none).
@@ -76,11 +86,11 @@ type session struct {
 	params map[string]any
 }
 
-// turn is one entry of send_message's history argument.
-type turn struct {
-	Role    string `json:"role"`
-	Content string `json:"content"`
-}
+// turn is one entry of send_message's history argument: role, content
+// and what else the role takes (images, tool_calls, tool_call_id).
+type turn map[string]any
+
+func message(role, content string) turn { return turn{"role": role, "content": content} }
 
 // ask sends one message with the history, system_append and params set
 // so far, prints the answer and adds both turns to the history.
@@ -104,7 +114,7 @@ func (c *session) ask(ctx context.Context, msg string) error {
 		return errors.New(answer)
 	}
 	fmt.Fprintln(c.o.Out, answer)
-	c.history = append(c.history, turn{"user", msg}, turn{"assistant", answer})
+	c.history = append(c.history, message("user", msg), message("assistant", answer))
 	return nil
 }
 

@@ -162,3 +162,66 @@ func TestChatOverridesNotAllowed(t *testing.T) {
 		t.Errorf("calls %v, want one with the message only", calls)
 	}
 }
+
+// A saved conversation resumes: --history FILE sends its turns with the
+// first message, /load FILE replaces the history with a file's (system and
+// tool turns kept as written), and a file that is no history is refused
+// with the history unchanged.
+func TestChatResumesSavedHistory(t *testing.T) {
+	var rec recorder
+	url := rec.serve(t, messageSchema())
+	dir := t.TempDir()
+	saved, other, bad := filepath.Join(dir, "saved.json"), filepath.Join(dir, "other.json"), filepath.Join(dir, "bad.json")
+	otherHistory := `[{"role":"system","content":"Be brief."},{"role":"user","content":"look"},` +
+		`{"role":"assistant","content":"","tool_calls":[{"id":"c1","name":"files__read","arguments":{"path":"a"}}]},` +
+		`{"role":"tool","tool_call_id":"c1","content":"text of a"}]`
+	for f, s := range map[string]string{other: otherHistory, bad: `{"role":"user"}`} {
+		if err := os.WriteFile(f, []byte(s), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	run := func(o Options) string {
+		var progress strings.Builder
+		o.URL, o.Agent, o.Out, o.Progress = url, "a", io.Discard, &progress
+		if err := Run(ctx, o); err != nil {
+			t.Fatalf("%v; stderr:\n%s", err, progress.String())
+		}
+		return progress.String()
+	}
+	run(Options{In: strings.NewReader("hello\n/save " + saved + "\n")})
+	if p := run(Options{History: saved, Message: "again"}); !strings.Contains(p, "loaded 2 messages from "+saved) {
+		t.Errorf("--history: stderr %q", p)
+	}
+	p := run(Options{In: strings.NewReader(strings.Join([]string{"/load " + other, "next", "/load " + bad, "/load " + filepath.Join(dir, "none.json"), "last"}, "\n"))})
+	for _, w := range []string{"loaded 4 messages from " + other, "is not a JSON array of messages", "no such file", "the history is unchanged"} {
+		if !strings.Contains(p, w) {
+			t.Errorf("stderr lacks %q:\n%s", w, p)
+		}
+	}
+	want := []string{
+		`{"message":"hello"}`,
+		`{"history":[{"content":"hello","role":"user"},{"content":"answer 1","role":"assistant"}],"message":"again"}`,
+		`{"history":` + otherHistory + `,"message":"next"}`,
+		`{"history":` + strings.TrimSuffix(otherHistory, "]") + `,{"content":"next","role":"user"},{"content":"answer 3","role":"assistant"}],"message":"last"}`,
+	}
+	calls := rec.got()
+	if len(calls) != len(want) {
+		t.Fatalf("%d calls, want %d: %v", len(calls), len(want), calls)
+	}
+	for i, w := range want {
+		var wv any
+		if err := json.Unmarshal([]byte(w), &wv); err != nil {
+			t.Fatal(err)
+		}
+		got, _ := json.Marshal(calls[i])
+		if wb, _ := json.Marshal(wv); string(got) != string(wb) {
+			t.Errorf("call %d sent\n%s\nwant\n%s", i+1, got, wb)
+		}
+	}
+	if err := Run(ctx, Options{URL: url, Agent: "a", History: bad, Message: "x", Out: io.Discard, Progress: io.Discard}); err == nil ||
+		!strings.Contains(err.Error(), "is not a JSON array") {
+		t.Errorf("--history with a bad file: %v", err)
+	}
+}

@@ -16,6 +16,7 @@ const helpText = `/tools          the agent's tools and the arguments each takes
 /set KEY=VALUE  a per-call param (VALUE read as JSON, else as a string); /set KEY= removes it; /set alone lists them
 /clear          forget the conversation's history
 /save FILE      write the history as JSON (send_message's history argument)
+/load FILE      resume a conversation /save wrote: its history replaces this one's
 /quit           end the chat
 /help           this list
 A line starting with // sends the message that starts with a single /.`
@@ -42,6 +43,8 @@ func (c *session) command(line string) (quit bool) {
 		fmt.Fprintln(w, "history cleared")
 	case "/save":
 		c.save(arg)
+	case "/load":
+		c.load(arg)
 	default:
 		fmt.Fprintf(w, "unknown command %s (/help lists them; start a message with // to send a leading /)\n", name)
 	}
@@ -141,6 +144,40 @@ func (c *session) save(file string) {
 		return
 	}
 	fmt.Fprintf(c.o.Progress, "saved %d messages to %s\n", len(h), file)
+}
+
+// load replaces the history with the one file holds (written by /save).
+func (c *session) load(file string) {
+	if file == "" {
+		fmt.Fprintln(c.o.Progress, "usage: /load FILE")
+		return
+	}
+	h, err := readHistory(file)
+	if err != nil {
+		fmt.Fprintf(c.o.Progress, "error: %v; the history is unchanged\n", err)
+		return
+	}
+	c.history = h
+	fmt.Fprintf(c.o.Progress, "loaded %d messages from %s\n", len(h), file)
+}
+
+// readHistory reads a history file: a JSON array of send_message history
+// entries, each an object with a string role (the gateway checks the rest).
+func readHistory(file string) ([]turn, error) {
+	raw, err := os.ReadFile(file)
+	if err != nil {
+		return nil, fmt.Errorf("loading the history: %w", err)
+	}
+	var h []turn
+	if err := json.Unmarshal(raw, &h); err != nil {
+		return nil, fmt.Errorf("loading the history: %s is not a JSON array of messages: %w", file, err)
+	}
+	for i, t := range h {
+		if role, ok := t["role"].(string); !ok || role == "" {
+			return nil, fmt.Errorf("loading the history: %s: entry %d has no role", file, i)
+		}
+	}
+	return h, nil
 }
 
 // takes reports whether the message tool's input schema has the argument
