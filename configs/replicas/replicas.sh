@@ -59,6 +59,55 @@ stop_group() {
 	done
 }
 
+# render writes $run/site.conf and $run/nginx.conf. The site is the shipped
+# configs/nginx/pallasgw.conf rendered for this machine: listen on
+# 127.0.0.1:$port instead of port 80, one upstream server per replica;
+# everything else (the retries, keep-alive, SSE settings) is kept as shipped.
+# test/docs checks the rendering against the shipped file.
+render() {
+	local servers="" p user=""
+	for p in "${ports[@]}"; do
+		servers+="    server 127.0.0.1:$p max_fails=0;\n"
+	done
+	sed -E \
+		-e "s/^([[:space:]]*)listen[[:space:]]+80;/\1listen 127.0.0.1:$port;/" \
+		-e '/^[[:space:]]*listen[[:space:]]+\[::\]:80;/d' \
+		-e '/^[[:space:]]*#?[[:space:]]*server[[:space:]]+127\.0\.0\.1:82[0-9]{2}[[:space:]]+max_fails=0;/d' \
+		-e "s/^(upstream pallasgw \{)$/\1\n$servers/" \
+		-e 's/^([[:space:]]*)server_name .*/\1server_name _;/' \
+		configs/nginx/pallasgw.conf >"$run/site.conf"
+	if [ "$(id -u)" = 0 ]; then
+		user="user root;" # nobody may not enter the run directory
+	fi
+	cat >"$run/nginx.conf" <<EOF
+# Rendered by configs/replicas/replicas.sh; a top-level nginx.conf that needs no root.
+$user
+worker_processes 1;
+pid $run/nginx.pid;
+error_log $run/nginx-error.log notice;
+events { worker_connections 1024; }
+http {
+    # Which replica served each request: \$upstream_addr (two when nginx retried).
+    log_format replicas '\$time_local \$request_method \$uri \$status upstream=\$upstream_addr upstream_status=\$upstream_status \$request_time';
+    access_log $run/access.log replicas;
+    client_body_temp_path $run/client_body;
+    proxy_temp_path $run/proxy;
+    fastcgi_temp_path $run/fastcgi;
+    uwsgi_temp_path $run/uwsgi;
+    scgi_temp_path $run/scgi;
+    include $run/site.conf;
+}
+EOF
+}
+
+case ${1:-} in
+render) # render only: configs/replicas/replicas.sh render (into RUN_DIR)
+	mkdir -p "$run"
+	render
+	exit 0
+	;;
+esac
+
 if [ "${1:-}" = stop ]; then
 	if [ -f "$run/replicas.pid" ] && kill -0 "$(cat "$run/replicas.pid")" 2>/dev/null; then
 		# The foreground script stops everything itself, in order.
@@ -94,41 +143,8 @@ trap 'exit 0' INT TERM
 : "${PALLASGW_STATE_KEY:=$(head -c 32 /dev/urandom | base64)}"
 export PALLASGW_STATE_KEY PALLASGW_REPLICAS_PORT=$port PALLASGW_REDIS_PORT=$redis_port
 
-# nginx: the shipped site file, rendered for this machine: listen on
-# 127.0.0.1:$port instead of port 80, one upstream server per replica.
-# Everything else (the retries, keep-alive, SSE settings) is kept as shipped.
-servers=""
-for p in "${ports[@]}"; do
-	servers+="    server 127.0.0.1:$p max_fails=0;\n"
-done
-sed -E \
-	-e "s/^([[:space:]]*)listen[[:space:]]+80;/\1listen 127.0.0.1:$port;/" \
-	-e '/^[[:space:]]*listen[[:space:]]+\[::\]:80;/d' \
-	-e '/^[[:space:]]*#?[[:space:]]*server[[:space:]]+127\.0\.0\.1:82[0-9]{2}[[:space:]]+max_fails=0;/d' \
-	-e "s/^(upstream pallasgw \{)$/\1\n$servers/" \
-	-e 's/^([[:space:]]*)server_name .*/\1server_name _;/' \
-	configs/nginx/pallasgw.conf >"$run/site.conf"
-user=""
-[ "$(id -u)" = 0 ] && user="user root;" # nobody may not enter the run directory
-cat >"$run/nginx.conf" <<EOF
-# Rendered by configs/replicas/replicas.sh; a top-level nginx.conf that needs no root.
-$user
-worker_processes 1;
-pid $run/nginx.pid;
-error_log $run/nginx-error.log notice;
-events { worker_connections 1024; }
-http {
-    # Which replica served each request: \$upstream_addr (two when nginx retried).
-    log_format replicas '\$time_local \$request_method \$uri \$status upstream=\$upstream_addr upstream_status=\$upstream_status \$request_time';
-    access_log $run/access.log replicas;
-    client_body_temp_path $run/client_body;
-    proxy_temp_path $run/proxy;
-    fastcgi_temp_path $run/fastcgi;
-    uwsgi_temp_path $run/uwsgi;
-    scgi_temp_path $run/scgi;
-    include $run/site.conf;
-}
-EOF
+render
+
 "$nginx" -t -q -p "$run" -e "$run/nginx-error.log" -c "$run/nginx.conf"
 
 bin/pallasgw validate --config "$config" >/dev/null

@@ -1,8 +1,9 @@
 // Package docs checks the documentation against the repository and the
 // config loader, so that neither drifts: README.md and docs/*.md link only
 // to files and headings that exist, every YAML block in them that is a
-// config loads as `pallasgw validate` loads it, and configs/example.yaml
-// sets every key the config types declare.
+// config loads as `pallasgw validate` loads it, configs/example.yaml sets
+// every key the config types declare, and the files `make replicas`
+// renders from the shipped nginx config still say what the docs say.
 //
 // What counts as a config block: a ```yaml (or ```yml) fence whose top
 // level is a mapping whose every key is a top-level config key (the yaml
@@ -24,6 +25,7 @@ import (
 	"encoding/base64"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"reflect"
 	"regexp"
@@ -492,5 +494,52 @@ func TestSlug(t *testing.T) {
 	}
 	if a := anchors("# A\n```\n# not a heading\n```\n## A\n"); !a["a"] || !a["a-1"] || a["not-a-heading"] {
 		t.Errorf("anchors = %v", a)
+	}
+}
+
+// TestReplicasRender: the nginx files `make replicas` renders from the
+// shipped configs/nginx/pallasgw.conf listen where the recipe says, name
+// the three replicas and keep the shipped retries; nginx -t accepts them
+// when nginx is installed.
+func TestReplicasRender(t *testing.T) {
+	dir := t.TempDir()
+	cmd := exec.Command("bash", filepath.Join(repo, "configs/replicas/replicas.sh"), "render")
+	cmd.Env = append(os.Environ(), "RUN_DIR="+dir, "PALLASGW_REPLICAS_PORT=18300")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("replicas.sh render: %v\n%s", err, out)
+	}
+	site := string(must(os.ReadFile(filepath.Join(dir, "site.conf"))))
+	for _, want := range []string{
+		"listen 127.0.0.1:18300;",
+		"server 127.0.0.1:18301 max_fails=0;\n    server 127.0.0.1:18302 max_fails=0;\n    server 127.0.0.1:18303 max_fails=0;",
+		"proxy_pass http://pallasgw;",
+		"proxy_next_upstream error timeout http_502 http_503 non_idempotent;",
+	} {
+		if !strings.Contains(site, want) {
+			t.Errorf("site.conf lacks %q:\n%s", want, site)
+		}
+	}
+	for _, gone := range []*regexp.Regexp{
+		regexp.MustCompile(`(?m)^\s*listen\s+(\[::\]:)?80;`),
+		regexp.MustCompile(`(?m)^\s*#?\s*server\s+127\.0\.0\.1:82\d\d\b`),
+	} {
+		if m := gone.FindString(site); m != "" {
+			t.Errorf("site.conf still has %q (the shipped file changed: update the rendering in replicas.sh)", m)
+		}
+	}
+	main := string(must(os.ReadFile(filepath.Join(dir, "nginx.conf"))))
+	if !strings.Contains(main, "include "+filepath.Join(dir, "site.conf")+";") || !strings.Contains(main, "pid "+filepath.Join(dir, "nginx.pid")+";") {
+		t.Errorf("nginx.conf does not keep its files in the run directory:\n%s", main)
+	}
+	nginx, err := exec.LookPath("nginx")
+	if err != nil {
+		if _, err := os.Stat("/usr/sbin/nginx"); err != nil {
+			t.Log("nginx not installed: nginx -t skipped")
+			return
+		}
+		nginx = "/usr/sbin/nginx"
+	}
+	if out, err := exec.Command(nginx, "-t", "-q", "-p", dir, "-e", filepath.Join(dir, "error.log"), "-c", filepath.Join(dir, "nginx.conf")).CombinedOutput(); err != nil {
+		t.Errorf("nginx -t: %v\n%s", err, out)
 	}
 }
