@@ -149,11 +149,51 @@ var link = regexp.MustCompile(`!?\[[^\]]*\]\(([^)\s]+)(?:\s+"[^"]*")?\)`)
 // or directory that exists, and its #anchor a heading of the target (the
 // same file when the link is only an anchor).
 func TestLinks(t *testing.T) {
-	files := docFiles(t)
-	checked := 0
+	problems, checked := linkProblems(repo, docFiles(t))
+	for _, p := range problems {
+		t.Error(p)
+	}
+	if checked < 50 {
+		t.Errorf("only %d relative links found: is the link pattern still right?", checked)
+	}
+}
+
+// TestLinkProblems: the link check finds a missing file, a missing anchor
+// and an anchor into a file that is not Markdown, and nothing in a code
+// span or block.
+func TestLinkProblems(t *testing.T) {
+	root := t.TempDir()
+	writeFile(t, filepath.Join(root, "README.md"), "# Top\n\n## A section\n\n"+
+		"[ok](docs/b.md#b-heading) [self](#a-section) [dir](docs) [web](https://example.com/x)\n"+
+		"[gone](docs/missing.md) [no anchor](docs/b.md#nowhere) [text anchor](notes.txt#x)\n"+
+		"`[in code](nowhere.md)`\n\n```\n[in a block](nowhere.md)\n```\n")
+	writeFile(t, filepath.Join(root, "docs", "b.md"), "# B heading\n\n[back](../README.md#top)\n")
+	writeFile(t, filepath.Join(root, "notes.txt"), "")
+	problems, checked := linkProblems(root, []string{"README.md", "docs/b.md"})
+	if checked != 7 {
+		t.Errorf("checked %d links, want 7", checked)
+	}
+	want := []string{"docs/missing.md does not exist", "no heading with the anchor #nowhere", "not Markdown"}
+	if len(problems) != len(want) {
+		t.Fatalf("problems = %q, want %d", problems, len(want))
+	}
+	for i, w := range want {
+		if !strings.Contains(problems[i], w) {
+			t.Errorf("problem %d = %q, want it to say %q", i, problems[i], w)
+		}
+	}
+}
+
+// linkProblems checks the relative links of files (relative to root) and
+// says how many it checked.
+func linkProblems(root string, files []string) (problems []string, checked int) {
 	for _, f := range files {
-		md := read(t, f)
-		for _, l := range prose(md) {
+		md, err := os.ReadFile(filepath.Join(root, f))
+		if err != nil {
+			problems = append(problems, err.Error())
+			continue
+		}
+		for _, l := range prose(string(md)) {
 			for _, m := range link.FindAllStringSubmatch(l.text, -1) {
 				target := m[1]
 				if strings.Contains(target, "://") || strings.HasPrefix(target, "mailto:") {
@@ -164,8 +204,8 @@ func TestLinks(t *testing.T) {
 				dest := f
 				if path != "" {
 					dest = filepath.ToSlash(filepath.Join(filepath.Dir(f), path))
-					if _, err := os.Stat(filepath.Join(repo, dest)); err != nil {
-						t.Errorf("%s:%d: link %q: %s does not exist", f, l.n, target, dest)
+					if _, err := os.Stat(filepath.Join(root, dest)); err != nil {
+						problems = append(problems, fmt.Sprintf("%s:%d: link %q: %s does not exist", f, l.n, target, dest))
 						continue
 					}
 				}
@@ -173,18 +213,17 @@ func TestLinks(t *testing.T) {
 					continue
 				}
 				if !strings.HasSuffix(dest, ".md") {
-					t.Errorf("%s:%d: link %q: an anchor into a file that is not Markdown", f, l.n, target)
+					problems = append(problems, fmt.Sprintf("%s:%d: link %q: an anchor into a file that is not Markdown", f, l.n, target))
 					continue
 				}
-				if !anchors(read(t, dest))[anchor] {
-					t.Errorf("%s:%d: link %q: %s has no heading with the anchor #%s", f, l.n, target, dest, anchor)
+				text, err := os.ReadFile(filepath.Join(root, dest))
+				if err != nil || !anchors(string(text))[anchor] {
+					problems = append(problems, fmt.Sprintf("%s:%d: link %q: %s has no heading with the anchor #%s", f, l.n, target, dest, anchor))
 				}
 			}
 		}
 	}
-	if checked < 50 {
-		t.Errorf("only %d relative links found: is the link pattern still right?", checked)
-	}
+	return problems, checked
 }
 
 // TestReadmeMapsEveryDoc: the README is the map of the documents, so it
