@@ -10,10 +10,12 @@
 #
 # Environment (defaults in brackets):
 #   PALLASGW_REPLICAS_PORT  nginx's port [8300]; the replicas listen on the next three
+#   PALLASGW_REPLICA_PORTS  the replicas' three ports instead, e.g. "9001 9002 9003"
 #   PALLASGW_REDIS_PORT     redis-server's port [8379]
 #   RUN_DIR                 where the rendered nginx.conf, logs and pid files go [.run/replicas]
 #   NGINX, REDIS_SERVER     the programs [nginx or /usr/sbin/nginx; redis-server]
 #   PALLASGW_STATE_KEY      the replicas' shared state_key [a fresh random one]
+#   PALLASGW_BIN            the gateway binary [bin/pallasgw]
 set -euo pipefail
 
 cd "$(dirname "$0")/../.."
@@ -22,7 +24,8 @@ port=${PALLASGW_REPLICAS_PORT:-8300}
 redis_port=${PALLASGW_REDIS_PORT:-8379}
 run=${RUN_DIR:-$root/.run/replicas}
 config=configs/replicas/pallasgw.yaml
-ports=("$((port + 1))" "$((port + 2))" "$((port + 3))")
+read -r -a ports <<<"${PALLASGW_REPLICA_PORTS:-$((port + 1)) $((port + 2)) $((port + 3))}"
+gw=${PALLASGW_BIN:-bin/pallasgw}
 
 nginx=${NGINX:-$(command -v nginx || echo /usr/sbin/nginx)}
 redis=${REDIS_SERVER:-$(command -v redis-server || echo /usr/bin/redis-server)}
@@ -123,7 +126,7 @@ if [ "${1:-}" = stop ]; then
 	exit 0
 fi
 
-for p in "$nginx" "$redis" bin/pallasgw; do
+for p in "$nginx" "$redis" "$gw"; do
 	if [ ! -x "$p" ]; then
 		echo "replicas: $p not found (install nginx and redis-server; make build writes bin/pallasgw)" >&2
 		exit 1
@@ -147,7 +150,7 @@ render
 
 "$nginx" -t -q -p "$run" -e "$run/nginx-error.log" -c "$run/nginx.conf"
 
-bin/pallasgw validate --config "$config" >/dev/null
+"$gw" validate --config "$config" >/dev/null
 
 # Each program runs in a session of its own (setsid), so that Ctrl-C reaches
 # this script alone and the stop goes in order.
@@ -155,7 +158,7 @@ setsid "$redis" --bind 127.0.0.1 --port "$redis_port" --save '' --appendonly no 
 	--dir "$run" --logfile "$run/redis.log" &
 echo $! >"$run/redis.pid"
 for i in 0 1 2; do
-	setsid bin/pallasgw serve --config "$config" --listen "127.0.0.1:${ports[$i]}" \
+	setsid "$gw" serve --config "$config" --listen "127.0.0.1:${ports[$i]}" \
 		--log-format console 2>"$run/replica-$((i + 1)).log" &
 	echo $! >"$run/replica-$((i + 1)).pid"
 done
