@@ -72,28 +72,44 @@ func read(t *testing.T, rel string) string {
 	return string(b)
 }
 
-// line is one line of a Markdown file outside fenced code blocks, with its
-// inline code spans blanked (a link inside `code` is not a link).
-type line struct {
+// para is one paragraph of a Markdown file outside fenced code blocks
+// (its lines joined, since a link may wrap), with its inline code spans
+// blanked (a link inside `code` is not a link); n is its first line.
+type para struct {
 	n    int
 	text string
 }
 
 var codeSpan = regexp.MustCompile("`[^`]*`")
 
-// prose returns the lines of md outside fences.
-func prose(md string) []line {
-	var out []line
-	fence := false
-	for i, l := range strings.Split(md, "\n") {
-		if strings.HasPrefix(strings.TrimSpace(l), "```") {
-			fence = !fence
-			continue
-		}
-		if !fence {
-			out = append(out, line{i + 1, codeSpan.ReplaceAllStringFunc(l, func(s string) string { return strings.Repeat(" ", len(s)) })})
+// prose returns the paragraphs of md outside fences.
+func prose(md string) []para {
+	var out []para
+	var cur []string
+	first, fence := 0, false
+	flush := func() {
+		if len(cur) > 0 {
+			text := strings.Join(cur, " ")
+			out = append(out, para{first, codeSpan.ReplaceAllStringFunc(text, func(s string) string { return strings.Repeat(" ", len(s)) })})
+			cur = nil
 		}
 	}
+	for i, l := range strings.Split(md, "\n") {
+		switch {
+		case strings.HasPrefix(strings.TrimSpace(l), "```"):
+			flush()
+			fence = !fence
+		case fence:
+		case strings.TrimSpace(l) == "":
+			flush()
+		default:
+			if cur == nil {
+				first = i + 1
+			}
+			cur = append(cur, strings.TrimSpace(l))
+		}
+	}
+	flush()
 	return out
 }
 
@@ -159,21 +175,21 @@ func TestLinks(t *testing.T) {
 }
 
 // TestLinkProblems: the link check finds a missing file, a missing anchor
-// and an anchor into a file that is not Markdown, and nothing in a code
-// span or block.
+// and an anchor into a file that is not Markdown, also in a link that
+// wraps, and nothing in a code span or block.
 func TestLinkProblems(t *testing.T) {
 	root := t.TempDir()
 	writeFile(t, filepath.Join(root, "README.md"), "# Top\n\n## A section\n\n"+
 		"[ok](docs/b.md#b-heading) [self](#a-section) [dir](docs) [web](https://example.com/x)\n"+
 		"[gone](docs/missing.md) [no anchor](docs/b.md#nowhere) [text anchor](notes.txt#x)\n"+
-		"`[in code](nowhere.md)`\n\n```\n[in a block](nowhere.md)\n```\n")
+		"`[in code](nowhere.md)`\n\n```\n[in a block](nowhere.md)\n```\n\na [wrapped\nlink](docs/b.md#wrapped)\n")
 	writeFile(t, filepath.Join(root, "docs", "b.md"), "# B heading\n\n[back](../README.md#top)\n")
 	writeFile(t, filepath.Join(root, "notes.txt"), "")
 	problems, checked := linkProblems(root, []string{"README.md", "docs/b.md"})
-	if checked != 7 {
-		t.Errorf("checked %d links, want 7", checked)
+	if checked != 8 {
+		t.Errorf("checked %d links, want 8", checked)
 	}
-	want := []string{"docs/missing.md does not exist", "no heading with the anchor #nowhere", "not Markdown"}
+	want := []string{"docs/missing.md does not exist", "no heading with the anchor #nowhere", "not Markdown", "no heading with the anchor #wrapped"}
 	if len(problems) != len(want) {
 		t.Fatalf("problems = %q, want %d", problems, len(want))
 	}
