@@ -172,6 +172,7 @@ func TestLinks(t *testing.T) {
 	if checked < 50 {
 		t.Errorf("only %d relative links found: is the link pattern still right?", checked)
 	}
+	t.Logf("%d relative links checked", checked)
 }
 
 // TestLinkProblems: the link check finds a missing file, a missing anchor
