@@ -11,13 +11,22 @@ ALIAS_PORT_OFFSET ?=
 NO_ALIAS_PORTS    ?=
 E2E_TOOLS ?= $(CURDIR)/.tools
 
-.PHONY: run build test vet lint deadcode e2e bench soak fuzz clean
+.PHONY: run build test vet lint deadcode e2e bench soak fuzz clean replicas replicas-stop
 
 # run builds the binary build does (same flags, so one build cache serves
 # both: `go run` without -trimpath compiled everything a second time), then
 # runs it.
 run: build ## run the gateway on the quickstart config (no API key needed)
 	./bin/pallasgw serve --config $(CONFIG) --log-format console$(if $(LISTEN), --listen $(LISTEN))$(if $(ALIAS_PORT_OFFSET), --alias-port-offset $(ALIAS_PORT_OFFSET))$(if $(NO_ALIAS_PORTS), --no-alias-ports)
+
+# replicas: three replicas of bin/pallasgw on one config (--listen per
+# replica), redis-server as their shared store, nginx on the shipped site
+# file rendered into .run/replicas/ (port 8300, no root); Ctrl-C stops them.
+replicas: build ## 3 replicas behind nginx with redis-server, on 127.0.0.1:8300 (docs/deployment.md, Scaling out)
+	configs/replicas/replicas.sh
+
+replicas-stop: ## stop what make replicas started
+	configs/replicas/replicas.sh stop
 
 build: ## static binary in bin/
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/pallasgw ./cmd/pallasgw

@@ -16,10 +16,9 @@ import (
 // (gateway/jsonrpc.go: Content-Type, an unknown MCP-Protocol-Version) and
 // its router (GET, other methods) first, then Refuse for what reaches an
 // endpoint. The others cannot be reached in stateless mode (a session id
-// that fails validation or termination, a GET stream); the README lists
-// every case ("Architecture"). Buys: correctness (every error body is
-// JSON-RPC), not speed. Retired by: mcp-go answering its refusals as
-// JSON-RPC errors.
+// that fails validation or termination, a GET stream); docs/architecture.md
+// lists every case. Buys: correctness (every error body is JSON-RPC), not
+// speed. Retired by: mcp-go answering its refusals as JSON-RPC errors.
 
 // Refuse answers r, a request for an agent's endpoint, when mcp-go's
 // StreamableHTTPServer would refuse it with a text/plain body, and reports

@@ -26,7 +26,7 @@ import (
 // one json.Encoder write (writeJSONRPCMessage, handlePost's final encode).
 // Every answer mcp-go would write as text/plain is answered before mcp-go
 // sees the request (Refuse, the gateway's checks), so this writer never
-// sees one (README, "Architecture").
+// sees one (docs/architecture.md).
 
 // ErrNotStreaming is Inject's error when the response went out as JSON
 // already: nothing more can be sent on it.

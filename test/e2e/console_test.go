@@ -50,7 +50,7 @@ mcp:
 
 // screenshotDir is where the console's screenshots go:
 // $PALLASGW_E2E_ARTIFACTS when set (relative to the repository; the
-// README's picture is made with PALLASGW_E2E_ARTIFACTS=test/e2e/screenshots),
+// docs' pictures are made with PALLASGW_E2E_ARTIFACTS=test/e2e/screenshots),
 // else the test's temporary directory, named in the log.
 func screenshotDir(t *testing.T) string {
 	if d := os.Getenv("PALLASGW_E2E_ARTIFACTS"); d != "" {

@@ -69,7 +69,7 @@ func teamConfig(t *testing.T, tickets, search, anthropic string) string {
 }
 
 // The team example uses the tickets server "without its admin_* tools"
-// (README "Team example"): no agent of configs/team.yaml offers one, to a
+// (docs/configuration.md, "Team example"): no agent of configs/team.yaml offers one, to a
 // caller (the tickets proxy's list) or to a model (the research agent,
 // called directly by alice or through the report chain by ci, which
 // run_as: workflow lets reach research).

@@ -13,7 +13,7 @@ import (
 const maxErrorBody = 16 << 10
 
 // GatewayError is a refused request: the HTTP status and what the gateway
-// said, with the request id its log line carries (README,
+// said, with the request id its log line carries (docs/operations.md,
 // "Troubleshooting": grep the log for it).
 type GatewayError struct {
 	Status    int
