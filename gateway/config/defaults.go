@@ -185,6 +185,7 @@ func (p *parser) applyDefaults(c *Config) {
 		if a.Timeout == 0 {
 			a.Timeout = DefaultAgentTimeout
 		}
+		a.CodeMode.ApplyDefaults(a.Timeout)
 	}
 }
 

@@ -434,6 +434,12 @@ type Agent struct {
 	// its tools instead of being offered all of them (toolsearch.go).
 	// Default: off.
 	ToolSearch ToolSearch `yaml:"tool_search"`
+	// ToolMode is how an llm agent's model calls tools: tools (default,
+	// one model tool per tool) or code (one run_script tool; codemode.go).
+	ToolMode string `yaml:"tool_mode"`
+	// CodeMode bounds run_script's scripts (tool_mode code, toolbox);
+	// defaults in codemode.go.
+	CodeMode CodeMode `yaml:"code_mode"`
 
 	// Name is the agent's key (set by Load).
 	Name string `yaml:"-"`

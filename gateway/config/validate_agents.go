@@ -78,6 +78,7 @@ func (p *parser) validateAgent(c *Config, a *Agent) {
 	}
 	p.validateKind(c, a, key)
 	p.validateToolSearch(a, key) // toolsearch.go
+	p.validateCodeMode(a, key)   // codemode.go
 	p.checkToolCollisions(a, key)
 }
 
