@@ -74,6 +74,9 @@ type Script struct {
 	// Progress, when set, is told each call as it starts:
 	// "step 3: server.tool".
 	Progress func(msg string)
+	// Hidden, when set, says why a tool the script names is not callable
+	// (pins.Hider: it awaits approval), or nil.
+	Hidden func(server, tool string) error
 }
 
 // Output is what a script made: what it printed and its global result

@@ -14,6 +14,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/mark3labs/mcp-go/mcp"
 	"go.starlark.net/starlark"
 	"go.starlark.net/syntax"
 
@@ -476,7 +477,7 @@ func (st *state) predeclared() starlark.StringDict {
 	}
 	if b := st.s.Tools; b != nil {
 		for sid, tools := range b.servers {
-			d[sid] = &namespace{st: st, sid: sid, tools: tools}
+			d[sid] = &namespace{st: st, sid: sid, server: b.names[sid], tools: tools}
 		}
 	}
 	return d
@@ -484,9 +485,10 @@ func (st *state) predeclared() starlark.StringDict {
 
 // namespace is a server in a script: its tools are its attributes.
 type namespace struct {
-	st    *state
-	sid   string
-	tools map[string]Tool
+	st     *state
+	sid    string
+	server string // its name in the config
+	tools  map[string]Tool
 	fns   map[string]*starlark.Builtin
 }
 
@@ -509,6 +511,11 @@ func (n *namespace) AttrNames() []string {
 func (n *namespace) Attr(name string) (starlark.Value, error) {
 	t, ok := n.tools[name]
 	if !ok {
+		if h := n.st.s.Hidden; h != nil {
+			if err := h(n.server, name); err != nil {
+				return nil, &callError{label: n.sid + "." + name, err: err}
+			}
+		}
 		names := n.AttrNames()
 		if len(names) > 20 {
 			names = append(names[:20], "...")
@@ -576,6 +583,9 @@ func (st *state) callTool(label string, t Tool, args starlark.Tuple, kwargs []st
 	}
 	if err != nil {
 		return nil, &callError{label: label, err: err}
+	}
+	if res.ResultType == mcp.ResultTypeInputRequired {
+		return nil, &callError{label: label, err: errInput}
 	}
 	v, n, err := resultValue(res)
 	if err != nil {

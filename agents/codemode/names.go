@@ -85,15 +85,23 @@ type Bindings struct {
 	servers map[string]map[string]Tool // server ident → tool ident → tool
 	order   []string                   // "server.tool", sorted
 	hidden  []string                   // tools left out for a name collision
+	names   map[string]string          // server ident → server
 }
 
-// Bind names tools for a script. Two tools of one server that take one
-// name are both left out and reported in the listing.
-func Bind(tools []Tool) *Bindings {
-	b := &Bindings{servers: map[string]map[string]Tool{}}
+// Bind names tools for a script: servers are every server the script may
+// reach (each is a name in the script, with or without tools), tools the
+// tools it may call. Two tools of one server that take one name are both
+// left out and reported in the listing.
+func Bind(servers []string, tools []Tool) *Bindings {
+	b := &Bindings{servers: map[string]map[string]Tool{}, names: map[string]string{}}
+	for _, s := range servers {
+		b.servers[Ident(s)] = map[string]Tool{}
+		b.names[Ident(s)] = s
+	}
 	clash := map[string][]string{}
 	for _, t := range tools {
 		sid, tid := Ident(t.Server), Ident(t.Name)
+		b.names[sid] = t.Server
 		m := b.servers[sid]
 		if m == nil {
 			m = map[string]Tool{}
@@ -133,12 +141,7 @@ func quoteAll(s []string) []string {
 	return out
 }
 
-func (b *Bindings) serverName(sid string) string {
-	for _, t := range b.servers[sid] {
-		return t.Server
-	}
-	return sid
-}
+func (b *Bindings) serverName(sid string) string { return b.names[sid] }
 
 // Len is the number of callable tools.
 func (b *Bindings) Len() int { return len(b.order) }
