@@ -246,18 +246,22 @@ func (st *state) iadd(_ *starlark.Thread, _ *starlark.Builtin, args starlark.Tup
 			return nil, err
 		}
 	}
+	var elems []starlark.Value // read first: y may be l itself
 	iter := starlark.Iterate(y)
 	if iter == nil {
 		return nil, fmt.Errorf("unknown binary op: list += %s", y.Type())
 	}
-	defer iter.Done()
 	var e starlark.Value
 	for iter.Next(&e) {
+		elems = append(elems, e)
+	}
+	iter.Done()
+	for _, e := range elems {
 		if err := l.Append(e); err != nil {
 			return nil, err
 		}
 	}
-	return l, st.charge(int(length(y)) * elemCost)
+	return l, st.charge(len(elems) * elemCost)
 }
 
 // method is x.name(args...) for the methods that may grow (rewrite.go),

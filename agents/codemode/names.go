@@ -32,7 +32,7 @@ func init() {
 
 // Ident is name as a script names it.
 func Ident(name string) string {
-	b := []byte(name)
+	b := []rune(name)
 	for i, c := range b {
 		if !(c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9') {
 			b[i] = '_'
