@@ -31,7 +31,7 @@ type llmRunner struct {
 	a        *Agent
 	model    *modelRef
 	filter   policy.ToolFilter
-	search   *modelSearch // tool_search (search.go); nil: off
+	search   *modelSearch     // tool_search (search.go); nil: off
 	code     *codemode.Runner // tool_mode code (codemode.go); nil: off
 	maxIter  int
 	maxBytes int

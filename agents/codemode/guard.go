@@ -493,7 +493,7 @@ type namespace struct {
 	sid    string
 	server string // its name in the config
 	tools  map[string]Tool
-	fns   map[string]*starlark.Builtin
+	fns    map[string]*starlark.Builtin
 }
 
 var _ starlark.HasAttrs = (*namespace)(nil)
