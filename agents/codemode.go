@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"go.uber.org/zap"
@@ -68,7 +69,7 @@ func (r *llmRunner) runScript(ctx context.Context, c *Call, ts *toolset, tc llm.
 		b, _ = r.bind(ts.defs, ts)
 	}
 	out, err := r.code.Run(ctx, codemode.Script{Code: args.Code, Tools: b, Call: r.scriptCaller(c), Progress: c.Progress.Send,
-		Hidden: r.a.hidden})
+		Hidden: func(server, tool string) error { return r.scriptHidden(ctx, c, server, tool) }})
 	if err != nil {
 		text := err.Error()
 		if out.Printed != "" {
@@ -133,10 +134,19 @@ func (a *Agent) scriptRequest(ctx context.Context) error {
 	return a.set.deps.Quotas.Request(ctx, key, label, a.set.deps.Callers.Limits(id.PolicyKey()))
 }
 
-// hidden says why server's tool is not listed when pins hide it, else nil.
-func (a *Agent) hidden(server, tool string) error {
-	if h, ok := a.set.deps.Downstream.(pins.Hider); ok {
-		return h.Hidden(server, tool)
+// scriptHidden says why a tool a script names is not among its tools:
+// pins hide it (awaiting approval), or policy denies it to the caller (the
+// refusal audited, as the tool loop's refuseHidden does); nil: no such
+// tool.
+func (r *llmRunner) scriptHidden(ctx context.Context, c *Call, server, tool string) error {
+	if h, ok := r.a.set.deps.Downstream.(pins.Hider); ok {
+		if err := h.Hidden(server, tool); err != nil {
+			return err
+		}
+	}
+	if d := r.decision(c, server, tool); !d.Allowed {
+		r.audit(ctx, c, server, tool, d, time.Now())
+		return fmt.Errorf("tool %q of server %q is denied by policy (%s)", tool, server, d.Reason)
 	}
 	return nil
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/pallasgw/pallasgw/agents/codemode"
+	"github.com/pallasgw/pallasgw/agents/pins"
 )
 
 func (tb *toolbox) registerScript(srv *server.MCPServer) {
@@ -51,7 +52,8 @@ func (tb *toolbox) runScript(ctx context.Context, c *tbCall, req mcp.CallToolReq
 	s := codemode.Script{Code: code, Tools: codemode.Bind(servers, tools),
 		Call: func(ctx context.Context, server, tool string, args json.RawMessage) (*mcp.CallToolResult, error) {
 			return tb.scriptCall(ctx, c.caller, req, server, tool, args)
-		}}
+		},
+		Hidden: func(server, tool string) error { return tb.scriptHidden(ctx, c.caller, server, tool) }}
 	step := 0.0
 	if progress != nil {
 		s.Progress = func(msg string) {
@@ -124,4 +126,24 @@ func (tb *toolbox) scriptExecute(ctx context.Context, c *tbCall, req mcp.CallToo
 		return nil, tb.downstreamError(ctx, c, err)
 	}
 	return res, nil
+}
+
+// scriptHidden says why a tool a script names is not among its tools:
+// policy denies it to the caller (audited as an execute_tool refusal), or
+// pins hide it; nil: no such tool.
+func (tb *toolbox) scriptHidden(ctx context.Context, caller, server, tool string) error {
+	c := newCall(executeToolName)
+	c.caller, c.server, c.target = caller, server, tool
+	err := tb.check(c, tb.decideTool(caller, server, tool), "tool %s of server %s is denied for caller %q", tool, server, caller)
+	if err == nil {
+		if h, ok := tb.d.Downstream.(pins.Hider); ok {
+			if herr := h.Hidden(server, tool); herr != nil {
+				err = tb.downstreamError(ctx, c, herr)
+			}
+		}
+	}
+	if err != nil {
+		tb.settle(ctx, c, nil, nil, err)
+	}
+	return err
 }
