@@ -101,13 +101,17 @@ func (r *llmRunner) scriptCaller(c *Call) codemode.Caller {
 		if err := asked(); err != nil {
 			return nil, err
 		}
+		if ctx.Err() != nil { // the script's end: the caller went away, or its time is up
+			return nil, ctx.Err()
+		}
 		return scriptOutcome(server, tool, res, d, err)
 	}
 }
 
 // scriptOutcome sorts a script's call: a refusal (policy, pins,
-// credentials, the call's end) stops the script; any other failure is the
-// tool's error, a value the script can test.
+// credentials) stops the script; any other failure (the server is down or
+// did not answer in its timeout) is the tool's error, a value the script
+// can test.
 func scriptOutcome(server, tool string, res *mcp.CallToolResult, d policy.Decision, err error) (*mcp.CallToolResult, error) {
 	var cred *credentialsError
 	switch {
@@ -119,8 +123,6 @@ func scriptOutcome(server, tool string, res *mcp.CallToolResult, d policy.Decisi
 		return nil, err
 	case errors.As(err, &cred):
 		return nil, fmt.Errorf("no credentials for server %q: %w", server, err)
-	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
-		return nil, err
 	}
 	return mcp.NewToolResultError(fmt.Sprintf("tool %q of server %q failed: %v", tool, server, err)), nil
 }
