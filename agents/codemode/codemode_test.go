@@ -13,6 +13,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/pallasgw/pallasgw/agents/mcpclient"
 	"github.com/pallasgw/pallasgw/gateway/config"
 )
 
@@ -169,7 +170,12 @@ func TestInputRequiredIsRefused(t *testing.T) {
 	if asked() != nil {
 		t.Fatal("nothing asked yet")
 	}
-	_ = ctx // the relay in ctx is mcpclient's; a downstream request through it sets asked (agents tests)
+	if _, err := mcpclient.RelayFrom(ctx).Request(ctx, "elicitation/create", json.RawMessage(`{}`)); err == nil {
+		t.Fatal("the downstream's elicitation was answered")
+	}
+	if !errors.Is(asked(), errInput) {
+		t.Errorf("asked() = %v after an elicitation", asked())
+	}
 }
 
 func TestErrorsNameTheLine(t *testing.T) {
