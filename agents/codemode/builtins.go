@@ -322,4 +322,3 @@ func isError(_ *starlark.Thread, _ *starlark.Builtin, args starlark.Tuple, kwarg
 	_, ok := v.(*toolError)
 	return starlark.Bool(ok), nil
 }
-

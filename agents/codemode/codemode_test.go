@@ -187,6 +187,8 @@ func TestErrorsNameTheLine(t *testing.T) {
 		{"load('m', 'x')\n", "line 1: syntax error: load is not available"},
 		{"def f(n):\n    return f(n)\nf(1)\n", "line 2: function f called recursively"},
 		{"s = 'a' + 1\n", "line 1: unknown binary op: string + int"},
+		{"x = 1\ny = 2\nwhile True:\n    pass\n", "line 3: max_steps (1000000) exceeded"},
+		{"x = []\nwhile True:\n    x = [x]\n", "line 3: max_steps (1000000) exceeded"},
 	} {
 		_, err := run(t, config.CodeMode{}, c.code, nil)
 		if err == nil || !strings.Contains(err.Error(), c.want) {

@@ -164,6 +164,9 @@ func (st *state) predeclared() starlark.StringDict {
 		fnOr:       st.binary(syntax.PIPE),
 		fnIAdd:     starlark.NewBuiltin(fnIAdd, st.iadd),
 		fnMethod:   starlark.NewBuiltin(fnMethod, st.method),
+		fnLoop: starlark.NewBuiltin(fnLoop, func(_ *starlark.Thread, _ *starlark.Builtin, args starlark.Tuple, _ []starlark.Tuple) (starlark.Value, error) {
+			return args[0], nil
+		}),
 	}
 	for _, name := range []string{"list", "tuple", "sorted", "reversed", "enumerate", "zip", "dict", "set"} {
 		d[name] = st.sized(name)

@@ -29,6 +29,7 @@ const (
 	fnOr     = "_cm_or"
 	fnIAdd   = "_cm_iadd"
 	fnMethod = "_cm_method"
+	fnLoop   = "_cm_loop"
 )
 
 var binaryFn = map[syntax.Token]string{syntax.PLUS: fnAdd, syntax.STAR: fnMul, syntax.PERCENT: fnMod, syntax.PIPE: fnOr}
@@ -78,7 +79,9 @@ func stmt(s syntax.Stmt) syntax.Stmt {
 		x.Vars = target(x.Vars)
 		x.Body = stmts(x.Body)
 	case *syntax.WhileStmt:
-		x.Cond = expr(x.Cond)
+		// while c  →  while _cm_loop(c): a loop whose body cannot fail
+		// records no position, and its max_steps error would name line 1.
+		x.Cond = call(fnLoop, x.While, expr(x.Cond))
 		x.Body = stmts(x.Body)
 	case *syntax.IfStmt:
 		x.Cond = expr(x.Cond)
