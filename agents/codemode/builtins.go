@@ -7,6 +7,7 @@ package codemode
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -191,6 +192,23 @@ func (st *state) checkMethod(x starlark.Value, name string, args starlark.Tuple,
 				}
 			}
 			return st.check(float64(len(s)) + float64(occ)*float64(len(nw)-len(old)))
+		case "split", "rsplit", "splitlines":
+			// One element per separator: a string of separators splits
+			// into many small strings (32 bytes each, more than the
+			// string itself).
+			sep := "\n"
+			if name != "splitlines" {
+				sep = " "
+				if len(args) > 0 {
+					if v, ok := args[0].(starlark.String); ok {
+						sep = string(v)
+					}
+				}
+			}
+			if sep == "" {
+				return nil // the method's own error
+			}
+			return st.check(float64(strings.Count(string(s), sep)+1) * 2 * elemCost)
 		case "format":
 			biggest := 0
 			for _, a := range args {
@@ -229,16 +247,41 @@ func (st *state) sized(name string) *starlark.Builtin {
 		if name == "zip" || name == "enumerate" {
 			per = elemCost * float64(len(args)+2) // a tuple per element
 		}
-		for _, a := range args {
-			if l := length(a); l >= 0 {
-				n = max(n, l*per)
+		args = slices.Clone(args)
+		for i, a := range args {
+			l := length(a)
+			if _, ok := a.(starlark.Iterable); ok && l < 0 {
+				// An iterable of unknown length (codepoints()): taken in
+				// here, element by element, within the bound.
+				list, err := st.collect(a, per)
+				if err != nil {
+					return nil, err
+				}
+				args[i], l = list, length(list)
 			}
+			n = max(n, l*per)
 		}
 		if err := st.check(n); err != nil {
 			return nil, err
 		}
 		return st.keep(starlark.Call(thread, orig, args, kwargs))
 	})
+}
+
+// collect takes it's elements into a list, each counted at per bytes,
+// refused past max_value_bytes.
+func (st *state) collect(it starlark.Value, per float64) (*starlark.List, error) {
+	iter := starlark.Iterate(it)
+	defer iter.Done()
+	var elems []starlark.Value
+	var e starlark.Value
+	for iter.Next(&e) {
+		elems = append(elems, e)
+		if err := st.check(float64(len(elems)) * per); err != nil {
+			return nil, err
+		}
+	}
+	return starlark.NewList(elems), nil
 }
 
 // text wraps str and repr: the text's size is checked before it is built.

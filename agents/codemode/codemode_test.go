@@ -230,6 +230,8 @@ func TestBounds(t *testing.T) {
 		{"materialised range", "l = list(range(100000000))\n", "max_value_bytes"},
 		{"sorted range", "l = sorted(range(100000000))\n", "max_value_bytes"},
 		{"enumerate", "l = enumerate(range(100000000))\n", "max_value_bytes"},
+		{"split", "s = ',' * 60000\nl = s.split(',')\n", "max_value_bytes"},
+		{"codepoints", "s = 'x' * 60000\nl = list(s.codepoints())\n", "max_value_bytes"},
 		{"str of shared refs", "l = ['x' * 1000] * 1000\ns = str(l)\n", "max_value_bytes"},
 		{"squaring int", "x = 3\nfor i in range(64):\n    x = x * x\n", "max_value_bytes"},
 		{"argument", "files.read(n=1, note='x' * 60000 + 'y' * 6000)\n", "max_value_bytes"},

@@ -6,7 +6,7 @@ package codemode
 // bigger than its operands is turned into a call of a checked builtin
 // (guard.go), which refuses a value past max_value_bytes before building
 // it: the binary operators + * % | (and += *= %=), and the methods join,
-// replace, format and extend. The calls keep the operators' positions, so
+// replace, format, extend and split (rsplit, splitlines). The calls keep the operators' positions, so
 // errors name the script's lines. Everything else a script can reach that
 // builds in one step (list(), sorted(), str(), print(), ...) is a checked
 // builtin itself; what is left grows by one element a step and is bounded
@@ -19,7 +19,7 @@ import (
 )
 
 // grown are the methods whose result may outgrow their operands.
-var grown = map[string]bool{"join": true, "replace": true, "format": true, "extend": true}
+var grown = map[string]bool{"join": true, "replace": true, "format": true, "extend": true, "split": true, "rsplit": true, "splitlines": true}
 
 // Names of the checked builtins the rewrite calls.
 const (

@@ -6,14 +6,18 @@ package codemode
 // A result decodes as: structuredContent when the tool gives it; else
 // its text content (parts joined by newlines), decoded when it is a JSON
 // object or array and kept as a string otherwise. JSON numbers become int
-// when whole, float otherwise; null becomes None.
+// when whole, float otherwise; null becomes None. An object's keys are
+// sorted (structured content reaches the gateway as a Go map, whose order
+// is random).
 
 import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"math/big"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -224,7 +228,8 @@ func fromGo(v any, depth int, n *int) (starlark.Value, error) {
 		return starlark.NewList(elems), nil
 	case map[string]any:
 		d := starlark.NewDict(len(x))
-		for k, e := range x {
+		for _, k := range slices.Sorted(maps.Keys(x)) { // one order, run after run
+			e := x[k]
 			sv, err := fromGo(e, depth+1, n)
 			if err != nil {
 				return nil, err

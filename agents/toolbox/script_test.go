@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -46,9 +47,16 @@ func TestToolboxRunScript(t *testing.T) {
 	if r.isError || r.text != `result: {"ok":true,"hits":["a","b"]}` {
 		t.Errorf("got %+v", r)
 	}
-	mu.Lock()
-	got := strings.Join(progress, "|")
-	mu.Unlock()
+	// The client may hand its notifications on after the result: poll.
+	got := ""
+	for deadline := agenttest.WaitLimit(t); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		mu.Lock()
+		got = strings.Join(progress, "|")
+		mu.Unlock()
+		if strings.Contains(got, "step 1: files.read") && strings.Contains(got, "step 2: search.query") {
+			break
+		}
+	}
 	if !strings.Contains(got, "step 1: files.read") || !strings.Contains(got, "step 2: search.query") {
 		t.Errorf("progress %q", got)
 	}
