@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
+	"go.starlark.net/starlark"
 
 	"github.com/pallasgw/pallasgw/agents/mcpclient"
 	"github.com/pallasgw/pallasgw/gateway/config"
@@ -103,6 +104,11 @@ func TestNames(t *testing.T) {
 	}
 	if err := CheckServers([]string{"github", "my-files"}); err != nil {
 		t.Error(err)
+	}
+	for name := range starlark.Universe { // config's list of builtins is complete
+		if !config.ScriptReserved(name) {
+			t.Errorf("a server may be named %q, a builtin's name", name)
+		}
 	}
 	_, err := run(t, config.CodeMode{}, "files.nope(n=1)", nil)
 	if err == nil || !strings.Contains(err.Error(), "line 1: server files has no tool nope you may call (its tools: read)") {

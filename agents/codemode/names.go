@@ -17,58 +17,18 @@ import (
 	"strings"
 
 	"github.com/mark3labs/mcp-go/mcp"
-	"go.starlark.net/starlark"
+
+	"github.com/pallasgw/pallasgw/gateway/config"
 )
 
-// keywords are Starlark's keywords and the Python ones it reserves.
-var keywords = map[string]bool{}
-
-func init() {
-	for _, k := range strings.Fields(`and break continue def elif else for if in lambda load not or pass return while
-		as assert async await class del except finally from global import is nonlocal raise try with yield`) {
-		keywords[k] = true
-	}
-}
-
-// Ident is name as a script names it.
-func Ident(name string) string {
-	b := []rune(name)
-	for i, c := range b {
-		if !(c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9') {
-			b[i] = '_'
-		}
-	}
-	s := string(b)
-	if s == "" || s[0] >= '0' && s[0] <= '9' {
-		s = "_" + s
-	}
-	if keywords[s] {
-		s += "_"
-	}
-	return s
-}
-
-// reserved are the names a script's own builtins take.
-func reserved(name string) bool {
-	if _, ok := starlark.Universe[name]; ok {
-		return true
-	}
-	return name == "result" || name == "is_error" || strings.HasPrefix(name, "_cm_")
-}
+// Ident is name as a script names it (config.ScriptName).
+func Ident(name string) string { return config.ScriptName(name) }
 
 // CheckServers refuses servers whose script names collide with each
-// other's or with a builtin's.
+// other's or with a builtin's (config.CheckScriptServers).
 func CheckServers(servers []string) error {
-	seen := map[string]string{}
-	for _, s := range servers {
-		id := Ident(s)
-		if reserved(id) {
-			return fmt.Errorf("code mode: server %q is %q in a script, which is a builtin's name", s, id)
-		}
-		if other, dup := seen[id]; dup {
-			return fmt.Errorf("code mode: servers %q and %q are both %q in a script", other, s, id)
-		}
-		seen[id] = s
+	if err := config.CheckScriptServers(servers); err != nil {
+		return fmt.Errorf("code mode: %w", err)
 	}
 	return nil
 }

@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -72,8 +73,65 @@ func (a *Agent) CodeModeOn() bool {
 	return a.Kind == KindToolbox || a.Kind == KindLLM && a.ToolMode == ToolModeCode
 }
 
+// ScriptName is a server's or a tool's name in a run_script script
+// (agents/codemode): every character that is not an ASCII letter, digit
+// or underscore becomes "_"; a name that starts with a digit gets a
+// leading "_"; a Starlark or reserved Python keyword gets a trailing "_".
+func ScriptName(name string) string {
+	b := []rune(name)
+	for i, c := range b {
+		if !(c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9') {
+			b[i] = '_'
+		}
+	}
+	s := string(b)
+	if s == "" || s[0] >= '0' && s[0] <= '9' {
+		s = "_" + s
+	}
+	if scriptKeywords[s] {
+		s += "_"
+	}
+	return s
+}
+
+var scriptKeywords = wordSet(`and break continue def elif else for if in lambda load not or pass return while
+	as assert async await class del except finally from global import is nonlocal raise try with yield`)
+
+// scriptBuiltins are the names a script's own values take: Starlark's
+// universe and code mode's.
+var scriptBuiltins = wordSet(`None True False abs any all bool bytes chr dict dir enumerate fail float getattr hasattr
+	hash int len list max min ord print range repr reversed set sorted str tuple type zip result is_error`)
+
+func wordSet(words string) map[string]bool {
+	m := map[string]bool{}
+	for _, w := range strings.Fields(words) {
+		m[w] = true
+	}
+	return m
+}
+
+// ScriptReserved reports whether a server may not take name in a script.
+func ScriptReserved(name string) bool { return scriptBuiltins[name] || strings.HasPrefix(name, "_cm_") }
+
+// CheckScriptServers refuses servers whose script names collide with each
+// other's or with a builtin's.
+func CheckScriptServers(servers []string) error {
+	seen := map[string]string{}
+	for _, s := range servers {
+		id := ScriptName(s)
+		if ScriptReserved(id) {
+			return fmt.Errorf("server %q is %q in a run_script script, which is a builtin's name", s, id)
+		}
+		if other, dup := seen[id]; dup {
+			return fmt.Errorf("servers %q and %q are both %q in a run_script script", other, s, id)
+		}
+		seen[id] = s
+	}
+	return nil
+}
+
 // validateCodeMode checks an agent's tool_mode and code_mode.
-func (p *parser) validateCodeMode(a *Agent, key []string) {
+func (p *parser) validateCodeMode(c *Config, a *Agent, key []string) {
 	at := func(k ...string) []string { return append(append([]string{}, key...), k...) }
 	switch a.ToolMode {
 	case "", ToolModeTools:
@@ -87,16 +145,25 @@ func (p *parser) validateCodeMode(a *Agent, key []string) {
 	if p.agentKey(a.Name, "code_mode") != nil && !a.CodeModeOn() {
 		p.addPath(at("code_mode"), "code_mode bounds run_script, which only a toolbox or an llm agent with tool_mode: code offers")
 	}
-	c := a.CodeMode
+	if err := CheckScriptServers(a.Servers); err != nil {
+		switch {
+		case a.Kind == KindLLM && a.ToolMode == ToolModeCode:
+			p.addPath(at("servers"), err.Error())
+		case a.Kind == KindToolbox:
+			c.Warnings = append(c.Warnings, fmt.Sprintf("%s:%d: agents.%s.servers: %v; the toolbox does not offer run_script",
+				p.file, lineOf(p.root, []string{"agents", a.Name, "servers"}), a.Name, err))
+		}
+	}
+	cm := a.CodeMode
 	for _, f := range []struct {
 		name string
 		bad  bool
 	}{
-		{"max_tool_calls", c.MaxToolCalls < 1},
-		{"timeout", c.Timeout < 0},
-		{"max_output", c.MaxOutput < 1},
-		{"max_value_bytes", c.MaxValueBytes < 1024},
-		{"max_concurrent", c.MaxConcurrent < 1},
+		{"max_tool_calls", cm.MaxToolCalls < 1},
+		{"timeout", cm.Timeout < 0},
+		{"max_output", cm.MaxOutput < 1},
+		{"max_value_bytes", cm.MaxValueBytes < 1024},
+		{"max_concurrent", cm.MaxConcurrent < 1},
 	} {
 		if f.bad {
 			msg := "must be at least 1"
