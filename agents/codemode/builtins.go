@@ -154,78 +154,13 @@ func (st *state) checkMethod(x starlark.Value, name string, args starlark.Tuple,
 	case starlark.String:
 		switch name {
 		case "join":
-			if len(args) != 1 {
-				return nil // the method's own error
-			}
-			n, count := 0.0, 0.0
-			iter := starlark.Iterate(args[0])
-			if iter == nil {
-				return nil
-			}
-			defer iter.Done()
-			var e starlark.Value
-			for iter.Next(&e) {
-				count++
-				if es, ok := e.(starlark.String); ok {
-					n += float64(len(es))
-				}
-				if err := st.check(n + count*float64(len(s))); err != nil {
-					return err
-				}
-			}
+			return st.checkJoin(s, args)
 		case "replace":
-			if len(args) < 2 {
-				return nil
-			}
-			old, ok1 := args[0].(starlark.String)
-			nw, ok2 := args[1].(starlark.String)
-			if !ok1 || !ok2 {
-				return nil
-			}
-			occ := strings.Count(string(s), string(old))
-			if old == "" {
-				occ = utf8.RuneCountInString(string(s)) + 1
-			}
-			if len(args) > 2 {
-				if c, err := starlark.AsInt32(args[2]); err == nil && c >= 0 {
-					occ = min(occ, c)
-				}
-			}
-			return st.check(float64(len(s)) + float64(occ)*float64(len(nw)-len(old)))
+			return st.checkReplace(s, args)
 		case "split", "rsplit", "splitlines":
-			// One element per separator: a string of separators splits
-			// into many small strings (32 bytes each, more than the
-			// string itself).
-			sep := "\n"
-			if name != "splitlines" {
-				sep = " "
-				if len(args) > 0 {
-					if v, ok := args[0].(starlark.String); ok {
-						sep = string(v)
-					}
-				}
-			}
-			if sep == "" {
-				return nil // the method's own error
-			}
-			return st.check(float64(strings.Count(string(s), sep)+1) * 2 * elemCost)
+			return st.checkSplit(s, name, args)
 		case "format":
-			biggest := 0
-			for _, a := range args {
-				n, err := sizeOf(a, st.lim.MaxValueBytes)
-				if err != nil {
-					return err
-				}
-				biggest = max(biggest, n)
-			}
-			for _, kv := range kwargs {
-				n, err := sizeOf(kv[1], st.lim.MaxValueBytes)
-				if err != nil {
-					return err
-				}
-				biggest = max(biggest, n)
-			}
-			return st.check(float64(len(s)) + float64(strings.Count(string(s), "{"))*float64(biggest))
+			return st.checkFormat(s, args, kwargs)
 		}
 	case *starlark.List:
 		if name == "extend" && len(args) == 1 {
@@ -235,6 +170,90 @@ func (st *state) checkMethod(x starlark.Value, name string, args starlark.Tuple,
 		}
 	}
 	return nil
+}
+
+// checkJoin: the elements and a separator between each two.
+func (st *state) checkJoin(s starlark.String, args starlark.Tuple) error {
+	if len(args) != 1 {
+		return nil // the method's own error
+	}
+	n, count := 0.0, 0.0
+	iter := starlark.Iterate(args[0])
+	if iter == nil {
+		return nil
+	}
+	defer iter.Done()
+	var e starlark.Value
+	for iter.Next(&e) {
+		count++
+		if es, ok := e.(starlark.String); ok {
+			n += float64(len(es))
+		}
+		if err := st.check(n + count*float64(len(s))); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkReplace: each occurrence of old grown to new.
+func (st *state) checkReplace(s starlark.String, args starlark.Tuple) error {
+	if len(args) < 2 {
+		return nil
+	}
+	old, ok1 := args[0].(starlark.String)
+	nw, ok2 := args[1].(starlark.String)
+	if !ok1 || !ok2 {
+		return nil
+	}
+	occ := strings.Count(string(s), string(old))
+	if old == "" {
+		occ = utf8.RuneCountInString(string(s)) + 1
+	}
+	if len(args) > 2 {
+		if c, err := starlark.AsInt32(args[2]); err == nil && c >= 0 {
+			occ = min(occ, c)
+		}
+	}
+	return st.check(float64(len(s)) + float64(occ)*float64(len(nw)-len(old)))
+}
+
+// checkSplit: one element per separator (a string of separators splits
+// into many small strings, 32 bytes each).
+func (st *state) checkSplit(s starlark.String, name string, args starlark.Tuple) error {
+	sep := "\n"
+	if name != "splitlines" {
+		sep = " "
+		if len(args) > 0 {
+			if v, ok := args[0].(starlark.String); ok {
+				sep = string(v)
+			}
+		}
+	}
+	if sep == "" {
+		return nil // the method's own error
+	}
+	return st.check(float64(strings.Count(string(s), sep)+1) * 2 * elemCost)
+}
+
+// checkFormat: each replacement field at most the biggest argument.
+func (st *state) checkFormat(s starlark.String, args starlark.Tuple, kwargs []starlark.Tuple) error {
+	biggest := 0
+	for _, a := range args {
+		n, err := sizeOf(a, st.lim.MaxValueBytes)
+		if err != nil {
+			return err
+		}
+		biggest = max(biggest, n)
+	}
+	for _, kv := range kwargs {
+		n, err := sizeOf(kv[1], st.lim.MaxValueBytes)
+		if err != nil {
+			return err
+		}
+		biggest = max(biggest, n)
+	}
+	return st.check(float64(len(s)) + float64(strings.Count(string(s), "{"))*float64(biggest))
 }
 
 // sized wraps a universe builtin that builds a container from an
