@@ -36,6 +36,7 @@ mcp:
     repo-tools: {url: "http://127.0.0.1:2/mcp"}
 agents:
   coder: {model: openai.script, servers: [files, repo-tools], tool_mode: code, code_mode: {max_tool_calls: 20}}
+  box: {kind: toolbox, servers: [files, repo-tools]}
 `
 
 // scriptModel asks for run_script with the user's message as the code,
@@ -257,5 +258,43 @@ func TestCodeModeToolAsksForInput(t *testing.T) {
 	answer, _ := e.run(context.Background(), "alice", "r = files.wait()\nprint('went on')\n")
 	if !strings.Contains(answer, "line 1: ") || !strings.Contains(answer, "asked the caller for input") || strings.Contains(answer, "went on") {
 		t.Errorf("answer %q", answer)
+	}
+}
+
+// boxScript runs code with the toolbox's run_script as caller.
+func (e *codeEnv) boxScript(t *testing.T, caller, code string) string {
+	t.Helper()
+	ctx := agents.WithRequestID(policy.WithIdentity(context.Background(), policy.Identity{Caller: caller}), "rid-1")
+	req := mcpgo.CallToolRequest{}
+	req.Params.Name, req.Params.Arguments = "run_script", map[string]any{"code": code}
+	res, err := agents.MCPServer(e.set.Get("box")).GetTool("run_script").Handler(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	for _, c := range res.Content {
+		if tc, ok := c.(mcpgo.TextContent); ok {
+			b.WriteString(tc.Text)
+		}
+	}
+	return b.String()
+}
+
+// The toolbox's run_script: quota exhaustion mid-script, a pinned tool,
+// a denied tool.
+func TestCodeModeToolbox(t *testing.T) {
+	e := newCodeEnv(t, counting)
+	if got := e.boxScript(t, "carol", "for i in range(10):\n    print(files.count(n=i)['next'])\n"); !strings.Contains(got, "1\n2\n3\n") ||
+		strings.Contains(got, "4\n") || !strings.Contains(got, "over its limit of 3 requests per minute") {
+		t.Errorf("quota: %q", got)
+	}
+	if got := e.boxScript(t, "alice", "x = files.count(n=1)\nfiles.unapproved()\n"); !strings.Contains(got, "line 2: ") || !strings.Contains(got, "awaits approval") {
+		t.Errorf("pinned: %q", got)
+	}
+	if got := e.boxScript(t, "bob", "files.secret()\n"); !strings.Contains(got, "line 1: ") || !strings.Contains(got, "DENIED_BY_POLICY") {
+		t.Errorf("denied: %q", got)
+	}
+	if !strings.Contains(e.audit(), "bob files/secret tool_denied") {
+		t.Errorf("no audit line of the refusal:\n%s", e.audit())
 	}
 }
