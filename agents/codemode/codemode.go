@@ -5,13 +5,16 @@
 // the global result.
 //
 // It owns the interpreter, the names the tools take in a script
-// (names.go), the conversion of arguments and results (values.go) and the
-// bounds (guard.go): max_steps, max_tool_calls, timeout, max_output,
-// max_value_bytes and max_concurrent, each named in the error that reports
-// it. It makes no tool call itself: every call goes to the Caller it is
-// handed, which is the agent's governed path (caller rules, pins, quotas,
-// credentials, audit, metrics). It must not reach files, the network, the
-// clock or load: a script sees only the builtins listed in README.md.
+// (names.go, the rule itself in config.ScriptName), the conversion of
+// arguments and results (values.go) and the bounds (guard.go, with the
+// checked operations of rewrite.go and builtins.go): max_steps,
+// max_tool_calls, timeout, max_output, max_value_bytes and
+// max_concurrent, each named in the error that reports it. It makes no
+// tool call itself: every call goes to the Caller it is handed, which is
+// the agent's governed path (caller rules, pins, quotas, credentials,
+// audit, metrics). It must not give a script files, the network, the
+// clock or load: a script sees Starlark's universe (some of it checked),
+// its servers and is_error, nothing else.
 package codemode
 
 import (
