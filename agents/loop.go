@@ -16,6 +16,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"go.uber.org/zap"
 
+	"github.com/pallasgw/pallasgw/agents/codemode"
 	"github.com/pallasgw/pallasgw/agents/endpoint"
 	"github.com/pallasgw/pallasgw/agents/llm"
 	"github.com/pallasgw/pallasgw/agents/mcpclient"
@@ -30,7 +31,8 @@ type llmRunner struct {
 	a        *Agent
 	model    *modelRef
 	filter   policy.ToolFilter
-	search   *modelSearch // tool_search (search.go); nil: off
+	search   *modelSearch     // tool_search (search.go); nil: off
+	code     *codemode.Runner // tool_mode code (codemode.go); nil: off
 	maxIter  int
 	maxBytes int
 }
@@ -162,6 +164,9 @@ func (r *llmRunner) runTool(ctx context.Context, c *Call, ts *toolset, tc llm.To
 	if searching(ts, tc) {
 		return r.searchTools(c, ts, tc)
 	}
+	if r.code != nil && tc.Name == codemode.ToolName {
+		return r.runScript(ctx, c, ts, tc)
+	}
 	ref, ok := ts.refs[tc.Name]
 	if !ok {
 		// A tool hidden by policy is refused as denied (and audited), not
@@ -201,14 +206,34 @@ func objectArguments(raw json.RawMessage) (json.RawMessage, error) {
 }
 
 func (r *llmRunner) callServer(ctx context.Context, c *Call, ref toolRef, tc llm.ToolCall, args json.RawMessage) llm.Message {
+	msg, _, _, _ := r.governedCall(ctx, c, ref, args, r.a.relayRequests(ctx, c.Progress), func(res *mcp.CallToolResult, d policy.Decision, err error) llm.Message {
+		switch {
+		case !d.Allowed:
+			return deniedResult(tc, d)
+		case err != nil:
+			return llm.Message{Role: llm.RoleTool, ToolCallID: tc.ID, IsError: true, Text: fmt.Sprintf("tool %s failed: %v", tc.Name, err)}
+		}
+		return resultToMessage(tc.ID, res, r.maxBytes)
+	})
+	return msg
+}
+
+// governedCall is one call of a downstream tool as the agent makes it, for
+// the tool loop and for a script (codemode.go): the caller's and the
+// agent's tool rules (a denial comes back as d, not called), the outbound
+// headers with the caller's credentials, the call on callCtx (the
+// downstream's span and metrics are the client's), progress and one audit
+// line. toMsg makes the tool message its progress and audit line report.
+func (r *llmRunner) governedCall(ctx context.Context, c *Call, ref toolRef, args json.RawMessage, callCtx context.Context,
+	toMsg func(*mcp.CallToolResult, policy.Decision, error) llm.Message) (msg llm.Message, res *mcp.CallToolResult, d policy.Decision, err error) {
 	a := r.a
 	label := ref.server + "/" + ref.tool
 	start := time.Now()
 	// Checked again at call time: the rules may differ per caller.
-	d := r.decision(c, ref.server, ref.tool)
+	d = r.decision(c, ref.server, ref.tool)
 	if !d.Allowed {
 		r.audit(ctx, c, ref.server, ref.tool, d, start)
-		return deniedResult(tc, d)
+		return toMsg(nil, d, nil), nil, d, nil
 	}
 	audit := policy.AuditEvent{RequestID: c.RequestID, Caller: c.Caller, Agent: r.a.Name, Server: ref.server, Tool: ref.tool, Decision: d}
 	defer func() {
@@ -223,17 +248,18 @@ func (r *llmRunner) callServer(ctx context.Context, c *Call, ref toolRef, tc llm
 		relay.Send(downstreamProgress(progress, total, msg))
 	}
 	hdr, err := a.set.outbound(ctx, ref.server, c.Inbound)
-	var res *mcp.CallToolResult
-	if err == nil {
-		res, err = a.callTool(a.relayRequests(ctx, c.Progress), ref.server, ref.tool, args, hdr, onProgress)
+	if err != nil {
+		err = &credentialsError{err}
+	} else {
+		res, err = a.callTool(callCtx, ref.server, ref.tool, args, hdr, onProgress)
 	}
 	if err != nil {
 		audit.Outcome = policy.AuditOutcome(mcpclient.Outcome(err))
 		a.log.Warn("downstream tool failed", zap.String("request_id", c.RequestID), zap.String("server", ref.server),
 			zap.String("tool", ref.tool), zap.String("outcome", mcpclient.Outcome(err)), zap.Error(err), tracing.LogField(ctx))
-		msg := llm.Message{Role: llm.RoleTool, ToolCallID: tc.ID, IsError: true, Text: fmt.Sprintf("tool %s failed: %v", tc.Name, err)}
+		msg = toMsg(nil, d, err)
 		c.Progress.SendTool(label+": failed", toolOutcome(ref, msg))
-		return msg
+		return msg, nil, d, err
 	}
 	audit.Outcome = policy.OutcomeAllow
 	outcome := ": completed"
@@ -241,11 +267,19 @@ func (r *llmRunner) callServer(ctx context.Context, c *Call, ref toolRef, tc llm
 		audit.Outcome = policy.OutcomeError
 		outcome = ": failed"
 	}
-	msg := resultToMessage(tc.ID, res, r.maxBytes)
+	msg = toMsg(res, d, nil)
 	c.Progress.SendTool(label+outcome, toolOutcome(ref, msg))
 	audit.ResultBytes = messageBytes(msg)
-	return msg
+	return msg, res, d, nil
 }
+
+// credentialsError is a call whose outbound headers (the caller's
+// credentials for the server) could not be composed; it reads as its
+// cause.
+type credentialsError struct{ err error }
+
+func (e *credentialsError) Error() string { return e.err.Error() }
+func (e *credentialsError) Unwrap() error { return e.err }
 
 // toolOutcome is the detail of a finished downstream call's progress
 // (Reporter.SendTool): the start of the result as the model gets it.
@@ -412,5 +446,12 @@ func newLLMRunner(a *Agent) (*llmRunner, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &llmRunner{a: a, model: m, filter: f, search: s, maxIter: a.Config.MaxIterations, maxBytes: a.set.deps.Config.Limits.MaxToolResultBytes}, nil
+	r := &llmRunner{a: a, model: m, filter: f, search: s, maxIter: a.Config.MaxIterations, maxBytes: a.set.deps.Config.Limits.MaxToolResultBytes}
+	if a.Config.ToolMode == config.ToolModeCode {
+		if err := codemode.CheckServers(a.Config.Servers); err != nil {
+			return nil, err
+		}
+		r.code = codemode.NewRunner(a.Config.CodeMode)
+	}
+	return r, nil
 }

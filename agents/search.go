@@ -175,10 +175,14 @@ func searching(ts *toolset, tc llm.ToolCall) bool {
 }
 
 // modelTools are the tools a model turn is offered: every tool, or for a
-// searching run those of offered.
+// searching run those of offered; in code mode, run_script over them.
 func (r *llmRunner) modelTools(ts *toolset, msgs []llm.Message) []llm.Tool {
-	if ts.search == nil {
-		return ts.defs
+	offered := ts.defs
+	if ts.search != nil {
+		offered = r.search.offered(ts, msgs)
 	}
-	return r.search.offered(ts, msgs)
+	if r.code != nil {
+		return r.codeTools(offered, ts) // codemode.go
+	}
+	return offered
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/pallasgw/pallasgw/agents/codemode"
 	"github.com/pallasgw/pallasgw/agents/llm"
 	"github.com/pallasgw/pallasgw/agents/toolsearch"
 	"github.com/pallasgw/pallasgw/gateway/config"
@@ -40,6 +41,9 @@ type toolset struct {
 	// search holds the tools as the agent's search index takes them when
 	// the run searches (search.go); nil: the model is offered every tool.
 	search []toolsearch.Entry
+	// script is what a code-mode run's scripts may call on this turn
+	// (codemode.go); nil otherwise.
+	script *codemode.Bindings
 }
 
 // buildToolset lists the allowed tools of the agent's servers (as

@@ -1,7 +1,8 @@
 // Package toolbox is the toolbox kind of agent: no
 // LLM. Four tools let a client discover and call the tools of the agent's
 // servers on demand: list_servers, get_server_tools, search_tools (ranked by
-// package toolsearch) and execute_tool, filtered by the agent's tools.allow/deny and the caller rule.
+// package toolsearch) and execute_tool, filtered by the agent's tools.allow/deny and the caller rule;
+// run_script (script.go) calls many of them from one script.
 // The caller identity is the auth token's name; in passthrough mode the
 // tools also take an optional agent_id argument that is used as the
 // identity instead (in tokens mode an authenticated identity is never
@@ -32,6 +33,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 	"go.uber.org/zap"
 
+	"github.com/pallasgw/pallasgw/agents/codemode"
 	"github.com/pallasgw/pallasgw/agents/mcpclient"
 	"github.com/pallasgw/pallasgw/agents/pins"
 	"github.com/pallasgw/pallasgw/agents/sessions"
@@ -96,6 +98,11 @@ type Deps struct {
 	// done waits until what was relayed is written and ends the relay
 	// (nothing is written to the caller after it).
 	Relay func(ctx context.Context, token mcp.ProgressToken) (relayed context.Context, onProgress mcpclient.ProgressFunc, done func())
+	// Script runs run_script (script.go); nil: not offered.
+	Script *codemode.Runner
+	// Quota takes one request from the caller's requests_per_minute for
+	// each tool call of a script (nil: none).
+	Quota func(ctx context.Context) error
 }
 
 type toolbox struct {
@@ -117,7 +124,7 @@ type tbCall struct {
 	deadline time.Time     // when timeout_ms ends the call
 }
 
-// Register adds the toolbox's three tools to srv, the agent's server, and
+// Register adds the toolbox's tools to srv, the agent's server, and
 // returns execute_tool as the fast path's Target (fast.go).
 func Register(srv *server.MCPServer, d Deps) *Target {
 	f, err := policy.NewToolFilter(d.Tools.Allow, d.Tools.Deny)
@@ -138,6 +145,9 @@ func Register(srv *server.MCPServer, d Deps) *Target {
 	executeTool := tb.handle(executeToolName, tb.executeTool)
 	srv.AddTool(mcp.NewToolWithRawSchema(executeToolName,
 		"Calls a tool of a server with arguments and returns its result unchanged.", tb.schema(executeToolSchema)), executeTool)
+	if d.Script != nil {
+		tb.registerScript(srv) // script.go
+	}
 	if gs := d.GatewayStatus; gs != nil && gs.Enabled && d.Status != nil {
 		g, err := policy.CompileGlobs(gs.Callers)
 		if err != nil { // config validation rejects bad globs; fail closed

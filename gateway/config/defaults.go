@@ -198,6 +198,7 @@ func (p *parser) applyDefaults(c *Config) {
 		if a.Health.Window == 0 {
 			a.Health.Window = DefaultLatencyWindow
 		}
+		a.CodeMode.ApplyDefaults(a.Timeout)
 	}
 }
 

@@ -468,6 +468,12 @@ type Agent struct {
 	ToolSearch ToolSearch `yaml:"tool_search"`
 	// Health tunes what get_health reports of the agent's own calls.
 	Health AgentHealth `yaml:"health"`
+	// ToolMode is how an llm agent's model calls tools: tools (default,
+	// one model tool per tool) or code (one run_script tool; codemode.go).
+	ToolMode string `yaml:"tool_mode"`
+	// CodeMode bounds run_script's scripts (tool_mode code, toolbox);
+	// defaults in codemode.go.
+	CodeMode CodeMode `yaml:"code_mode"`
 
 	// Name is the agent's key (set by Load).
 	Name string `yaml:"-"`

@@ -72,7 +72,7 @@ func TestToolboxPassthrough(t *testing.T) {
 	for _, st := range pxStyles {
 		t.Run(st.name, func(t *testing.T) {
 			cs := pxConnect(t, g.Base+"/agents/tb/mcp", st.version, nil, nil)
-			if got := pxToolNames(t, cs); !reflect.DeepEqual(got, []string{"execute_tool", "get_health", "get_server_tools", "list_servers", "search_tools"}) {
+			if got := pxToolNames(t, cs); !reflect.DeepEqual(got, []string{"execute_tool", "get_health", "get_server_tools", "list_servers", "run_script", "search_tools"}) {
 				t.Fatalf("toolbox tools: %v", got)
 			}
 			servers := func(agentID string) string {
