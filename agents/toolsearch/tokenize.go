@@ -4,6 +4,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/kljensen/snowball/english"
 )
 
 // tokens appends to dst the search terms of s: words split at anything
@@ -73,38 +75,16 @@ func boundary(prev, r rune, rest string) bool {
 	return false
 }
 
-// stem reduces an English word to a crude stem so that the forms a query
-// and a description use meet: plurals, -ing, -ed and a final e go
-// ("branches", "branch"; "listing", "lists", "list"; "created", "creates",
-// "create"), a doubled final consonant left by -ing or -ed is undoubled
-// ("running", "run"). It is no Porter stemmer, only what tool descriptions
-// need: both sides of a match go through it, so a stem need not be a word.
+// stem reduces an English word to its Snowball (Porter2) stem, so that the
+// forms a query and a description use meet: "branches" and "branch",
+// "listing", "lists" and "list", "deletion" and "delete", "scheduled" and
+// "schedule". Both sides of a match go through it, so a stem need not be a
+// word. Words with digits or letters outside a-z are kept as they are.
 func stem(w string) string {
-	if len(w) <= 3 || !isASCIILower(w) {
+	if len(w) <= 2 || !isASCIILower(w) {
 		return w
 	}
-	switch {
-	case strings.HasSuffix(w, "ies") && len(w) > 4:
-		w = w[:len(w)-3] + "y"
-	case strings.HasSuffix(w, "sses"), strings.HasSuffix(w, "shes"), strings.HasSuffix(w, "ches"), strings.HasSuffix(w, "xes"):
-		w = w[:len(w)-2]
-	case strings.HasSuffix(w, "s") && !strings.HasSuffix(w, "ss") && !strings.HasSuffix(w, "us") && !strings.HasSuffix(w, "is"):
-		w = w[:len(w)-1]
-	}
-	cut := false
-	switch {
-	case strings.HasSuffix(w, "ing") && len(w) > 5:
-		w, cut = w[:len(w)-3], true
-	case strings.HasSuffix(w, "ed") && len(w) > 4:
-		w, cut = w[:len(w)-2], true
-	}
-	if n := len(w); cut && n > 3 && w[n-1] == w[n-2] && !strings.ContainsRune("aeiouls", rune(w[n-1])) {
-		w = w[:n-1]
-	}
-	if n := len(w); n > 4 && w[n-1] == 'e' {
-		w = w[:n-1]
-	}
-	return w
+	return english.Stem(w, true)
 }
 
 func isASCIILower(w string) bool {

@@ -16,10 +16,10 @@ func TestTokens(t *testing.T) {
 		{"git_create_branch", "git creat branch"},
 		{"listObjectsV2", "list object v 2 listobjectsv2"},
 		{"HTTPServer", "http server httpserver"},
-		{"Evaluate JavaScript on the page", "evaluat java script javascript page"},
+		{"Evaluate JavaScript on the page", "evalu java script javascript page"},
 		{"Lists the open issues of a repo", "list open issu repo"},
-		{"running stopped containers", "run stop container"},
-		{"kebab-case and spaces", "kebab case spac"},
+		{"running stopped containers", "run stop contain"},
+		{"kebab-case and spaces", "kebab case space"},
 		{"", ""},
 	} {
 		t.Run(tc.in, func(t *testing.T) {
