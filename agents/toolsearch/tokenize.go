@@ -21,7 +21,10 @@ func tokens(dst []string, s string) []string {
 	parts := 0  // words found in that run so far
 	var prev rune
 	add := func(w string) {
-		if w = stem(strings.ToLower(w)); w != "" && !stopWords[w] {
+		if w = strings.ToLower(w); english.IsStopWord(w) {
+			return
+		}
+		if w = stem(w); w != "" && !stopWords[w] {
 			dst = append(dst, w)
 		}
 	}
@@ -96,14 +99,16 @@ func isASCIILower(w string) bool {
 	return true
 }
 
-// stopWords carry no meaning for choosing a tool (stemmed forms).
+// stopWords carry no meaning for choosing a tool (stemmed forms), past
+// the Snowball stemmer's own English stop words: words of requests
+// ("please", "need", "much") and of descriptions ("using", "via").
 var stopWords = func() map[string]bool {
 	m := map[string]bool{}
 	for _, w := range strings.Fields(`a an the of to in on at by for from with into onto as and or
 		not no is are was be been it its this that these those i me my we our you your it's
 		can could would should will shall do does did please some any all each every one
 		which what who whom whose when where how why there here then than so if else also
-		just only very up out about over via per using use`) {
+		just only very up out about over via per using use need want much many like let`) {
 		m[stem(w)] = true
 	}
 	return m
