@@ -77,7 +77,7 @@ func (p *parser) validateAgent(c *Config, a *Agent) {
 		p.addPath(append(key, "tool_name"), fmt.Sprintf("%q is not a usable tool name", a.ToolName))
 	}
 	p.validateKind(c, a, key)
-	p.validateToolSearch(a, key) // toolsearch.go
+	p.validateToolSearch(c, a, key) // toolsearch.go
 	p.checkToolCollisions(a, key)
 }
 
