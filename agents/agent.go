@@ -186,7 +186,7 @@ func (a *Agent) toolboxDeps() toolbox.Deps {
 	return toolbox.Deps{Agent: a.Name, Self: a.self(), Servers: a.Config.Servers, Tools: a.Config.Tools, Transports: d.Config.MCP.Servers,
 		Passthrough: d.Config.Auth.Mode == policy.ModePassthrough, Logger: a.log, Downstream: d.Downstream,
 		Callers: d.Callers, Auditor: d.Auditor, Outbound: a.set.outbound, Observe: a.observe, RequestID: RequestID,
-		GatewayStatus: a.Config.GatewayStatus, Status: d.Status,
+		GatewayStatus: a.Config.GatewayStatus, Status: d.Status, SearchEmbedder: a.searchEmbedder(),
 		Relay: func(ctx context.Context, token mcp.ProgressToken) (context.Context, mcpclient.ProgressFunc, func()) {
 			relay := proxy.NewCallRelay(ctx, streamOf(ctx), token, d.Metrics)
 			ctx = mcpclient.WithRelay(ctx, &mcpclient.Relay{Request: func(dctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
@@ -205,7 +205,7 @@ func (a *Agent) proxyDeps() proxy.Deps {
 	return proxy.Deps{Agent: a.Name, Self: a.self(), Servers: a.Config.Servers, Tools: a.Config.Tools, Logger: a.log,
 		Metrics: d.Metrics, Downstream: d.Downstream, Callers: d.Callers, Auditor: d.Auditor, Outbound: a.set.outbound,
 		Observe: a.observe, Outcome: outcomeOf, RequestID: RequestID, Health: a.handleHealth, StreamOf: streamOf, TaskTag: taskTag(d.CallerRequests),
-		TaskIndex: d.TaskIndex, ToolSearch: a.Config.ToolSearch.On(),
+		TaskIndex: d.TaskIndex, ToolSearch: a.Config.ToolSearch.On(), SearchEmbedder: a.searchEmbedder(),
 		Request: func(ctx context.Context, relay *proxy.Relay, method string, params json.RawMessage) (json.RawMessage, error) {
 			return a.handler.Request(ctx, sequencer(relay), method, params) // the endpoint is built after the proxy
 		}}

@@ -160,7 +160,7 @@ func (r *llmRunner) runTool(ctx context.Context, c *Call, ts *toolset, tc llm.To
 		return llm.Message{Role: llm.RoleTool, ToolCallID: tc.ID, IsError: true, Text: fmt.Sprintf(format, args...)}
 	}
 	if searching(ts, tc) {
-		return r.searchTools(c, ts, tc)
+		return r.searchTools(ctx, c, ts, tc)
 	}
 	ref, ok := ts.refs[tc.Name]
 	if !ok {
@@ -408,7 +408,7 @@ func newLLMRunner(a *Agent) (*llmRunner, error) {
 		return nil, err
 	}
 	f.Name = "agents." + a.Name + ".tools"
-	s, err := newModelSearch(a.Config.ToolSearch)
+	s, err := newModelSearch(a.Config.ToolSearch, a.searchEmbedder())
 	if err != nil {
 		return nil, err
 	}

@@ -131,6 +131,9 @@ type Deps struct {
 	StreamOf func(ctx context.Context) Stream
 	// ToolSearch adds search_tools (search.go).
 	ToolSearch bool
+	// SearchEmbedder adds a ranking by embeddings to search_tools
+	// (tool_search.embeddings); nil: lexical ranking only.
+	SearchEmbedder toolsearch.Embedder
 	// Request sends a downstream's server-to-client request to the caller of
 	// the request of ctx, on that request's response stream, between the
 	// notifications of relay (the endpoint's).
@@ -187,6 +190,9 @@ func New(d Deps) (*Proxy, error) {
 	p.catalog, _ = d.Downstream.(CatalogDownstream)
 	if d.ToolSearch {
 		p.search = toolsearch.New()
+		if d.SearchEmbedder != nil {
+			p.search.UseEmbeddings(d.SearchEmbedder)
+		}
 	}
 	return p, nil
 }

@@ -96,6 +96,9 @@ type Deps struct {
 	// done waits until what was relayed is written and ends the relay
 	// (nothing is written to the caller after it).
 	Relay func(ctx context.Context, token mcp.ProgressToken) (relayed context.Context, onProgress mcpclient.ProgressFunc, done func())
+	// SearchEmbedder adds a ranking by embeddings to search_tools
+	// (tool_search.embeddings); nil: lexical ranking only.
+	SearchEmbedder toolsearch.Embedder
 }
 
 type toolbox struct {
@@ -128,6 +131,9 @@ func Register(srv *server.MCPServer, d Deps) *Target {
 	}
 	f.Name = "agents." + d.Agent + ".tools"
 	tb := &toolbox{d: d, filter: f, index: toolsearch.New()}
+	if d.SearchEmbedder != nil {
+		tb.index.UseEmbeddings(d.SearchEmbedder)
+	}
 	srv.AddTool(mcp.NewToolWithRawSchema("list_servers",
 		"Lists the MCP servers this toolbox can reach for you.", tb.schema(listServersSchema)), tb.handle("list_servers", tb.listServers))
 	srv.AddTool(mcp.NewToolWithRawSchema("get_server_tools",

@@ -16,6 +16,11 @@
 // what is here a few hundred lines that rank 1,000 tools in well under a
 // millisecond (BenchmarkSearch1000).
 //
+// Optionally (UseEmbeddings, embed.go) a ranking by embeddings is fused
+// with the lexical one by reciprocal rank: tools are embedded once per
+// definition (the pins hash), the query once per search; when the provider
+// fails, the lexical ranking answers alone.
+//
 // It decides nothing about who may see what. The caller hands Search the
 // tools its caller may use, exactly as its own tool list shows them (the
 // same path that applies policy and, where configured, tool pins); the

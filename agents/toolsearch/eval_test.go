@@ -71,7 +71,7 @@ func readJSON(t testing.TB, path string, v any) {
 func topK(t *testing.T, x *Index, entries []Entry, queries []evalQuery, k int) (hitsK, hits1 int) {
 	t.Helper()
 	for _, q := range queries {
-		res := x.Search(entries, Query{Text: q.query, Limit: k, MaxSchemaTokens: 1 << 20})
+		res := x.Search(t.Context(), entries, Query{Text: q.query, Limit: k, MaxSchemaTokens: 1 << 20})
 		rank := 0
 		var got []string
 		for i, h := range res.Tools {

@@ -74,6 +74,7 @@ const (
 type Index struct {
 	mu  sync.Mutex // serialises rebuilds
 	cur atomic.Pointer[snapshot]
+	sem *semantic // embeddings (embed.go); nil: lexical ranking only
 }
 
 // New returns an empty index.
@@ -107,6 +108,7 @@ type doc struct {
 	schema       json.RawMessage
 	props        uintptr // the typed schema's properties map it was built from (0: raw, or none)
 	srv          int32   // index of server in snapshot.servers
+	hash         string  // definition hash (pins), kept when embeddings are on
 	cost         int     // tokens of its Hit (Tokens)
 }
 
@@ -152,7 +154,7 @@ func (x *Index) current(entries []Entry) (*snapshot, []int32) {
 	if s, ids, ok := x.cur.Load().lookup(entries); ok { // built meanwhile
 		return s, ids
 	}
-	s := x.cur.Load().with(entries)
+	s := x.cur.Load().with(entries, x.sem != nil)
 	x.cur.Store(s)
 	ids, _ := s.ids(entries)
 	return s, ids
@@ -181,7 +183,7 @@ func (s *snapshot) ids(entries []Entry) ([]int32, bool) {
 // with builds the snapshot that holds entries as they are now, and keeps
 // the other documents of s (tools other callers see, or that went away)
 // while the total stays under maxIndexedTools.
-func (s *snapshot) with(entries []Entry) *snapshot {
+func (s *snapshot) with(entries []Entry, hashes bool) *snapshot {
 	fresh := make(map[docKey]bool, len(entries))
 	var keep []doc
 	for i := range entries {
@@ -201,7 +203,7 @@ func (s *snapshot) with(entries []Entry) *snapshot {
 		e := &entries[i]
 		if k := (docKey{e.Server, e.Name}); !seen[k] {
 			seen[k] = true
-			b.add(e)
+			b.add(e, hashes)
 		}
 	}
 	return b.snapshot()
@@ -220,8 +222,13 @@ func newBuilder(n int) *builder {
 		terms: make([]map[string]*[numFields]float32, 0, n), lens: make([][numFields]float32, 0, n)}
 }
 
-func (b *builder) add(e *Entry) {
-	b.addDoc(doc{server: e.Server, name: e.Name, tool: e.Tool.Name, title: titleOf(e.Tool), desc: e.Tool.Description, schema: InputSchema(e.Tool), props: propsOf(e.Tool)})
+// add indexes e, with its definition hash when hashes is set.
+func (b *builder) add(e *Entry, hashes bool) {
+	d := doc{server: e.Server, name: e.Name, tool: e.Tool.Name, title: titleOf(e.Tool), desc: e.Tool.Description, schema: InputSchema(e.Tool), props: propsOf(e.Tool)}
+	if hashes {
+		d.hash = definitionHash(e.Tool)
+	}
+	b.addDoc(d)
 }
 
 // addDoc indexes d. The name field is the server's own name for the tool,

@@ -1,6 +1,7 @@
 package toolsearch
 
 import (
+	"context"
 	"encoding/json"
 	"math"
 	"slices"
@@ -55,7 +56,7 @@ type Result struct {
 // Search ranks entries, the tools the caller may use, by relevance to
 // q.Text and returns the best within q's limit and budget. Entries that no
 // term of the query matches are not returned.
-func (x *Index) Search(entries []Entry, q Query) Result {
+func (x *Index) Search(ctx context.Context, entries []Entry, q Query) Result {
 	q = withDefaults(q)
 	if q.Servers != nil {
 		entries = slices.DeleteFunc(slices.Clone(entries), func(e Entry) bool { return !slices.Contains(q.Servers, e.Server) })
@@ -66,6 +67,9 @@ func (x *Index) Search(entries []Entry, q Query) Result {
 	}
 	s, ids := x.current(entries)
 	ranked := s.rank(ids, q.Text)
+	if x.sem != nil && strings.TrimSpace(q.Text) != "" {
+		ranked = x.sem.fuse(ctx, s, ids, q.Text, ranked)
+	}
 	res.Matched = len(ranked)
 	for _, r := range ranked {
 		if len(res.Tools) == q.Limit {
@@ -150,19 +154,27 @@ func (s *snapshot) rank(ids []int32, text string) []scored {
 	for _, id := range ids {
 		sc := scores[id]
 		if d := &s.docs[id]; exact != "" && (d.name == exact || d.tool == exact) {
-			sc += 1e6 // the caller named the tool
+			sc += exactBonus // the caller named the tool
 		}
 		if sc > 0 {
 			out = append(out, scored{id, sc})
 		}
 	}
+	s.sortScored(out)
+	return out
+}
+
+// exactBonus is added to the score of the tool a query names exactly.
+const exactBonus = 1e6
+
+// sortScored sorts out best first, ties by name.
+func (s *snapshot) sortScored(out []scored) {
 	sort.Slice(out, func(i, j int) bool {
 		if out[i].score != out[j].score {
 			return out[i].score > out[j].score
 		}
 		return s.docs[out[i].doc].name < s.docs[out[j].doc].name
 	})
-	return out
 }
 
 // queryTerms are the terms of a query with their weights: its own terms 1;
