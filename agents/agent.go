@@ -183,10 +183,11 @@ func (a *Agent) registerTools() {
 // toolboxDeps is what the toolbox kind is handed of the agent.
 func (a *Agent) toolboxDeps() toolbox.Deps {
 	d := a.set.deps
-	return toolbox.Deps{Agent: a.Name, Self: a.self(), Servers: a.Config.Servers, Tools: a.Config.Tools, Transports: d.Config.MCP.Servers,
+	emb, vecs := a.searchEmbeddings()
+	return toolbox.Deps{SearchEmbedder: emb, SearchVectors: vecs, Agent: a.Name, Self: a.self(), Servers: a.Config.Servers, Tools: a.Config.Tools, Transports: d.Config.MCP.Servers,
 		Passthrough: d.Config.Auth.Mode == policy.ModePassthrough, Logger: a.log, Downstream: d.Downstream,
 		Callers: d.Callers, Auditor: d.Auditor, Outbound: a.set.outbound, Observe: a.observe, RequestID: RequestID,
-		GatewayStatus: a.Config.GatewayStatus, Status: d.Status, SearchEmbedder: a.searchEmbedder(),
+		GatewayStatus: a.Config.GatewayStatus, Status: d.Status,
 		Relay: func(ctx context.Context, token mcp.ProgressToken) (context.Context, mcpclient.ProgressFunc, func()) {
 			relay := proxy.NewCallRelay(ctx, streamOf(ctx), token, d.Metrics)
 			ctx = mcpclient.WithRelay(ctx, &mcpclient.Relay{Request: func(dctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
@@ -202,10 +203,11 @@ func (a *Agent) toolboxDeps() toolbox.Deps {
 // proxyDeps is what the proxy kind is handed of the agent.
 func (a *Agent) proxyDeps() proxy.Deps {
 	d := a.set.deps
-	return proxy.Deps{Agent: a.Name, Self: a.self(), Servers: a.Config.Servers, Tools: a.Config.Tools, Logger: a.log,
+	emb, vecs := a.searchEmbeddings()
+	return proxy.Deps{SearchEmbedder: emb, SearchVectors: vecs, Agent: a.Name, Self: a.self(), Servers: a.Config.Servers, Tools: a.Config.Tools, Logger: a.log,
 		Metrics: d.Metrics, Downstream: d.Downstream, Callers: d.Callers, Auditor: d.Auditor, Outbound: a.set.outbound,
 		Observe: a.observe, Outcome: outcomeOf, RequestID: RequestID, Health: a.handleHealth, StreamOf: streamOf, TaskTag: taskTag(d.CallerRequests),
-		TaskIndex: d.TaskIndex, ToolSearch: a.Config.ToolSearch.On(), SearchEmbedder: a.searchEmbedder(),
+		TaskIndex: d.TaskIndex, ToolSearch: a.Config.ToolSearch.On(),
 		Request: func(ctx context.Context, relay *proxy.Relay, method string, params json.RawMessage) (json.RawMessage, error) {
 			return a.handler.Request(ctx, sequencer(relay), method, params) // the endpoint is built after the proxy
 		}}

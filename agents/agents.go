@@ -23,6 +23,7 @@ import (
 	"github.com/pallasgw/pallasgw/agents/llm"
 	"github.com/pallasgw/pallasgw/agents/mcpclient"
 	"github.com/pallasgw/pallasgw/agents/proxy"
+	"github.com/pallasgw/pallasgw/agents/toolsearch"
 	"github.com/pallasgw/pallasgw/gateway/config"
 	"github.com/pallasgw/pallasgw/metrics"
 	"github.com/pallasgw/pallasgw/policy"
@@ -45,6 +46,10 @@ type Deps struct {
 	// Providers by provider name (the keys of models.providers); built-ins
 	// are made per agent by the Set.
 	Providers map[string]llm.Provider
+	// SearchVectors keeps tool search's embeddings (tool_search.embeddings)
+	// by provider endpoint and model, across reloads (nil: each agent's
+	// index keeps its own).
+	SearchVectors *toolsearch.VectorSpaces
 	// Preflight reports the last preflight result of a provider key (nil =
 	// ok or unknown).
 	Preflight func(provider string) error

@@ -408,7 +408,8 @@ func newLLMRunner(a *Agent) (*llmRunner, error) {
 		return nil, err
 	}
 	f.Name = "agents." + a.Name + ".tools"
-	s, err := newModelSearch(a.Config.ToolSearch, a.searchEmbedder())
+	emb, vecs := a.searchEmbeddings()
+	s, err := newModelSearch(a.Config.ToolSearch, emb, vecs)
 	if err != nil {
 		return nil, err
 	}

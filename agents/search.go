@@ -43,8 +43,8 @@ type modelSearch struct {
 }
 
 // newModelSearch returns the agent's tool search, nil when it is off; emb
-// (nil: none) adds the ranking by embeddings.
-func newModelSearch(ts config.ToolSearch, emb toolsearch.Embedder) (*modelSearch, error) {
+// (nil: none) adds the ranking by embeddings, its vectors kept in vecs.
+func newModelSearch(ts config.ToolSearch, emb toolsearch.Embedder, vecs *toolsearch.Vectors) (*modelSearch, error) {
 	if !ts.On() {
 		return nil, nil
 	}
@@ -54,7 +54,7 @@ func newModelSearch(ts config.ToolSearch, emb toolsearch.Embedder) (*modelSearch
 	}
 	x := toolsearch.New()
 	if emb != nil {
-		x.UseEmbeddings(emb)
+		x.UseEmbeddings(emb, vecs)
 	}
 	return &modelSearch{mode: ts.Mode, maxTools: ts.MaxTools, always: g, index: x}, nil
 }

@@ -22,21 +22,27 @@ type searchEmbedder struct {
 	log                    *zap.Logger
 }
 
-// searchEmbedder returns the agent's embedder, or nil without
+// searchEmbeddings returns the agent's embedder and the vectors it shares
+// with every index of the same provider endpoint and model (across
+// reloads, when Deps.SearchVectors is set), or nil, nil without
 // tool_search.embeddings (or, which validation refuses, with a provider
 // that has no embeddings API).
-func (a *Agent) searchEmbedder() toolsearch.Embedder {
+func (a *Agent) searchEmbeddings() (toolsearch.Embedder, *toolsearch.Vectors) {
 	e := a.Config.ToolSearch.Embeddings
 	if e == nil {
-		return nil
+		return nil, nil
 	}
 	d := a.set.deps
 	emb, ok := d.Providers[e.Provider].(llm.Embedder)
 	if !ok {
 		a.log.Error("tool_search.embeddings: the provider has no embeddings API; ranking lexically", zap.String("provider", e.Provider))
-		return nil
+		return nil, nil
 	}
-	return &searchEmbedder{agent: a.Name, provider: e.Provider, model: e.Model, embed: emb, met: d.Metrics, log: a.log}
+	var vecs *toolsearch.Vectors
+	if pc := d.Config.Models.Providers[e.Provider]; pc != nil && d.SearchVectors != nil {
+		vecs = d.SearchVectors.For(pc.BaseURL + " " + e.Model)
+	}
+	return &searchEmbedder{agent: a.Name, provider: e.Provider, model: e.Model, embed: emb, met: d.Metrics, log: a.log}, vecs
 }
 
 func (s *searchEmbedder) Embed(ctx context.Context, inputs []string) ([][]float32, error) {

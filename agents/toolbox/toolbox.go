@@ -97,8 +97,10 @@ type Deps struct {
 	// (nothing is written to the caller after it).
 	Relay func(ctx context.Context, token mcp.ProgressToken) (relayed context.Context, onProgress mcpclient.ProgressFunc, done func())
 	// SearchEmbedder adds a ranking by embeddings to search_tools
-	// (tool_search.embeddings); nil: lexical ranking only.
+	// (tool_search.embeddings), its tools' vectors kept in SearchVectors
+	// (nil: the index's own); nil: lexical ranking only.
 	SearchEmbedder toolsearch.Embedder
+	SearchVectors  *toolsearch.Vectors
 }
 
 type toolbox struct {
@@ -132,7 +134,7 @@ func Register(srv *server.MCPServer, d Deps) *Target {
 	f.Name = "agents." + d.Agent + ".tools"
 	tb := &toolbox{d: d, filter: f, index: toolsearch.New()}
 	if d.SearchEmbedder != nil {
-		tb.index.UseEmbeddings(d.SearchEmbedder)
+		tb.index.UseEmbeddings(d.SearchEmbedder, d.SearchVectors)
 	}
 	srv.AddTool(mcp.NewToolWithRawSchema("list_servers",
 		"Lists the MCP servers this toolbox can reach for you.", tb.schema(listServersSchema)), tb.handle("list_servers", tb.listServers))

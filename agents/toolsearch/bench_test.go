@@ -67,7 +67,7 @@ func BenchmarkIndex1000(b *testing.B) {
 func BenchmarkSearch1000Embeddings(b *testing.B) {
 	entries := thousandTools(b)
 	x := New()
-	x.UseEmbeddings(hashEmbedder(768))
+	x.UseEmbeddings(hashEmbedder(768), nil)
 	queries := []string{"show the logs of the crashing pod", "open a bug report on github for the crash in the login page",
 		"what time is it in Tokyo", "take a screenshot of the web page", "count documents in the orders collection in mongo"}
 	x.Search(b.Context(), entries, Query{Text: queries[0]}) // builds the index, embeds the tools

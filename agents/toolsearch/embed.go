@@ -49,21 +49,58 @@ const (
 	queryTimeout = 10 * time.Second
 )
 
-// semantic is an Index's embedding side: the vectors of the tools it has
-// seen, by definition hash (the pins hash: a tool whose definition is
-// unchanged is never embedded again, whoever's search meets it).
+// semantic is an Index's embedding side.
 type semantic struct {
 	embed Embedder
-	fill  chan struct{} // held while tools are embedded: one request per changed set
-	mu    sync.Mutex    // guards vecs
-	vecs  map[string][]float32
+	v     *Vectors
+}
+
+// Vectors holds the vectors of tools in one embedding space (one model of
+// one provider), by definition hash (the pins hash): a tool whose
+// definition is unchanged is never embedded again, whichever index, caller
+// or config generation meets it. Safe for concurrent use.
+type Vectors struct {
+	fill chan struct{} // held while tools are embedded: one request per changed set
+	mu   sync.Mutex    // guards vecs
+	vecs map[string][]float32
+}
+
+// NewVectors returns an empty space.
+func NewVectors() *Vectors {
+	return &Vectors{fill: make(chan struct{}, 1), vecs: map[string][]float32{}}
+}
+
+// VectorSpaces are the Vectors of a process by space (a provider's
+// endpoint and model), kept across reloads. Safe for concurrent use.
+type VectorSpaces struct {
+	mu sync.Mutex
+	m  map[string]*Vectors
+}
+
+// For returns the Vectors of space key, made on first use.
+func (s *VectorSpaces) For(key string) *Vectors {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.m == nil {
+		s.m = map[string]*Vectors{}
+	}
+	v := s.m[key]
+	if v == nil {
+		v = NewVectors()
+		s.m[key] = v
+	}
+	return v
 }
 
 // UseEmbeddings makes x fuse an embedding ranking with its lexical one
-// (call before the first Search). When e fails, a search answers with the
-// lexical ranking alone; e counts and reports its own failures.
-func (x *Index) UseEmbeddings(e Embedder) {
-	x.sem = &semantic{embed: e, fill: make(chan struct{}, 1), vecs: map[string][]float32{}}
+// (call before the first Search); tools' vectors are kept in v (nil: x's
+// own). When e fails, a search answers with the lexical ranking alone; e
+// counts and reports its own failures.
+func (x *Index) UseEmbeddings(e Embedder, v *Vectors) {
+	if v == nil {
+		v = NewVectors()
+	}
+	x.sem = &semantic{embed: e, v: v}
 }
 
 // fuse returns lexical (the ranking of s's documents ids for text) fused
@@ -75,13 +112,13 @@ func (m *semantic) fuse(ctx context.Context, s *snapshot, ids []int32, text stri
 		return lexical
 	}
 	byVec := make([]scored, 0, len(ids))
-	m.mu.Lock()
+	m.v.mu.Lock()
 	for _, id := range ids {
-		if v := m.vecs[s.docs[id].hash]; v != nil {
+		if v := m.v.vecs[s.docs[id].hash]; v != nil {
 			byVec = append(byVec, scored{id, dot(q, v)})
 		}
 	}
-	m.mu.Unlock()
+	m.v.mu.Unlock()
 	sort.Slice(byVec, func(i, j int) bool {
 		if byVec[i].score != byVec[j].score {
 			return byVec[i].score > byVec[j].score
@@ -127,11 +164,11 @@ func (m *semantic) vectors(ctx context.Context, s *snapshot, ids []int32, text s
 // error if another search embedded them meanwhile.
 func (m *semantic) embedTools(ctx context.Context, s *snapshot, ids []int32, text string) ([]float32, error) {
 	select { // one search embeds a changed set; the others wait for it
-	case m.fill <- struct{}{}:
+	case m.v.fill <- struct{}{}:
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
-	defer func() { <-m.fill }()
+	defer func() { <-m.v.fill }()
 	missing := m.missing(s, ids)
 	if len(missing) == 0 {
 		return nil, nil
@@ -150,12 +187,12 @@ func (m *semantic) embedTools(ctx context.Context, s *snapshot, ids []int32, tex
 // missing lists the documents of ids whose definitions have no vector,
 // one per definition.
 func (m *semantic) missing(s *snapshot, ids []int32) []int32 {
-	m.mu.Lock()
-	defer m.mu.Unlock()
+	m.v.mu.Lock()
+	defer m.v.mu.Unlock()
 	var out []int32
 	seen := map[string]bool{}
 	for _, id := range ids {
-		if h := s.docs[id].hash; m.vecs[h] == nil && !seen[h] {
+		if h := s.docs[id].hash; m.v.vecs[h] == nil && !seen[h] {
 			seen[h] = true
 			out = append(out, id)
 		}
@@ -186,13 +223,13 @@ func (m *semantic) request(ctx context.Context, s *snapshot, docs []int32, text 
 			return nil, errors.New("embeddings: empty vectors, or vectors of different lengths")
 		}
 	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if len(m.vecs)+len(docs) > 2*maxIndexedTools { // definitions long gone: start over
-		clear(m.vecs)
+	m.v.mu.Lock()
+	defer m.v.mu.Unlock()
+	if len(m.v.vecs)+len(docs) > 2*maxIndexedTools { // definitions long gone: start over
+		clear(m.v.vecs)
 	}
 	for i, id := range docs {
-		m.vecs[s.docs[id].hash] = out[i]
+		m.v.vecs[s.docs[id].hash] = out[i]
 	}
 	if text == "" {
 		return nil, nil

@@ -62,7 +62,7 @@ func embedCatalog() []Entry {
 func TestEmbeddingsBatchedAndCachedByDefinition(t *testing.T) {
 	srv, emb := newFakeEmbeddings(t)
 	x := New()
-	x.UseEmbeddings(emb)
+	x.UseEmbeddings(emb, nil)
 	tools := embedCatalog()
 
 	x.Search(t.Context(), tools, Query{Text: "read a file"})
@@ -103,7 +103,7 @@ func TestEmbeddingsBatchedAndCachedByDefinition(t *testing.T) {
 func TestEmbeddingsOneRequestPerQuery(t *testing.T) {
 	srv, emb := newFakeEmbeddings(t)
 	x := New()
-	x.UseEmbeddings(emb)
+	x.UseEmbeddings(emb, nil)
 	entries := thousandTools(t)
 	x.Search(t.Context(), entries, Query{Text: "warm up"})
 	// The 1,000 are the catalog's definitions under several servers: each
@@ -128,7 +128,7 @@ func TestEmbeddingsFusedByReciprocalRank(t *testing.T) {
 	srv, emb := newFakeEmbeddings(t)
 	srv.SetEmbedding(concepts)
 	x := New()
-	x.UseEmbeddings(emb)
+	x.UseEmbeddings(emb, nil)
 	tools := embedCatalog()
 
 	// No word of the query is in any tool: lexical finds nothing, the
@@ -148,8 +148,8 @@ func TestEmbeddingsFusedByReciprocalRank(t *testing.T) {
 	// 1/(60 + its rank). Lexical: a, b (c unmatched); embeddings: c, b, a.
 	lex := []scored{{doc: 0, score: 3}, {doc: 1, score: 2}}
 	s := &snapshot{docs: []doc{{name: "a", hash: "ha"}, {name: "b", hash: "hb"}, {name: "c", hash: "hc"}}}
-	m := &semantic{embed: staticEmbedder{"q": {0, 1}}, fill: make(chan struct{}, 1),
-		vecs: map[string][]float32{"ha": {1, 0}, "hb": {0.6, 0.8}, "hc": {0, 1}}}
+	m := &semantic{embed: staticEmbedder{"q": {0, 1}}, v: NewVectors()}
+	m.v.vecs = map[string][]float32{"ha": {1, 0}, "hb": {0.6, 0.8}, "hc": {0, 1}}
 	want := map[string]float64{"a": 1.0/61 + 1.0/63, "b": 1.0/62 + 1.0/62, "c": 1.0 / 61}
 	var order []string
 	for _, r := range m.fuse(t.Context(), s, []int32{0, 1, 2}, "q", lex) {
@@ -180,7 +180,7 @@ func TestEmbeddingsFailureRanksLexically(t *testing.T) {
 	queries := []string{"read a file", "post a message to the channel", "list pods", "tell the team"}
 	lexical := New()
 	x := New()
-	x.UseEmbeddings(emb)
+	x.UseEmbeddings(emb, nil)
 
 	srv.FailEmbeddings(http.StatusServiceUnavailable)
 	for _, q := range queries {
@@ -204,7 +204,7 @@ func TestEmbeddingsFailureRanksLexically(t *testing.T) {
 func TestEmbeddingsConcurrentSearchesEmbedToolsOnce(t *testing.T) {
 	srv, emb := newFakeEmbeddings(t)
 	x := New()
-	x.UseEmbeddings(emb)
+	x.UseEmbeddings(emb, nil)
 	tools := embedCatalog()
 	const n = 8
 	var wg sync.WaitGroup
@@ -228,5 +228,31 @@ func TestEmbeddingsConcurrentSearchesEmbedToolsOnce(t *testing.T) {
 	}
 	if batches != 1 {
 		t.Errorf("the tools were sent in %d requests, want 1", batches)
+	}
+}
+
+// TestEmbeddingsSharedAcrossIndexes: an index built anew (a reload, or
+// another agent with the same model) over the same Vectors embeds no tool
+// again.
+func TestEmbeddingsSharedAcrossIndexes(t *testing.T) {
+	srv, emb := newFakeEmbeddings(t)
+	var spaces VectorSpaces
+	tools := embedCatalog()
+	first := New()
+	first.UseEmbeddings(emb, spaces.For("http://provider/v1 embed-model"))
+	first.Search(t.Context(), tools, Query{Text: "read a file"})
+	again := New()
+	again.UseEmbeddings(emb, spaces.For("http://provider/v1 embed-model"))
+	again.Search(t.Context(), tools, Query{Text: "list pods"})
+	other := New()
+	other.UseEmbeddings(emb, spaces.For("http://provider/v1 another-model"))
+	other.Search(t.Context(), tools, Query{Text: "list pods"})
+	reqs := srv.EmbeddingRequests()
+	if len(reqs) != 3 || len(reqs[0].Inputs) != len(tools)+1 || len(reqs[1].Inputs) != 1 || len(reqs[2].Inputs) != len(tools)+1 {
+		var sizes []int
+		for _, r := range reqs {
+			sizes = append(sizes, len(r.Inputs))
+		}
+		t.Fatalf("inputs per request %v, want [%d 1 %d]: the same space shares vectors, another model does not", sizes, len(tools)+1, len(tools)+1)
 	}
 }

@@ -3,6 +3,7 @@ package integration
 import (
 	"fmt"
 	"net/http"
+	"os"
 	"strings"
 	"testing"
 
@@ -11,9 +12,10 @@ import (
 
 // TestToolboxSearchEmbeddings: a toolbox with tool_search.embeddings
 // embeds its tools once through the provider, then each search_tools one
-// query; each request carries the provider's key and nothing of the
-// caller's (whose header the provider forwards on chat requests); with the
-// provider down, search_tools still answers, and the failure is counted.
+// query, after a reload too; each request carries the provider's key and
+// nothing of the caller's (whose header the provider forwards on chat
+// requests); with the provider down, search_tools still answers, and the
+// failure is counted.
 func TestToolboxSearchEmbeddings(t *testing.T) {
 	alpha := newPxServer(t, "alpha")
 	llm := fakellm.New(t)
@@ -57,11 +59,29 @@ agents:
 		}
 	}
 
+	// A reload builds the agent anew: its vectors are kept, only the query
+	// is embedded.
+	cfg, err := os.ReadFile(g.ConfigPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.writeConfig(t, strings.Replace(string(cfg), "kind: toolbox,", "kind: toolbox, description: reloaded,", 1))
+	if code, ans := g.reload(t); code != http.StatusOK || ans["unchanged"] != false || !strings.Contains(fmt.Sprint(ans["changes"]), "agent tb changed") {
+		t.Fatalf("reload: %d %v", code, ans)
+	}
+	web = pxConnect(t, g.Base+"/agents/tb/mcp", "", map[string]string{"Authorization": "Bearer web-token-0123456789abc"}, nil)
+	if o := tbCall(t, web, "search_tools", map[string]any{"query": "echo some text"}); o.isError || len(o.toolNames()) == 0 {
+		t.Fatalf("search after the reload: %+v", o)
+	}
+	if reqs := llm.EmbeddingRequests(); len(reqs) != 3 || len(reqs[2].Inputs) != 1 {
+		t.Fatalf("after a reload: want one request of the query alone, got %d requests", len(reqs))
+	}
+
 	llm.FailEmbeddings(http.StatusServiceUnavailable)
 	if o := tbCall(t, web, "search_tools", map[string]any{"query": "echo some text"}); o.isError || len(o.toolNames()) == 0 {
 		t.Fatalf("with the provider down: %+v", o)
 	}
-	for outcome, want := range map[string]float64{"ok": 2, "error": 1} {
+	for outcome, want := range map[string]float64{"ok": 3, "error": 1} {
 		series := fmt.Sprintf(`pallasgw_tool_search_embedding_requests_total{agent="tb",model="embed-model",outcome=%q,provider="local"}`, outcome)
 		if got, _ := g.metric(t, series); got != want {
 			t.Errorf("%s = %v, want %v", series, got, want)
