@@ -189,7 +189,8 @@ func (a *Agent) registerTools() {
 // toolboxDeps is what the toolbox kind is handed of the agent.
 func (a *Agent) toolboxDeps() toolbox.Deps {
 	d := a.set.deps
-	return toolbox.Deps{Agent: a.Name, Self: a.self(), Servers: a.Config.Servers, Tools: a.Config.Tools, Transports: d.Config.MCP.Servers,
+	emb, vecs := a.searchEmbeddings()
+	return toolbox.Deps{SearchEmbedder: emb, SearchVectors: vecs, Agent: a.Name, Self: a.self(), Servers: a.Config.Servers, Tools: a.Config.Tools, Transports: d.Config.MCP.Servers,
 		Passthrough: d.Config.Auth.Mode == policy.ModePassthrough, Logger: a.log, Downstream: d.Downstream,
 		Callers: d.Callers, Auditor: d.Auditor, Outbound: a.set.outbound, Observe: a.observe, RequestID: RequestID,
 		GatewayStatus: a.Config.GatewayStatus, Status: d.Status, Script: a.toolboxScript(), Quota: a.scriptRequest,
@@ -208,7 +209,8 @@ func (a *Agent) toolboxDeps() toolbox.Deps {
 // proxyDeps is what the proxy kind is handed of the agent.
 func (a *Agent) proxyDeps() proxy.Deps {
 	d := a.set.deps
-	return proxy.Deps{Agent: a.Name, Self: a.self(), Servers: a.Config.Servers, Tools: a.Config.Tools, Logger: a.log,
+	emb, vecs := a.searchEmbeddings()
+	return proxy.Deps{SearchEmbedder: emb, SearchVectors: vecs, Agent: a.Name, Self: a.self(), Servers: a.Config.Servers, Tools: a.Config.Tools, Logger: a.log,
 		Metrics: d.Metrics, Downstream: d.Downstream, Callers: d.Callers, Auditor: d.Auditor, Outbound: a.set.outbound,
 		Observe: a.observe, Outcome: outcomeOf, RequestID: RequestID, Health: a.handleHealth, StreamOf: streamOf, TaskTag: taskTag(d.CallerRequests),
 		TaskIndex: d.TaskIndex, ToolSearch: a.Config.ToolSearch.On(),

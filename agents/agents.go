@@ -23,6 +23,7 @@ import (
 	"github.com/pallasgw/pallasgw/agents/llm"
 	"github.com/pallasgw/pallasgw/agents/mcpclient"
 	"github.com/pallasgw/pallasgw/agents/proxy"
+	"github.com/pallasgw/pallasgw/agents/toolsearch"
 	"github.com/pallasgw/pallasgw/gateway/config"
 	"github.com/pallasgw/pallasgw/metrics"
 	"github.com/pallasgw/pallasgw/policy"
@@ -54,6 +55,10 @@ type Deps struct {
 	// Providers by provider name (the keys of models.providers); built-ins
 	// are made per agent by the Set.
 	Providers map[string]llm.Provider
+	// SearchVectors keeps tool search's embeddings (tool_search.embeddings)
+	// by provider endpoint and model, across reloads (nil: each agent's
+	// index keeps its own).
+	SearchVectors *toolsearch.VectorSpaces
 	// Preflight reports what is known of a provider key: its last
 	// preflight result and whether real calls answered since its check
 	// began failing (zero: ok or unknown).

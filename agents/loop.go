@@ -162,7 +162,7 @@ func (r *llmRunner) runTool(ctx context.Context, c *Call, ts *toolset, tc llm.To
 		return llm.Message{Role: llm.RoleTool, ToolCallID: tc.ID, IsError: true, Text: fmt.Sprintf(format, args...)}
 	}
 	if searching(ts, tc) {
-		return r.searchTools(c, ts, tc)
+		return r.searchTools(ctx, c, ts, tc)
 	}
 	if r.code != nil && tc.Name == codemode.ToolName {
 		return r.runScript(ctx, c, ts, tc)
@@ -442,7 +442,8 @@ func newLLMRunner(a *Agent) (*llmRunner, error) {
 		return nil, err
 	}
 	f.Name = "agents." + a.Name + ".tools"
-	s, err := newModelSearch(a.Config.ToolSearch)
+	emb, vecs := a.searchEmbeddings()
+	s, err := newModelSearch(a.Config.ToolSearch, emb, vecs)
 	if err != nil {
 		return nil, err
 	}

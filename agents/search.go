@@ -20,6 +20,7 @@ package agents
 // therefore offers what it offered before, with nothing else to carry.
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -41,8 +42,9 @@ type modelSearch struct {
 	index    *toolsearch.Index
 }
 
-// newModelSearch returns the agent's tool search, nil when it is off.
-func newModelSearch(ts config.ToolSearch) (*modelSearch, error) {
+// newModelSearch returns the agent's tool search, nil when it is off; emb
+// (nil: none) adds the ranking by embeddings, its vectors kept in vecs.
+func newModelSearch(ts config.ToolSearch, emb toolsearch.Embedder, vecs *toolsearch.Vectors) (*modelSearch, error) {
 	if !ts.On() {
 		return nil, nil
 	}
@@ -50,7 +52,11 @@ func newModelSearch(ts config.ToolSearch) (*modelSearch, error) {
 	if err != nil {
 		return nil, fmt.Errorf("tool_search.always_offer: %w", err)
 	}
-	return &modelSearch{mode: ts.Mode, maxTools: ts.MaxTools, always: g, index: toolsearch.New()}, nil
+	x := toolsearch.New()
+	if emb != nil {
+		x.UseEmbeddings(emb, vecs)
+	}
+	return &modelSearch{mode: ts.Mode, maxTools: ts.MaxTools, always: g, index: x}, nil
 }
 
 // prepare marks ts as a searching run's tools (ts.search holds its
@@ -139,7 +145,7 @@ type foundTool struct {
 }
 
 // searchTools runs the model's search_tools call over the run's tools.
-func (r *llmRunner) searchTools(c *Call, ts *toolset, tc llm.ToolCall) llm.Message {
+func (r *llmRunner) searchTools(ctx context.Context, c *Call, ts *toolset, tc llm.ToolCall) llm.Message {
 	fail := func(format string, args ...any) llm.Message {
 		return llm.Message{Role: llm.RoleTool, ToolCallID: tc.ID, IsError: true, Text: fmt.Sprintf(format, args...)}
 	}
@@ -156,7 +162,7 @@ func (r *llmRunner) searchTools(c *Call, ts *toolset, tc llm.ToolCall) llm.Messa
 		return fail("%s: invalid arguments: %v", toolsearch.ToolName, err)
 	}
 	c.Progress.Send(r.a.Name + " search: " + q.Text)
-	res := r.search.index.Search(ts.search, q)
+	res := r.search.index.Search(ctx, ts.search, q)
 	out := foundResult{Query: res.Query, Tools: make([]foundTool, 0, len(res.Tools)), Matched: res.Matched, Truncated: res.Truncated,
 		Note: "These tools can be called directly from your next turn."}
 	for _, h := range res.Tools {

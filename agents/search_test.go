@@ -44,7 +44,7 @@ func TestModelSearchPrepare(t *testing.T) {
 		{"always", config.ToolSearch{Mode: config.ToolSearchAlways, MaxTools: 40}, 1, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			s, err := newModelSearch(c.ts)
+			s, err := newModelSearch(c.ts, nil, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -64,7 +64,7 @@ func TestModelSearchPrepare(t *testing.T) {
 // always_offer tools (by the model's name or <server>__<tool>), and what
 // its searches found or it called, read from the conversation.
 func TestModelSearchOffered(t *testing.T) {
-	s, err := newModelSearch(config.ToolSearch{Mode: config.ToolSearchAlways, AlwaysOffer: []string{"s.x__tab", "helper"}})
+	s, err := newModelSearch(config.ToolSearch{Mode: config.ToolSearchAlways, AlwaysOffer: []string{"s.x__tab", "helper"}}, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

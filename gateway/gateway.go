@@ -23,6 +23,7 @@ import (
 	"github.com/pallasgw/pallasgw/agents/mcpclient"
 	"github.com/pallasgw/pallasgw/agents/pins"
 	"github.com/pallasgw/pallasgw/agents/sessions"
+	"github.com/pallasgw/pallasgw/agents/toolsearch"
 	"github.com/pallasgw/pallasgw/agents/wire"
 	"github.com/pallasgw/pallasgw/gateway/config"
 	"github.com/pallasgw/pallasgw/metrics"
@@ -76,6 +77,7 @@ type Gateway struct {
 	pins        *pins.Guard              // shared across snapshots: what lists showed survives a reload
 	callerReqs  *endpoint.CallerRequests // shared across snapshots
 	exchanger   *policy.Exchanger        // shared across snapshots: exchanged tokens survive a reload
+	vectors     toolsearch.VectorSpaces  // shared across snapshots: tool search's embeddings survive a reload
 	quotaStores quotaStores              // shared across snapshots: counters survive a reload
 	// sessions is the shared session store (sessions.store), nil for
 	// memory; read at start, like listen.

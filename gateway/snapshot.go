@@ -128,6 +128,7 @@ func (g *Gateway) buildSnapshot(cfg *config.Config) (_ *Snapshot, err error) {
 		CallerRequests:       g.callerReqs,
 		TaskIndex:            g.taskIndex(),
 		Exchanger:            g.exchanger,
+		SearchVectors:        &g.vectors,
 		Quotas:               s.quotas,
 		Status:               g.status,
 	})

@@ -38,6 +38,9 @@ type Metrics struct {
 	GenAITokens   *prometheus.HistogramVec // gen_ai_provider_name, gen_ai_request_model, gen_ai_token_type
 	LLMTokens     *prometheus.CounterVec   // agent, model, type
 	LLMCost       *prometheus.CounterVec   // agent, model
+	// SearchEmbeddings counts tool search's embeddings requests (an
+	// error: the search answered with its lexical ranking alone).
+	SearchEmbeddings *prometheus.CounterVec // agent, provider, model, outcome
 
 	AgentIterations     prometheus.Histogram
 	AgentIterationLimit *prometheus.CounterVec // agent
@@ -119,6 +122,9 @@ func New(version string) *Metrics {
 
 	m.LLMRequests = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "pallasgw_llm_requests_total", Help: "LLM requests by agent, provider, model and outcome.",
+	}, []string{"agent", "provider", "model", "outcome"})
+	m.SearchEmbeddings = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "pallasgw_tool_search_embedding_requests_total", Help: "Embeddings requests of tool search (tool_search.embeddings) by agent, provider, model and outcome (ok, error: that search ranked lexically alone).",
 	}, []string{"agent", "provider", "model", "outcome"})
 	m.GenAIDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name: "gen_ai_client_operation_duration_seconds", Help: "GenAI operation duration (OpenTelemetry GenAI semantic conventions).",
@@ -216,7 +222,7 @@ func New(version string) *Metrics {
 
 	for _, c := range []prometheus.Collector{
 		m.BuildInfo, m.HTTPRequests, m.HTTPDuration, m.Inflight, m.ToolCalls, m.ToolCallDuration,
-		m.DownstreamCalls, m.DownstreamDuration, m.DownstreamSessions, m.DownstreamEvictions, m.LLMRequests, m.GenAIDuration,
+		m.DownstreamCalls, m.DownstreamDuration, m.DownstreamSessions, m.DownstreamEvictions, m.LLMRequests, m.SearchEmbeddings, m.GenAIDuration,
 		m.GenAITokens, m.LLMTokens, m.LLMCost, m.AgentIterations, m.AgentIterationLimit, m.AgentHealth,
 		m.ProviderUp, m.PolicyDecisions, m.AuthFailures, m.QuotaRejections, m.QuotaStoreErrors, m.TokenExchanges, m.ForwardedHeaderRejection, m.HistorySkipped, m.Progress,
 		m.InputRequired, m.InputRequiredParked, m.RequestStateRejections, m.SessionRejections, m.SessionStoreErrors, m.DownstreamAdoptions,
@@ -247,7 +253,7 @@ type deleter interface {
 // config, so that nothing (an alert on pallasgw_agent_health) is left
 // about an agent that no longer exists.
 func (m *Metrics) ForgetAgent(name string) {
-	for _, v := range []deleter{m.Inflight, m.ToolCalls, m.ToolCallDuration, m.LLMRequests, m.LLMTokens, m.LLMCost,
+	for _, v := range []deleter{m.Inflight, m.ToolCalls, m.ToolCallDuration, m.LLMRequests, m.SearchEmbeddings, m.LLMTokens, m.LLMCost,
 		m.AgentIterationLimit, m.AgentHealth, m.PolicyDecisions, m.HistorySkipped} {
 		v.DeletePartialMatch(prometheus.Labels{"agent": name})
 	}

@@ -132,6 +132,11 @@ type Deps struct {
 	StreamOf func(ctx context.Context) Stream
 	// ToolSearch adds search_tools (search.go).
 	ToolSearch bool
+	// SearchEmbedder adds a ranking by embeddings to search_tools
+	// (tool_search.embeddings), its tools' vectors kept in SearchVectors
+	// (nil: the index's own); nil: lexical ranking only.
+	SearchEmbedder toolsearch.Embedder
+	SearchVectors  *toolsearch.Vectors
 	// Request sends a downstream's server-to-client request to the caller of
 	// the request of ctx, on that request's response stream, between the
 	// notifications of relay (the endpoint's).
@@ -188,6 +193,9 @@ func New(d Deps) (*Proxy, error) {
 	p.catalog, _ = d.Downstream.(CatalogDownstream)
 	if d.ToolSearch {
 		p.search = toolsearch.New()
+		if d.SearchEmbedder != nil {
+			p.search.UseEmbeddings(d.SearchEmbedder, d.SearchVectors)
+		}
 	}
 	return p, nil
 }

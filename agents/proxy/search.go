@@ -62,7 +62,7 @@ func (p *Proxy) searchTools(ctx context.Context, req mcp.CallToolRequest) (*mcp.
 		t.Name = r.name // ranked by the server's own name; a copy, its schemas shared
 		entries = append(entries, toolsearch.Entry{Server: r.server, Name: name, Tool: t})
 	}
-	res := p.search.Search(entries, q)
+	res := p.search.Search(ctx, entries, q)
 	for _, srv := range p.d.Servers {
 		if err := failed[srv]; err != nil && (q.Servers == nil || slices.Contains(q.Servers, srv)) {
 			res.Unavailable = append(res.Unavailable, fmt.Sprintf("%s: %v", srv, err))

@@ -38,7 +38,7 @@ func (tb *toolbox) searchTools(ctx context.Context, c *tbCall, req mcp.CallToolR
 			entries = append(entries, toolsearch.Entry{Server: srv, Name: t.Name, Tool: t})
 		}
 	}
-	res := tb.index.Search(entries, q)
+	res := tb.index.Search(ctx, entries, q)
 	res.Unavailable = unavailable
 	return mcp.NewToolResultStructured(res, res.JSON()), nil
 }

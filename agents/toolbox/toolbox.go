@@ -103,6 +103,11 @@ type Deps struct {
 	// Quota takes one request from the caller's requests_per_minute for
 	// each tool call of a script (nil: none).
 	Quota func(ctx context.Context) error
+	// SearchEmbedder adds a ranking by embeddings to search_tools
+	// (tool_search.embeddings), its tools' vectors kept in SearchVectors
+	// (nil: the index's own); nil: lexical ranking only.
+	SearchEmbedder toolsearch.Embedder
+	SearchVectors  *toolsearch.Vectors
 }
 
 type toolbox struct {
@@ -135,6 +140,9 @@ func Register(srv *server.MCPServer, d Deps) *Target {
 	}
 	f.Name = "agents." + d.Agent + ".tools"
 	tb := &toolbox{d: d, filter: f, index: toolsearch.New()}
+	if d.SearchEmbedder != nil {
+		tb.index.UseEmbeddings(d.SearchEmbedder, d.SearchVectors)
+	}
 	srv.AddTool(mcp.NewToolWithRawSchema("list_servers",
 		"Lists the MCP servers this toolbox can reach for you.", tb.schema(listServersSchema)), tb.handle("list_servers", tb.listServers))
 	srv.AddTool(mcp.NewToolWithRawSchema("get_server_tools",

@@ -1,6 +1,7 @@
 package toolsearch
 
 import (
+	"context"
 	"encoding/json"
 	"math"
 	"slices"
@@ -55,7 +56,7 @@ type Result struct {
 // Search ranks entries, the tools the caller may use, by relevance to
 // q.Text and returns the best within q's limit and budget. Entries that no
 // term of the query matches are not returned.
-func (x *Index) Search(entries []Entry, q Query) Result {
+func (x *Index) Search(ctx context.Context, entries []Entry, q Query) Result {
 	q = withDefaults(q)
 	if q.Servers != nil {
 		entries = slices.DeleteFunc(slices.Clone(entries), func(e Entry) bool { return !slices.Contains(q.Servers, e.Server) })
@@ -66,6 +67,9 @@ func (x *Index) Search(entries []Entry, q Query) Result {
 	}
 	s, ids := x.current(entries)
 	ranked := s.rank(ids, q.Text)
+	if x.sem != nil && strings.TrimSpace(q.Text) != "" {
+		ranked = x.sem.fuse(ctx, s, ids, q.Text, ranked)
+	}
 	res.Matched = len(ranked)
 	for _, r := range ranked {
 		if len(res.Tools) == q.Limit {
@@ -111,24 +115,38 @@ type scored struct {
 // with a positive score, best first (ties by name).
 func (s *snapshot) rank(ids []int32, text string) []scored {
 	allowed := make([]bool, len(s.docs))
+	size := make([]float64, len(s.servers)) // the caller's tools of each server
 	for _, id := range ids {
 		allowed[id] = true
+		size[s.docs[id].srv]++
 	}
 	scores := make([]float64, len(s.docs))
+	context := make([]float64, len(s.servers))
+	count := make([]float64, len(s.servers))
 	n := float64(len(s.docs))
-	for term, w := range queryTerms(text) {
+	for term, w := range s.queryTerms(text) {
 		ps := s.postings[term]
 		if len(ps) == 0 {
 			continue
 		}
-		idf := math.Log(1 + (n-float64(len(ps))+0.5)/(float64(len(ps))+0.5))
+		idf := math.Pow(math.Log(1+(n-float64(len(ps))+0.5)/(float64(len(ps))+0.5)), idfPower)
+		clear(count)
 		for _, p := range ps {
-			if !allowed[p.doc] {
-				continue
+			if allowed[p.doc] {
+				tf := float64(p.tf)
+				scores[p.doc] += w * idf * tf * (bm25K1 + 1) / (tf + bm25K1)
+				count[s.docs[p.doc].srv]++
 			}
-			tf := float64(p.tf)
-			norm := tf * (bm25K1 + 1) / (tf + bm25K1*(1-bm25B+bm25B*float64(s.docs[p.doc].length)/s.avgLen))
-			scores[p.doc] += w * idf * norm
+		}
+		for srv, c := range count {
+			if c > 0 {
+				context[srv] += w * idf * c / size[srv]
+			}
+		}
+	}
+	for _, id := range ids {
+		if scores[id] > 0 {
+			scores[id] += serverWeight * context[s.docs[id].srv]
 		}
 	}
 	exact := strings.TrimSpace(text)
@@ -136,78 +154,25 @@ func (s *snapshot) rank(ids []int32, text string) []scored {
 	for _, id := range ids {
 		sc := scores[id]
 		if d := &s.docs[id]; exact != "" && (d.name == exact || d.tool == exact) {
-			sc += 1e6 // the caller named the tool
+			sc += exactBonus // the caller named the tool
 		}
 		if sc > 0 {
 			out = append(out, scored{id, sc})
 		}
 	}
+	s.sortScored(out)
+	return out
+}
+
+// exactBonus is added to the score of the tool a query names exactly.
+const exactBonus = 1e6
+
+// sortScored sorts out best first, ties by name.
+func (s *snapshot) sortScored(out []scored) {
 	sort.Slice(out, func(i, j int) bool {
 		if out[i].score != out[j].score {
 			return out[i].score > out[j].score
 		}
 		return s.docs[out[i].doc].name < s.docs[out[j].doc].name
 	})
-	return out
 }
-
-// queryTerms are the terms of a query with their weights: its own terms 1,
-// terms its synonyms add synonymWeight (unless the query has them itself).
-func queryTerms(text string) map[string]float64 {
-	terms := map[string]float64{}
-	for _, t := range tokens(nil, text) {
-		terms[t] = 1
-	}
-	if strings.Contains(text, "://") { // the request names a URL: tools that take one
-		terms["url"] = 1
-	}
-	for t := range maps(terms) {
-		for _, syn := range synonyms[t] {
-			if _, ok := terms[syn]; !ok {
-				terms[syn] = synonymWeight
-			}
-		}
-	}
-	return terms
-}
-
-// maps returns the keys of m as a slice, so that m may grow while they are
-// visited.
-func maps(m map[string]float64) map[string]bool {
-	out := make(map[string]bool, len(m))
-	for k := range m {
-		out[k] = true
-	}
-	return out
-}
-
-// synonyms are words that requests and tool descriptions use for the same
-// thing: a query term adds its synonyms at synonymWeight.
-var synonyms = func() map[string][]string {
-	m := map[string][]string{}
-	for _, group := range [][]string{
-		{"find", "search", "lookup"},
-		{"delete", "remove"},
-		{"directory", "folder", "dir"},
-		{"email", "mail"},
-		{"event", "meeting", "appointment"},
-		{"issue", "ticket", "bug"},
-		{"repository", "repo"},
-		{"database", "db"},
-		{"kubernetes", "k8s", "cluster"},
-		{"message", "msg"},
-		{"page", "website", "webpage"},
-	} {
-		for _, w := range group {
-			for _, syn := range group {
-				if syn != w {
-					m[stem(w)] = append(m[stem(w)], stem(syn))
-				}
-			}
-		}
-	}
-	// Abbreviations that stand for several words.
-	m["pr"] = []string{"pull", "request"}
-	m["mr"] = []string{"merge", "request"}
-	return m
-}()

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/kljensen/snowball/english"
 )
 
 // tokens appends to dst the search terms of s: words split at anything
@@ -19,7 +21,10 @@ func tokens(dst []string, s string) []string {
 	parts := 0  // words found in that run so far
 	var prev rune
 	add := func(w string) {
-		if w = stem(strings.ToLower(w)); w != "" && !stopWords[w] {
+		if w = strings.ToLower(w); english.IsStopWord(w) {
+			return
+		}
+		if w = stem(w); w != "" && !stopWords[w] {
 			dst = append(dst, w)
 		}
 	}
@@ -73,38 +78,16 @@ func boundary(prev, r rune, rest string) bool {
 	return false
 }
 
-// stem reduces an English word to a crude stem so that the forms a query
-// and a description use meet: plurals, -ing, -ed and a final e go
-// ("branches", "branch"; "listing", "lists", "list"; "created", "creates",
-// "create"), a doubled final consonant left by -ing or -ed is undoubled
-// ("running", "run"). It is no Porter stemmer, only what tool descriptions
-// need: both sides of a match go through it, so a stem need not be a word.
+// stem reduces an English word to its Snowball (Porter2) stem, so that the
+// forms a query and a description use meet: "branches" and "branch",
+// "listing", "lists" and "list", "deletion" and "delete", "scheduled" and
+// "schedule". Both sides of a match go through it, so a stem need not be a
+// word. Words with digits or letters outside a-z are kept as they are.
 func stem(w string) string {
-	if len(w) <= 3 || !isASCIILower(w) {
+	if len(w) <= 2 || !isASCIILower(w) {
 		return w
 	}
-	switch {
-	case strings.HasSuffix(w, "ies") && len(w) > 4:
-		w = w[:len(w)-3] + "y"
-	case strings.HasSuffix(w, "sses"), strings.HasSuffix(w, "shes"), strings.HasSuffix(w, "ches"), strings.HasSuffix(w, "xes"):
-		w = w[:len(w)-2]
-	case strings.HasSuffix(w, "s") && !strings.HasSuffix(w, "ss") && !strings.HasSuffix(w, "us") && !strings.HasSuffix(w, "is"):
-		w = w[:len(w)-1]
-	}
-	cut := false
-	switch {
-	case strings.HasSuffix(w, "ing") && len(w) > 5:
-		w, cut = w[:len(w)-3], true
-	case strings.HasSuffix(w, "ed") && len(w) > 4:
-		w, cut = w[:len(w)-2], true
-	}
-	if n := len(w); cut && n > 3 && w[n-1] == w[n-2] && !strings.ContainsRune("aeiouls", rune(w[n-1])) {
-		w = w[:n-1]
-	}
-	if n := len(w); n > 4 && w[n-1] == 'e' {
-		w = w[:n-1]
-	}
-	return w
+	return english.Stem(w, true)
 }
 
 func isASCIILower(w string) bool {
@@ -116,14 +99,16 @@ func isASCIILower(w string) bool {
 	return true
 }
 
-// stopWords carry no meaning for choosing a tool (stemmed forms).
+// stopWords carry no meaning for choosing a tool (stemmed forms), past
+// the Snowball stemmer's own English stop words: words of requests
+// ("please", "need", "much") and of descriptions ("using", "via").
 var stopWords = func() map[string]bool {
 	m := map[string]bool{}
 	for _, w := range strings.Fields(`a an the of to in on at by for from with into onto as and or
 		not no is are was be been it its this that these those i me my we our you your it's
 		can could would should will shall do does did please some any all each every one
 		which what who whom whose when where how why there here then than so if else also
-		just only very up out about over via per using use`) {
+		just only very up out about over via per using use need want much many like let`) {
 		m[stem(w)] = true
 	}
 	return m

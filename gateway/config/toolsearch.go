@@ -35,6 +35,20 @@ type ToolSearch struct {
 	// (<server>__<tool>, sub-agent names), offered from the first turn even
 	// when searching (llm); default none.
 	AlwaysOffer []string `yaml:"always_offer"`
+	// Embeddings adds a ranking by embeddings, fused with the lexical one;
+	// default none (lexical ranking only).
+	Embeddings *SearchEmbeddings `yaml:"embeddings"`
+}
+
+// SearchEmbeddings is tool_search.embeddings: the tools and each query are
+// embedded through a provider's OpenAI-compatible /embeddings endpoint.
+type SearchEmbeddings struct {
+	// Provider is a key of models.providers of type openai (Anthropic has
+	// no embeddings API); required.
+	Provider string `yaml:"provider"`
+	// Model is the embedding model, e.g. text-embedding-3-small or, on
+	// Ollama, nomic-embed-text; required.
+	Model string `yaml:"model"`
 }
 
 // On reports whether the agent searches (or, on a proxy, offers
@@ -67,9 +81,15 @@ func (*ToolSearch) boolShorthand() {}
 var typeOfBoolShorthand = reflect.TypeOf((*boolShorthand)(nil)).Elem()
 
 // validateToolSearch checks an agent's tool_search.
-func (p *parser) validateToolSearch(a *Agent, key []string) {
+func (p *parser) validateToolSearch(c *Config, a *Agent, key []string) {
 	ts := a.ToolSearch
 	path := append(append([]string{}, key...), "tool_search")
+	if ts.Embeddings != nil {
+		p.validateEmbeddings(c, a, append(path, "embeddings"))
+		if a.Kind == KindToolbox && ts.Mode == "" && len(ts.AlwaysOffer) == 0 {
+			return // a toolbox takes tool_search: {embeddings: ...} alone
+		}
+	}
 	switch ts.Mode {
 	case "", ToolSearchOff, ToolSearchAuto, ToolSearchAlways:
 	default:
@@ -91,6 +111,27 @@ func (p *parser) validateToolSearch(a *Agent, key []string) {
 			}
 			p.addPath(path, msg)
 		}
+	}
+}
+
+// validateEmbeddings checks tool_search.embeddings: a provider with an
+// embeddings API, a model, and a search to serve.
+func (p *parser) validateEmbeddings(c *Config, a *Agent, key []string) {
+	e := a.ToolSearch.Embeddings
+	prov := c.Models.Providers[e.Provider]
+	switch {
+	case e.Provider == "":
+		p.addPath(append(key, "provider"), "is required (a provider of models.providers with an embeddings API)")
+	case prov == nil:
+		p.addPath(append(key, "provider"), fmt.Sprintf("unknown provider %q (want one of models.providers: %s)", e.Provider, strings.Join(providerNames(c), ", ")))
+	case prov.Type != ProviderOpenAI:
+		p.addPath(append(key, "provider"), fmt.Sprintf("provider %q is of type %s, which has no embeddings API (want an OpenAI-compatible provider)", e.Provider, prov.Type))
+	}
+	if e.Model == "" {
+		p.addPath(append(key, "model"), "is required (the embedding model)")
+	}
+	if !offersSearch(a) && a.Kind != KindToolbox {
+		p.addPath(key, "serves no search: tool_search is off")
 	}
 }
 

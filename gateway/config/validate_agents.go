@@ -88,8 +88,8 @@ func (p *parser) validateAgent(c *Config, a *Agent) {
 		p.addPath(append(key, "tool_name"), fmt.Sprintf("%q is not a usable tool name", a.ToolName))
 	}
 	p.validateKind(c, a, key)
-	p.validateToolSearch(a, key)  // toolsearch.go
-	p.validateCodeMode(c, a, key) // codemode.go
+	p.validateToolSearch(c, a, key) // toolsearch.go
+	p.validateCodeMode(c, a, key)   // codemode.go
 	p.checkToolCollisions(a, key)
 }
 

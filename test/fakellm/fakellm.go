@@ -1,9 +1,10 @@
 // Package fakellm is a scripted fake of two LLM HTTP APIs for tests: the
 // OpenAI Chat Completions streaming API (POST /v1/chat/completions, GET
-// /v1/models) and the Anthropic Messages streaming API (POST /v1/messages,
-// GET /v1/models/{model}). It speaks their SSE protocols faithfully, records
-// every request, and can reproduce the quirks of real servers. It owns no
-// production code and must never be imported outside tests.
+// /v1/models; and POST /v1/embeddings, embeddings.go) and the Anthropic
+// Messages streaming API (POST /v1/messages, GET /v1/models/{model}). It
+// speaks their SSE protocols faithfully, records every request, and can
+// reproduce the quirks of real servers. It owns no production code and
+// must never be imported outside tests.
 //
 // Usage:
 //
@@ -58,6 +59,9 @@ type Server struct {
 	seq      int
 	delay    time.Duration // for unscripted echo answers
 	rules    []rule        // When
+	// embeddings (embeddings.go)
+	embed     func(string) []float32
+	embedFail int
 }
 
 // rule is a standing answer for requests whose last user message holds
@@ -76,6 +80,7 @@ func New(t testing.TB) *Server {
 	mux.HandleFunc("POST /v1/messages", s.chat("anthropic"))
 	mux.HandleFunc("GET /v1/models", s.listModels)
 	mux.HandleFunc("GET /v1/models/{model}", s.getModel)
+	mux.HandleFunc("POST /v1/embeddings", s.embeddings)
 	s.srv = httptest.NewServer(s.record(mux))
 	t.Cleanup(func() {
 		close(s.closing)
