@@ -13,7 +13,7 @@ import (
 // its searches found (and always_offer), plus search_tools and the
 // sub-agents as tools.
 func TestCodeModeListsWhatSearchFound(t *testing.T) {
-	s, err := newModelSearch(config.ToolSearch{Mode: config.ToolSearchAlways, AlwaysOffer: []string{"s.x__tab"}})
+	s, err := newModelSearch(config.ToolSearch{Mode: config.ToolSearchAlways, AlwaysOffer: []string{"s.x__tab"}}, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -28,18 +28,12 @@ type ArgumentError struct{ Msg string }
 
 func (e *ArgumentError) Error() string { return "invalid arguments: " + e.Msg }
 
-// parseTurn reads send_message arguments. The new turn must be well formed;
-// malformed history entries are skipped (reported through skip), never
-// fatal. Only the newest maxHistory entries are kept. History system turns
-// are taken (parseTurnFor decides per agent).
-func parseTurn(args map[string]any, maxHistory int, maxImage int64, skip skipFunc) (Turn, error) {
-	return parseTurnFor(args, maxHistory, maxImage, true, skip)
-}
-
-// parseTurnFor is parseTurn for an agent that takes history system turns
-// only when allowSystem: a system turn instructs the model as the agent's
-// instruction does, so it is taken only from callers who may change that
-// (overrides.system); otherwise it is skipped as bad_role.
+// parseTurnFor reads send_message arguments. The new turn must be well
+// formed; malformed history entries are skipped (reported through skip),
+// never fatal. Only the newest maxHistory entries are kept. A history
+// system turn instructs the model as the agent's instruction does, so it
+// is taken only when allowSystem (callers who may change the instruction,
+// overrides.system); otherwise it is skipped as bad_role.
 func parseTurnFor(args map[string]any, maxHistory int, maxImage int64, allowSystem bool, skip skipFunc) (Turn, error) {
 	var t Turn
 	msg, ok := args["message"].(string)

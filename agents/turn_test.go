@@ -150,3 +150,11 @@ func FuzzParseTurn(f *testing.F) {
 		}
 	})
 }
+
+// parseTurn reads send_message arguments. The new turn must be well formed;
+// malformed history entries are skipped (reported through skip), never
+// fatal. Only the newest maxHistory entries are kept. History system turns
+// are taken (parseTurnFor decides per agent).
+func parseTurn(args map[string]any, maxHistory int, maxImage int64, skip skipFunc) (Turn, error) {
+	return parseTurnFor(args, maxHistory, maxImage, true, skip)
+}

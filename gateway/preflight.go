@@ -265,10 +265,3 @@ func (p *preflight) state(provider string) agents.ProviderState {
 	defer p.mu.Unlock()
 	return agents.ProviderState{Check: p.results[provider], Answered: p.answeredLocked(provider)}
 }
-
-// result is the last preflight error of a provider (nil: ok or not run).
-func (p *preflight) result(provider string) error {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.results[provider]
-}

@@ -287,3 +287,10 @@ func TestProviderCheckAgainstRealCalls(t *testing.T) {
 		})
 	}
 }
+
+// result is the last preflight error of a provider (nil: ok or not run).
+func (p *preflight) result(provider string) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.results[provider]
+}
