@@ -5,6 +5,7 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -49,6 +50,10 @@ func TestEverythingInterop(t *testing.T) {
 	}
 	if _, err := exec.LookPath("node"); err != nil {
 		t.Skip("node not installed")
+	}
+	if _, err := os.Stat(script); err != nil || !filepath.IsAbs(script) {
+		// node would exit at once and the probe would wait for nothing.
+		t.Fatalf("%s=%q: want the absolute path of an existing dist/index.js (%v)", everythingEnv, script, err)
 	}
 	mcpURL := freeURL(t)
 	u, _ := url.Parse(mcpURL)
