@@ -12,7 +12,6 @@ import (
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
-	"github.com/pallasgw/pallasgw/agents"
 	"github.com/pallasgw/pallasgw/agents/internal/agenttest"
 	"github.com/pallasgw/pallasgw/agents/mcpclient"
 )
@@ -79,7 +78,7 @@ func newToolboxPair(t *testing.T) *toolboxPair {
 			}
 			return fastResult(ctx, tool, onProgress)
 		}
-		var d agents.Downstream = down
+		var d mcpclient.Downstream = down
 		if !slow {
 			d = countedRaw{rawFakeDown{down}, &p.raw, &p.rawArgs}
 		}

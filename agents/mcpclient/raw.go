@@ -61,6 +61,9 @@ func (s *session) noteWire(cli *client.Client, version string) {
 // outcomes and metrics are CallTool's; a result with isError is not an
 // error here.
 func (m *Manager) CallToolRaw(ctx context.Context, server, tool string, args json.RawMessage, hdr http.Header, onProgress ProgressFunc) (*RawResult, error) {
+	if err := m.allowCall(ctx, server, tool, hdr); err != nil {
+		return nil, err
+	}
 	start := time.Now()
 	ctx, span := m.startCall(ctx, server, tool) // trace.go
 	r, done := m.rawRequest(ctx, tool, args, onProgress)
@@ -117,6 +120,9 @@ func (m *Manager) rawRequest(ctx context.Context, tool string, args json.RawMess
 // for again through mcp-go's client: by the protocol a first round that
 // asks for input has not done the work. Other sessions take mcp-go's path.
 func (m *Manager) CallToolJSON(ctx context.Context, server, tool string, args json.RawMessage, hdr http.Header, onProgress ProgressFunc) (*mcp.CallToolResult, error) {
+	if err := m.allowCall(ctx, server, tool, hdr); err != nil {
+		return nil, err
+	}
 	start := time.Now()
 	ctx, span := m.startCall(ctx, server, tool) // trace.go
 	r, done := m.rawRequest(ctx, tool, args, onProgress)
