@@ -157,10 +157,11 @@ func (c capSet) has(letter byte) bool {
 }
 
 // Answer runs one round of a 2026-07-28 call.
-func (b *inputBridge) Answer(ctx context.Context, req mcp.CallToolRequest, id any, modern bool) any {
-	if !modern {
-		return b.inner.Answer(ctx, req, id, modern)
+func (b *inputBridge) Answer(ctx context.Context, wc *wire.Call) any {
+	if !wc.Modern {
+		return b.inner.Answer(ctx, wc)
 	}
+	req, id := wc.Req, wc.ID
 	info := server.RequestProtocolInfoFromContext(ctx)
 	var caps capSet
 	var rawCaps json.RawMessage
@@ -173,7 +174,7 @@ func (b *inputBridge) Answer(ctx context.Context, req mcp.CallToolRequest, id an
 	caller := policy.IdentityFrom(ctx).Principal()
 	var st *roundState
 	var responses map[string]json.RawMessage
-	if rt := wire.RoundTripFrom(ctx); rt != nil {
+	if rt := wc.RoundTrip; rt != nil {
 		var err error
 		if responses, err = parseResponses(rt.InputResponses); err != nil {
 			b.e.d.Requests.rejected("inputResponses")
@@ -248,7 +249,7 @@ func (c *inputCall) start(ctx context.Context, req mcp.CallToolRequest, id any, 
 	cctx = wire.WithPassThroughGate(mcpclient.WithCallExtras(withScope(cctx, func(s *Scope) { s.call = c }), extras), c.mayPassThrough)
 	go func() {
 		defer cancel()
-		ans := c.b.inner.Answer(cctx, req, id, true)
+		ans := c.b.inner.Answer(cctx, &wire.Call{Req: req, ID: id, Modern: true})
 		c.mu.Lock()
 		c.final = ans
 		for _, a := range c.asks { // the call ended: nobody answers these

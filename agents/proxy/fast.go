@@ -46,7 +46,8 @@ func (p *Proxy) RawArgs() bool { return true }
 
 // Answer runs callTool; a downstream's raw result is written through as it
 // came, anything else as mcp-go would write it.
-func (p *Proxy) Answer(ctx context.Context, req mcp.CallToolRequest, id any, modern bool) any {
+func (p *Proxy) Answer(ctx context.Context, c *wire.Call) any {
+	req, id, modern := c.Req, c.ID, c.Modern
 	res, rr, err := p.callRecovered(ctx, req)
 	if err == nil && rr != nil && rr.Passed {
 		return wire.Passed

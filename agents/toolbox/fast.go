@@ -48,7 +48,8 @@ func (t *Target) RawArgs() bool { return true }
 // Answer runs execute_tool under mcp-go's WithRecovery middleware (the
 // agent's server is built with it) and answers as mcp-go would, the result
 // written raw when it came so.
-func (t *Target) Answer(ctx context.Context, req mcp.CallToolRequest, id any, modern bool) any {
+func (t *Target) Answer(ctx context.Context, c *wire.Call) any {
+	req, id, modern := c.Req, c.ID, c.Modern
 	res, rr, err := t.recovered(ctx, req)
 	if err == nil && res == nil {
 		if msg, ok := wire.RawResponse(id, rr, modern, t.selfJSON()); ok {
