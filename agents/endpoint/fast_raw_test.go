@@ -33,10 +33,10 @@ var rawSent = map[string]string{
 	"null_meta":  `{"_meta":null,"resultType":null,"content":[]}`,
 }
 
-func (f rawFakeDown) CallToolRaw(ctx context.Context, server, tool string, args json.RawMessage, hdr http.Header, onProgress mcpclient.ProgressFunc) (*mcpclient.RawResult, error) {
+func (f rawFakeDown) CallToolRaw(ctx context.Context, server, tool string, args json.RawMessage, hdr http.Header, onProgress mcpclient.ProgressFunc, opts mcpclient.CallOptions) (*mcpclient.RawResult, error) {
 	sent, ok := rawSent[tool]
 	if !ok {
-		return f.FakeDown.CallToolRaw(ctx, server, tool, args, hdr, onProgress)
+		return f.FakeDown.CallToolRaw(ctx, server, tool, args, hdr, onProgress, opts)
 	}
 	if _, err := f.CallTool(ctx, server, "text", nil, hdr, onProgress); err != nil { // records the path taken
 		return nil, err

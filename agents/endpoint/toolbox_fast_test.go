@@ -36,10 +36,10 @@ type countedRaw struct {
 	args *atomic.Value // string
 }
 
-func (c countedRaw) CallToolRaw(ctx context.Context, server, tool string, args json.RawMessage, hdr http.Header, onProgress mcpclient.ProgressFunc) (*mcpclient.RawResult, error) {
+func (c countedRaw) CallToolRaw(ctx context.Context, server, tool string, args json.RawMessage, hdr http.Header, onProgress mcpclient.ProgressFunc, opts mcpclient.CallOptions) (*mcpclient.RawResult, error) {
 	c.raw.Add(1)
 	c.args.Store(string(args))
-	return c.rawFakeDown.CallToolRaw(ctx, server, tool, args, hdr, onProgress)
+	return c.rawFakeDown.CallToolRaw(ctx, server, tool, args, hdr, onProgress, opts)
 }
 
 // toolboxPair is the toolbox of toolboxFastConfig served twice: with the

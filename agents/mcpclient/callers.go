@@ -6,6 +6,8 @@ import (
 	"net/http"
 
 	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/pallasgw/pallasgw/agents/wire"
 )
 
 // Downstream is the one downstream the agent kinds (proxy, toolbox, the
@@ -25,7 +27,7 @@ type Downstream interface {
 	// CallToolRaw is CallTool with the result as the downstream sent it,
 	// for the fast path's raw pass-through (agents/wire, raw.go). args is
 	// the arguments object as JSON, or nil.
-	CallToolRaw(ctx context.Context, server, tool string, args json.RawMessage, hdr http.Header, onProgress ProgressFunc) (*RawResult, error)
+	CallToolRaw(ctx context.Context, server, tool string, args json.RawMessage, hdr http.Header, onProgress ProgressFunc, opts CallOptions) (*RawResult, error)
 	// CallToolJSON is CallTool with the arguments as JSON, as the tool
 	// loop has them from the model (test/bench/README.md P17).
 	CallToolJSON(ctx context.Context, server, tool string, args json.RawMessage, hdr http.Header, onProgress ProgressFunc) (*mcp.CallToolResult, error)
@@ -46,6 +48,15 @@ type Downstream interface {
 	ListResources(ctx context.Context, server string, hdr http.Header) (*mcp.ListResourcesResult, error)
 	ListResourceTemplates(ctx context.Context, server string, hdr http.Header) (*mcp.ListResourceTemplatesResult, error)
 	ReadResource(ctx context.Context, server, uri string, hdr http.Header) (*mcp.ReadResourceResult, error)
+}
+
+// CallOptions are what a raw tools/call takes of the caller's side besides
+// its arguments.
+type CallOptions struct {
+	// PassThrough, when set, takes a large result to the caller's response
+	// as it arrives (the caller's wire.Call.PassThrough); the result then
+	// says Passed and holds no JSON.
+	PassThrough *wire.PassThrough
 }
 
 var (

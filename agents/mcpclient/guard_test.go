@@ -25,7 +25,7 @@ func TestManagerCallGuard(t *testing.T) {
 			return err
 		},
 		"CallToolRaw": func() error {
-			_, err := m.CallToolRaw(ctx, "a", "echo", args, http.Header{}, nil)
+			_, err := m.CallToolRaw(ctx, "a", "echo", args, http.Header{}, nil, CallOptions{})
 			return err
 		},
 		"CallToolJSON": func() error {

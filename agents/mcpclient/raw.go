@@ -60,7 +60,7 @@ func (s *session) noteWire(cli *client.Client, version string) {
 // is the arguments object as JSON (it is sent as it is) or nil. Errors,
 // outcomes and metrics are CallTool's; a result with isError is not an
 // error here.
-func (m *Manager) CallToolRaw(ctx context.Context, server, tool string, args json.RawMessage, hdr http.Header, onProgress ProgressFunc) (*RawResult, error) {
+func (m *Manager) CallToolRaw(ctx context.Context, server, tool string, args json.RawMessage, hdr http.Header, onProgress ProgressFunc, opts CallOptions) (*RawResult, error) {
 	if err := m.allowCall(ctx, server, tool, hdr); err != nil {
 		return nil, err
 	}
@@ -68,6 +68,7 @@ func (m *Manager) CallToolRaw(ctx context.Context, server, tool string, args jso
 	ctx, span := m.startCall(ctx, server, tool) // trace.go
 	r, done := m.rawRequest(ctx, tool, args, onProgress)
 	defer done()
+	r.pass = opts.PassThrough
 	var res *RawResult
 	err := m.do(ctx, server, callOp(tool), hdr, func(ctx context.Context, s *session, cli *client.Client) error {
 		var err error
@@ -92,6 +93,7 @@ type rawRequest struct {
 	args  json.RawMessage
 	token string // progress token; "" for none
 	relay *Relay
+	pass  *wire.PassThrough // CallOptions.PassThrough; nil: none
 
 	traceparent, tracestate string      // the call span's W3C trace context, for _meta; "" for none
 	extra                   *CallExtras // nil: none

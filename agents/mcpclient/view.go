@@ -181,12 +181,12 @@ func (d *Downstreams) CallTool(ctx context.Context, server, tool string, args ma
 
 // CallToolRaw is CallTool with the result as the downstream sent it (a
 // proxy's fast path).
-func (d *Downstreams) CallToolRaw(ctx context.Context, server, tool string, args json.RawMessage, hdr http.Header, onProgress ProgressFunc) (*RawResult, error) {
+func (d *Downstreams) CallToolRaw(ctx context.Context, server, tool string, args json.RawMessage, hdr http.Header, onProgress ProgressFunc, opts CallOptions) (*RawResult, error) {
 	m, err := d.manager(server)
 	if err != nil {
 		return nil, err
 	}
-	return m.CallToolRaw(ctx, server, tool, args, hdr, onProgress)
+	return m.CallToolRaw(ctx, server, tool, args, hdr, onProgress, opts)
 }
 
 // CallToolJSON is CallTool with the arguments as JSON (the tool loop).

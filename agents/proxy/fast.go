@@ -48,7 +48,7 @@ func (p *Proxy) RawArgs() bool { return true }
 // came, anything else as mcp-go would write it.
 func (p *Proxy) Answer(ctx context.Context, c *wire.Call) any {
 	req, id, modern := c.Req, c.ID, c.Modern
-	res, rr, err := p.callRecovered(ctx, req)
+	res, rr, err := p.callRecovered(ctx, c)
 	if err == nil && rr != nil && rr.Passed {
 		return wire.Passed
 	}
@@ -64,9 +64,9 @@ func (p *Proxy) Answer(ctx context.Context, c *wire.Call) any {
 // callRecovered is callTool under mcp-go's WithRecovery middleware (the
 // agent's server is built with it), asking for the result as raw JSON when
 // (CallToolRaw).
-func (p *Proxy) callRecovered(ctx context.Context, req mcp.CallToolRequest) (res *mcp.CallToolResult, rr *mcpclient.RawResult, err error) {
-	defer wire.Recover(req.Params.Name, &err)
-	return p.forward(ctx, req, true)
+func (p *Proxy) callRecovered(ctx context.Context, c *wire.Call) (res *mcp.CallToolResult, rr *mcpclient.RawResult, err error) {
+	defer wire.Recover(c.Req.Params.Name, &err)
+	return p.forward(ctx, c.Req, true, c)
 }
 
 // rawArguments are the caller's arguments as it sent them when they are an

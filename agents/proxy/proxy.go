@@ -403,7 +403,7 @@ func (p *Proxy) ensureTool(ctx context.Context, name string, inbound http.Header
 // CallTool forwards one tools/call and returns the downstream result
 // unchanged (mcp-go's handler of every exposed tool).
 func (p *Proxy) CallTool(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	res, _, err := p.forward(ctx, req, false)
+	res, _, err := p.forward(ctx, req, false, nil)
 	return res, err
 }
 
@@ -412,8 +412,9 @@ func (p *Proxy) CallTool(ctx context.Context, req mcp.CallToolRequest) (*mcp.Cal
 // answered with one; a downstream that cannot be reached gives an isError
 // result naming the failure and the request id. With raw set (the fast
 // path) a downstream result comes back as the downstream sent it (rr), any
-// other answer as res.
-func (p *Proxy) forward(ctx context.Context, req mcp.CallToolRequest, raw bool) (res *mcp.CallToolResult, rr *mcpclient.RawResult, err error) {
+// other answer as res; call, the caller's fast-path call (nil: none), may
+// let a large result pass through to the caller (wire.Call.PassThrough).
+func (p *Proxy) forward(ctx context.Context, req mcp.CallToolRequest, raw bool, call *wire.Call) (res *mcp.CallToolResult, rr *mcpclient.RawResult, err error) {
 	start := time.Now()
 	name := req.Params.Name
 	v, ok := p.tools.Load(name)
@@ -444,8 +445,9 @@ func (p *Proxy) forward(ctx context.Context, req mcp.CallToolRequest, raw bool) 
 	case raw:
 		// A large result goes to the caller as it arrives (wire,
 		// passthrough.go), after the call's last notifications.
-		pctx := wire.WithPassThrough(ctx, p.serverInfoJSON(), func() { relay.Flush(2 * time.Second) })
-		rr, err = p.d.Downstream.CallToolRaw(pctx, r.server, r.name, rawArguments(req), outbound, relay.ProgressFunc())
+		pass := call.PassThrough(p.serverInfoJSON(), func() { relay.Flush(2 * time.Second) })
+		rr, err = p.d.Downstream.CallToolRaw(ctx, r.server, r.name, rawArguments(req), outbound, relay.ProgressFunc(),
+			mcpclient.CallOptions{PassThrough: pass})
 		isError = err == nil && rr != nil && rr.IsError
 	default:
 		res, err = p.d.Downstream.CallTool(ctx, r.server, r.name, req.GetArguments(), outbound, relay.ProgressFunc())

@@ -149,7 +149,7 @@ func (p *Proxy) CallAsTask(ctx context.Context, req mcp.CallToolRequest, task js
 	}
 	x := &mcpclient.CallExtras{Params: map[string]json.RawMessage{"task": task}}
 	ctx = mcpclient.WithCallExtras(ctx, x)
-	res, rr, err := p.forward(ctx, req, true)
+	res, rr, err := p.forward(ctx, req, true, nil)
 	switch {
 	case err != nil:
 		var rpc *mcpclient.RPCError

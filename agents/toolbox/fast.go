@@ -117,7 +117,7 @@ func (tb *toolbox) executeRaw(ctx context.Context, c *tbCall, req mcp.CallToolRe
 	}
 	defer call.cancel()
 	callCtx, onProgress, done := tb.d.Relay(call.ctx, call.token)
-	rr, err := tb.d.Downstream.CallToolRaw(callCtx, c.server, c.target, toolArgs, call.hdr, onProgress)
+	rr, err := tb.d.Downstream.CallToolRaw(callCtx, c.server, c.target, toolArgs, call.hdr, onProgress, mcpclient.CallOptions{})
 	done()
 	if err != nil {
 		return nil, tb.downstreamError(ctx, c, err)

@@ -82,7 +82,7 @@ func (f *FakeDown) CallTool(ctx context.Context, server, tool string, args map[s
 
 // CallToolRaw is CallTool with the result as the bytes a downstream built
 // on mcp-go sends for it (json.Marshal).
-func (f *FakeDown) CallToolRaw(ctx context.Context, server, tool string, args json.RawMessage, hdr http.Header, onProgress mcpclient.ProgressFunc) (*mcpclient.RawResult, error) {
+func (f *FakeDown) CallToolRaw(ctx context.Context, server, tool string, args json.RawMessage, hdr http.Header, onProgress mcpclient.ProgressFunc, opts mcpclient.CallOptions) (*mcpclient.RawResult, error) {
 	m, err := argsMap(args)
 	if err != nil {
 		return nil, err
