@@ -30,13 +30,6 @@ import (
 	"github.com/pallasgw/pallasgw/policy/quota"
 )
 
-// Downstream is what agents need of the downstream MCP clients
-// (*mcpclient.Downstreams, a snapshot's view, implements it).
-type Downstream interface {
-	mcpclient.ToolCaller
-	Probe(ctx context.Context, server string, hdr http.Header) error
-}
-
 // ProviderState is what the gateway knows of an LLM provider.
 type ProviderState struct {
 	// Check is the last preflight's error (nil: ok or not run).
@@ -51,7 +44,7 @@ type Deps struct {
 	Config     *config.Config
 	Logger     *zap.Logger
 	Metrics    *metrics.Metrics
-	Downstream Downstream
+	Downstream mcpclient.Downstream // the one downstream (a snapshot's *mcpclient.Downstreams)
 	// Providers by provider name (the keys of models.providers); built-ins
 	// are made per agent by the Set.
 	Providers map[string]llm.Provider

@@ -21,7 +21,7 @@ import (
 )
 
 // scripted is agenttest.SendConfig over down, its model a ScriptLLM.
-func scripted(t *testing.T, down agents.Downstream) *agenttest.Agents {
+func scripted(t *testing.T, down mcpclient.Downstream) *agenttest.Agents {
 	t.Helper()
 	return agenttest.NewWith(t, agenttest.SendConfig, down, map[string]llm.Provider{"openai": agenttest.NewScriptLLM()})
 }

@@ -141,10 +141,8 @@ func (a *Agent) scriptRequest(ctx context.Context) error {
 // refusal audited, as the tool loop's refuseHidden does); nil: no such
 // tool.
 func (r *llmRunner) scriptHidden(ctx context.Context, c *Call, server, tool string) error {
-	if h, ok := r.a.set.deps.Downstream.(pins.Hider); ok {
-		if err := h.Hidden(server, tool); err != nil {
-			return err
-		}
+	if err := r.a.set.deps.Downstream.Hidden(server, tool); err != nil {
+		return err
 	}
 	if d := r.decision(c, server, tool); !d.Allowed {
 		r.audit(ctx, c, server, tool, d, time.Now())

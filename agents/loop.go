@@ -326,20 +326,11 @@ func (a *Agent) relayRequests(ctx context.Context, progress *Reporter) context.C
 	}})
 }
 
-// JSONDownstream is a Downstream that takes a tool call's arguments as JSON
-// (*mcpclient.Manager's CallToolJSON: on its raw path, test/bench/README.md P17), as the
-// tool loop has them from the model.
-type JSONDownstream interface {
-	CallToolJSON(ctx context.Context, server, tool string, args json.RawMessage, hdr http.Header, onProgress mcpclient.ProgressFunc) (*mcp.CallToolResult, error)
-}
-
-var _ JSONDownstream = (*mcpclient.Manager)(nil)
-
 // callTool is one tools/call of a downstream tool for the tool loop. With
 // the wire switch off (wire.Fast) it goes through mcp-go's client.
 func (a *Agent) callTool(ctx context.Context, server, tool string, args json.RawMessage, hdr http.Header, onProgress mcpclient.ProgressFunc) (*mcp.CallToolResult, error) {
-	if d, ok := a.set.deps.Downstream.(JSONDownstream); ok && wire.Fast() {
-		return d.CallToolJSON(ctx, server, tool, args, hdr, onProgress)
+	if wire.Fast() { // the arguments as the model gave them (test/bench/README.md P17)
+		return a.set.deps.Downstream.CallToolJSON(ctx, server, tool, args, hdr, onProgress)
 	}
 	var m map[string]any
 	if len(args) > 0 {

@@ -78,7 +78,7 @@ type Script struct {
 	// "step 3: server.tool".
 	Progress func(msg string)
 	// Hidden, when set, says why a tool the script names is not callable
-	// (pins.Hider: it awaits approval), or nil.
+	// (the pins hide it: it awaits approval), or nil.
 	Hidden func(server, tool string) error
 }
 

@@ -77,11 +77,12 @@ func (e *Endpoint) serveCatalog(w http.ResponseWriter, r *http.Request, msg *wir
 		return false
 	}
 	req.Method, req.Header = string(mcp.MethodToolsCall), r.Header
+	c := &wire.Call{Req: req, ID: id, Modern: true}
 	if len(msg.Params.InputResponses) > 0 || len(msg.Params.RequestState) > 0 {
-		ctx = wire.WithRoundTrip(ctx, &wire.RoundTrip{InputResponses: msg.Params.InputResponses, RequestState: msg.Params.RequestState})
+		c.RoundTrip = &wire.RoundTrip{InputResponses: msg.Params.InputResponses, RequestState: msg.Params.RequestState}
 	}
 	b := newInputBridge(e, catalogTarget{call: call, catalog: p})
-	writeAnswer(w, b.Answer(ctx, req, id, true))
+	writeAnswer(w, b.Answer(ctx, c))
 	return true
 }
 
@@ -96,7 +97,8 @@ type catalogTarget struct {
 func (catalogTarget) Answers(string) bool { return true }
 func (catalogTarget) RawArgs() bool       { return true }
 
-func (t catalogTarget) Answer(ctx context.Context, _ mcp.CallToolRequest, id any, _ bool) any {
+func (t catalogTarget) Answer(ctx context.Context, c *wire.Call) any {
+	id := c.ID
 	res, err := t.call(ctx)
 	if err != nil {
 		var rpc *mcpclient.RPCError

@@ -15,9 +15,8 @@ import (
 	"github.com/pallasgw/pallasgw/agents/mcpclient"
 )
 
-// rawFakeDown is a FakeDown with CallToolRaw: the result is the bytes a
-// downstream built on mcp-go sends for it (json.Marshal), unless sent
-// overrides them for a tool.
+// rawFakeDown is a FakeDown whose CallToolRaw sends rawSent's bytes for
+// the tools it names.
 type rawFakeDown struct{ *agenttest.FakeDown }
 
 // rawSent are results sent as they are, in ways mcp-go's client would
@@ -34,37 +33,15 @@ var rawSent = map[string]string{
 	"null_meta":  `{"_meta":null,"resultType":null,"content":[]}`,
 }
 
-func (f rawFakeDown) CallToolRaw(ctx context.Context, server, tool string, args json.RawMessage, hdr http.Header, onProgress mcpclient.ProgressFunc) (*mcpclient.RawResult, error) {
-	var m map[string]any
-	if len(args) > 0 {
-		if err := json.Unmarshal(args, &m); err != nil {
-			return nil, err
-		}
+func (f rawFakeDown) CallToolRaw(ctx context.Context, server, tool string, args json.RawMessage, hdr http.Header, onProgress mcpclient.ProgressFunc, opts mcpclient.CallOptions) (*mcpclient.RawResult, error) {
+	sent, ok := rawSent[tool]
+	if !ok {
+		return f.FakeDown.CallToolRaw(ctx, server, tool, args, hdr, onProgress, opts)
 	}
-	var b []byte
-	if sent, ok := rawSent[tool]; ok {
-		if _, err := f.CallTool(ctx, server, "text", m, hdr, onProgress); err != nil { // records the path taken
-			return nil, err
-		}
-		b = []byte(sent)
-	} else {
-		res, err := f.CallTool(ctx, server, tool, m, hdr, onProgress)
-		if err != nil || res == nil {
-			return nil, err
-		}
-		if b, err = json.Marshal(res); err != nil {
-			return nil, err
-		}
-	}
-	var peek struct {
-		IsError    bool            `json:"isError"`
-		ResultType string          `json:"resultType"`
-		Meta       json.RawMessage `json:"_meta"`
-	}
-	if err := json.Unmarshal(b, &peek); err != nil {
+	if _, err := f.CallTool(ctx, server, "text", nil, hdr, onProgress); err != nil { // records the path taken
 		return nil, err
 	}
-	return &mcpclient.RawResult{JSON: b, IsError: peek.IsError, ResultType: peek.ResultType, Meta: peek.Meta}, nil
+	return agenttest.RawOf([]byte(sent))
 }
 
 // sameExchange reports whether two responses are the same to a caller:

@@ -157,10 +157,11 @@ func (c capSet) has(letter byte) bool {
 }
 
 // Answer runs one round of a 2026-07-28 call.
-func (b *inputBridge) Answer(ctx context.Context, req mcp.CallToolRequest, id any, modern bool) any {
-	if !modern {
-		return b.inner.Answer(ctx, req, id, modern)
+func (b *inputBridge) Answer(ctx context.Context, wc *wire.Call) any {
+	if !wc.Modern {
+		return b.inner.Answer(ctx, wc)
 	}
+	req, id := wc.Req, wc.ID
 	info := server.RequestProtocolInfoFromContext(ctx)
 	var caps capSet
 	var rawCaps json.RawMessage
@@ -173,7 +174,7 @@ func (b *inputBridge) Answer(ctx context.Context, req mcp.CallToolRequest, id an
 	caller := policy.IdentityFrom(ctx).Principal()
 	var st *roundState
 	var responses map[string]json.RawMessage
-	if rt := wire.RoundTripFrom(ctx); rt != nil {
+	if rt := wc.RoundTrip; rt != nil {
 		var err error
 		if responses, err = parseResponses(rt.InputResponses); err != nil {
 			b.e.d.Requests.rejected("inputResponses")
@@ -233,22 +234,23 @@ func (b *inputBridge) Answer(ctx context.Context, req mcp.CallToolRequest, id an
 		call.replay, call.resume = replayAnswers(st, responses), st.Resume
 		b.e.d.Requests.count("replayed")
 	}
-	return call.start(ctx, req, id, extras)
+	return call.start(ctx, wc, extras)
 }
 
 // start runs the downstream call detached from the caller's request and
 // serves its first round.
-func (c *inputCall) start(ctx context.Context, req mcp.CallToolRequest, id any, extras *mcpclient.CallExtras) any {
+func (c *inputCall) start(ctx context.Context, wc *wire.Call, extras *mcpclient.CallExtras) any {
 	c.id = newCallID()
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), maxCallLife)
 	c.cancel = cancel
+	cctx = mcpclient.WithCallExtras(withScope(cctx, func(s *Scope) { s.call = c }), extras)
 	// A large result may go to the caller as it arrives (wire.PassThrough)
 	// while this round is still the caller's request and nothing was asked:
 	// otherwise the bridge answers, maybe in a later round under another id.
-	cctx = wire.WithPassThroughGate(mcpclient.WithCallExtras(withScope(cctx, func(s *Scope) { s.call = c }), extras), c.mayPassThrough)
+	inner := wc.Gated(c.mayPassThrough)
 	go func() {
 		defer cancel()
-		ans := c.b.inner.Answer(cctx, req, id, true)
+		ans := c.b.inner.Answer(cctx, inner)
 		c.mu.Lock()
 		c.final = ans
 		for _, a := range c.asks { // the call ended: nobody answers these
@@ -261,7 +263,7 @@ func (c *inputCall) start(ctx context.Context, req mcp.CallToolRequest, id any, 
 		c.b.e.d.Requests.drop(c)
 		c.signal()
 	}()
-	return c.serve(ctx, id, true)
+	return c.serve(ctx, wc.ID, true)
 }
 
 // mayPassThrough reports that the call's result may be the answer to the

@@ -12,7 +12,6 @@ import (
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
-	"github.com/pallasgw/pallasgw/agents"
 	"github.com/pallasgw/pallasgw/agents/endpoint"
 	"github.com/pallasgw/pallasgw/agents/internal/agenttest"
 	"github.com/pallasgw/pallasgw/agents/mcpclient"
@@ -153,7 +152,7 @@ func newFastPair(t *testing.T) *fastPair {
 			}
 			return fastResult(ctx, tool, onProgress)
 		}
-		var d agents.Downstream = down
+		var d mcpclient.Downstream = down
 		if !slow {
 			d = rawFakeDown{down} // the fast path passes results through as raw JSON
 		}

@@ -31,9 +31,9 @@ func (t Tool) Answers(name string) bool { return name == t.Name }
 // RawArgs: the handler reads the arguments decoded.
 func (Tool) RawArgs() bool { return false }
 
-func (t Tool) Answer(ctx context.Context, req mcp.CallToolRequest, id any, modern bool) any {
-	res, err := t.recovered(ctx, req)
-	return wire.ToolAnswer(id, req.Params.Name, res, err, modern, t.Self)
+func (t Tool) Answer(ctx context.Context, c *wire.Call) any {
+	res, err := t.recovered(ctx, c.Req)
+	return wire.ToolAnswer(c.ID, c.Req.Params.Name, res, err, c.Modern, t.Self)
 }
 
 // recovered is the handler under mcp-go's WithRecovery middleware.

@@ -12,7 +12,6 @@ import (
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
-	"github.com/pallasgw/pallasgw/agents"
 	"github.com/pallasgw/pallasgw/agents/internal/agenttest"
 	"github.com/pallasgw/pallasgw/agents/mcpclient"
 )
@@ -37,10 +36,10 @@ type countedRaw struct {
 	args *atomic.Value // string
 }
 
-func (c countedRaw) CallToolRaw(ctx context.Context, server, tool string, args json.RawMessage, hdr http.Header, onProgress mcpclient.ProgressFunc) (*mcpclient.RawResult, error) {
+func (c countedRaw) CallToolRaw(ctx context.Context, server, tool string, args json.RawMessage, hdr http.Header, onProgress mcpclient.ProgressFunc, opts mcpclient.CallOptions) (*mcpclient.RawResult, error) {
 	c.raw.Add(1)
 	c.args.Store(string(args))
-	return c.rawFakeDown.CallToolRaw(ctx, server, tool, args, hdr, onProgress)
+	return c.rawFakeDown.CallToolRaw(ctx, server, tool, args, hdr, onProgress, opts)
 }
 
 // toolboxPair is the toolbox of toolboxFastConfig served twice: with the
@@ -79,7 +78,7 @@ func newToolboxPair(t *testing.T) *toolboxPair {
 			}
 			return fastResult(ctx, tool, onProgress)
 		}
-		var d agents.Downstream = down
+		var d mcpclient.Downstream = down
 		if !slow {
 			d = countedRaw{rawFakeDown{down}, &p.raw, &p.rawArgs}
 		}

@@ -72,9 +72,9 @@ func TestEveryReadIsBounded(t *testing.T) {
 					t.Errorf("%s: error %v, want the message refused as larger than the bound", what, err)
 				}
 			}
-			_, err := m.CallToolRaw(ctx, "calls", "big", []byte(`{"n":16384}`), nil, nil)
+			_, err := m.CallToolRaw(ctx, "calls", "big", []byte(`{"n":16384}`), nil, nil, CallOptions{})
 			tooLarge("raw call, fresh session", err)
-			_, err = m.CallToolRaw(ctx, "calls", "big", []byte(`{"n":16384}`), nil, nil)
+			_, err = m.CallToolRaw(ctx, "calls", "big", []byte(`{"n":16384}`), nil, nil, CallOptions{})
 			tooLarge("raw call", err)
 			_, err = m.CallTool(ctx, "calls", "big", big, nil, nil)
 			tooLarge("typed call", err)

@@ -6,24 +6,60 @@ import (
 	"net/http"
 
 	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/pallasgw/pallasgw/agents/wire"
 )
 
-// ToolCaller is what the agent kinds (proxy, toolbox, the tool loop) need
-// of the downstream MCP clients: a server's tools as the caller's outbound
-// headers hdr list them, and a call of one. *Manager implements it.
-type ToolCaller interface {
+// Downstream is the one downstream the agent kinds (proxy, toolbox, the
+// tool loop, code mode) call: *Downstreams, a snapshot's view over the
+// per-server Managers a Cache keeps warm across reloads, whose call guard
+// (Options.Guard: the gateway's pins) checks every tools/call. *Manager is
+// one too. It is an interface only so
+// that tests can hand the kinds an in-memory fake
+// (agents/internal/agenttest.FakeDown); every method is required, and no
+// production code asks a Downstream what else it is (test/arch checks it).
+// hdr is always the caller's outbound headers for server.
+type Downstream interface {
+	// Tools is server's tool list as hdr's credentials see it.
 	Tools(ctx context.Context, server string, hdr http.Header) ([]mcp.Tool, error)
+	// CallTool is one tools/call through mcp-go's client, typed.
 	CallTool(ctx context.Context, server, tool string, args map[string]any, hdr http.Header, onProgress ProgressFunc) (*mcp.CallToolResult, error)
+	// CallToolRaw is CallTool with the result as the downstream sent it,
+	// for the fast path's raw pass-through (agents/wire, raw.go). args is
+	// the arguments object as JSON, or nil.
+	CallToolRaw(ctx context.Context, server, tool string, args json.RawMessage, hdr http.Header, onProgress ProgressFunc, opts CallOptions) (*RawResult, error)
+	// CallToolJSON is CallTool with the arguments as JSON, as the tool
+	// loop has them from the model (test/bench/README.md P17).
+	CallToolJSON(ctx context.Context, server, tool string, args json.RawMessage, hdr http.Header, onProgress ProgressFunc) (*mcp.CallToolResult, error)
+	// Hidden says why the pins hide server's tool from its lists, or nil:
+	// a call of a hidden name is refused with it, not as an unknown tool.
+	Hidden(server, tool string) error
+	// Probe checks that server answers (health).
+	Probe(ctx context.Context, server string, hdr http.Header) error
+	// SetLogLevel forwards a caller's logging/setLevel.
+	SetLogLevel(ctx context.Context, server string, level mcp.LoggingLevel, hdr http.Header) error
+	// Capabilities are what server declares.
+	Capabilities(ctx context.Context, server string, hdr http.Header) (mcp.ServerCapabilities, error)
+	// TaskRequest is one tasks/* request of server, params and result as
+	// JSON.
+	TaskRequest(ctx context.Context, server, method string, params json.RawMessage, hdr http.Header) (json.RawMessage, error)
+	ListPrompts(ctx context.Context, server string, hdr http.Header) (*mcp.ListPromptsResult, error)
+	GetPrompt(ctx context.Context, server, name string, args map[string]string, hdr http.Header) (*mcp.GetPromptResult, error)
+	ListResources(ctx context.Context, server string, hdr http.Header) (*mcp.ListResourcesResult, error)
+	ListResourceTemplates(ctx context.Context, server string, hdr http.Header) (*mcp.ListResourceTemplatesResult, error)
+	ReadResource(ctx context.Context, server, uri string, hdr http.Header) (*mcp.ReadResourceResult, error)
 }
 
-// RawCaller gives a tools/call result as the downstream sent it, for the
-// fast path's raw pass-through (agents/wire, raw.go). args is the
-// arguments object as JSON, or nil. *Manager implements it.
-type RawCaller interface {
-	CallToolRaw(ctx context.Context, server, tool string, args json.RawMessage, hdr http.Header, onProgress ProgressFunc) (*RawResult, error)
+// CallOptions are what a raw tools/call takes of the caller's side besides
+// its arguments.
+type CallOptions struct {
+	// PassThrough, when set, takes a large result to the caller's response
+	// as it arrives (the caller's wire.Call.PassThrough); the result then
+	// says Passed and holds no JSON.
+	PassThrough *wire.PassThrough
 }
 
 var (
-	_ ToolCaller = (*Manager)(nil)
-	_ RawCaller  = (*Manager)(nil)
+	_ Downstream = (*Downstreams)(nil)
+	_ Downstream = (*Manager)(nil)
 )

@@ -49,6 +49,9 @@ func (m *Manager) Tools(ctx context.Context, server string, hdr http.Header) ([]
 // The result is the downstream's, unchanged; a result with isError is not an
 // error here.
 func (m *Manager) CallTool(ctx context.Context, server, tool string, args map[string]any, hdr http.Header, onProgress ProgressFunc) (*mcp.CallToolResult, error) {
+	if err := m.allowCall(ctx, server, tool, hdr); err != nil {
+		return nil, err
+	}
 	start := time.Now()
 	ctx, span := m.startCall(ctx, server, tool) // trace.go
 	var raw json.RawMessage

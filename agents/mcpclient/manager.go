@@ -49,6 +49,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"go.uber.org/zap"
 
+	"github.com/pallasgw/pallasgw/agents/pins"
 	"github.com/pallasgw/pallasgw/metrics"
 )
 
@@ -181,6 +182,11 @@ type Options struct {
 	// the list to cache and serve: the gateway's tool pins
 	// (agents/pins) hash and check definitions here, once per read.
 	ToolFilter func(server string, tools []mcp.Tool, raw []json.RawMessage) []mcp.Tool
+
+	// Guard is the manager's call guard: a tools/call of a tool whose
+	// definition awaits approval or was rejected (the gateway's pins) is
+	// refused before it goes out (guard.go); nil: every call goes.
+	Guard *pins.Guard
 }
 
 // processTag names this process in the ids of the requests it sends past

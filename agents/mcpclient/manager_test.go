@@ -447,7 +447,7 @@ func TestRefusedConnectionWording(t *testing.T) {
 	m := newManager(t, Options{}, ServerSpec{Name: "d", Transport: TransportHTTP, URL: srv.URL + "/mcp"})
 	_, listErr := m.Tools(testCtx(t), "d", nil)
 	_, callErr := m.CallTool(testCtx(t), "d", "x", nil, nil, nil)
-	_, rawErr := m.CallToolRaw(testCtx(t), "d", "x", nil, nil, nil)
+	_, rawErr := m.CallToolRaw(testCtx(t), "d", "x", nil, nil, nil, CallOptions{})
 	for what, err := range map[string]error{"tools/list": listErr, "tools/call": callErr, "raw tools/call": rawErr} {
 		if err == nil || strings.Count(err.Error(), "failed to send request") > 0 || !strings.Contains(err.Error(), "connection refused") ||
 			!errors.Is(err, ErrUnavailable) || Outcome(err) != "unavailable" {

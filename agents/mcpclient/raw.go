@@ -60,11 +60,15 @@ func (s *session) noteWire(cli *client.Client, version string) {
 // is the arguments object as JSON (it is sent as it is) or nil. Errors,
 // outcomes and metrics are CallTool's; a result with isError is not an
 // error here.
-func (m *Manager) CallToolRaw(ctx context.Context, server, tool string, args json.RawMessage, hdr http.Header, onProgress ProgressFunc) (*RawResult, error) {
+func (m *Manager) CallToolRaw(ctx context.Context, server, tool string, args json.RawMessage, hdr http.Header, onProgress ProgressFunc, opts CallOptions) (*RawResult, error) {
+	if err := m.allowCall(ctx, server, tool, hdr); err != nil {
+		return nil, err
+	}
 	start := time.Now()
 	ctx, span := m.startCall(ctx, server, tool) // trace.go
 	r, done := m.rawRequest(ctx, tool, args, onProgress)
 	defer done()
+	r.pass = opts.PassThrough
 	var res *RawResult
 	err := m.do(ctx, server, callOp(tool), hdr, func(ctx context.Context, s *session, cli *client.Client) error {
 		var err error
@@ -89,6 +93,7 @@ type rawRequest struct {
 	args  json.RawMessage
 	token string // progress token; "" for none
 	relay *Relay
+	pass  *wire.PassThrough // CallOptions.PassThrough; nil: none
 
 	traceparent, tracestate string      // the call span's W3C trace context, for _meta; "" for none
 	extra                   *CallExtras // nil: none
@@ -117,6 +122,9 @@ func (m *Manager) rawRequest(ctx context.Context, tool string, args json.RawMess
 // for again through mcp-go's client: by the protocol a first round that
 // asks for input has not done the work. Other sessions take mcp-go's path.
 func (m *Manager) CallToolJSON(ctx context.Context, server, tool string, args json.RawMessage, hdr http.Header, onProgress ProgressFunc) (*mcp.CallToolResult, error) {
+	if err := m.allowCall(ctx, server, tool, hdr); err != nil {
+		return nil, err
+	}
 	start := time.Now()
 	ctx, span := m.startCall(ctx, server, tool) // trace.go
 	r, done := m.rawRequest(ctx, tool, args, onProgress)

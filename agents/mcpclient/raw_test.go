@@ -102,7 +102,7 @@ func TestRawCallPassesTheResultThrough(t *testing.T) {
 	mt := newMetrics()
 	m := newManager(t, Options{Metrics: mt}, d.spec())
 	args := json.RawMessage(`{"big":12345678901234567890,"s":"<x>"}`)
-	res, err := m.CallToolRaw(testCtx(t), "script", "t", args, hdr("X-Tenant", "a"), nil)
+	res, err := m.CallToolRaw(testCtx(t), "script", "t", args, hdr("X-Tenant", "a"), nil, CallOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,7 +129,7 @@ func TestRawCallArgumentsUnchanged(t *testing.T) {
 		jsonAnswer(w, fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":{"content":[]}}`, id))
 	})
 	m := newManager(t, Options{}, d.spec())
-	if _, err := m.CallToolRaw(testCtx(t), "script", "t\"q", json.RawMessage(`{"big":12345678901234567890}`), nil, func(float64, *float64, string) {}); err != nil {
+	if _, err := m.CallToolRaw(testCtx(t), "script", "t\"q", json.RawMessage(`{"big":12345678901234567890}`), nil, func(float64, *float64, string) {}, CallOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	p := receive(t, "the params", got)
@@ -186,7 +186,7 @@ func TestRawCallSSEStream(t *testing.T) {
 		},
 	}
 	onProgress := func(p float64, total *float64, msg string) { note(fmt.Sprintf("progress %v/%v %s", p, *total, msg)) }
-	res, err := m.CallToolRaw(WithRelay(testCtx(t), relay), "script", "t", nil, nil, onProgress)
+	res, err := m.CallToolRaw(WithRelay(testCtx(t), relay), "script", "t", nil, nil, onProgress, CallOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -212,19 +212,19 @@ func TestRawCallGoSDKServer(t *testing.T) {
 		Request: func(_ context.Context, method string, _ json.RawMessage) (json.RawMessage, error) {
 			return json.RawMessage(`{"role":"assistant","model":"m","content":{"type":"text","text":"ok"}}`), nil
 		}}
-	res, err := m.CallToolRaw(WithRelay(ctx, relay), "relay", "logs", json.RawMessage(`{"tag":"r"}`), nil, nil)
+	res, err := m.CallToolRaw(WithRelay(ctx, relay), "relay", "logs", json.RawMessage(`{"tag":"r"}`), nil, nil, CallOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(string(res.JSON), "logged r") || strings.Join(col.got(), ",") != "info:r 1,error:r 2" {
 		t.Errorf("result %s, logs %v", res.JSON, col.got())
 	}
-	res, err = m.CallToolRaw(WithRelay(ctx, relay), "relay", "sample", nil, nil, nil)
+	res, err = m.CallToolRaw(WithRelay(ctx, relay), "relay", "sample", nil, nil, nil, CallOptions{})
 	if err != nil || !strings.Contains(string(res.JSON), "sampled by m") {
 		t.Errorf("sample: %s, %v", res.JSON, err)
 	}
 	// Without a relay the request is refused with pallasgw's reason.
-	res, err = m.CallToolRaw(ctx, "relay", "sample", nil, nil, nil)
+	res, err = m.CallToolRaw(ctx, "relay", "sample", nil, nil, nil, CallOptions{})
 	if err != nil || !strings.Contains(string(res.JSON), "is not relayed for this request") {
 		t.Errorf("sample without a relay: %s, %v", res.JSON, err)
 	}
@@ -292,7 +292,7 @@ func TestRawCallErrors(t *testing.T) {
 				d := newScriptServer(t, func(w http.ResponseWriter, id, _ json.RawMessage) { c.answer(w, id) })
 				mt := newMetrics()
 				m := newManager(t, Options{Metrics: mt}, d.spec())
-				res, err := m.CallToolRaw(testCtx(t), "script", "t", nil, nil, nil)
+				res, err := m.CallToolRaw(testCtx(t), "script", "t", nil, nil, nil, CallOptions{})
 				if !c.check(res, err) {
 					t.Errorf("got %+v, %v", res, err)
 				}
@@ -317,11 +317,11 @@ func TestRawCallReconnects(t *testing.T) {
 		d := newDownstream(t, true)
 		m := newManager(t, Options{}, d.spec("argos"))
 		ctx := testCtx(t)
-		if _, err := m.CallToolRaw(ctx, "argos", "echo", nil, nil, nil); err != nil {
+		if _, err := m.CallToolRaw(ctx, "argos", "echo", nil, nil, nil, CallOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		d.restart(false) // 404 for the old session
-		res, err := m.CallToolRaw(ctx, "argos", "echo", json.RawMessage(`{"text":"again"}`), nil, nil)
+		res, err := m.CallToolRaw(ctx, "argos", "echo", json.RawMessage(`{"text":"again"}`), nil, nil, CallOptions{})
 		if err != nil || !strings.Contains(string(res.JSON), "echo:again") {
 			t.Fatalf("call after restart: %v %v", res, err)
 		}
@@ -333,7 +333,7 @@ func TestRawCallReconnects(t *testing.T) {
 		d := newDownstream(t, true)
 		m := newManager(t, Options{}, d.spec("argos"))
 		d.reject.Store(true)
-		_, err := m.CallToolRaw(testCtx(t), "argos", "echo", nil, nil, nil)
+		_, err := m.CallToolRaw(testCtx(t), "argos", "echo", nil, nil, nil, CallOptions{})
 		if !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "session lost twice") {
 			t.Fatalf("err = %v, want ErrUnavailable", err)
 		}
@@ -344,7 +344,7 @@ func TestRawCallReconnects(t *testing.T) {
 	t.Run("stream cut mid-call", func(t *testing.T) {
 		ts := cutServer(t)
 		m := newManager(t, Options{}, ServerSpec{Name: "cut", URL: ts.URL + "/mcp", Timeout: 30 * time.Second})
-		_, err := m.CallToolRaw(testCtx(t), "cut", "cut", nil, nil, nil)
+		_, err := m.CallToolRaw(testCtx(t), "cut", "cut", nil, nil, nil, CallOptions{})
 		if !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "session lost during the call") {
 			t.Fatalf("err = %v, want ErrUnavailable: session lost during the call", err)
 		}
@@ -357,7 +357,7 @@ func TestRawCallTimeout(t *testing.T) {
 	spec := d.spec("argos")
 	spec.Timeout = 300 * time.Millisecond
 	m := newManager(t, Options{Metrics: mt}, spec)
-	_, err := m.CallToolRaw(testCtx(t), "argos", "wait", json.RawMessage(`{"id":"slow"}`), nil, nil)
+	_, err := m.CallToolRaw(testCtx(t), "argos", "wait", json.RawMessage(`{"id":"slow"}`), nil, nil, CallOptions{})
 	if Outcome(err) != "timeout" || !strings.Contains(err.Error(), "no answer within the server's timeout of 300ms") {
 		t.Fatalf("err = %v, want the server's timeout", err)
 	}
@@ -373,7 +373,7 @@ func TestRawCallTimeout(t *testing.T) {
 func TestRawCallFallsBack(t *testing.T) {
 	_, url := sseDownstream(t)
 	m := newManager(t, Options{}, ServerSpec{Name: "legacy", Transport: TransportSSE, URL: url})
-	res, err := m.CallToolRaw(testCtx(t), "legacy", "whoami", nil, hdr("X-Tenant", "s"), nil)
+	res, err := m.CallToolRaw(testCtx(t), "legacy", "whoami", nil, hdr("X-Tenant", "s"), nil, CallOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -406,7 +406,7 @@ func TestRawCallResumesStream(t *testing.T) {
 		inner.ServeHTTP(w, r)
 	})
 	m := newManager(t, Options{}, d.spec())
-	res, err := m.CallToolRaw(testCtx(t), "script", "t", nil, nil, nil)
+	res, err := m.CallToolRaw(testCtx(t), "script", "t", nil, nil, nil, CallOptions{})
 	if err != nil || string(res.JSON) != `{"content":[]}` {
 		t.Fatalf("got %v, %v", res, err)
 	}
@@ -423,7 +423,7 @@ func TestToolErrorAboutSessionsIsNotResent(t *testing.T) {
 		jsonAnswer(w, fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"error":{"code":-32602,"message":"Browser session not found: tab 3 was closed"}}`, id))
 	})
 	m := newManager(t, Options{}, d.spec())
-	_, rawErr := m.CallToolRaw(testCtx(t), "script", "t", nil, nil, nil)
+	_, rawErr := m.CallToolRaw(testCtx(t), "script", "t", nil, nil, nil, CallOptions{})
 	_, typedErr := m.CallTool(testCtx(t), "script", "t", nil, nil, nil)
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -454,7 +454,7 @@ func TestBrokenStreamNotReopenedIsNotResent(t *testing.T) {
 		inner.ServeHTTP(w, r)
 	})
 	m := newManager(t, Options{}, d.spec())
-	_, err := m.CallToolRaw(testCtx(t), "script", "t", nil, nil, nil)
+	_, err := m.CallToolRaw(testCtx(t), "script", "t", nil, nil, nil, CallOptions{})
 	if err == nil || !strings.Contains(err.Error(), "failed to resume") {
 		t.Errorf("error %v, want the failed resumption", err)
 	}
@@ -480,7 +480,7 @@ func TestRedirectIsNotFollowed(t *testing.T) {
 	})
 	m := newManager(t, Options{}, d.spec())
 	h := hdr("X-Api-Key", "k-123")
-	if _, err := m.CallToolRaw(testCtx(t), "script", "t", nil, h, nil); err == nil || !strings.Contains(err.Error(), "307") {
+	if _, err := m.CallToolRaw(testCtx(t), "script", "t", nil, h, nil, CallOptions{}); err == nil || !strings.Contains(err.Error(), "307") {
 		t.Errorf("raw: %v, want the redirect as an error", err)
 	}
 	if _, err := m.CallTool(testCtx(t), "script", "t", nil, h, nil); err == nil {
@@ -505,7 +505,7 @@ func TestEndlessLineIsBounded(t *testing.T) {
 		}
 	})
 	m := newManager(t, Options{MaxMessageBytes: testLimit}, d.spec())
-	if _, err := m.CallToolRaw(testCtx(t), "script", "t", nil, nil, nil); err == nil || !strings.Contains(err.Error(), "larger than") {
+	if _, err := m.CallToolRaw(testCtx(t), "script", "t", nil, nil, nil, CallOptions{}); err == nil || !strings.Contains(err.Error(), "larger than") {
 		t.Errorf("error %v, want the message refused as too large", err)
 	}
 }
@@ -612,7 +612,7 @@ func TestSentCall(t *testing.T) {
 		Params: map[string]json.RawMessage{"task": json.RawMessage(`{"ttl":60000}`), "requestState": json.RawMessage(`"st"`)},
 		Meta:   map[string]json.RawMessage{"io.example/caps": json.RawMessage(`{"elicitation":{}}`)},
 	})
-	res, err := m.CallToolRaw(ctx, "script", "t", json.RawMessage(`{"big":12345678901234567890}`), nil, nil)
+	res, err := m.CallToolRaw(ctx, "script", "t", json.RawMessage(`{"big":12345678901234567890}`), nil, nil, CallOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -630,7 +630,7 @@ func TestSentCall(t *testing.T) {
 		t.Errorf("the call's log messages: %v, want [hello]", logs)
 	}
 
-	_, err = m.CallToolRaw(testCtx(t), "script", "fail", nil, nil, nil)
+	_, err = m.CallToolRaw(testCtx(t), "script", "fail", nil, nil, nil, CallOptions{})
 	<-got
 	var de *downstreamError
 	if !errors.As(err, &de) || de.Code != -32042 || string(de.Data) != `{"why":"x"}` || errors.Is(err, ErrUnavailable) {

@@ -52,6 +52,8 @@ func (s *session) callNotification(relay *Relay, method string, raw json.RawMess
 func (s *session) callRawOn(ctx context.Context, w *wireInfo, id string, r rawRequest) (*RawResult, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	res, err := s.clientCall(w, id, r.relay).Do(ctx, cancel, callBody(id, r))
+	cc := s.clientCall(w, id, r.relay)
+	cc.Pass = r.pass
+	res, err := cc.Do(ctx, cancel, callBody(id, r))
 	return res, classified(err)
 }

@@ -294,7 +294,7 @@ func TestCallCanceledDownstream(t *testing.T) {
 			return err
 		},
 		"raw": func(m *Manager, ctx context.Context) error {
-			_, err := m.CallToolRaw(ctx, "relay", "block", nil, nil, nil)
+			_, err := m.CallToolRaw(ctx, "relay", "block", nil, nil, nil, CallOptions{})
 			return err
 		},
 	} {

@@ -63,7 +63,7 @@ func testCallerOf(ctx context.Context) string {
 func sidOf(t *testing.T, m *Manager, caller string, raw bool) string {
 	t.Helper()
 	if raw {
-		res, err := m.CallToolRaw(as(t, caller), "sid", "sid", nil, nil, nil)
+		res, err := m.CallToolRaw(as(t, caller), "sid", "sid", nil, nil, nil, CallOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}

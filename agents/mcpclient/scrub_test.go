@@ -56,7 +56,7 @@ func TestErrorsDoNotCarryOutboundHeaderValues(t *testing.T) {
 			return err
 		},
 		"CallToolRaw": func(tool string) error {
-			_, err := m.CallToolRaw(ctx, "echo", tool, nil, hdr, nil)
+			_, err := m.CallToolRaw(ctx, "echo", tool, nil, hdr, nil, CallOptions{})
 			return err
 		},
 		"CallToolJSON": func(tool string) error {

@@ -3,15 +3,14 @@ package mcpclient
 // The one downstream the agents call: a snapshot's view (Downstreams) over
 // per-server Managers that a Cache keeps across snapshots, so that a reload
 // which leaves a server's config unchanged keeps its warm connections,
-// sessions and stdio process. The gateway's tool pins guard every call
-// (CacheOptions.Guard).
+// sessions and stdio process. The gateway's tool pins guard every call:
+// they are the managers' call guard (Options.Guard, guard.go).
 
 import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -19,17 +18,13 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"go.uber.org/zap"
-
-	"github.com/pallasgw/pallasgw/agents/pins"
 )
 
 // CacheOptions are what a Cache builds its Managers and views with.
 type CacheOptions struct {
-	// Manager is every Manager's Options (one server each).
+	// Manager is every Manager's Options (one server each), its call
+	// guard among them.
 	Manager Options
-	// Guard refuses calls of tools whose definition awaits approval or
-	// was rejected (the gateway's pins); nil: every call goes.
-	Guard *pins.Guard
 	// Log takes the cache's own messages (a manager that fails to close).
 	Log *zap.Logger
 }
@@ -69,7 +64,7 @@ func specKey(s ServerSpec) string {
 func (c *Cache) Acquire(specs []ServerSpec) *Downstreams {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	d := &Downstreams{cache: c, guard: c.opts.Guard, byServer: make(map[string]*Manager, len(specs))}
+	d := &Downstreams{cache: c, byServer: make(map[string]*Manager, len(specs))}
 	for _, spec := range specs {
 		key := specKey(spec)
 		e := c.entries[key]
@@ -127,10 +122,9 @@ func (c *Cache) forgetGone(keys []string) {
 }
 
 // Downstreams is one snapshot's downstream servers: each call goes to its
-// server's Manager, a tools/call through the guard first.
+// server's Manager (whose guard checks a tools/call).
 type Downstreams struct {
 	cache    *Cache
-	guard    *pins.Guard
 	byServer map[string]*Manager
 	keys     []string
 	once     sync.Once
@@ -140,87 +134,64 @@ type Downstreams struct {
 // does nothing.
 func (d *Downstreams) Close() { d.once.Do(func() { d.cache.release(d.keys) }) }
 
-// allowCall refuses a call of a tool whose definition awaits approval or
-// was rejected (pins.Guard.CheckCall). A tool the guard has not seen in a
-// list yet, on a server whose mode needs to know it, has the list read
-// first (cached per session, so once).
-func (d *Downstreams) allowCall(ctx context.Context, server, tool string, hdr http.Header) error {
-	if d.guard == nil {
-		return nil
-	}
-	err := d.guard.CheckCall(server, tool)
-	if !errors.Is(err, pins.ErrUnseen) {
-		return err
-	}
-	if _, lerr := d.Tools(ctx, server, hdr); lerr != nil {
-		return fmt.Errorf("reading the tool list of server %q to check tool %q's pin: %w", server, tool, lerr)
-	}
-	return d.guard.CheckListed(server, tool)
-}
-
-// Hidden says why the pins hide server's tool from its lists, or nil (the
-// proxy and the toolbox answer a call of a hidden name with it, not as an
-// unknown tool).
+// Hidden says why the pins hide server's tool from its lists, or nil
+// (Manager.Hidden).
 func (d *Downstreams) Hidden(server, tool string) error {
-	if d.guard == nil {
-		return nil
+	if m := d.byServer[server]; m != nil {
+		return m.Hidden(server, tool)
 	}
-	return d.guard.Hidden(server, tool)
+	return nil
 }
 
 // on runs f on server's manager.
 func on[T any](d *Downstreams, server string, f func(*Manager) (T, error)) (T, error) {
-	m := d.byServer[server]
-	if m == nil {
+	m, err := d.manager(server)
+	if err != nil {
 		var zero T
-		return zero, fmt.Errorf("%w: %q", ErrUnknownServer, server)
+		return zero, err
 	}
 	return f(m)
 }
 
-// allowed is server's manager, once the guard allows the call of tool
-// (no closure: a tools/call is the hot path).
-func (d *Downstreams) allowed(ctx context.Context, server, tool string, hdr http.Header) (*Manager, error) {
-	m := d.byServer[server]
-	if m == nil {
-		return nil, fmt.Errorf("%w: %q", ErrUnknownServer, server)
+// manager is server's manager (no closure: a tools/call is the hot path).
+func (d *Downstreams) manager(server string) (*Manager, error) {
+	if m := d.byServer[server]; m != nil {
+		return m, nil
 	}
-	return m, d.allowCall(ctx, server, tool, hdr)
+	return nil, fmt.Errorf("%w: %q", ErrUnknownServer, server)
 }
 
 // Tools is server's tool list (Manager.Tools); no closure: a proxy reads
 // it on every call.
 func (d *Downstreams) Tools(ctx context.Context, server string, hdr http.Header) ([]mcp.Tool, error) {
-	m := d.byServer[server]
-	if m == nil {
-		return nil, fmt.Errorf("%w: %q", ErrUnknownServer, server)
+	m, err := d.manager(server)
+	if err != nil {
+		return nil, err
 	}
 	return m.Tools(ctx, server, hdr)
 }
 
 func (d *Downstreams) CallTool(ctx context.Context, server, tool string, args map[string]any, hdr http.Header, onProgress ProgressFunc) (*mcp.CallToolResult, error) {
-	m, err := d.allowed(ctx, server, tool, hdr)
+	m, err := d.manager(server)
 	if err != nil {
 		return nil, err
 	}
 	return m.CallTool(ctx, server, tool, args, hdr, onProgress)
 }
 
-var _ RawCaller = (*Downstreams)(nil)
-
 // CallToolRaw is CallTool with the result as the downstream sent it (a
-// proxy's fast path, RawCaller).
-func (d *Downstreams) CallToolRaw(ctx context.Context, server, tool string, args json.RawMessage, hdr http.Header, onProgress ProgressFunc) (*RawResult, error) {
-	m, err := d.allowed(ctx, server, tool, hdr)
+// proxy's fast path).
+func (d *Downstreams) CallToolRaw(ctx context.Context, server, tool string, args json.RawMessage, hdr http.Header, onProgress ProgressFunc, opts CallOptions) (*RawResult, error) {
+	m, err := d.manager(server)
 	if err != nil {
 		return nil, err
 	}
-	return m.CallToolRaw(ctx, server, tool, args, hdr, onProgress)
+	return m.CallToolRaw(ctx, server, tool, args, hdr, onProgress, opts)
 }
 
 // CallToolJSON is CallTool with the arguments as JSON (the tool loop).
 func (d *Downstreams) CallToolJSON(ctx context.Context, server, tool string, args json.RawMessage, hdr http.Header, onProgress ProgressFunc) (*mcp.CallToolResult, error) {
-	m, err := d.allowed(ctx, server, tool, hdr)
+	m, err := d.manager(server)
 	if err != nil {
 		return nil, err
 	}

@@ -132,14 +132,6 @@ func (g *Guard) CheckListed(server, tool string) error {
 	return nil
 }
 
-// Hider is implemented by a downstream whose tool lists a Guard filters
-// (the gateway's): Hidden says why server's tool is missing from its
-// lists, so that a call of a name no list shows can be refused as
-// awaiting approval rather than as an unknown tool.
-type Hider interface {
-	Hidden(server, tool string) error
-}
-
 // Hidden returns the error a call of server's tool is refused with when
 // the Guard hides it from the lists (awaiting approval, failing a check
 // in refuse mode, or rejected), or nil when no list hid it (served, or

@@ -24,9 +24,6 @@ import (
 // lists the prompt, which mcp-go then answers as it answers any unknown
 // name.
 func (p *Proxy) PromptCall(ctx context.Context, name string, args map[string]string, inbound http.Header) endpoint.BridgedCall {
-	if p.catalog == nil {
-		return nil
-	}
 	p.ensurePrompt(ctx, name, inbound)
 	if _, ok := p.prompts.Load(name); !ok {
 		return nil
@@ -42,9 +39,6 @@ func (p *Proxy) PromptCall(ctx context.Context, name string, args map[string]str
 // ResourceCall is resources/read of uri for the caller of ctx; nil when no
 // server of the caller offers it (as PromptCall).
 func (p *Proxy) ResourceCall(ctx context.Context, uri string, inbound http.Header) endpoint.BridgedCall {
-	if p.catalog == nil {
-		return nil
-	}
 	srv, err := p.resourceServer(ctx, uri, inbound)
 	if err != nil {
 		return nil
@@ -53,7 +47,7 @@ func (p *Proxy) ResourceCall(ctx context.Context, uri string, inbound http.Heade
 		if err := p.allowServer(ctx, srv, "resource:"+uri); err != nil {
 			return nil, err
 		}
-		res, err := p.catalog.ReadResource(p.relayRequests(ctx), srv, uri, p.outbound(ctx, srv, inbound))
+		res, err := p.d.Downstream.ReadResource(p.relayRequests(ctx), srv, uri, p.outbound(ctx, srv, inbound))
 		if err != nil {
 			return nil, err
 		}

@@ -40,13 +40,6 @@ import (
 	"github.com/pallasgw/pallasgw/policy"
 )
 
-// LoggingDownstream is what the proxy needs to forward a caller's
-// logging/setLevel (*mcpclient.Manager implements it). Without it the level
-// is acknowledged and not forwarded.
-type LoggingDownstream interface {
-	SetLogLevel(ctx context.Context, server string, level mcp.LoggingLevel, hdr http.Header) error
-}
-
 // setLevelTimeout bounds forwarding one logging/setLevel.
 const setLevelTimeout = 5 * time.Second
 
@@ -59,24 +52,22 @@ func (p *Proxy) AnswerSetLevel(w http.ResponseWriter, r *http.Request, id json.R
 		writeRPCResult(w, id, nil, mcp.INVALID_PARAMS, fmt.Sprintf("invalid logging level %q", level))
 		return
 	}
-	if down, ok := p.d.Downstream.(LoggingDownstream); ok {
-		ctx, cancel := context.WithTimeout(r.Context(), setLevelTimeout)
-		defer cancel()
-		var wg sync.WaitGroup
-		for _, srv := range p.servers(policy.CallerFrom(ctx)) {
-			wg.Go(func() {
-				hdr, err := p.d.Outbound(ctx, srv, r.Header)
-				if err == nil {
-					err = down.SetLogLevel(ctx, srv, level, hdr)
-				}
-				if err != nil {
-					p.d.Logger.Warn("forwarding logging/setLevel failed", zap.String("request_id", p.d.RequestID(ctx)),
-						zap.String("server", srv), zap.String("outcome", mcpclient.Outcome(err)), zap.Error(err))
-				}
-			})
-		}
-		wg.Wait()
+	ctx, cancel := context.WithTimeout(r.Context(), setLevelTimeout)
+	defer cancel()
+	var wg sync.WaitGroup
+	for _, srv := range p.servers(policy.CallerFrom(ctx)) {
+		wg.Go(func() {
+			hdr, err := p.d.Outbound(ctx, srv, r.Header)
+			if err == nil {
+				err = p.d.Downstream.SetLogLevel(ctx, srv, level, hdr)
+			}
+			if err != nil {
+				p.d.Logger.Warn("forwarding logging/setLevel failed", zap.String("request_id", p.d.RequestID(ctx)),
+					zap.String("server", srv), zap.String("outcome", mcpclient.Outcome(err)), zap.Error(err))
+			}
+		})
 	}
+	wg.Wait()
 	writeRPCResult(w, id, struct{}{}, 0, "")
 }
 

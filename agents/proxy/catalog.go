@@ -26,7 +26,7 @@ func (p *Proxy) promptView(ctx context.Context, inbound http.Header) []mcp.Promp
 	out := []mcp.Prompt{}
 	var missing []server.ServerPrompt
 	for _, srv := range p.servers(policy.CallerFrom(ctx)) {
-		res, err := p.catalog.ListPrompts(ctx, srv, p.outbound(ctx, srv, inbound))
+		res, err := p.d.Downstream.ListPrompts(ctx, srv, p.outbound(ctx, srv, inbound))
 		if err != nil {
 			p.listFailed(ctx, "prompts/list", srv, err)
 			continue
@@ -79,7 +79,7 @@ func (p *Proxy) getPrompt(ctx context.Context, req mcp.GetPromptRequest) (*mcp.G
 	if err := p.allowServer(ctx, r.server, "prompt:"+r.name); err != nil {
 		return nil, err
 	}
-	return p.catalog.GetPrompt(ctx, r.server, r.name, req.Params.Arguments, p.outbound(ctx, r.server, req.Header))
+	return p.d.Downstream.GetPrompt(ctx, r.server, r.name, req.Params.Arguments, p.outbound(ctx, r.server, req.Header))
 }
 
 // allowServer audits the caller's use of srv for what and returns an error
@@ -101,7 +101,7 @@ func (p *Proxy) allowServer(ctx context.Context, srv, what string) error {
 func (p *Proxy) resourceView(ctx context.Context, inbound http.Header) []mcp.Resource {
 	out := []mcp.Resource{}
 	for _, srv := range p.servers(policy.CallerFrom(ctx)) {
-		res, err := p.catalog.ListResources(ctx, srv, p.outbound(ctx, srv, inbound))
+		res, err := p.d.Downstream.ListResources(ctx, srv, p.outbound(ctx, srv, inbound))
 		if err != nil {
 			p.listFailed(ctx, "resources/list", srv, err)
 			continue
@@ -119,7 +119,7 @@ func (p *Proxy) resourceView(ctx context.Context, inbound http.Header) []mcp.Res
 func (p *Proxy) templateView(ctx context.Context, inbound http.Header) []mcp.ResourceTemplate {
 	out := []mcp.ResourceTemplate{}
 	for _, srv := range p.servers(policy.CallerFrom(ctx)) {
-		res, err := p.catalog.ListResourceTemplates(ctx, srv, p.outbound(ctx, srv, inbound))
+		res, err := p.d.Downstream.ListResourceTemplates(ctx, srv, p.outbound(ctx, srv, inbound))
 		if err != nil {
 			p.listFailed(ctx, "resources/templates/list", srv, err)
 			continue
@@ -163,7 +163,7 @@ func (p *Proxy) readResource(ctx context.Context, req mcp.ReadResourceRequest) (
 	if err := p.allowServer(ctx, srv, "resource:"+uri); err != nil {
 		return nil, err
 	}
-	res, err := p.catalog.ReadResource(ctx, srv, uri, p.outbound(ctx, srv, req.Header))
+	res, err := p.d.Downstream.ReadResource(ctx, srv, uri, p.outbound(ctx, srv, req.Header))
 	if err != nil {
 		return nil, err
 	}
@@ -178,7 +178,7 @@ func (p *Proxy) resourceServer(ctx context.Context, uri string, inbound http.Hea
 	}
 	servers := p.servers(policy.CallerFrom(ctx))
 	for _, srv := range servers {
-		res, err := p.catalog.ListResources(ctx, srv, p.outbound(ctx, srv, inbound))
+		res, err := p.d.Downstream.ListResources(ctx, srv, p.outbound(ctx, srv, inbound))
 		if err != nil {
 			continue
 		}
@@ -189,7 +189,7 @@ func (p *Proxy) resourceServer(ctx context.Context, uri string, inbound http.Hea
 		}
 	}
 	for _, srv := range servers {
-		res, err := p.catalog.ListResourceTemplates(ctx, srv, p.outbound(ctx, srv, inbound))
+		res, err := p.d.Downstream.ListResourceTemplates(ctx, srv, p.outbound(ctx, srv, inbound))
 		if err != nil {
 			continue
 		}

@@ -18,23 +18,13 @@ import (
 	"github.com/pallasgw/pallasgw/policy"
 )
 
-// CapabilitiesDownstream is what the proxy needs to merge its downstreams'
-// capabilities (*mcpclient.Manager implements it).
-type CapabilitiesDownstream interface {
-	Capabilities(ctx context.Context, server string, hdr http.Header) (mcp.ServerCapabilities, error)
-}
-
 // mergeCapabilities narrows caps, the agent's own, to what the servers the
 // caller of ctx may use declare. A server that cannot be reached declares
 // nothing (its items are left out of the lists too).
 func (p *Proxy) mergeCapabilities(ctx context.Context, inbound http.Header, caps *mcp.ServerCapabilities) {
-	down, ok := p.d.Downstream.(CapabilitiesDownstream)
-	if !ok {
-		return
-	}
 	var prompts, resources bool
 	for _, srv := range p.servers(policy.CallerFrom(ctx)) {
-		c, err := down.Capabilities(ctx, srv, p.outbound(ctx, srv, inbound))
+		c, err := p.d.Downstream.Capabilities(ctx, srv, p.outbound(ctx, srv, inbound))
 		if err != nil {
 			p.listFailed(ctx, "server/discover", srv, err)
 			continue

@@ -36,24 +36,19 @@ func (p *Proxy) Ensure(ctx context.Context, name string, inbound http.Header) {
 	p.ensureTool(ctx, name, inbound)
 }
 
-// RawArgs: a Downstream that gives raw results takes raw arguments too.
-func (p *Proxy) RawArgs() bool { return p.rawDownstream() != nil }
-
-// rawDownstream is the Downstream as a mcpclient.RawCaller when it is one, else
-// nil. A raw result is what the proxy passes on whatever the wire switch
-// says: the downstream's members as sent (a result that asks for input, a
-// task), which mcp-go's typed result would drop. The switch picks how the
-// call is made (mcpclient: the wire package's call, or mcp-go's
-// transport.SendRequest).
-func (p *Proxy) rawDownstream() mcpclient.RawCaller {
-	raw, _ := p.d.Downstream.(mcpclient.RawCaller)
-	return raw
-}
+// RawArgs: the call goes down with the caller's arguments as sent
+// (CallToolRaw). A raw result is what the proxy passes on whatever the
+// wire switch says: the downstream's members as sent (a result that asks
+// for input, a task), which mcp-go's typed result would drop. The switch
+// picks how the call is made (mcpclient: the wire package's call, or
+// mcp-go's transport.SendRequest).
+func (p *Proxy) RawArgs() bool { return true }
 
 // Answer runs callTool; a downstream's raw result is written through as it
 // came, anything else as mcp-go would write it.
-func (p *Proxy) Answer(ctx context.Context, req mcp.CallToolRequest, id any, modern bool) any {
-	res, rr, err := p.callRecovered(ctx, req)
+func (p *Proxy) Answer(ctx context.Context, c *wire.Call) any {
+	req, id, modern := c.Req, c.ID, c.Modern
+	res, rr, err := p.callRecovered(ctx, c)
 	if err == nil && rr != nil && rr.Passed {
 		return wire.Passed
 	}
@@ -68,10 +63,10 @@ func (p *Proxy) Answer(ctx context.Context, req mcp.CallToolRequest, id any, mod
 
 // callRecovered is callTool under mcp-go's WithRecovery middleware (the
 // agent's server is built with it), asking for the result as raw JSON when
-// the Downstream can give it.
-func (p *Proxy) callRecovered(ctx context.Context, req mcp.CallToolRequest) (res *mcp.CallToolResult, rr *mcpclient.RawResult, err error) {
-	defer wire.Recover(req.Params.Name, &err)
-	return p.forward(ctx, req, p.rawDownstream())
+// (CallToolRaw).
+func (p *Proxy) callRecovered(ctx context.Context, c *wire.Call) (res *mcp.CallToolResult, rr *mcpclient.RawResult, err error) {
+	defer wire.Recover(c.Req.Params.Name, &err)
+	return p.forward(ctx, c.Req, true, c)
 }
 
 // rawArguments are the caller's arguments as it sent them when they are an

@@ -14,8 +14,6 @@ import (
 	"strings"
 
 	"github.com/mark3labs/mcp-go/mcp"
-
-	"github.com/pallasgw/pallasgw/agents/pins"
 )
 
 // HeldError is Route's answer for a tool the pins hide. The endpoint
@@ -40,10 +38,6 @@ func (e *HeldError) ToolResult(modern bool) *mcp.CallToolResult {
 // held is why the pins hide name (as this agent exposes it) from the
 // lists of its server, or nil.
 func (p *Proxy) held(name string) error {
-	h, ok := p.d.Downstream.(pins.Hider)
-	if !ok {
-		return nil
-	}
 	for _, srv := range p.d.Servers {
 		tool, ok := name, true
 		if p.prefix {
@@ -52,7 +46,7 @@ func (p *Proxy) held(name string) error {
 		if !ok {
 			continue
 		}
-		if err := h.Hidden(srv, tool); err != nil {
+		if err := p.d.Downstream.Hidden(srv, tool); err != nil {
 			return err
 		}
 	}

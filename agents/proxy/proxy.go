@@ -84,17 +84,6 @@ import (
 	"github.com/pallasgw/pallasgw/policy"
 )
 
-// CatalogDownstream is what the proxy needs beyond Downstream to re-expose
-// prompts and resources (*mcpclient.Manager implements it). With a
-// Downstream that lacks it, the proxy offers tools only.
-type CatalogDownstream interface {
-	ListPrompts(ctx context.Context, server string, hdr http.Header) (*mcp.ListPromptsResult, error)
-	GetPrompt(ctx context.Context, server, name string, args map[string]string, hdr http.Header) (*mcp.GetPromptResult, error)
-	ListResources(ctx context.Context, server string, hdr http.Header) (*mcp.ListResourcesResult, error)
-	ListResourceTemplates(ctx context.Context, server string, hdr http.Header) (*mcp.ListResourceTemplatesResult, error)
-	ReadResource(ctx context.Context, server, uri string, hdr http.Header) (*mcp.ReadResourceResult, error)
-}
-
 // Deps is what the proxy is handed of its agent.
 type Deps struct {
 	Agent      string             // the agent's name
@@ -103,7 +92,7 @@ type Deps struct {
 	Tools      config.ToolRules   // the agent's tools.allow/deny
 	Logger     *zap.Logger
 	Metrics    *metrics.Metrics
-	Downstream mcpclient.ToolCaller // may also be a CatalogDownstream, LoggingDownstream, mcpclient.RawCaller
+	Downstream mcpclient.Downstream
 	Callers    *policy.CallerPolicy
 	Auditor    *policy.Auditor
 	// Outbound composes the headers server receives for a call that
@@ -146,11 +135,10 @@ type Deps struct {
 // Proxy is the state of one proxy agent. Its maps only grow by names the
 // downstream servers list.
 type Proxy struct {
-	d       Deps
-	srv     *server.MCPServer // the agent's, from Register
-	filter  policy.ToolFilter
-	catalog CatalogDownstream // nil: tools only
-	prefix  bool              // more than one server: names are "<server>__<name>"
+	d      Deps
+	srv    *server.MCPServer // the agent's, from Register
+	filter policy.ToolFilter
+	prefix bool // more than one server: names are "<server>__<name>"
 
 	infoOnce sync.Once       // guards info
 	info     json.RawMessage // the agent's identity for 2026-07-28 results (wire.RawResponse)
@@ -190,7 +178,6 @@ func New(d Deps) (*Proxy, error) {
 	}
 	f.Name = "agents." + d.Agent + ".tools"
 	p := &Proxy{d: d, filter: f, prefix: len(d.Servers) > 1}
-	p.catalog, _ = d.Downstream.(CatalogDownstream)
 	if d.ToolSearch {
 		p.search = toolsearch.New()
 		if d.SearchEmbedder != nil {
@@ -221,9 +208,6 @@ func (p *Proxy) ServerOptions(h *server.Hooks) []server.ServerOption {
 	opts := []server.ServerOption{server.WithLogging(), server.WithCompletions(),
 		server.WithCacheHints(listTTL, cacheScope), // bridged.go
 		server.WithMethodCacheHints(mcp.MethodResourcesRead, readTTL, cacheScope)}
-	if p.catalog == nil {
-		return opts
-	}
 	h.AddAfterListPrompts(func(ctx context.Context, _ any, req *mcp.ListPromptsRequest, res *mcp.ListPromptsResult) {
 		res.Prompts = p.promptView(ctx, req.Header)
 		res.NextCursor = ""
@@ -252,9 +236,7 @@ func (p *Proxy) Register(srv *server.MCPServer) {
 	p.srv = srv
 	p.registered.Store(healthToolName, true) // agents registers it, with CallTool
 	p.registerSearch(srv)                    // search.go
-	if p.catalog != nil {
-		p.srv.AddResourceTemplate(catchAllTemplate, p.readResource)
-	}
+	p.srv.AddResourceTemplate(catchAllTemplate, p.readResource)
 }
 
 func (p *Proxy) exposed(server, name string) string {
@@ -421,7 +403,7 @@ func (p *Proxy) ensureTool(ctx context.Context, name string, inbound http.Header
 // CallTool forwards one tools/call and returns the downstream result
 // unchanged (mcp-go's handler of every exposed tool).
 func (p *Proxy) CallTool(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	res, _, err := p.forward(ctx, req, nil)
+	res, _, err := p.forward(ctx, req, false, nil)
 	return res, err
 }
 
@@ -430,8 +412,9 @@ func (p *Proxy) CallTool(ctx context.Context, req mcp.CallToolRequest) (*mcp.Cal
 // answered with one; a downstream that cannot be reached gives an isError
 // result naming the failure and the request id. With raw set (the fast
 // path) a downstream result comes back as the downstream sent it (rr), any
-// other answer as res.
-func (p *Proxy) forward(ctx context.Context, req mcp.CallToolRequest, raw mcpclient.RawCaller) (res *mcp.CallToolResult, rr *mcpclient.RawResult, err error) {
+// other answer as res; call, the caller's fast-path call (nil: none), may
+// let a large result pass through to the caller (wire.Call.PassThrough).
+func (p *Proxy) forward(ctx context.Context, req mcp.CallToolRequest, raw bool, call *wire.Call) (res *mcp.CallToolResult, rr *mcpclient.RawResult, err error) {
 	start := time.Now()
 	name := req.Params.Name
 	v, ok := p.tools.Load(name)
@@ -459,11 +442,12 @@ func (p *Proxy) forward(ctx context.Context, req mcp.CallToolRequest, raw mcpcli
 	isError := false
 	switch {
 	case err != nil:
-	case raw != nil:
+	case raw:
 		// A large result goes to the caller as it arrives (wire,
 		// passthrough.go), after the call's last notifications.
-		pctx := wire.WithPassThrough(ctx, p.serverInfoJSON(), func() { relay.Flush(2 * time.Second) })
-		rr, err = raw.CallToolRaw(pctx, r.server, r.name, rawArguments(req), outbound, relay.ProgressFunc())
+		pass := call.PassThrough(p.serverInfoJSON(), func() { relay.Flush(2 * time.Second) })
+		rr, err = p.d.Downstream.CallToolRaw(ctx, r.server, r.name, rawArguments(req), outbound, relay.ProgressFunc(),
+			mcpclient.CallOptions{PassThrough: pass})
 		isError = err == nil && rr != nil && rr.IsError
 	default:
 		res, err = p.d.Downstream.CallTool(ctx, r.server, r.name, req.GetArguments(), outbound, relay.ProgressFunc())

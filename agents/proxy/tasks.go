@@ -63,15 +63,6 @@ const TasksExtension = "io.modelcontextprotocol/tasks"
 // relatedTaskKey is the _meta key a downstream names a result's task with.
 const relatedTaskKey = "io.modelcontextprotocol/related-task"
 
-// TaskDownstream is what the proxy needs to route tasks
-// (*mcpclient.Manager implements it).
-type TaskDownstream interface {
-	CapabilitiesDownstream
-	TaskRequest(ctx context.Context, server, method string, params json.RawMessage, hdr http.Header) (json.RawMessage, error)
-}
-
-var _ TaskDownstream = (*mcpclient.Manager)(nil)
-
 // taskError is a tasks/* request (or a task-augmented tools/call) the
 // proxy answers with the JSON-RPC error code and message.
 func taskError(code int, msg string) error { return &wire.CallerError{Code: code, Message: msg} }
@@ -79,14 +70,10 @@ func taskError(code int, msg string) error { return &wire.CallerError{Code: code
 // taskServers are the servers the caller of ctx may use that declare
 // tasks, with the merged capability (nil: none does).
 func (p *Proxy) taskServers(ctx context.Context, inbound http.Header) ([]string, *mcp.TasksCapability) {
-	down, ok := p.d.Downstream.(TaskDownstream)
-	if !ok {
-		return nil, nil
-	}
 	var out []string
 	var merged *mcp.TasksCapability
 	for _, srv := range p.servers(policy.CallerFrom(ctx)) {
-		c, err := down.Capabilities(ctx, srv, p.outbound(ctx, srv, inbound))
+		c, err := p.d.Downstream.Capabilities(ctx, srv, p.outbound(ctx, srv, inbound))
 		if err != nil {
 			p.listFailed(ctx, "tasks", srv, err)
 			continue
@@ -162,7 +149,7 @@ func (p *Proxy) CallAsTask(ctx context.Context, req mcp.CallToolRequest, task js
 	}
 	x := &mcpclient.CallExtras{Params: map[string]json.RawMessage{"task": task}}
 	ctx = mcpclient.WithCallExtras(ctx, x)
-	res, rr, err := p.forward(ctx, req, p.rawDownstream())
+	res, rr, err := p.forward(ctx, req, true, nil)
 	switch {
 	case err != nil:
 		var rpc *mcpclient.RPCError
@@ -195,12 +182,8 @@ func (p *Proxy) serverHasTasks(ctx context.Context, srv string, inbound http.Hea
 // Task answers one tasks/get, tasks/result, tasks/cancel or tasks/list of
 // the caller of ctx.
 func (p *Proxy) Task(ctx context.Context, method string, params json.RawMessage, inbound http.Header) (json.RawMessage, error) {
-	down, ok := p.d.Downstream.(TaskDownstream)
-	if !ok {
-		return nil, taskError(mcp.METHOD_NOT_FOUND, "tasks are not supported")
-	}
 	if method == string(mcp.MethodTasksList) {
-		return p.listTasks(ctx, down, inbound)
+		return p.listTasks(ctx, inbound)
 	}
 	var p0 struct {
 		TaskID string `json:"taskId"`
@@ -233,7 +216,7 @@ func (p *Proxy) Task(ctx context.Context, method string, params json.RawMessage,
 	// A fresh request: the caller's _meta (a 2026-07-28 caller's) would be
 	// refused by a session-based downstream.
 	out, _ := json.Marshal(map[string]string{"taskId": downID})
-	res, err := down.TaskRequest(ctx, srv, method, out, hdr)
+	res, err := p.d.Downstream.TaskRequest(ctx, srv, method, out, hdr)
 	if err != nil {
 		return nil, p.taskFailed(ctx, id, srv, method, err)
 	}
@@ -260,7 +243,7 @@ func (p *Proxy) taskFailed(ctx context.Context, id, srv, method string, err erro
 // listTasks merges the task lists of the caller's servers that declare
 // tasks/list (first pages only: the merged list has no cursor), keeping
 // the tasks the caller created through this replica.
-func (p *Proxy) listTasks(ctx context.Context, down TaskDownstream, inbound http.Header) (json.RawMessage, error) {
+func (p *Proxy) listTasks(ctx context.Context, inbound http.Header) (json.RawMessage, error) {
 	servers, _ := p.taskServers(ctx, inbound)
 	owner := ownerOf(ctx)
 	type listed struct {
@@ -272,7 +255,7 @@ func (p *Proxy) listTasks(ctx context.Context, down TaskDownstream, inbound http
 		hdr, err := p.d.Outbound(ctx, srv, inbound)
 		var res json.RawMessage
 		if err == nil {
-			res, err = down.TaskRequest(ctx, srv, string(mcp.MethodTasksList), json.RawMessage(`{}`), hdr)
+			res, err = p.d.Downstream.TaskRequest(ctx, srv, string(mcp.MethodTasksList), json.RawMessage(`{}`), hdr)
 		}
 		if err != nil {
 			p.listFailed(ctx, string(mcp.MethodTasksList), srv, err)

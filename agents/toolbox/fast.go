@@ -2,8 +2,8 @@ package toolbox
 
 // execute_tool on the fast path (agents/wire): the same checks, audit
 // line and metrics as the handler mcp-go runs, with the downstream's
-// result written through as the downstream sent it when the Downstream can
-// give it raw (mcpclient.RawCaller; *mcpclient.Manager takes a raw POST on a
+// result written through as the downstream sent it (CallToolRaw;
+// *mcpclient.Manager takes a raw POST on a
 // Streamable HTTP session, mcp-go's client elsewhere). Through mcp-go's
 // client and server a result is decoded into mcp-go's types and encoded
 // again, for the answer and for the audit line's size: an 8 MiB result
@@ -48,7 +48,8 @@ func (t *Target) RawArgs() bool { return true }
 // Answer runs execute_tool under mcp-go's WithRecovery middleware (the
 // agent's server is built with it) and answers as mcp-go would, the result
 // written raw when it came so.
-func (t *Target) Answer(ctx context.Context, req mcp.CallToolRequest, id any, modern bool) any {
+func (t *Target) Answer(ctx context.Context, c *wire.Call) any {
+	req, id, modern := c.Req, c.ID, c.Modern
 	res, rr, err := t.recovered(ctx, req)
 	if err == nil && res == nil {
 		if msg, ok := wire.RawResponse(id, rr, modern, t.selfJSON()); ok {
@@ -61,8 +62,7 @@ func (t *Target) Answer(ctx context.Context, req mcp.CallToolRequest, id any, mo
 
 func (t *Target) recovered(ctx context.Context, req mcp.CallToolRequest) (res *mcp.CallToolResult, rr *mcpclient.RawResult, err error) {
 	defer wire.Recover(executeToolName, &err)
-	raw, ok := t.tb.d.Downstream.(mcpclient.RawCaller)
-	ok = ok && wire.Fast() // off: mcp-go's client, typed
+	ok := wire.Fast() // off: mcp-go's client, typed
 	members := map[string]json.RawMessage{}
 	if !ok || req.Params.Arguments != nil || !rawObject(req.Params.RawArguments) ||
 		json.Unmarshal(req.Params.RawArguments, &members) != nil {
@@ -85,7 +85,7 @@ func (t *Target) recovered(ctx context.Context, req mcp.CallToolRequest) (res *m
 	req.Params.Arguments = args
 	c := newCall(executeToolName)
 	res, err = t.tb.run(ctx, c, req, func(ctx context.Context, c *tbCall, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		rr, err = t.tb.executeRaw(ctx, c, req, args, toolArgs, raw)
+		rr, err = t.tb.executeRaw(ctx, c, req, args, toolArgs)
 		return nil, err
 	})
 	if err == nil && rr != nil && rr.ResultType == string(mcp.ResultTypeInputRequired) {
@@ -103,7 +103,7 @@ func (t *Target) recovered(ctx context.Context, req mcp.CallToolRequest) (res *m
 }
 
 // executeRaw is executeTool with the result raw.
-func (tb *toolbox) executeRaw(ctx context.Context, c *tbCall, req mcp.CallToolRequest, args map[string]any, toolArgs json.RawMessage, raw mcpclient.RawCaller) (*mcpclient.RawResult, error) {
+func (tb *toolbox) executeRaw(ctx context.Context, c *tbCall, req mcp.CallToolRequest, args map[string]any, toolArgs json.RawMessage) (*mcpclient.RawResult, error) {
 	toolArgs = bytes.TrimSpace(toolArgs)
 	switch {
 	case len(toolArgs) == 0 || string(toolArgs) == "null":
@@ -117,7 +117,7 @@ func (tb *toolbox) executeRaw(ctx context.Context, c *tbCall, req mcp.CallToolRe
 	}
 	defer call.cancel()
 	callCtx, onProgress, done := tb.d.Relay(call.ctx, call.token)
-	rr, err := raw.CallToolRaw(callCtx, c.server, c.target, toolArgs, call.hdr, onProgress)
+	rr, err := tb.d.Downstream.CallToolRaw(callCtx, c.server, c.target, toolArgs, call.hdr, onProgress, mcpclient.CallOptions{})
 	done()
 	if err != nil {
 		return nil, tb.downstreamError(ctx, c, err)

@@ -17,7 +17,6 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/pallasgw/pallasgw/agents/codemode"
-	"github.com/pallasgw/pallasgw/agents/pins"
 )
 
 func (tb *toolbox) registerScript(srv *server.MCPServer) {
@@ -136,10 +135,8 @@ func (tb *toolbox) scriptHidden(ctx context.Context, caller, server, tool string
 	c.caller, c.server, c.target = caller, server, tool
 	err := tb.check(c, tb.decideTool(caller, server, tool), "tool %s of server %s is denied for caller %q", tool, server, caller)
 	if err == nil {
-		if h, ok := tb.d.Downstream.(pins.Hider); ok {
-			if herr := h.Hidden(server, tool); herr != nil {
-				err = tb.downstreamError(ctx, c, herr)
-			}
+		if herr := tb.d.Downstream.Hidden(server, tool); herr != nil {
+			err = tb.downstreamError(ctx, c, herr)
 		}
 	}
 	if err != nil {

@@ -75,7 +75,7 @@ type Deps struct {
 	Transports  map[string]*config.Server
 	Passthrough bool // auth.mode passthrough: agent_id names the caller
 	Logger      *zap.Logger
-	Downstream  mcpclient.ToolCaller
+	Downstream  mcpclient.Downstream
 	Callers     *policy.CallerPolicy
 	Auditor     *policy.Auditor
 	// Outbound composes the headers server receives for a call that
@@ -565,10 +565,8 @@ func (tb *toolbox) prepareExecute(ctx context.Context, c *tbCall, req mcp.CallTo
 	}
 	if !slices.ContainsFunc(tools, func(t mcp.Tool) bool { return t.Name == tool }) {
 		call.cancel()
-		if h, ok := tb.d.Downstream.(pins.Hider); ok {
-			if err := h.Hidden(c.server, tool); err != nil { // pinned and not approved: say so
-				return nil, tb.downstreamError(ctx, c, err)
-			}
+		if err := tb.d.Downstream.Hidden(c.server, tool); err != nil { // pinned and not approved: say so
+			return nil, tb.downstreamError(ctx, c, err)
 		}
 		return nil, tbErr(CodeToolNotFound, "server %s has no tool %q; get_server_tools lists them", c.server, tool)
 	}

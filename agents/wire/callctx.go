@@ -9,10 +9,7 @@ import (
 // What a call's context carries for this package: one typed value under
 // one key, copied as it is narrowed (withCall), never written after.
 type callContext struct {
-	stream    *Stream      // the fast call's response (Serve), or nil
-	roundTrip *RoundTrip   // a 2026-07-28 call's multi round-trip members, or nil
-	pass      *PassThrough // a large result may be passed through (WithPassThrough), or nil
-	gate      func() bool  // WithPassThroughGate's, or nil
+	stream *Stream // the fast call's response (Serve), or nil
 }
 
 func callOf(ctx context.Context) callContext { return ctxvalue.Of[callContext](ctx) }

@@ -95,6 +95,9 @@ type ClientCall struct {
 	// Debug logs what the call skipped or could not do; err is never a
 	// credential (the caller scrubs it).
 	Debug func(msg string, err error)
+	// Pass, when set, takes a large JSON answer's result to the caller's
+	// response as it arrives (the caller's Call.PassThrough).
+	Pass *PassThrough
 
 	handlers sync.WaitGroup // server-to-client requests being answered
 }
@@ -208,7 +211,7 @@ func (c *ClientCall) Do(ctx context.Context, cancel context.CancelFunc, body []b
 	case "application/json":
 		var b []byte
 		var err error
-		if pt := PassThroughFrom(ctx); pt != nil && (resp.ContentLength < 0 || resp.ContentLength > PassThroughAbove) {
+		if pt := c.Pass; pt != nil && (resp.ContentLength < 0 || resp.ContentLength > PassThroughAbove) {
 			var res *RawResult
 			var passed bool
 			if res, b, passed, err = c.passThrough(pt, resp); passed {

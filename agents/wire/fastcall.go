@@ -22,10 +22,10 @@ type Target interface {
 	// RawArgs reports that Answer sends an object of arguments on as the
 	// caller sent it (RawResponse), so they need not be decoded.
 	RawArgs() bool
-	// Answer runs the handler as mcp-go's handleToolCall and HandleMessage
-	// would and returns the JSON-RPC message to write: a RawAnswer, or a
-	// value mcp-go would encode (ToolAnswer).
-	Answer(ctx context.Context, req mcp.CallToolRequest, id any, modern bool) any
+	// Answer runs the handler of c as mcp-go's handleToolCall and
+	// HandleMessage would and returns the JSON-RPC message to write: a
+	// RawAnswer, or a value mcp-go would encode (ToolAnswer).
+	Answer(ctx context.Context, c *Call) any
 }
 
 // Track records a running session-based call under the key mcp-go would
@@ -48,7 +48,7 @@ func Serve(w http.ResponseWriter, r *http.Request, msg *Message, t Target, sessi
 
 // ServeRoundTrip is Serve for a Target that takes multi round-trip
 // members (RoundTripTarget): it also answers a 2026-07-28 call that carries
-// inputResponses or requestState (RoundTripFrom), and it answers whatever
+// inputResponses or requestState (Call.RoundTrip), and it answers whatever
 // the switch says, since mcp-go cannot finish a call the Target started.
 func ServeRoundTrip(w http.ResponseWriter, r *http.Request, msg *Message, t RoundTripTarget) bool {
 	return serve(w, r, msg, t, "", nil)
@@ -65,12 +65,6 @@ type RoundTripTarget interface {
 // RoundTrip is a 2026-07-28 tools/call's multi round-trip members as the
 // caller sent them (nil when absent).
 type RoundTrip struct{ InputResponses, RequestState json.RawMessage }
-
-// RoundTripFrom is the multi round-trip members of the call of ctx (a
-// RoundTripTarget's), or nil when it carries none.
-func RoundTripFrom(ctx context.Context) *RoundTrip {
-	return callOf(ctx).roundTrip
-}
 
 func serve(w http.ResponseWriter, r *http.Request, msg *Message, t Target, session string, track Track) bool {
 	_, roundTrips := t.(RoundTripTarget)
@@ -129,8 +123,8 @@ func serve(w http.ResponseWriter, r *http.Request, msg *Message, t Target, sessi
 	}
 	out := newStream(w, r)
 	out.modern, out.id = info.Modern, id
-	ctx = withCall(server.WithRequestProtocolInfo(ctx, info), func(c *callContext) { c.stream, c.roundTrip = out, trip })
-	out.finish(t.Answer(ctx, req, id, info.Modern))
+	ctx = withCall(server.WithRequestProtocolInfo(ctx, info), func(c *callContext) { c.stream = out })
+	out.finish(t.Answer(ctx, &Call{Req: req, ID: id, Modern: info.Modern, RoundTrip: trip, stream: out}))
 	return true
 }
 
@@ -397,11 +391,4 @@ func ToolAnswer(id any, tool string, res *mcp.CallToolResult, err error, modern 
 		Decorate(res, self)
 	}
 	return mcp.NewJSONRPCResultResponse(mcp.NewRequestId(id), res)
-}
-
-// WithRoundTrip is ctx carrying rt, a 2026-07-28 request's multi
-// round-trip members, for a RoundTripTarget run outside Serve (the
-// endpoint's bridged prompts/get and resources/read).
-func WithRoundTrip(ctx context.Context, rt *RoundTrip) context.Context {
-	return withCall(ctx, func(c *callContext) { c.roundTrip = rt })
 }

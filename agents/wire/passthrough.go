@@ -64,35 +64,7 @@ type PassThrough struct {
 	s      *Stream
 	self   json.RawMessage // the agent's identity (SelfJSON)
 	before func()          // runs before the answer is written; nil: none
-	gate   func() bool     // WithPassThroughGate's; nil: none
-}
-
-// WithPassThrough lets the downstream call made on the returned context
-// pass a large result through to the caller (PassThroughFrom), when ctx
-// is a fast-path call's (Serve) and the switch is on. self is the
-// answering agent's identity (SelfJSON); before runs just before the
-// answer is written (a relay's wait for the call's last notifications).
-func WithPassThrough(ctx context.Context, self json.RawMessage, before func()) context.Context {
-	s := StreamFrom(ctx)
-	if !Fast() || s == nil {
-		return ctx
-	}
-	return withCall(ctx, func(c *callContext) { c.pass = &PassThrough{s: s, self: self, before: before, gate: c.gate} })
-}
-
-// WithPassThroughGate makes a pass-through on ctx ask gate first, when its
-// answer is about to begin: false, and the result is held and returned as
-// it would be without a pass-through. The input-required bridge, which
-// answers a call's first round itself when the downstream asks for input
-// meanwhile, says so.
-func WithPassThroughGate(ctx context.Context, gate func() bool) context.Context {
-	return withCall(ctx, func(c *callContext) { c.gate = gate })
-}
-
-// PassThroughFrom is ctx's PassThrough, or nil when a result must be
-// returned whole.
-func PassThroughFrom(ctx context.Context) *PassThrough {
-	return callOf(ctx).pass
+	gate   func() bool     // Call.Gated's; nil: none
 }
 
 // Passed is a Target's answer when the answer went out with the result

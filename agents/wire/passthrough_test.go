@@ -1,7 +1,6 @@
 package wire
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"io"
@@ -15,17 +14,24 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 )
 
-// passStream is a fast call's response for request id 7.
-func passStream(t *testing.T, modern bool) (*Stream, *httptest.ResponseRecorder, context.Context) {
+// passStream is a fast call's response for request id 7, and the call's
+// pass-through.
+func passStream(t *testing.T, modern bool) (*Stream, *httptest.ResponseRecorder, *PassThrough) {
 	t.Helper()
+	s, rec, c := passCall(modern)
+	pt := c.PassThrough(SelfJSON(testSelf), nil)
+	if pt == nil {
+		t.Fatal("no pass-through on a fast call")
+	}
+	return s, rec, pt
+}
+
+// passCall is a fast call whose response is for request id 7.
+func passCall(modern bool) (*Stream, *httptest.ResponseRecorder, *Call) {
 	rec := httptest.NewRecorder()
 	s := newStream(rec, httptest.NewRequest(http.MethodPost, "/mcp", nil))
 	s.modern, s.id = modern, 7
-	ctx := WithPassThrough(withCall(context.Background(), func(c *callContext) { c.stream = s }), SelfJSON(testSelf), nil)
-	if PassThroughFrom(ctx) == nil {
-		t.Fatal("no pass-through on a fast call's context")
-	}
-	return s, rec, ctx
+	return s, rec, &Call{Modern: modern, stream: s}
 }
 
 // decoded is a JSON text as Go values, for comparing two texts whatever
@@ -53,9 +59,9 @@ func TestRelayAsHeld(t *testing.T) {
 		`{}`,
 	} {
 		for _, modern := range []bool{false, true} {
-			s, rec, ctx := passStream(t, modern)
+			s, rec, pt := passStream(t, modern)
 			body := `{"jsonrpc":"2.0","id":"pgw-call-1","result":` + result + "}\n"
-			res, msg, err := PassThroughFrom(ctx).Relay(iotest.HalfReader(strings.NewReader(body)), "pgw-call-1", 1<<30)
+			res, msg, err := pt.Relay(iotest.HalfReader(strings.NewReader(body)), "pgw-call-1", 1<<30)
 			if err != nil || msg != nil {
 				t.Fatalf("%.60s: Relay: %v, msg %q", result, err, msg)
 			}
@@ -86,12 +92,12 @@ func TestRelayAsHeld(t *testing.T) {
 
 // After a notification the answer is the stream's last event, on one line.
 func TestRelayOnStream(t *testing.T) {
-	s, rec, ctx := passStream(t, false)
+	s, rec, pt := passStream(t, false)
 	if err := s.Notify("notifications/progress", map[string]any{"progress": 1}); err != nil {
 		t.Fatal(err)
 	}
 	body := "{\"id\":\"pgw-call-2\",\"jsonrpc\":\"2.0\",\"result\":{\"content\":\n[{\"type\":\"text\",\"text\":\"x\"}]}}"
-	if _, _, err := PassThroughFrom(ctx).Relay(strings.NewReader(body), "pgw-call-2", 1<<20); err != nil {
+	if _, _, err := pt.Relay(strings.NewReader(body), "pgw-call-2", 1<<20); err != nil {
 		t.Fatal(err)
 	}
 	s.finish(nil)
@@ -120,8 +126,8 @@ func TestRelayBeforeAnswer(t *testing.T) {
 		{`[]`, "invalid character '['"},
 		{`{"jsonrpc":"2.0","id":"pgw-call-1"`, "unexpected end of JSON input"},
 	} {
-		s, rec, ctx := passStream(t, false)
-		_, _, err := PassThroughFrom(ctx).Relay(strings.NewReader(c.body), "pgw-call-1", 1<<20)
+		s, rec, pt := passStream(t, false)
+		_, _, err := pt.Relay(strings.NewReader(c.body), "pgw-call-1", 1<<20)
 		if err == nil || !strings.Contains(err.Error(), c.want) || errors.Is(err, ErrAnswerBroken) {
 			t.Errorf("%s: error %v, want %q", c.body, err, c.want)
 		}
@@ -130,9 +136,9 @@ func TestRelayBeforeAnswer(t *testing.T) {
 			t.Errorf("%s: the call's own answer was not written: %q", c.body, rec.Body.String())
 		}
 	}
-	_, _, ctx := passStream(t, false)
+	_, _, pt := passStream(t, false)
 	errAnswer := `{"jsonrpc":"2.0","id":"pgw-call-1","error":{"code":-32602,"message":"no"}}`
-	_, msg, err := PassThroughFrom(ctx).Relay(strings.NewReader(errAnswer), "pgw-call-1", 1<<20)
+	_, msg, err := pt.Relay(strings.NewReader(errAnswer), "pgw-call-1", 1<<20)
 	if err != nil || !reflect.DeepEqual(decoded(t, msg), decoded(t, []byte(errAnswer))) {
 		t.Errorf("error answer: %v, %s", err, msg)
 	}
@@ -173,8 +179,8 @@ func TestRelayBroken(t *testing.T) {
 		{"isError not a bool", strings.NewReader(`{"jsonrpc":"2.0","id":"pgw-call-1","result":{"isError":"yes"}}`)},
 		{"id after the result", strings.NewReader(`{"jsonrpc":"2.0","result":{},"id":"other"}`)},
 	} {
-		s, _, ctx := passStream(t, false)
-		_, _, err := PassThroughFrom(ctx).Relay(c.body, "pgw-call-1", 1000)
+		s, _, pt := passStream(t, false)
+		_, _, err := pt.Relay(c.body, "pgw-call-1", 1000)
 		if !errors.Is(err, ErrAnswerBroken) {
 			t.Errorf("%s: error %v, want ErrAnswerBroken", c.name, err)
 		}
@@ -192,30 +198,30 @@ func TestRelayBroken(t *testing.T) {
 // Off, or outside a fast call, nothing is passed through; a closed gate
 // or an answered call holds the result.
 func TestPassThroughOff(t *testing.T) {
-	if PassThroughFrom(WithPassThrough(context.Background(), nil, nil)) != nil {
+	if (&Call{}).PassThrough(nil, nil) != nil || (*Call)(nil).PassThrough(nil, nil) != nil {
 		t.Error("a pass-through without a fast call")
 	}
 	func() {
 		defer SetFast(true)
 		SetFast(false)
-		if PassThroughFrom(WithPassThrough(withCall(context.Background(), func(c *callContext) { c.stream = &Stream{} }), nil, nil)) != nil {
+		if (&Call{stream: &Stream{}}).PassThrough(nil, nil) != nil {
 			t.Error("a pass-through with the switch off")
 		}
 	}()
 	body := `{"jsonrpc":"2.0","id":"c","result":{"isError":true, "content":[]}}`
 	for _, c := range []struct {
 		name  string
-		setup func(s *Stream, ctx context.Context) context.Context
+		setup func(s *Stream, c *Call) *Call
 	}{
-		{"gate closed", func(_ *Stream, ctx context.Context) context.Context {
-			return WithPassThroughGate(ctx, func() bool { return false })
+		{"gate closed", func(_ *Stream, c *Call) *Call {
+			return c.Gated(func() bool { return false })
 		}},
-		{"answered", func(s *Stream, ctx context.Context) context.Context { s.finish(mustJSONRPCError()); return ctx }},
+		{"answered", func(s *Stream, c *Call) *Call { s.finish(mustJSONRPCError()); return c }},
 	} {
-		s, rec, ctx := passStream(t, false)
-		ctx = WithPassThrough(c.setup(s, ctx), SelfJSON(testSelf), nil)
+		s, rec, call := passCall(false)
+		pt := c.setup(s, call).PassThrough(SelfJSON(testSelf), nil)
 		before := rec.Body.Len()
-		res, _, err := PassThroughFrom(ctx).Relay(strings.NewReader(body), "c", 1<<20)
+		res, _, err := pt.Relay(strings.NewReader(body), "c", 1<<20)
 		if err != nil || res.Passed || string(res.JSON) != `{"content":[],"isError":true}` || !res.IsError {
 			t.Errorf("%s: %+v, %v", c.name, res, err)
 		}

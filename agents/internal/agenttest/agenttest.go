@@ -36,9 +36,11 @@ import (
 	"github.com/pallasgw/pallasgw/policy"
 )
 
-// FakeDown is an in-memory Downstream and CatalogDownstream: per server a
-// tool list, canned results, prompts and resources. Call, when set, runs
-// instead of the canned result.
+// FakeDown is an in-memory mcpclient.Downstream: per server a tool list,
+// canned results, prompts and resources. Call, when set, runs instead of
+// the canned result. Every server declares tools, prompts and resources
+// and no tasks; no tool is hidden; a logging/setLevel is taken and
+// dropped.
 type FakeDown struct {
 	mu        sync.Mutex
 	ToolLists map[string][]mcpgo.Tool
@@ -76,6 +78,78 @@ func (f *FakeDown) CallTool(ctx context.Context, server, tool string, args map[s
 		return nil, fmt.Errorf("downstream %q: tools/call %q: %w", server, tool, mcpgo.ErrInvalidParams)
 	}
 	return res, nil
+}
+
+// CallToolRaw is CallTool with the result as the bytes a downstream built
+// on mcp-go sends for it (json.Marshal).
+func (f *FakeDown) CallToolRaw(ctx context.Context, server, tool string, args json.RawMessage, hdr http.Header, onProgress mcpclient.ProgressFunc, opts mcpclient.CallOptions) (*mcpclient.RawResult, error) {
+	m, err := argsMap(args)
+	if err != nil {
+		return nil, err
+	}
+	res, err := f.CallTool(ctx, server, tool, m, hdr, onProgress)
+	if err != nil || res == nil {
+		return nil, err
+	}
+	b, err := json.Marshal(res)
+	if err != nil {
+		return nil, err
+	}
+	return RawOf(b)
+}
+
+// RawOf is b, a tools/call result's JSON, as a downstream's raw result.
+func RawOf(b []byte) (*mcpclient.RawResult, error) {
+	var peek struct {
+		IsError    bool            `json:"isError"`
+		ResultType string          `json:"resultType"`
+		Meta       json.RawMessage `json:"_meta"`
+	}
+	if err := json.Unmarshal(b, &peek); err != nil {
+		return nil, err
+	}
+	return &mcpclient.RawResult{JSON: b, IsError: peek.IsError, ResultType: peek.ResultType, Meta: peek.Meta}, nil
+}
+
+// CallToolJSON is CallTool with the arguments as JSON.
+func (f *FakeDown) CallToolJSON(ctx context.Context, server, tool string, args json.RawMessage, hdr http.Header, onProgress mcpclient.ProgressFunc) (*mcpgo.CallToolResult, error) {
+	m, err := argsMap(args)
+	if err != nil {
+		return nil, err
+	}
+	return f.CallTool(ctx, server, tool, m, hdr, onProgress)
+}
+
+func argsMap(args json.RawMessage) (map[string]any, error) {
+	var m map[string]any
+	if len(args) > 0 {
+		if err := json.Unmarshal(args, &m); err != nil {
+			return nil, err
+		}
+	}
+	return m, nil
+}
+
+func (*FakeDown) Hidden(string, string) error { return nil }
+
+func (*FakeDown) SetLogLevel(context.Context, string, mcpgo.LoggingLevel, http.Header) error {
+	return nil
+}
+
+// fakeCaps are what every server of a FakeDown declares.
+var fakeCaps = func() (c mcpgo.ServerCapabilities) {
+	if err := json.Unmarshal([]byte(`{"tools":{},"prompts":{},"resources":{}}`), &c); err != nil {
+		panic(err)
+	}
+	return c
+}()
+
+func (*FakeDown) Capabilities(context.Context, string, http.Header) (mcpgo.ServerCapabilities, error) {
+	return fakeCaps, nil
+}
+
+func (*FakeDown) TaskRequest(_ context.Context, server, method string, _ json.RawMessage, _ http.Header) (json.RawMessage, error) {
+	return nil, fmt.Errorf("downstream %q: %s: %w", server, method, mcpgo.ErrMethodNotFound)
 }
 
 // Edit runs fn with f locked, for changing its tools or Call while the
@@ -178,13 +252,13 @@ func switchOff() (restore func()) {
 }
 
 // New builds the agents of yaml over down and serves them.
-func New(t *testing.T, yaml string, down agents.Downstream) *Agents {
+func New(t *testing.T, yaml string, down mcpclient.Downstream) *Agents {
 	t.Helper()
 	return NewWith(t, yaml, down, nil)
 }
 
 // NewWith is New with LLM providers by key.
-func NewWith(t *testing.T, yaml string, down agents.Downstream, providers map[string]llm.Provider) *Agents {
+func NewWith(t *testing.T, yaml string, down mcpclient.Downstream, providers map[string]llm.Provider) *Agents {
 	t.Helper()
 	cfg, err := config.Parse("test.yaml", []byte(yaml))
 	if err != nil {

@@ -1,0 +1,51 @@
+package wire
+
+import (
+	"encoding/json"
+
+	"github.com/mark3labs/mcp-go/mcp"
+)
+
+// Call is one tools/call as the server side hands it to the kind that
+// answers it (Target.Answer): the caller's request, its JSON-RPC id and
+// protocol, the multi round-trip members it carries, and the permission
+// to pass a large result through to the caller's response (PassThrough).
+// What a call carries as behaviour travels here, not in its context; the
+// caller's identity, trace, deadline and request id stay in the context
+// (request-scoped data).
+type Call struct {
+	Req    mcp.CallToolRequest
+	ID     any  // the JSON-RPC id (numbers as float64, as mcp-go decodes them)
+	Modern bool // a 2026-07-28 caller
+	// RoundTrip is a 2026-07-28 call's multi round-trip members as the
+	// caller sent them (a RoundTripTarget's), or nil when it carries
+	// none.
+	RoundTrip *RoundTrip
+
+	stream *Stream     // the caller's response (Serve), or nil
+	gate   func() bool // Gated's, or nil
+}
+
+// PassThrough lets the downstream call made for c pass a large result
+// through to the caller's response (client.go, passthrough.go), or is nil
+// when a result must be returned whole: c is not a fast-path call's
+// (Serve), or the switch is off. self is the answering agent's identity
+// (SelfJSON); before runs just before the answer is written (a relay's
+// wait for the call's last notifications). A nil c has none.
+func (c *Call) PassThrough(self json.RawMessage, before func()) *PassThrough {
+	if c == nil || c.stream == nil || !Fast() {
+		return nil
+	}
+	return &PassThrough{s: c.stream, self: self, before: before, gate: c.gate}
+}
+
+// Gated is c whose pass-through asks gate first, when its answer is about
+// to begin: false, and the result is held and returned as it would be
+// without a pass-through. The input-required bridge, which answers a
+// call's first round itself when the downstream asks for input
+// meanwhile, says so.
+func (c *Call) Gated(gate func() bool) *Call {
+	g := *c
+	g.gate = gate
+	return &g
+}
