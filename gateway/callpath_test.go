@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -38,6 +39,12 @@ import (
 // empty), the writes through the gateway's statusWriter (an
 // http.ResponseWriter) included; when the call value lands, its methods
 // and the registered handler go into callPathExempt.
+//
+// A stack shows the calls under way when it is taken: a climb that has
+// returned before the downstream request or before a write (the issue
+// reads eight at d28b184: endpoint → proxy Ensure, wire → endpoint Track,
+// proxy → agents Outbound and the metric closures, ...) is in neither and
+// is not counted.
 var callPathToday = map[bool]int{true: 2, false: 2}
 
 // callPathTarget is what the issue asks at the end: at most 2.
@@ -219,19 +226,40 @@ func recordCallPath(t *testing.T, fast bool) []recorded {
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	n := 0
+	return oneRoundTrip(t, rec)
+}
+
+// oneRoundTrip keeps, of the gateway's goroutines in a round trip at the
+// downstream request, the one serving the caller's request when there are
+// more (a health probe's); it fails unless one is left and a write was
+// recorded.
+func oneRoundTrip(t *testing.T, rec []recorded) []recorded {
+	t.Helper()
+	var trips, writes []recorded
 	for _, r := range rec {
 		if r.at == "downstream request" {
-			n++
+			trips = append(trips, r)
+		} else {
+			writes = append(writes, r)
 		}
 	}
-	if n != 1 {
-		t.Fatalf("%d goroutines of the gateway in a round trip at the downstream request, want 1", n)
+	if len(trips) > 1 {
+		trips = slices.DeleteFunc(trips, func(r recorded) bool { return !r.stack.Has("net/http.serverHandler.ServeHTTP") })
 	}
-	if len(rec) < 2 {
-		t.Fatalf("no write to the caller recorded (%d stacks)", len(rec))
+	if len(trips) != 1 {
+		for _, r := range trips {
+			var fs []string
+			for _, fr := range r.stack.Frames {
+				fs = append(fs, fr.Short())
+			}
+			t.Logf("%s: %s", r.stack.Goroutine, strings.Join(fs, " → "))
+		}
+		t.Fatalf("%d goroutines of the gateway in a round trip at the downstream request, want 1", len(trips))
 	}
-	return rec
+	if len(writes) == 0 {
+		t.Fatal("no write to the caller recorded")
+	}
+	return append(trips, writes...)
 }
 
 // gatewayRoundTrip reports whether s is a goroutine of the gateway (a frame
