@@ -239,12 +239,20 @@ func (s Stack) Has(part string) bool {
 type Climb struct {
 	From, To Frame
 	Via      []string
+	// Callback is set when To is a closure of a function of the stretch of
+	// To's package that called into From's: handed down and called back
+	// within that one call (as sort.Slice calls its less), not a return to
+	// a package the call had left. It still counts; it is marked.
+	Callback bool
 }
 
 func (c Climb) String() string {
 	s := fmt.Sprintf("%s → %s  (%s)", shortPkg(c.From.Package()), shortPkg(c.To.Package()), c.From.Short()+" → "+c.To.Short())
 	if len(c.Via) > 0 {
 		s += " via " + strings.Join(c.Via, ", ")
+	}
+	if c.Callback {
+		s += " [a closure its caller handed down]"
 	}
 	return s
 }
@@ -283,6 +291,7 @@ func (g *Graph) Path(s Stack) []string {
 func (g *Graph) StackClimbs(s Stack, exempt func(to Frame) bool) []Climb {
 	var out []Climb
 	var last *Frame
+	var stretch, before []Frame // the own frames of last's package in a row; of the stretch before
 	var via []string
 	for i := range s.Frames {
 		fr := s.Frames[i]
@@ -293,8 +302,16 @@ func (g *Graph) StackClimbs(s Stack, exempt func(to Frame) bool) []Climb {
 			continue
 		}
 		if last != nil && g.Climbs(last.Package(), fr.Package()) && (exempt == nil || !exempt(fr)) {
-			out = append(out, Climb{From: *last, To: fr, Via: via})
+			back := false
+			for _, b := range before {
+				back = back || strings.HasPrefix(fr.Func, b.Func+".func")
+			}
+			out = append(out, Climb{From: *last, To: fr, Via: via, Callback: back})
 		}
+		if last != nil && last.Package() != fr.Package() {
+			before, stretch = stretch, nil
+		}
+		stretch = append(stretch, fr)
 		last, via = &s.Frames[i], nil
 	}
 	return out

@@ -165,6 +165,14 @@ main.main()
 	if !slices.Equal(got, want) {
 		t.Errorf("climbs %q, want %q", got, want)
 	}
+	back := ParseStacks([]byte("goroutine 9 [running]:\n" + Module + "/agents/wire.call.func1()\n\t/src/w.go:3 +0x1\n" +
+		Module + "/agents/internal/ctxvalue.With[...](0x1)\n\t/src/c.go:2 +0x1\n" +
+		Module + "/agents/wire.helper(0x1)\n\t/src/w.go:2 +0x1\n" + Module + "/agents/wire.call(0x1)\n\t/src/w.go:1 +0x1\n"))
+	g.Imports[Module+"/agents/wire"] = []string{Module + "/agents/internal/ctxvalue"}
+	g.deps = map[string]map[string]bool{}
+	if cs := g.StackClimbs(back[0], nil); len(cs) != 1 || !cs[0].Callback {
+		t.Errorf("a closure called back by the helper it was handed to: %+v", cs)
+	}
 	if cs := g.StackClimbs(s, func(to Frame) bool { return strings.Contains(to.Func, "proxy.(*Proxy).forward") }); len(cs) != 0 {
 		t.Errorf("an exempt callee still climbs: %v", cs)
 	}
