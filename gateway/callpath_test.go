@@ -107,42 +107,7 @@ func TestCallPath(t *testing.T) {
 	entries := map[string][]string{} // the probe build's climbs, by switch ("true", "false")
 	for _, fast := range []bool{true, false} {
 		t.Run(map[bool]string{true: "fast", false: "mcp-go"}[fast], func(t *testing.T) {
-			was := wire.Fast()
-			t.Cleanup(func() { wire.SetFast(was) })
-			rec, entered, uncounted := recordCallPath(t, fast, probeOut != "")
-			on := wire.Fast()
-			if on != fast {
-				t.Logf("%s=off: wire.fast is off in this process; this run measures the mcp-go path", wire.EnvFast)
-			}
-			var all [][]arch.Climb
-			var stacks []arch.Stack
-			for _, r := range rec {
-				if r.stack.Elided {
-					t.Errorf("%s: the runtime elided frames of the stack; the count would be short", r.at)
-				}
-				cs := graph.StackClimbs(r.stack, exemptCallPath)
-				all = append(all, cs)
-				stacks = append(stacks, r.stack)
-				t.Logf("%s: %d climbs; path: %s", r.at, len(cs), shortPath(graph.Path(r.stack)))
-			}
-			climbs := arch.Distinct(all...)
-			logFanIn(t, graph, stacks)
-			if probeOut == "" { // the probe build's run reports; its parent checks
-				ratchetClimbs(t, "callPathToday", climbs, callPathToday[on], on)
-			}
-			if probeOut != "" {
-				var cs [][]arch.Climb
-				for _, s := range entered {
-					cs = append(cs, graph.StackClimbs(s, exemptCallPath))
-				}
-				if key := strconv.FormatBool(on); entries[key] == nil { // once per switch (PALLASGW_WIRE_FAST=off: both runs are off)
-					entries[key] = []string{}
-					for _, c := range arch.Distinct(cs...) {
-						entries[key] = append(entries[key], c.String())
-					}
-					entries["uncounted"] = append(entries["uncounted"], uncounted...)
-				}
-			}
+			measureCallPath(t, graph, fast, probeOut, entries)
 		})
 	}
 	if probeOut != "" {
@@ -164,29 +129,65 @@ func TestCallPath(t *testing.T) {
 			t.Logf("not counted (not the caller's request goroutine): %s", u)
 		}
 		for _, key := range []string{"true", "false"} {
-			climbs, ok := climbs[key]
-			if !ok {
-				continue
-			}
-			on := key == "true"
-			t.Logf("wire.fast %v, every function entry of the caller's request:", on)
-			for i, c := range climbs {
-				t.Logf("climb %d: %s", i+1, c)
-			}
-			n, today := len(climbs), callPathEntriesToday[on]
-			t.Logf("wire.fast %v: %d climbs; %d on main today, target ≤ %d", on, n, today, callPathTarget)
-			switch {
-			case n > today:
-				t.Errorf("wire.fast %v: %d climbs, more than the %d of callPathEntriesToday: a call goes back up into a package it left (see the climbs above)", on, n, today)
-			case n < today:
-				t.Logf("wire.fast %v: fewer climbs than callPathEntriesToday's %d: lower it to %d", on, today, n)
+			if cs, ok := climbs[key]; ok {
+				t.Logf("wire.fast %s, every function entry of the caller's request:", key)
+				ratchetClimbs(t, "callPathEntriesToday", cs, callPathEntriesToday[key == "true"], key == "true")
 			}
 		}
 	})
 }
 
-// ratchetClimbs logs climbs and fails when there are more than today.
-func ratchetClimbs(t *testing.T, list string, climbs []arch.Climb, today int, on bool) {
+// measureCallPath records one proxied tools/call with wire.fast set to
+// fast, logs what its stacks show and checks their climbs against
+// callPathToday; in the probe build's run (probeOut set) it adds the
+// climbs at every function entry to entries instead.
+func measureCallPath(t *testing.T, graph *arch.Graph, fast bool, probeOut string, entries map[string][]string) {
+	was := wire.Fast()
+	t.Cleanup(func() { wire.SetFast(was) })
+	rec, entered, uncounted := recordCallPath(t, fast, probeOut != "")
+	on := wire.Fast()
+	if on != fast {
+		t.Logf("%s=off: wire.fast is off in this process; this run measures the mcp-go path", wire.EnvFast)
+	}
+	var all [][]arch.Climb
+	var stacks []arch.Stack
+	for _, r := range rec {
+		if r.stack.Elided {
+			t.Errorf("%s: the runtime elided frames of the stack; the count would be short", r.at)
+		}
+		cs := graph.StackClimbs(r.stack, exemptCallPath)
+		all = append(all, cs)
+		stacks = append(stacks, r.stack)
+		t.Logf("%s: %d climbs; path: %s", r.at, len(cs), shortPath(graph.Path(r.stack)))
+	}
+	logFanIn(t, graph, stacks)
+	if probeOut == "" {
+		ratchetClimbs(t, "callPathToday", climbStrings(arch.Distinct(all...)), callPathToday[on], on)
+		return
+	}
+	// The probe build's run reports; its parent checks. Once per switch
+	// (with PALLASGW_WIRE_FAST=off both runs are off).
+	if key := strconv.FormatBool(on); entries[key] == nil {
+		var cs [][]arch.Climb
+		for _, s := range entered {
+			cs = append(cs, graph.StackClimbs(s, exemptCallPath))
+		}
+		entries[key] = climbStrings(arch.Distinct(cs...))
+		entries["uncounted"] = append(entries["uncounted"], uncounted...)
+	}
+}
+
+func climbStrings(cs []arch.Climb) []string {
+	out := []string{}
+	for _, c := range cs {
+		out = append(out, c.String())
+	}
+	return out
+}
+
+// ratchetClimbs logs climbs and fails when there are more than today, the
+// figure of the list named list.
+func ratchetClimbs(t *testing.T, list string, climbs []string, today int, on bool) {
 	t.Helper()
 	for i, c := range climbs {
 		t.Logf("climb %d: %s", i+1, c)
@@ -194,9 +195,9 @@ func ratchetClimbs(t *testing.T, list string, climbs []arch.Climb, today int, on
 	t.Logf("wire.fast %v: %d climbs; %d on main today, target ≤ %d", on, len(climbs), today, callPathTarget)
 	switch {
 	case len(climbs) > today:
-		t.Errorf("%d climbs, more than the %d of %s: a call goes back up into a package it left (see the climbs above)", len(climbs), today, list)
+		t.Errorf("wire.fast %v: %d climbs, more than the %d of %s: a call goes back up into a package it left (see the climbs above)", on, len(climbs), today, list)
 	case len(climbs) < today:
-		t.Logf("fewer climbs than %s's %d: lower it to %d", list, today, len(climbs))
+		t.Logf("wire.fast %v: fewer climbs than %s's %d: lower it to %d", on, list, today, len(climbs))
 	}
 }
 
@@ -281,31 +282,75 @@ agents:
   px: {kind: proxy, servers: [down]}
 `
 
-// recordCallPath serves a proxy agent over an MCP server of this process
-// and makes two tools/calls of a session-based caller; it returns the
-// stacks recorded during the second, and with probed (the probe build) the
-// stacks at every function entry of the goroutine serving it.
+// callPathRig is a proxy agent over an MCP server of this process, behind
+// a server that records the stacks of the writes to the caller, and a
+// session-based caller of it. While armed, it records stacks.
+type callPathRig struct {
+	h      http.Handler // the gateway's router
+	caller *sessionCaller
+	served chan struct{} // the measured request's handler has returned
+
+	mu     sync.Mutex
+	armed  bool
+	writes int
+	rec    []recorded
+}
+
+// recordCallPath makes two tools/calls through a callPathRig; it returns
+// the stacks recorded during the second, and with probed (the probe build)
+// the stacks at every function entry of the goroutine serving it, and what
+// other goroutines ran then.
 func recordCallPath(t *testing.T, fast, probed bool) (rec []recorded, entered []arch.Stack, uncounted []string) {
 	t.Helper()
-	var mu sync.Mutex
-	armed := false
-	take := func(at string, all bool) {
-		mu.Lock()
-		defer mu.Unlock()
-		if !armed {
-			return
-		}
-		for _, s := range arch.ParseStacks(stackText(all)) {
-			if all && !gatewayRoundTrip(s) {
-				continue
-			}
-			rec = append(rec, recorded{at: at, stack: s})
+	r := newCallPathRig(t, fast)
+	call := `{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"}}}`
+	if got := r.caller.post(t, fmt.Sprintf(call, 1)); !strings.Contains(got, "echo:hi") {
+		t.Fatalf("first tools/call answered %s", got)
+	}
+	r.arm(true)
+	if probed {
+		probe.Arm()
+	}
+	got := r.caller.post(t, fmt.Sprintf(call, 2))
+	<-r.served
+	var pcs [][]uintptr
+	if probed {
+		pcs = probe.Disarm()
+	}
+	r.arm(false)
+	if !strings.Contains(got, "echo:hi") {
+		t.Fatalf("measured tools/call answered %s", got)
+	}
+	others := map[string]int{}
+	for _, p := range pcs {
+		// The goroutines serving the caller's request: net/http's server
+		// runs the gateway's handler (the downstream's has no frame of the
+		// project; the gateway's own loops are not a request's). What
+		// other goroutines ran is reported, not counted.
+		if s := arch.FromPCs(p); s.Has("net/http.serverHandler.ServeHTTP") {
+			entered = append(entered, s)
+		} else if len(s.Frames) > 0 {
+			others[s.Frames[0].Short()]++
 		}
 	}
+	for start, n := range others {
+		uncounted = append(uncounted, fmt.Sprintf("wire.fast %v: %d function entries on goroutines started at %s", wire.Fast(), n, start))
+	}
+	sort.Strings(uncounted)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return oneRoundTrip(t, r.rec), entered, uncounted
+}
 
+// newCallPathRig starts the downstream, the gateway (wire.fast set to
+// fast) and the server in front of its router, and initializes the
+// caller's session.
+func newCallPathRig(t *testing.T, fast bool) *callPathRig {
+	t.Helper()
+	r := &callPathRig{served: make(chan struct{}, 1)}
 	s := server.NewMCPServer("down", "1.0.0", server.WithToolCapabilities(true))
 	s.AddTool(mcpgo.NewTool("echo", mcpgo.WithString("text")), func(_ context.Context, req mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
-		take("downstream request", true)
+		r.take("downstream request", true)
 		return mcpgo.NewToolResultText("echo:" + req.GetString("text", "")), nil
 	})
 	down := httptest.NewServer(server.NewStreamableHTTPServer(s))
@@ -320,71 +365,54 @@ func recordCallPath(t *testing.T, fast, probed bool) (rec []recorded, entered []
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { g.EndDrainDelay(); g.Shutdown() })
-	h := g.router()
-	writes := 0
-	served := make(chan struct{}, 1) // the measured request's handler has returned
-	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		defer func() {
-			mu.Lock()
-			defer mu.Unlock()
-			if armed {
-				served <- struct{}{}
-			}
-		}()
-		h.ServeHTTP(&stackWriter{ResponseWriter: w, wrote: func() {
-			mu.Lock()
-			writes++
-			n := writes
-			mu.Unlock()
-			take(fmt.Sprintf("write %d to the caller", n), false)
-		}}, r)
-	}))
+	r.h = g.router()
+	front := httptest.NewServer(http.HandlerFunc(r.serve))
 	t.Cleanup(front.Close)
 
-	c := &sessionCaller{url: front.URL + "/agents/px/mcp"}
-	c.post(t, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"callpath","version":"1"}}}`)
-	c.post(t, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
-	call := `{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"}}}`
-	if got := c.post(t, fmt.Sprintf(call, 1)); !strings.Contains(got, "echo:hi") {
-		t.Fatalf("first tools/call answered %s", got)
+	r.caller = &sessionCaller{url: front.URL + "/agents/px/mcp"}
+	r.caller.post(t, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"callpath","version":"1"}}}`)
+	r.caller.post(t, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	return r
+}
+
+// serve runs the gateway's router with a writer that records the stack of
+// each write, and tells served when the measured request's handler ends.
+func (r *callPathRig) serve(w http.ResponseWriter, req *http.Request) {
+	defer func() {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		if r.armed {
+			r.served <- struct{}{}
+		}
+	}()
+	r.h.ServeHTTP(&stackWriter{ResponseWriter: w, wrote: func() {
+		r.mu.Lock()
+		r.writes++
+		n := r.writes
+		r.mu.Unlock()
+		r.take(fmt.Sprintf("write %d to the caller", n), false)
+	}}, req)
+}
+
+func (r *callPathRig) arm(on bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.armed, r.writes = on, 0
+}
+
+// take records, while armed, the stack of this goroutine, or (all) those
+// of the gateway's goroutines in an HTTP round trip.
+func (r *callPathRig) take(at string, all bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !r.armed {
+		return
 	}
-	mu.Lock()
-	armed, writes = true, 0
-	mu.Unlock()
-	if probed {
-		probe.Arm()
-	}
-	got := c.post(t, fmt.Sprintf(call, 2))
-	<-served
-	var pcs [][]uintptr
-	if probed {
-		pcs = probe.Disarm()
-	}
-	mu.Lock()
-	armed = false
-	mu.Unlock()
-	others := map[string]int{}
-	for _, p := range pcs {
-		// The goroutines serving the caller's request: net/http's server
-		// runs the gateway's handler (the downstream's has no frame of the
-		// project; the gateway's own loops are not a request's). What
-		// other goroutines ran is logged, not counted.
-		if s := arch.FromPCs(p); s.Has("net/http.serverHandler.ServeHTTP") {
-			entered = append(entered, s)
-		} else if len(s.Frames) > 0 {
-			others[s.Frames[0].Short()]++
+	for _, s := range arch.ParseStacks(stackText(all)) {
+		if !all || gatewayRoundTrip(s) {
+			r.rec = append(r.rec, recorded{at: at, stack: s})
 		}
 	}
-	for start, n := range others {
-		uncounted = append(uncounted, fmt.Sprintf("wire.fast %v: %d function entries on goroutines started at %s", wire.Fast(), n, start))
-	}
-	sort.Strings(uncounted)
-	if !strings.Contains(got, "echo:hi") {
-		t.Fatalf("measured tools/call answered %s", got)
-	}
-	mu.Lock()
-	defer mu.Unlock()
-	return oneRoundTrip(t, rec), entered, uncounted
 }
 
 // oneRoundTrip keeps, of the gateway's goroutines in a round trip at the
