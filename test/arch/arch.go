@@ -4,10 +4,11 @@
 // the standard library), the goroutine stacks a test records, and the
 // climbs in them: a call from a package P into a package Q that imports P,
 // back up the one direction imports point. Its tests (arch_test.go) check
-// the production sources for what must go to zero; TestCallPath in package
+// the production sources for what must go to zero. TestCallPath in package
 // gateway records the stacks of one proxied tools/call and counts their
-// climbs with this package. It reads sources only and imports nothing of
-// the gateway.
+// climbs with this package, also in a build whose sources Overlay rewrites
+// so that every function records its stack on entry (package probe). It
+// reads sources only and imports nothing of the gateway.
 package arch
 
 import (
