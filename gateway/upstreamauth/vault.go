@@ -105,6 +105,9 @@ type vault struct {
 	sealer *sealer
 	kv     KV
 
+	// observe is told when an entry's state changes (nil: not told).
+	observe func(server, from, to string)
+
 	mu    sync.Mutex
 	cache map[string]cached // by entryKey
 }
@@ -116,6 +119,28 @@ type cached struct {
 	tok    *Token
 	issuer string
 	at     time.Time
+	server string
+	failed bool // tok nil because its refresh failed
+}
+
+// Connection states (pallasgw_upstream_connections{state}).
+const (
+	stateConnected = "connected"
+	stateExpired   = "expired"
+	stateFailed    = "failed"
+)
+
+// state is the connection state an entry counts as, "" for none.
+func (c cached) state(now time.Time) string {
+	switch {
+	case c.failed:
+		return stateFailed
+	case c.tok == nil:
+		return ""
+	case !c.tok.Expiry.IsZero() && now.After(c.tok.Expiry) && c.tok.Refresh == "":
+		return stateExpired
+	}
+	return stateConnected
 }
 
 const absentFor = 30 * time.Second
@@ -148,8 +173,17 @@ func (v *vault) listen(ctx context.Context) error {
 
 func (v *vault) drop(k string) {
 	v.mu.Lock()
-	delete(v.cache, k)
-	v.mu.Unlock()
+	defer v.mu.Unlock()
+	if old, ok := v.cache[k]; ok {
+		v.changed(old.server, old.state(time.Now()), "")
+		delete(v.cache, k)
+	}
+}
+
+func (v *vault) changed(server, from, to string) {
+	if from != to && v.observe != nil {
+		v.observe(server, from, to)
+	}
 }
 
 // get returns principal's token for server sealed with issuer, nil when
@@ -180,12 +214,21 @@ func (v *vault) get(ctx context.Context, principal, server, issuer string) (*Tok
 			_ = v.put(ctx, principal, server, issuer, tok) // sealed again with the current key
 		}
 	}
-	v.remember(k, cached{tok: tok, issuer: issuer, at: time.Now()})
+	v.remember(k, cached{tok: tok, issuer: issuer, at: time.Now(), server: server})
 	return tok, nil
 }
 
 // put stores tok (nil: deletes the entry) and tells the other replicas.
 func (v *vault) put(ctx context.Context, principal, server, issuer string, tok *Token) error {
+	return v.write(ctx, principal, server, issuer, tok, false)
+}
+
+// fail deletes the entry of a connection whose refresh failed.
+func (v *vault) fail(ctx context.Context, principal, server, issuer string) error {
+	return v.write(ctx, principal, server, issuer, nil, true)
+}
+
+func (v *vault) write(ctx context.Context, principal, server, issuer string, tok *Token, failed bool) error {
 	k := entryKey(principal, server)
 	var val []byte
 	ttl := time.Millisecond // a deleted entry: gone at once
@@ -200,7 +243,7 @@ func (v *vault) put(ctx context.Context, principal, server, issuer string, tok *
 		v.drop(k)
 		return err
 	}
-	v.remember(k, cached{tok: tok, issuer: issuer, at: time.Now()})
+	v.remember(k, cached{tok: tok, issuer: issuer, at: time.Now(), server: server, failed: failed})
 	_, _ = v.kv.Publish(ctx, invalidations, []byte(k)) // a replica that misses it reads the store on its next miss only
 	return nil
 }
@@ -208,11 +251,23 @@ func (v *vault) put(ctx context.Context, principal, server, issuer string, tok *
 func (v *vault) remember(k string, c cached) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	if _, ok := v.cache[k]; !ok && len(v.cache) >= maxCached {
-		for old := range v.cache {
-			delete(v.cache, old)
+	now := time.Now()
+	old, ok := v.cache[k]
+	if !ok && len(v.cache) >= maxCached {
+		for ok := range v.cache {
+			gone := v.cache[ok]
+			v.changed(gone.server, gone.state(now), "")
+			delete(v.cache, ok)
 			break
 		}
 	}
+	from := ""
+	if ok {
+		from = old.state(now)
+	}
+	if ok && old.failed && c.tok == nil {
+		c.failed = true // still failed until connected again
+	}
+	v.changed(c.server, from, c.state(now))
 	v.cache[k] = c
 }

@@ -1,0 +1,98 @@
+package agents
+
+// Each caller's own credentials for a server with oauth
+// (mcp.servers.X.oauth): the gateway's UpstreamCredentials answers the
+// Authorization the server receives for the caller's principal, or
+// *ConnectRequired with the URL where the person connects their account.
+// What the caller then gets depends on its protocol (upstreamError); each
+// kind hands the error on as it hands on any other.
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/pallasgw/pallasgw/policy"
+)
+
+// UpstreamCredentials gives a server with oauth the caller's own token.
+type UpstreamCredentials interface {
+	// Authorization is the Authorization header value server receives for
+	// principal (policy.Identity.Principal), or *ConnectRequired.
+	Authorization(ctx context.Context, server, principal string) (string, error)
+}
+
+// ConnectRequired says a caller has no usable connection to a server's
+// authorization server and where the person connects one.
+type ConnectRequired struct {
+	Server string
+	// URL is the gateway's own connect page for this principal and server
+	// (single-use, short-lived); empty when the caller cannot connect
+	// (an anonymous caller).
+	URL string
+	// ID identifies the connect link (the URL elicitation's elicitationId).
+	ID string
+	// Reason says why: not connected, or the connection could not be renewed.
+	Reason string
+}
+
+func (e *ConnectRequired) Error() string {
+	if e.URL == "" {
+		return fmt.Sprintf("server %s acts for each caller with the caller's own account (%s)", e.Server, e.Reason)
+	}
+	return fmt.Sprintf("server %s needs your own account connected (%s): open %s to connect it, then call again", e.Server, e.Reason, e.URL)
+}
+
+// Elicitation is the URL-mode elicitation that asks the person to connect.
+func (e *ConnectRequired) Elicitation() mcp.ElicitationParams {
+	return mcp.ElicitationParams{Mode: mcp.ElicitationModeURL, ElicitationID: e.ID, URL: e.URL,
+		Message: fmt.Sprintf("Connect your account for %s (%s)", e.Server, e.Reason)}
+}
+
+// urlElicitationRequired is a ConnectRequired for a 2025-11-25 caller: it
+// reads as mcp.URLElicitationRequiredError (-32042 with the URL) wherever
+// an error is answered as a JSON-RPC error, and as the URL in words where
+// it becomes a tool result (toolbox, an llm agent's model).
+type urlElicitationRequired struct{ *ConnectRequired }
+
+func (e urlElicitationRequired) Unwrap() error { return e.ConnectRequired }
+
+func (e urlElicitationRequired) As(target any) bool {
+	switch t := target.(type) {
+	case *mcp.URLElicitationRequiredError:
+		*t = mcp.URLElicitationRequiredError{Elicitations: []mcp.ElicitationParams{e.Elicitation()}}
+		return true
+	case **mcp.URLElicitationRequiredError:
+		*t = &mcp.URLElicitationRequiredError{Elicitations: []mcp.ElicitationParams{e.Elicitation()}}
+		return true
+	}
+	return false
+}
+
+// upstreamAuthorization is the Authorization server receives for the
+// caller of ctx, whose request came with inbound headers.
+func (s *Set) upstreamAuthorization(ctx context.Context, server string, inbound http.Header) (string, error) {
+	up := s.deps.Upstream
+	if up == nil {
+		return "", fmt.Errorf("server %s has oauth and this gateway keeps no upstream credentials", server)
+	}
+	principal := policy.IdentityFrom(ctx).Principal()
+	if principal == "" {
+		return "", &ConnectRequired{Server: server, Reason: "an anonymous caller cannot connect an account; authenticate to the gateway"}
+	}
+	auth, err := up.Authorization(ctx, server, principal)
+	if cr, ok := err.(*ConnectRequired); ok && cr.URL != "" && urlElicitationsAnswered(inbound) {
+		return "", urlElicitationRequired{cr}
+	}
+	return auth, err
+}
+
+// urlElicitationsAnswered reports a session-based caller of protocol
+// 2025-11-25, the revision that has URL elicitation and error -32042. A
+// 2025-06-18 caller has neither (it gets the URL in a tool error's text);
+// 2026-07-28 reserves -32042 (ditto).
+func urlElicitationsAnswered(inbound http.Header) bool {
+	return inbound.Get(mcp.HeaderProtocolVersion) == "2025-11-25"
+}

@@ -1,0 +1,436 @@
+package upstreamauth
+
+// The Manager: one per gateway process, kept across reloads (its vault,
+// discovered metadata and registrations survive them), told of each new
+// config by Update.
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.uber.org/zap"
+	"golang.org/x/oauth2"
+	"golang.org/x/sync/singleflight"
+
+	"github.com/pallasgw/pallasgw/agents"
+	"github.com/pallasgw/pallasgw/gateway/config"
+	"github.com/pallasgw/pallasgw/metrics"
+	"github.com/pallasgw/pallasgw/policy"
+)
+
+// Options build a Manager.
+type Options struct {
+	// KV is the shared session store; nil: this process's memory.
+	KV      KV
+	Logger  *zap.Logger
+	Metrics *metrics.Metrics // nil: not counted
+	// Client makes the calls to servers and authorization servers; nil: a
+	// client with a 10 s timeout.
+	Client *http.Client
+}
+
+// Manager gives callers' own tokens to servers with oauth and serves the
+// connect pages. Safe for concurrent use.
+type Manager struct {
+	o      Options
+	hc     *http.Client
+	kv     KV
+	vault  *vault
+	log    *zap.Logger
+	audit  *zap.Logger
+	cfg    atomic.Pointer[settings]
+	flight singleflight.Group // refreshes and discovery, per key
+
+	mu      sync.Mutex
+	servers map[string]*upstream // by name; survives reloads while unchanged
+	links   map[string]pendingLink
+
+	stop context.CancelFunc
+}
+
+// settings is what the Manager takes of one config.
+type settings struct {
+	publicURL string
+	auth      *policy.Authenticator
+	jwtIssuer string
+	servers   map[string]*config.Server
+}
+
+// New returns a Manager for cfg, sealing with cfg's credentials key (a
+// random one when unset).
+func New(cfg *config.Config, auth *policy.Authenticator, o Options) (*Manager, error) {
+	key := config.CredentialKey(cfg.Credentials.Key)
+	if key == nil {
+		key = make([]byte, 32)
+		_, _ = rand.Read(key)
+	}
+	var previous [][]byte
+	for _, k := range cfg.Credentials.PreviousKeys {
+		previous = append(previous, config.CredentialKey(k))
+	}
+	s, err := newSealer(key, previous)
+	if err != nil {
+		return nil, err
+	}
+	m := &Manager{o: o, hc: o.Client, kv: o.KV, log: o.Logger.Named("upstream"), audit: o.Logger.Named("audit"),
+		servers: map[string]*upstream{}, links: map[string]pendingLink{}}
+	if m.hc == nil {
+		m.hc = &http.Client{Timeout: 10 * time.Second}
+	}
+	if m.kv == nil {
+		m.kv = newMemoryKV()
+	}
+	m.vault = newVault(s, m.kv)
+	m.vault.observe = m.observeState
+	ctx, cancel := context.WithCancel(context.Background())
+	m.stop = cancel
+	if err := m.vault.listen(ctx); err != nil {
+		// Another replica's writes reach this one's cache on a miss only.
+		m.log.Warn("listening for other replicas' connections failed; their changes are seen after the cache's entries age", zap.Error(err))
+	}
+	m.Update(cfg, auth)
+	return m, nil
+}
+
+// Close ends the Manager's subscription.
+func (m *Manager) Close() { m.stop() }
+
+// Update applies a new config: a server that is gone, or whose URL or
+// oauth changed, is discovered again (a changed authorization server's
+// tokens no longer open: the issuer is sealed into each).
+func (m *Manager) Update(cfg *config.Config, auth *policy.Authenticator) {
+	st := &settings{publicURL: strings.TrimSuffix(cfg.PublicURL, "/"), auth: auth, servers: map[string]*config.Server{}}
+	if cfg.Auth.JWT != nil {
+		st.jwtIssuer = cfg.Auth.JWT.Issuer
+	}
+	for name, s := range cfg.MCP.Servers {
+		if s != nil && s.OAuth != nil {
+			st.servers[name] = s
+		}
+	}
+	m.mu.Lock()
+	for name, u := range m.servers {
+		if s, ok := st.servers[name]; !ok || u.fingerprint != serverFingerprint(s) {
+			delete(m.servers, name)
+			if m.o.Metrics != nil && !ok {
+				m.o.Metrics.UpstreamConnections.DeletePartialMatch(map[string]string{"server": name})
+			}
+		}
+	}
+	m.mu.Unlock()
+	m.cfg.Store(st)
+}
+
+// serverFingerprint tells one server's settings from another's.
+func serverFingerprint(s *config.Server) string {
+	o := s.OAuth
+	return strings.Join([]string{s.URL, o.ClientID, o.ClientSecret.Value(), strings.Join(o.Scopes, " "), o.Audience, o.Resource, o.AuthorizationServer}, "\x00")
+}
+
+// upstream is one server's OAuth client, as discovered.
+type upstream struct {
+	name        string
+	spec        *config.Server
+	fingerprint string
+
+	mu       sync.Mutex
+	resolved *resolved // nil until discovery succeeds
+}
+
+// resolved is what discovery and registration found for a server.
+type resolved struct {
+	issuer     string
+	meta       *serverMeta
+	resource   string
+	audience   string
+	oauth      *oauth2.Config
+	revocation string
+}
+
+func (m *Manager) upstream(name string) (*upstream, *settings) {
+	st := m.cfg.Load()
+	spec := st.servers[name]
+	if spec == nil {
+		return nil, st
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	u := m.servers[name]
+	if u == nil {
+		u = &upstream{name: name, spec: spec, fingerprint: serverFingerprint(spec)}
+		m.servers[name] = u
+	}
+	return u, st
+}
+
+// resolve discovers u's authorization server and registers the gateway
+// there, once (single-flight; a failure is tried again on the next call).
+func (m *Manager) resolve(ctx context.Context, u *upstream, st *settings) (*resolved, error) {
+	u.mu.Lock()
+	r := u.resolved
+	u.mu.Unlock()
+	if r != nil {
+		return r, nil
+	}
+	v, err, _ := m.flight.Do("resolve\x00"+u.name+"\x00"+u.fingerprint, func() (any, error) {
+		r, err := m.discover(ctx, u, st)
+		if err != nil {
+			return nil, err
+		}
+		u.mu.Lock()
+		u.resolved = r
+		u.mu.Unlock()
+		return r, nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("server %s: %w", u.name, err)
+	}
+	return v.(*resolved), nil
+}
+
+func (m *Manager) discover(ctx context.Context, u *upstream, st *settings) (*resolved, error) {
+	o := u.spec.OAuth
+	var prm resourceMeta
+	if o.AuthorizationServer == "" || len(o.Scopes) == 0 {
+		mu, err := resourceMetadataURL(ctx, m.hc, u.spec.URL)
+		if err == nil {
+			_, err = getJSON(ctx, m.hc, mu, &prm)
+		}
+		if err != nil && o.AuthorizationServer == "" {
+			return nil, fmt.Errorf("discovering its authorization server (RFC 9728): %w", err)
+		}
+	}
+	issuer := o.AuthorizationServer
+	if issuer == "" {
+		if len(prm.AuthorizationServers) == 0 {
+			return nil, errors.New("its protected resource metadata names no authorization server; set oauth.authorization_server")
+		}
+		issuer = prm.AuthorizationServers[0]
+	}
+	meta, err := fetchServerMeta(ctx, m.hc, issuer)
+	if err != nil {
+		return nil, err
+	}
+	if len(meta.CodeChallengeMethodsSupported) > 0 && !contains(meta.CodeChallengeMethodsSupported, "S256") {
+		return nil, fmt.Errorf("authorization server %s does not support PKCE S256", issuer)
+	}
+	r := &resolved{issuer: issuer, meta: meta, resource: o.Resource, audience: o.Audience, revocation: meta.RevocationEndpoint}
+	if r.resource == "" {
+		r.resource = u.spec.URL
+	}
+	scopes := o.Scopes
+	if len(scopes) == 0 {
+		scopes = prm.ScopesSupported
+	}
+	if contains(meta.ScopesSupported, "offline_access") && !contains(scopes, "offline_access") {
+		scopes = append(append([]string{}, scopes...), "offline_access") // a refresh token, where it takes asking
+	}
+	redirect := st.publicURL + callbackPath
+	reg := &registration{ClientID: o.ClientID, ClientSecret: o.ClientSecret.Value()}
+	if reg.ClientID == "" {
+		if reg, err = m.registration(ctx, u.name, meta, redirect, scopes, o.Audience); err != nil {
+			return nil, err
+		}
+	}
+	style := oauth2.AuthStyleInHeader
+	if reg.ClientSecret == "" {
+		style = oauth2.AuthStyleInParams
+	}
+	r.oauth = &oauth2.Config{ClientID: reg.ClientID, ClientSecret: reg.ClientSecret, RedirectURL: redirect, Scopes: scopes,
+		Endpoint: oauth2.Endpoint{AuthURL: meta.AuthorizationEndpoint, TokenURL: meta.TokenEndpoint, AuthStyle: style}}
+	return r, nil
+}
+
+// registration is the gateway's dynamically registered client at meta's
+// server for this redirect URL: from the store (sealed: it holds the
+// client's secret), else registered now and stored for every replica.
+func (m *Manager) registration(ctx context.Context, server string, meta *serverMeta, redirect string, scopes []string, audience string) (*registration, error) {
+	sum := sha256.Sum256([]byte(strings.Join([]string{server, meta.Issuer, redirect, strings.Join(scopes, " "), audience}, "\x00")))
+	key := "upstream:client:" + hex.EncodeToString(sum[:16])
+	ad := aad("client", "", server, meta.Issuer)
+	if raw, err := m.kv.Get(ctx, key); err != nil {
+		return nil, err
+	} else if len(raw) > 0 {
+		if plain, _, err := m.vault.sealer.open(raw, ad); err == nil {
+			var reg registration
+			if json.Unmarshal(plain, &reg) == nil && reg.ClientID != "" {
+				return &reg, nil
+			}
+		}
+	}
+	var aud []string
+	if audience != "" {
+		aud = []string{audience}
+	}
+	reg, err := register(ctx, m.hc, meta, "pallasgw ("+server+")", redirect, scopes, aud)
+	if err != nil {
+		return nil, err
+	}
+	plain, _ := json.Marshal(reg)
+	if err := m.kv.Set(ctx, key, m.vault.sealer.seal(plain, ad), 0); err != nil {
+		return nil, err
+	}
+	m.log.Info("registered at the authorization server (RFC 7591)", zap.String("server", server), zap.String("issuer", meta.Issuer))
+	return reg, nil
+}
+
+// refreshMargin: a token that expires within it is refreshed first.
+const refreshMargin = 30 * time.Second
+
+// Authorization implements agents.UpstreamCredentials.
+func (m *Manager) Authorization(ctx context.Context, server, principal string) (string, error) {
+	u, st := m.upstream(server)
+	if u == nil {
+		return "", fmt.Errorf("server %s has no oauth", server)
+	}
+	r, err := m.resolve(ctx, u, st)
+	if err != nil {
+		return "", err
+	}
+	tok, err := m.vault.get(ctx, principal, server, r.issuer)
+	if err != nil {
+		return "", err
+	}
+	if tok == nil {
+		return "", m.connectRequired(ctx, st, server, principal, "not connected yet")
+	}
+	if !tok.Expiry.IsZero() && time.Until(tok.Expiry) < refreshMargin {
+		if tok.Refresh == "" {
+			if time.Now().Before(tok.Expiry) {
+				return "Bearer " + tok.Access, nil
+			}
+			return "", m.connectRequired(ctx, st, server, principal, "the connection expired")
+		}
+		if tok, err = m.refresh(ctx, u, r, principal, tok); err != nil {
+			return "", err
+		}
+	}
+	return "Bearer " + tok.Access, nil
+}
+
+// refresh renews principal's token, once per process at a time; a failure
+// drops the connection and asks the person to connect again.
+func (m *Manager) refresh(ctx context.Context, u *upstream, r *resolved, principal string, old *Token) (*Token, error) {
+	v, err, _ := m.flight.Do("refresh\x00"+entryKey(principal, u.name), func() (any, error) {
+		// Another replica may have refreshed meanwhile (its write dropped
+		// this replica's entry): the store's token wins when it is newer.
+		if cur, err := m.vault.get(ctx, principal, u.name, r.issuer); err == nil && cur != nil && cur.Access != old.Access && time.Until(cur.Expiry) >= refreshMargin {
+			return cur, nil
+		}
+		hctx := context.WithValue(context.WithoutCancel(ctx), oauth2.HTTPClient, m.hc)
+		t, err := r.oauth.TokenSource(hctx, &oauth2.Token{RefreshToken: old.Refresh, Expiry: time.Unix(1, 0)}).Token()
+		if err != nil {
+			m.countRefresh(u.name, "error")
+			m.audit.Warn("upstream token refresh failed", zap.String("server", u.name), zap.String("principal", principal), zap.String("reason", oauthReason(err)))
+			_ = m.vault.fail(ctx, principal, u.name, r.issuer)
+			return nil, refreshFailed{err}
+		}
+		m.countRefresh(u.name, "ok")
+		tok := fromOAuth(t, old)
+		if err := m.vault.put(ctx, principal, u.name, r.issuer, tok); err != nil {
+			return nil, err
+		}
+		return tok, nil
+	})
+	var failed refreshFailed
+	if errors.As(err, &failed) {
+		return nil, m.connectRequired(ctx, m.cfg.Load(), u.name, principal, "the connection expired and could not be renewed")
+	}
+	if err != nil {
+		return nil, err
+	}
+	return v.(*Token), nil
+}
+
+// refreshFailed is the authorization server's refusal (or absence) at a
+// refresh, as opposed to the store's failure.
+type refreshFailed struct{ error }
+
+// fromOAuth is the vault's record of t; a refresh answer without a new
+// refresh token keeps the old one.
+func fromOAuth(t *oauth2.Token, old *Token) *Token {
+	tok := &Token{Access: t.AccessToken, Refresh: t.RefreshToken, Expiry: t.Expiry, Created: time.Now()}
+	if s, ok := t.Extra("scope").(string); ok {
+		tok.Scope = s
+	}
+	if old != nil {
+		tok.Created = old.Created
+		if tok.Refresh == "" {
+			tok.Refresh = old.Refresh
+		}
+	}
+	return tok
+}
+
+// oauthReason is the error code of an OAuth error answer (never its
+// body, which may echo a token), else "unreachable".
+func oauthReason(err error) string {
+	var re *oauth2.RetrieveError
+	if errors.As(err, &re) {
+		if re.ErrorCode != "" {
+			return re.ErrorCode
+		}
+		if re.Response != nil {
+			return fmt.Sprintf("http_%d", re.Response.StatusCode)
+		}
+	}
+	return "unreachable"
+}
+
+func (m *Manager) countRefresh(server, outcome string) {
+	if m.o.Metrics != nil {
+		m.o.Metrics.UpstreamRefreshes.WithLabelValues(server, outcome).Inc()
+	}
+}
+
+func (m *Manager) countConnect(server, outcome string) {
+	if m.o.Metrics != nil {
+		m.o.Metrics.UpstreamConnects.WithLabelValues(server, outcome).Inc()
+	}
+}
+
+func (m *Manager) observeState(server, from, to string) {
+	if m.o.Metrics == nil || server == "" {
+		return
+	}
+	if from != "" {
+		m.o.Metrics.UpstreamConnections.WithLabelValues(server, from).Dec()
+	}
+	if to != "" {
+		m.o.Metrics.UpstreamConnections.WithLabelValues(server, to).Inc()
+	}
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+// randomToken is 32 random bytes, base64url.
+func randomToken() string {
+	b := make([]byte, 32)
+	_, _ = rand.Read(b)
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+func digest(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(sum[:16])
+}
+
+var _ agents.UpstreamCredentials = (*Manager)(nil)

@@ -1,0 +1,118 @@
+package upstreamauth
+
+// Who a browser on the connect pages is: the caller's own credential
+// (Authorization on the request), else the sign-in cookie this package
+// set after the person proved it (tokens mode: the caller's token typed
+// into the sign-in form).
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/pallasgw/pallasgw/policy"
+)
+
+const (
+	flowCookie = "pallasgw-connect"
+	whoCookie  = "pallasgw-signin"
+	whoTTL     = time.Hour
+)
+
+// signedIn is the sign-in cookie's sealed content.
+type signedIn struct {
+	Principal string `json:"p"`
+	Expires   int64  `json:"e"`
+}
+
+// whoami is the principal the request proves, if any.
+func (m *Manager) whoami(r *http.Request) (string, bool) {
+	st := m.cfg.Load()
+	if r.Header.Get("Authorization") != "" && st.auth != nil {
+		id, status, reason, _ := st.auth.CheckFor(r, "", "")
+		if id.Authenticated && (status == 0 || reason == policy.AuthAgentNotAllowed) && id.Principal() != "" {
+			return id.Principal(), true
+		}
+		return "", false
+	}
+	c, err := r.Cookie(m.cookieName(st, whoCookie))
+	if err != nil {
+		return "", false
+	}
+	sealed, err := base64URL(c.Value)
+	if err != nil {
+		return "", false
+	}
+	plain, _, err := m.vault.sealer.open(sealed, aad("signin", "", "", ""))
+	var s signedIn
+	if err != nil || json.Unmarshal(plain, &s) != nil || time.Now().Unix() > s.Expires || s.Principal == "" {
+		return "", false
+	}
+	return s.Principal, true
+}
+
+// askSignIn asks the person to prove who they are, then come back to next.
+func (m *Manager) askSignIn(w http.ResponseWriter, _ *http.Request, st *settings, next string) {
+	if st.auth != nil && st.auth.Mode() == policy.ModeTokens {
+		signInPage(w, next, "")
+		return
+	}
+	page(w, http.StatusUnauthorized, "Sign in first",
+		"Open this page with your gateway credential (Authorization: Bearer) to prove who you are.")
+}
+
+// signin takes the caller's token from the sign-in form (tokens mode).
+func (m *Manager) signin(w http.ResponseWriter, r *http.Request) {
+	st := m.cfg.Load()
+	next := r.PostFormValue("next")
+	if !strings.HasPrefix(next, connectPath+"/") || strings.HasPrefix(next, "//") || strings.ContainsAny(next, "\\\r\n") {
+		next = connectPath + "/"
+	}
+	if !sameOrigin(r, st) || st.auth == nil || st.auth.Mode() != policy.ModeTokens {
+		page(w, http.StatusForbidden, "Cannot sign in here", "Sign in is by token in auth mode tokens only.")
+		return
+	}
+	probe := r.Clone(r.Context())
+	probe.Header = http.Header{"Authorization": {"Bearer " + strings.TrimSpace(r.PostFormValue("token"))}}
+	id, status, reason, _ := st.auth.CheckFor(probe, "", "")
+	if !id.Authenticated || (status != 0 && reason != policy.AuthAgentNotAllowed) || id.Principal() == "" {
+		w.WriteHeader(http.StatusUnauthorized)
+		signInPage(w, next, "That token is not one of this gateway's.")
+		return
+	}
+	plain, _ := json.Marshal(signedIn{Principal: id.Principal(), Expires: time.Now().Add(whoTTL).Unix()})
+	val := base64URLEncode(m.vault.sealer.seal(plain, aad("signin", "", "", "")))
+	http.SetCookie(w, m.cookie(st, whoCookie, val, whoTTL, http.SameSiteLaxMode))
+	http.Redirect(w, r, next, http.StatusSeeOther)
+}
+
+// cookieName is name, as a __Host- cookie when the gateway is served over
+// HTTPS (public_url): bound to this host, Secure, Path=/.
+func (m *Manager) cookieName(st *settings, name string) string {
+	if strings.HasPrefix(st.publicURL, "https://") {
+		return "__Host-" + name
+	}
+	return name
+}
+
+func (m *Manager) cookie(st *settings, name, val string, ttl time.Duration, same http.SameSite) *http.Cookie {
+	c := &http.Cookie{Name: m.cookieName(st, name), Value: val, Path: "/", HttpOnly: true, SameSite: same,
+		Secure: strings.HasPrefix(st.publicURL, "https://"), MaxAge: int(ttl / time.Second)}
+	if ttl < 0 {
+		c.MaxAge = -1
+	}
+	return c
+}
+
+// sameOrigin refuses a form posted from another site: a request with an
+// Origin must come from public_url's.
+func sameOrigin(r *http.Request, st *settings) bool {
+	o := r.Header.Get("Origin")
+	if o == "" {
+		return true
+	}
+	u, err := url.Parse(st.publicURL)
+	return err == nil && strings.EqualFold(o, u.Scheme+"://"+u.Host)
+}
