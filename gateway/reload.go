@@ -126,6 +126,7 @@ func (g *Gateway) apply(cfg *config.Config, trigger string) error {
 	}
 	g.callerReqs.Configure(stateKey(cfg), g.metrics)
 	g.pins.SetPolicy(s.pins) // nothing fails past this point
+	g.upstreamApplied(s)
 	old := g.current.Swap(s)
 	g.listeners.commit(added, s.ports)
 	if old != nil {
