@@ -82,8 +82,8 @@ type Gateway struct {
 	// until a config has oauth. Shared across snapshots.
 	upstream        atomic.Pointer[upstreamauth.Manager]
 	upstreamHandler atomic.Pointer[http.Handler]
-	vectors     toolsearch.VectorSpaces  // shared across snapshots: tool search's embeddings survive a reload
-	quotaStores quotaStores              // shared across snapshots: counters survive a reload
+	vectors         toolsearch.VectorSpaces // shared across snapshots: tool search's embeddings survive a reload
+	quotaStores     quotaStores             // shared across snapshots: counters survive a reload
 	// sessions is the shared session store (sessions.store), nil for
 	// memory; read at start, like listen.
 	sessions     sessions.Store
