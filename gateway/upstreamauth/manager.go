@@ -305,7 +305,7 @@ func (m *Manager) Authorization(ctx context.Context, server, principal string) (
 	if tok == nil {
 		return "", m.connectRequired(ctx, st, server, principal, "not connected yet")
 	}
-	if !tok.Expiry.IsZero() && time.Until(tok.Expiry) < refreshMargin {
+	if tok.refreshDue(time.Now()) {
 		if tok.Refresh == "" {
 			if time.Now().Before(tok.Expiry) {
 				return "Bearer " + tok.Access, nil
@@ -325,7 +325,7 @@ func (m *Manager) refresh(ctx context.Context, u *upstream, r *resolved, princip
 	v, err, _ := m.flight.Do("refresh\x00"+entryKey(principal, u.name), func() (any, error) {
 		// Another replica may have refreshed meanwhile (its write dropped
 		// this replica's entry): the store's token wins when it is newer.
-		if cur, err := m.vault.get(ctx, principal, u.name, r.issuer); err == nil && cur != nil && cur.Access != old.Access && time.Until(cur.Expiry) >= refreshMargin {
+		if cur, err := m.vault.get(ctx, principal, u.name, r.issuer); err == nil && cur != nil && cur.Access != old.Access && !cur.refreshDue(time.Now()) {
 			return cur, nil
 		}
 		hctx := context.WithValue(context.WithoutCancel(ctx), oauth2.HTTPClient, m.hc)
@@ -360,7 +360,8 @@ type refreshFailed struct{ error }
 // fromOAuth is the vault's record of t; a refresh answer without a new
 // refresh token keeps the old one.
 func fromOAuth(t *oauth2.Token, old *Token) *Token {
-	tok := &Token{Access: t.AccessToken, Refresh: t.RefreshToken, Expiry: t.Expiry, Created: time.Now()}
+	now := time.Now()
+	tok := &Token{Access: t.AccessToken, Refresh: t.RefreshToken, Expiry: t.Expiry, Created: now, Issued: now}
 	if s, ok := t.Extra("scope").(string); ok {
 		tok.Scope = s
 	}

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"go.uber.org/zap"
@@ -174,16 +175,22 @@ func TestConnectFlow(t *testing.T) {
 	})
 
 	t.Run("refresh before expiry, single-flight", func(t *testing.T) {
-		r.as.mu.Lock()
-		r.as.expiresIn = 1 // within the refresh margin at once
-		r.as.mu.Unlock()
 		_, err := r.m.Authorization(ctx, "gh", "token:bob")
 		if code, body := get(t, r.browser(t, "bob"), connectURL(t, err), bobToken); code != http.StatusOK {
 			t.Fatalf("bob connects: %d %s", code, body)
 		}
+		// An hour later: bob's token expires in 10 s, within the margin.
+		tok, err := r.m.vault.get(ctx, "token:bob", "gh", r.as.srv.URL)
+		if err != nil || tok == nil {
+			t.Fatalf("bob's token: %v", err)
+		}
+		aged := *tok
+		aged.Issued, aged.Expiry = timeNow().Add(-time.Hour), timeNow().Add(10*time.Second)
+		if err := r.m.vault.put(ctx, "token:bob", "gh", r.as.srv.URL, &aged); err != nil {
+			t.Fatal(err)
+		}
 		r.as.mu.Lock()
 		before := r.as.refreshN
-		r.as.expiresIn = 3600
 		r.as.mu.Unlock()
 		var wg sync.WaitGroup
 		auths := make([]string, 8)
@@ -204,7 +211,7 @@ func TestConnectFlow(t *testing.T) {
 			t.Fatalf("%d refreshes for 8 concurrent calls, want 1", n)
 		}
 		for _, a := range auths {
-			if a != auths[0] || subjectOf(a) != "bob" {
+			if a != auths[0] || subjectOf(a) != "bob" || a == "Bearer "+tok.Access {
 				t.Fatalf("calls got different tokens: %v", auths)
 			}
 		}

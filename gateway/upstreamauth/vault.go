@@ -27,8 +27,24 @@ type Token struct {
 	Refresh string    `json:"r,omitempty"`
 	Expiry  time.Time `json:"e,omitzero"` // zero: unknown (never refreshed ahead)
 	Scope   string    `json:"s,omitempty"`
-	// Created is when the person connected.
+	// Created is when the person connected; Issued when this access
+	// token was issued.
 	Created time.Time `json:"c"`
+	Issued  time.Time `json:"i,omitzero"`
+}
+
+// refreshDue reports a token to refresh before use: it expires within
+// refreshMargin, or within the last quarter of its life when that is
+// shorter (a token that lives 4 s is refreshed after 3 s, not every time).
+func (t *Token) refreshDue(now time.Time) bool {
+	if t.Expiry.IsZero() {
+		return false
+	}
+	margin := refreshMargin
+	if life := t.Expiry.Sub(t.Issued); !t.Issued.IsZero() && life/4 < margin {
+		margin = life / 4
+	}
+	return t.Expiry.Sub(now) < margin
 }
 
 // sealer seals and opens with the current key and the previous ones.
