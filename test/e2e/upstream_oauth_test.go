@@ -1,0 +1,476 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/cookiejar"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pallasgw/pallasgw/test/idp"
+)
+
+// hydraAuthCode is an Ory Hydra for the authorization-code grant: dynamic
+// client registration on, JWT access tokens that live ttl, and its login
+// and consent URLs answered by an app of the test that accepts every
+// challenge, through Hydra's admin API, for the subject the browser names
+// in its e2e-subject cookie (the person "signed in" at the provider).
+type hydraAuthCode struct {
+	Issuer, Admin string
+	p             *proc
+}
+
+func startHydraAuthCode(t *testing.T, ttl string) *hydraAuthCode {
+	t.Helper()
+	bin := goTool(t, "hydra")
+	h := &hydraAuthCode{}
+	app := httptest.NewServer(http.HandlerFunc(h.loginConsent))
+	t.Cleanup(app.Close)
+	ports := freePorts(t, 2)
+	h.Issuer = fmt.Sprintf("http://127.0.0.1:%d", ports[0])
+	h.Admin = fmt.Sprintf("http://127.0.0.1:%d", ports[1])
+	cfg := fmt.Sprintf(`dsn: memory
+serve:
+  public: {host: 127.0.0.1, port: %d}
+  admin: {host: 127.0.0.1, port: %d}
+urls:
+  self: {issuer: %s}
+  login: %s/login
+  consent: %s/consent
+secrets:
+  system: [%q]
+strategies:
+  access_token: jwt
+oidc:
+  dynamic_client_registration:
+    enabled: true
+webfinger:
+  oidc_discovery:
+    client_registration_url: %s/oauth2/register
+ttl:
+  access_token: %s
+log:
+  level: warn
+`, ports[0], ports[1], h.Issuer, app.URL, app.URL, randomHex(16), h.Issuer, ttl)
+	path := writeFile(t, t.TempDir(), "hydra.yaml", cfg)
+	cmd := exec.Command(bin, "serve", "all", "--dev", "--sqa-opt-out", "--config", path)
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"), "TMPDIR=" + os.TempDir()}
+	h.p = startProc(t, "hydra", cmd)
+	waitFor(t, "hydra to be ready", 30*time.Second, h.p, func() error {
+		if err := httpGetOK(h.Admin + "/health/ready")(); err != nil {
+			return err
+		}
+		return httpGetOK(h.Issuer + "/.well-known/openid-configuration")()
+	})
+	// Hydra generates its access-token key set on first use, and requests
+	// racing there can leave two keys, one signing and the other named in
+	// refreshed tokens' kid (their signature then fails; ory/hydra#3573):
+	// the key set is made before any token.
+	req, _ := http.NewRequest(http.MethodPost, h.Admin+"/admin/keys/hydra.jwt.access-token", strings.NewReader(`{"alg":"RS256","use":"sig"}`))
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil || resp.StatusCode != http.StatusCreated {
+		t.Fatalf("creating Hydra's access-token key: %v %v", err, resp)
+	}
+	resp.Body.Close()
+	return h
+}
+
+// loginConsent is the login and consent app.
+func (h *hydraAuthCode) loginConsent(w http.ResponseWriter, r *http.Request) {
+	admin := func(method, path string, body any) (map[string]any, error) {
+		var rd io.Reader
+		if body != nil {
+			b, _ := json.Marshal(body)
+			rd = bytes.NewReader(b)
+		}
+		req, _ := http.NewRequest(method, h.Admin+path, rd)
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return nil, err
+		}
+		defer resp.Body.Close()
+		var out map[string]any
+		if err := json.NewDecoder(resp.Body).Decode(&out); err != nil || resp.StatusCode >= 300 {
+			return nil, fmt.Errorf("%s %s: HTTP %d %v", method, path, resp.StatusCode, out)
+		}
+		return out, nil
+	}
+	var out map[string]any
+	var err error
+	switch r.URL.Path {
+	case "/login":
+		c, cerr := r.Cookie("e2e-subject")
+		if cerr != nil {
+			http.Error(w, "nobody is signed in at the provider", http.StatusUnauthorized)
+			return
+		}
+		out, err = admin(http.MethodPut, "/admin/oauth2/auth/requests/login/accept?login_challenge="+url.QueryEscape(r.URL.Query().Get("login_challenge")),
+			map[string]any{"subject": c.Value})
+	case "/consent":
+		ch := url.QueryEscape(r.URL.Query().Get("consent_challenge"))
+		var req map[string]any
+		if req, err = admin(http.MethodGet, "/admin/oauth2/auth/requests/consent?consent_challenge="+ch, nil); err == nil {
+			out, err = admin(http.MethodPut, "/admin/oauth2/auth/requests/consent/accept?consent_challenge="+ch,
+				map[string]any{"grant_scope": req["requested_scope"], "grant_access_token_audience": req["requested_access_token_audience"]})
+		}
+	default:
+		http.NotFound(w, r)
+		return
+	}
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadGateway)
+		return
+	}
+	http.Redirect(w, r, out["redirect_to"].(string), http.StatusFound)
+}
+
+// person is someone's browser: signed in at the provider as subject, with
+// a cookie jar, following redirects.
+func person(t *testing.T, subject string) *http.Client {
+	jar, _ := cookiejar.New(nil)
+	u, _ := url.Parse("http://127.0.0.1/")
+	jar.SetCookies(u, []*http.Cookie{{Name: "e2e-subject", Value: subject, Path: "/"}})
+	return &http.Client{Jar: jar, Timeout: 30 * time.Second}
+}
+
+func browse(t *testing.T, c *http.Client, method, u string, form url.Values) (int, string) {
+	t.Helper()
+	var body io.Reader
+	if form != nil {
+		body = strings.NewReader(form.Encode())
+	}
+	req, _ := http.NewRequest(method, u, body)
+	if form != nil {
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, u, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// legacyMCP is a session-based MCP client of one protocol revision,
+// speaking JSON-RPC by hand so that the revision is the test's choice.
+type legacyMCP struct {
+	url, token, version, sid string
+	next                     int
+}
+
+type rpcAnswer struct {
+	Result json.RawMessage `json:"result"`
+	Error  *struct {
+		Code    int             `json:"code"`
+		Message string          `json:"message"`
+		Data    json.RawMessage `json:"data"`
+	} `json:"error"`
+}
+
+func openLegacy(t *testing.T, u, token, version string) *legacyMCP {
+	t.Helper()
+	s := &legacyMCP{url: u, token: token, version: version}
+	s.call(t, "initialize", map[string]any{"protocolVersion": version, "capabilities": map[string]any{},
+		"clientInfo": map[string]any{"name": "e2e-oauth", "version": "1"}})
+	s.post(t, []byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}`))
+	return s
+}
+
+func (s *legacyMCP) post(t *testing.T, body []byte) *http.Response {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, s.url, bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Authorization", "Bearer "+s.token)
+	if s.sid != "" {
+		req.Header.Set("Mcp-Session-Id", s.sid)
+		req.Header.Set("MCP-Protocol-Version", s.version)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("POST %s: %v", s.url, err)
+	}
+	if id := resp.Header.Get("Mcp-Session-Id"); id != "" {
+		s.sid = id
+	}
+	return resp
+}
+
+func (s *legacyMCP) call(t *testing.T, method string, params any) rpcAnswer {
+	t.Helper()
+	s.next++
+	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": s.next, "method": method, "params": params})
+	resp := s.post(t, body)
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		sc := bufio.NewScanner(bytes.NewReader(raw))
+		sc.Buffer(make([]byte, 1<<20), 1<<20)
+		for sc.Scan() {
+			if d, ok := strings.CutPrefix(sc.Text(), "data: "); ok && strings.Contains(d, `"id"`) {
+				raw = []byte(d)
+			}
+		}
+	}
+	var a rpcAnswer
+	if err := json.Unmarshal(raw, &a); err != nil || (a.Result == nil && a.Error == nil) {
+		t.Fatalf("%s: HTTP %d, not a JSON-RPC answer: %s", method, resp.StatusCode, raw)
+	}
+	return a
+}
+
+// tools is the names tools/list answers, without the agent's get_health.
+func (s *legacyMCP) tools(t *testing.T) []string {
+	t.Helper()
+	a := s.call(t, "tools/list", map[string]any{})
+	var res struct {
+		Tools []struct{ Name string } `json:"tools"`
+	}
+	if a.Error != nil || json.Unmarshal(a.Result, &res) != nil {
+		t.Fatalf("tools/list: %+v %s", a.Error, a.Result)
+	}
+	var out []string
+	for _, tl := range res.Tools {
+		if tl.Name != "get_health" {
+			out = append(out, tl.Name)
+		}
+	}
+	return out
+}
+
+// whoami calls the downstream's whoami: the identity it saw, or the
+// answer when the call did not reach it.
+func (s *legacyMCP) whoami(t *testing.T) (idp.Identity, rpcAnswer, string) {
+	t.Helper()
+	a := s.call(t, "tools/call", map[string]any{"name": "whoami", "arguments": map[string]any{}})
+	var res struct {
+		IsError           bool            `json:"isError"`
+		StructuredContent json.RawMessage `json:"structuredContent"`
+		Content           []struct {
+			Text string `json:"text"`
+		} `json:"content"`
+	}
+	var id idp.Identity
+	if a.Error != nil || json.Unmarshal(a.Result, &res) != nil {
+		return id, a, ""
+	}
+	var texts []string
+	for _, c := range res.Content {
+		texts = append(texts, c.Text)
+	}
+	if res.IsError || json.Unmarshal(res.StructuredContent, &id) != nil {
+		return id, a, strings.Join(texts, " ")
+	}
+	return id, a, ""
+}
+
+// TestUpstreamOAuth: per-caller upstream OAuth for real. The downstream is
+// a second pallasgw in auth.mode jwt with Hydra as its issuer (it answers
+// 401 with its protected resource metadata), in front of a whoami server
+// that verifies Hydra's tokens and reports whose they are. The gateway
+// under test (auth.mode tokens, callers alice and bob) discovers Hydra
+// from the 401, registers itself dynamically, and alice and bob each
+// connect their own account through /connect with a cookie-jar browser;
+// Hydra's login and consent are answered by the test. Checked: what an
+// unconnected caller gets per protocol (2025-11-25: -32042 with the URL;
+// 2025-06-18: a tool error with the URL), that bob's link opened by alice
+// connects nothing, that each caller's calls carry its own token, a refresh
+// after the short access-token lifetime, revocation, the metrics, and that
+// no issued token appears in the logs, /metrics or /-/status.
+func TestUpstreamOAuth(t *testing.T) {
+	h := startHydraAuthCode(t, "8s")
+	keys := &idp.KeySet{URL: h.Issuer + "/.well-known/jwks.json"}
+	who, whoURL := startWhoami(t, keys)
+
+	downPort := freePorts(t, 1)[0]
+	downURL := fmt.Sprintf("http://127.0.0.1:%d/agents/tools/mcp", downPort)
+	down := startGatewayOn(t, downPort, strings.NewReplacer("{{ISSUER}}", h.Issuer, "{{WHOAMI}}", whoURL).Replace(`
+name: e2e-team
+listen: "127.0.0.1:{{PORT}}"
+auth:
+  mode: jwt
+  jwt: {issuer: {{ISSUER}}, clock_skew: 1s}
+mcp:
+  servers:
+    whoami: {transport: http, url: {{WHOAMI}}, forward_inbound_auth: true}
+agents:
+  tools: {kind: proxy, servers: [whoami]}
+`))
+
+	aliceTok, bobTok := "alice-"+randomHex(12), "bob-"+randomHex(12)
+	key := make([]byte, 32)
+	copy(key, randomHex(16))
+	gw := startGateway(t, strings.NewReplacer("{{DOWN}}", downURL).Replace(`
+name: e2e-oauth
+listen: "127.0.0.1:{{PORT}}"
+public_url: "http://127.0.0.1:{{PORT}}"
+auth:
+  mode: tokens
+  tokens:
+    - {name: alice, token: ${ALICE_TOKEN}}
+    - {name: bob, token: ${BOB_TOKEN}}
+credentials: {key: ${CREDENTIALS_KEY}}
+mcp:
+  servers:
+    team:
+      url: {{DOWN}}
+      oauth: {audience: {{DOWN}}}
+agents:
+  desk: {kind: proxy, servers: [team]}
+`), "ALICE_TOKEN="+aliceTok, "BOB_TOKEN="+bobTok, "CREDENTIALS_KEY="+base64.StdEncoding.EncodeToString(key))
+	desk := gw.Base + "/agents/desk/mcp"
+
+	// alice, not connected: the server's tools are left out of her list.
+	alice := openLegacy(t, desk, aliceTok, "2025-11-25")
+	if names := alice.tools(t); len(names) != 0 {
+		t.Fatalf("alice lists %v before connecting", names)
+	}
+
+	// alice connects from the connect page: sign in with her gateway
+	// token, ask to connect team, Hydra's login and consent, the callback.
+	aliceBrowser := person(t, "alice")
+	code, body := browse(t, aliceBrowser, http.MethodGet, gw.Base+"/connect/", nil)
+	if code != http.StatusOK || !strings.Contains(body, `action="/connect/signin"`) {
+		t.Fatalf("/connect/ without signing in: %d %s", code, body)
+	}
+	if code, body = browse(t, aliceBrowser, http.MethodPost, gw.Base+"/connect/signin", url.Values{"token": {aliceTok}, "next": {"/connect/"}}); code != http.StatusOK ||
+		!strings.Contains(body, "token:alice") || !strings.Contains(body, "not_connected") {
+		t.Fatalf("signed in: %d %s", code, body)
+	}
+	if code, body = browse(t, aliceBrowser, http.MethodPost, gw.Base+"/connect/start", url.Values{"server": {"team"}}); code != http.StatusOK ||
+		!strings.Contains(body, "Connected to team") {
+		t.Fatalf("alice connects: %d %s", code, body)
+	}
+
+	names := alice.tools(t)
+	if !strings.Contains(strings.Join(names, ","), "whoami") {
+		t.Fatalf("alice lists %v once connected", names)
+	}
+	id, a, text := alice.whoami(t)
+	if !id.Verified || id.Sub != "alice" || id.Iss != h.Issuer || len(id.Aud) != 1 || id.Aud[0] != downURL {
+		t.Fatalf("alice's call reached whoami as %+v (answer %+v %s)", id, a.Error, text)
+	}
+
+	// bob, 2025-11-25, not connected: -32042 with the URL.
+	bob := openLegacy(t, desk, bobTok, "2025-11-25")
+	_, a, _ = bob.whoami(t)
+	if a.Error == nil || a.Error.Code != -32042 {
+		t.Fatalf("bob (2025-11-25, not connected) got %+v %s", a.Error, a.Result)
+	}
+	var data struct {
+		Elicitations []struct{ Mode, URL, ElicitationID string } `json:"elicitations"`
+	}
+	if json.Unmarshal(a.Error.Data, &data) != nil || len(data.Elicitations) != 1 || data.Elicitations[0].Mode != "url" ||
+		!strings.HasPrefix(data.Elicitations[0].URL, gw.Base+"/connect/") {
+		t.Fatalf("-32042 data: %s", a.Error.Data)
+	}
+	bobLink := data.Elicitations[0].URL
+
+	// bob, 2025-06-18: a tool error whose text carries the URL.
+	bob0618 := openLegacy(t, desk, bobTok, "2025-06-18")
+	if _, a, text = bob0618.whoami(t); a.Error != nil || !strings.Contains(text, gw.Base+"/connect/") {
+		t.Fatalf("bob (2025-06-18) got %+v, text %q", a.Error, text)
+	}
+
+	// Phishing: bob's link opened in alice's browser connects nothing.
+	if code, body = browse(t, aliceBrowser, http.MethodGet, bobLink, nil); code != http.StatusForbidden || !strings.Contains(body, "Nothing was connected") {
+		t.Fatalf("bob's link opened as alice: %d %s", code, body)
+	}
+	if _, a, _ = bob.whoami(t); a.Error == nil || a.Error.Code != -32042 {
+		t.Fatalf("bob connected through alice's browser: %+v", a.Error)
+	}
+	if id, _, _ = alice.whoami(t); id.Sub != "alice" {
+		t.Fatalf("alice's calls changed hands: %+v", id)
+	}
+
+	// bob opens his own link: the sign-in page, then the flow.
+	bobBrowser := person(t, "bob")
+	if code, body = browse(t, bobBrowser, http.MethodGet, bobLink, nil); code != http.StatusOK || !strings.Contains(body, `action="/connect/signin"`) {
+		t.Fatalf("bob's link before signing in: %d %s", code, body)
+	}
+	next := strings.TrimPrefix(bobLink, gw.Base)
+	if code, body = browse(t, bobBrowser, http.MethodPost, gw.Base+"/connect/signin", url.Values{"token": {bobTok}, "next": {next}}); code != http.StatusOK ||
+		!strings.Contains(body, "Connected to team") {
+		t.Fatalf("bob connects: %d %s", code, body)
+	}
+	bobID, a, text := bob.whoami(t)
+	if !bobID.Verified || bobID.Sub != "bob" || bobID.Fingerprint == id.Fingerprint {
+		t.Fatalf("bob's call reached whoami as %+v (%+v %s)", bobID, a.Error, text)
+	}
+	if id, _, _ = alice.whoami(t); id.Sub != "alice" {
+		t.Fatalf("alice's call after bob connected: %+v", id)
+	}
+
+	// A refresh once alice's access token (8 s) nears its end: her calls
+	// keep working and carry a new token.
+	first := id.Fingerprint
+	deadline := time.Now().Add(40 * time.Second)
+	for {
+		id, a, text = alice.whoami(t)
+		if id.Sub != "alice" || !id.Verified {
+			t.Fatalf("alice's call while her token ages: %+v (%+v %s)", id, a.Error, text)
+		}
+		if v, _ := gw.Metric(`pallasgw_upstream_token_refreshes_total{outcome="ok",server="team"}`); v >= 1 && id.Fingerprint != first {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no refresh within 40 s of an 8 s token")
+		}
+		time.Sleep(250 * time.Millisecond) // polling the gateway, not waiting for it
+	}
+
+	if v, ok := gw.Metric(`pallasgw_upstream_connections{server="team",state="connected"}`); !ok || v != 2 {
+		t.Errorf("pallasgw_upstream_connections{connected} = %v (%v), want 2", v, ok)
+	}
+
+	// alice revokes hers: her next call asks her to connect again.
+	if code, body = browse(t, aliceBrowser, http.MethodPost, gw.Base+"/connect/revoke", url.Values{"server": {"team"}}); code != http.StatusOK || !strings.Contains(body, "not_connected") {
+		t.Fatalf("revoke: %d %s", code, body)
+	}
+	if _, a, _ = alice.whoami(t); a.Error == nil || a.Error.Code != -32042 {
+		t.Fatalf("alice after revoking: %+v", a.Error)
+	}
+	if bobID, _, _ = bob.whoami(t); bobID.Sub != "bob" {
+		t.Fatalf("bob after alice revoked: %+v", bobID)
+	}
+
+	// No token the downstream ever received (each issued access token)
+	// appears in the gateway's logs, /metrics or /-/status, nor do Hydra's
+	// refresh tokens and codes (ory_rt_, ory_ac_).
+	_, _, metricsText := mustGet(t, gw.Base+"/metrics", nil)
+	_, _, status := mustGet(t, gw.Base+"/-/status", nil)
+	seen := who.Seen()
+	if len(seen) < 3 {
+		t.Fatalf("whoami saw %d tokens", len(seen))
+	}
+	gw.Stop()
+	down.Stop()
+	haystack := map[string]string{"log": gw.Logs(), "metrics": metricsText, "status": status}
+	for where, text := range haystack {
+		for _, needle := range append([]string{"ory_rt_", "ory_ac_", aliceTok, bobTok}, seen...) {
+			n := strings.TrimPrefix(needle, "Bearer ")
+			if parts := strings.Split(n, "."); len(parts) == 3 {
+				n = parts[2] // a JWT's signature: what makes it usable
+			}
+			if n != "" && strings.Contains(text, n) {
+				t.Errorf("the gateway's %s holds a token (%.12s…)", where, n)
+			}
+		}
+	}
+	t.Logf("whoami saw %d bearer values", len(seen))
+}
