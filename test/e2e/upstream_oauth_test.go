@@ -293,6 +293,12 @@ func (s *legacyMCP) whoami(t *testing.T) (idp.Identity, rpcAnswer, string) {
 // after the short access-token lifetime, revocation, the metrics, and that
 // no issued token appears in the logs, /metrics or /-/status.
 func TestUpstreamOAuth(t *testing.T) {
+	for _, fast := range []string{"on", "off"} {
+		t.Run("wire_fast_"+fast, func(t *testing.T) { upstreamOAuth(t, fast) })
+	}
+}
+
+func upstreamOAuth(t *testing.T, wireFast string) {
 	h := startHydraAuthCode(t, "8s")
 	keys := &idp.KeySet{URL: h.Issuer + "/.well-known/jwks.json"}
 	who, whoURL := startWhoami(t, keys)
@@ -332,7 +338,8 @@ mcp:
       oauth: {audience: {{DOWN}}}
 agents:
   desk: {kind: proxy, servers: [team]}
-`), "ALICE_TOKEN="+aliceTok, "BOB_TOKEN="+bobTok, "CREDENTIALS_KEY="+base64.StdEncoding.EncodeToString(key))
+  box: {kind: toolbox, servers: [team]}
+`), "PALLASGW_WIRE_FAST="+wireFast, "ALICE_TOKEN="+aliceTok, "BOB_TOKEN="+bobTok, "CREDENTIALS_KEY="+base64.StdEncoding.EncodeToString(key))
 	desk := gw.Base + "/agents/desk/mcp"
 
 	// alice, not connected: the server's tools are left out of her list.
@@ -387,6 +394,25 @@ agents:
 		t.Fatalf("bob (2025-06-18) got %+v, text %q", a.Error, text)
 	}
 
+	// bob through a toolbox: its coded tool result carries the URL.
+	bobBox := openLegacy(t, gw.Base+"/agents/box/mcp", bobTok, "2025-11-25")
+	execWhoami := func() (string, bool) {
+		a := bobBox.call(t, "tools/call", map[string]any{"name": "execute_tool", "arguments": map[string]any{"server": "team", "tool": "whoami", "args": map[string]any{}}})
+		var res struct {
+			IsError bool `json:"isError"`
+			Content []struct {
+				Text string `json:"text"`
+			} `json:"content"`
+		}
+		if a.Error != nil || json.Unmarshal(a.Result, &res) != nil || len(res.Content) == 0 {
+			t.Fatalf("execute_tool: %+v %s", a.Error, a.Result)
+		}
+		return res.Content[0].Text, res.IsError
+	}
+	if text, isErr := execWhoami(); !isErr || !strings.HasPrefix(text, "SERVER_UNAVAILABLE") || !strings.Contains(text, gw.Base+"/connect/") {
+		t.Fatalf("toolbox, bob not connected: isError %v %q", isErr, text)
+	}
+
 	// Phishing: bob's link opened in alice's browser connects nothing.
 	if code, body = browse(t, aliceBrowser, http.MethodGet, bobLink, nil); code != http.StatusForbidden || !strings.Contains(body, "Nothing was connected") {
 		t.Fatalf("bob's link opened as alice: %d %s", code, body)
@@ -414,6 +440,9 @@ agents:
 	}
 	if id, _, _ = alice.whoami(t); id.Sub != "alice" {
 		t.Fatalf("alice's call after bob connected: %+v", id)
+	}
+	if text, isErr := execWhoami(); isErr || !strings.Contains(text, `"sub":"bob"`) {
+		t.Fatalf("toolbox, bob connected: isError %v %q", isErr, text)
 	}
 
 	// A refresh once alice's access token (8 s) nears its end: her calls
