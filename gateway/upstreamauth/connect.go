@@ -13,6 +13,7 @@ package upstreamauth
 //	POST /connect/signin      form token, next: tokens mode's sign-in
 //	GET  /connect/{id}        the connect link
 //	GET  /connect/callback    the authorization server's redirect
+//	GET  /connect/login       jwt mode's OpenID login (login.go), and its /callback
 
 import (
 	"context"
@@ -101,6 +102,8 @@ func (m *Manager) Handler() http.Handler {
 	r.Post(connectPath+"/revoke", m.revoke)
 	r.Post(connectPath+"/signin", m.signin)
 	r.Get(callbackPath, m.callback)
+	r.Get(loginPath, m.login)
+	r.Get(loginCallbackPath, m.loginCallback)
 	r.Get(connectPath+"/{id}", m.open)
 	return r
 }

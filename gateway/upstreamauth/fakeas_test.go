@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -38,7 +39,7 @@ func newFakeAS(t *testing.T) *fakeAS {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /.well-known/openid-configuration", func(w http.ResponseWriter, r *http.Request) {
 		_ = json.NewEncoder(w).Encode(map[string]any{"issuer": a.srv.URL, "authorization_endpoint": a.srv.URL + "/authorize",
-			"token_endpoint": a.srv.URL + "/token", "registration_endpoint": a.srv.URL + "/register", "revocation_endpoint": a.srv.URL + "/revoke",
+			"token_endpoint": a.srv.URL + "/token", "userinfo_endpoint": a.srv.URL + "/userinfo", "registration_endpoint": a.srv.URL + "/register", "revocation_endpoint": a.srv.URL + "/revoke",
 			"scopes_supported": []string{"openid", "offline_access", "repo"}, "code_challenge_methods_supported": []string{"S256"}})
 	})
 	mux.HandleFunc("POST /register", func(w http.ResponseWriter, r *http.Request) {
@@ -67,6 +68,17 @@ func newFakeAS(t *testing.T) *fakeAS {
 		http.Redirect(w, r, q.Get("redirect_uri")+"?code="+url.QueryEscape(code)+"&state="+url.QueryEscape(q.Get("state")), http.StatusFound)
 	})
 	mux.HandleFunc("POST /token", a.token)
+	mux.HandleFunc("GET /userinfo", func(w http.ResponseWriter, r *http.Request) {
+		sub := subjectOf(r.Header.Get("Authorization"))
+		a.mu.Lock()
+		ok := slices.Contains(a.issued, strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer "))
+		a.mu.Unlock()
+		if !ok {
+			w.WriteHeader(http.StatusUnauthorized)
+			return
+		}
+		_ = json.NewEncoder(w).Encode(map[string]any{"sub": sub})
+	})
 	mux.HandleFunc("POST /revoke", func(w http.ResponseWriter, r *http.Request) {
 		a.mu.Lock()
 		delete(a.refreshes, r.PostFormValue("token"))

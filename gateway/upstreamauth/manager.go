@@ -63,7 +63,9 @@ type Manager struct {
 type settings struct {
 	publicURL string
 	auth      *policy.Authenticator
+	mode      string // auth.mode
 	jwtIssuer string
+	idClaim   string // auth.jwt.identity_claim
 	servers   map[string]*config.Server
 }
 
@@ -110,9 +112,9 @@ func (m *Manager) Close() { m.stop() }
 // oauth changed, is discovered again (a changed authorization server's
 // tokens no longer open: the issuer is sealed into each).
 func (m *Manager) Update(cfg *config.Config, auth *policy.Authenticator) {
-	st := &settings{publicURL: strings.TrimSuffix(cfg.PublicURL, "/"), auth: auth, servers: map[string]*config.Server{}}
+	st := &settings{publicURL: strings.TrimSuffix(cfg.PublicURL, "/"), auth: auth, mode: cfg.Auth.Mode, servers: map[string]*config.Server{}}
 	if cfg.Auth.JWT != nil {
-		st.jwtIssuer = cfg.Auth.JWT.Issuer
+		st.jwtIssuer, st.idClaim = cfg.Auth.JWT.Issuer, cfg.Auth.JWT.IdentityClaim
 	}
 	for name, s := range cfg.MCP.Servers {
 		if s != nil && s.OAuth != nil {

@@ -36,16 +36,25 @@ type rig struct {
 	logs    *observer.ObservedLogs
 }
 
-func newRig(t *testing.T) *rig {
+func newRig(t *testing.T) *rig { return newRigMode(t, "tokens") }
+
+// newRigMode is a Manager in auth mode tokens (callers alice and bob by
+// token) or jwt (the fake authorization server is also the gateway's
+// issuer, where people sign in).
+func newRigMode(t *testing.T, mode string) *rig {
 	as := newFakeAS(t)
 	res := fakeResource(t, as)
 	var h http.Handler
 	gw := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { h.ServeHTTP(w, r) }))
 	t.Cleanup(gw.Close)
+	authCfg := `auth: {mode: tokens, tokens: [{name: alice, token: ` + aliceToken + `}, {name: bob, token: ` + bobToken + `}]}`
+	if mode == "jwt" {
+		authCfg = `auth: {mode: jwt, jwt: {issuer: "` + as.srv.URL + `"}}`
+	}
 	cfg, err := config.Parse("t.yaml", []byte(`name: t
 reload: {poll_interval: 0}
 public_url: `+gw.URL+`
-auth: {mode: tokens, tokens: [{name: alice, token: `+aliceToken+`}, {name: bob, token: `+bobToken+`}]}
+`+authCfg+`
 mcp:
   servers:
     gh: {url: "`+res.URL+`/mcp", oauth: {}}
@@ -53,9 +62,11 @@ mcp:
 	if err != nil {
 		t.Fatal(err)
 	}
-	auth, err := policy.NewAuthenticator("tokens", []policy.TokenSpec{{Name: "alice", Token: aliceToken}, {Name: "bob", Token: bobToken}})
-	if err != nil {
-		t.Fatal(err)
+	var auth *policy.Authenticator
+	if mode == "tokens" {
+		if auth, err = policy.NewAuthenticator("tokens", []policy.TokenSpec{{Name: "alice", Token: aliceToken}, {Name: "bob", Token: bobToken}}); err != nil {
+			t.Fatal(err)
+		}
 	}
 	core, logs := observer.New(zap.DebugLevel)
 	mt := metrics.New("test")
@@ -286,3 +297,34 @@ func TestConnectFlow(t *testing.T) {
 }
 
 func toString(v any) string { return strings.TrimSpace(strings.ReplaceAll(fmtAny(v), "\n", " ")) }
+
+// TestConnectJWTLogin: in auth mode jwt a browser proves who it is by an
+// OpenID login at the gateway's issuer; bob's link opened by a browser
+// signed in as alice connects nothing, alice's connects her.
+func TestConnectJWTLogin(t *testing.T) {
+	r := newRigMode(t, "jwt")
+	ctx := context.Background()
+	_, err := r.m.Authorization(ctx, "gh", "jwt:bob")
+	bobLink := connectURL(t, err)
+	_, err = r.m.Authorization(ctx, "gh", "jwt:alice")
+	aliceLink := connectURL(t, err)
+
+	alice := r.browser(t, "alice") // signed in at the identity provider as alice
+	code, body := get(t, alice, bobLink, "")
+	if code != http.StatusForbidden || !strings.Contains(body, "Nothing was connected") {
+		t.Fatalf("bob's link in alice's browser: %d %s", code, body)
+	}
+	if _, err := r.m.Authorization(ctx, "gh", "jwt:bob"); connectURL(t, err) == "" {
+		t.Fatal("bob connected")
+	}
+	if code, body = get(t, alice, aliceLink, ""); code != http.StatusOK || !strings.Contains(body, "Connected to gh") {
+		t.Fatalf("alice's link: %d %s", code, body)
+	}
+	auth, err := r.m.Authorization(ctx, "gh", "jwt:alice")
+	if err != nil || subjectOf(auth) != "alice" {
+		t.Fatalf("alice: %q %v", auth, err)
+	}
+	if _, err := r.m.Authorization(ctx, "gh", "token:alice"); connectURL(t, err) == "" {
+		t.Fatal("the token caller alice got the JWT user alice's connection")
+	}
+}

@@ -53,10 +53,16 @@ func (m *Manager) whoami(r *http.Request) (string, bool) {
 	return s.Principal, true
 }
 
-// askSignIn asks the person to prove who they are, then come back to next.
-func (m *Manager) askSignIn(w http.ResponseWriter, _ *http.Request, st *settings, next string) {
-	if st.auth != nil && st.auth.Mode() == policy.ModeTokens {
+// askSignIn asks the person to prove who they are, then come back to
+// next: in tokens mode with their token, in jwt mode by an OpenID login at
+// the gateway's issuer (login.go).
+func (m *Manager) askSignIn(w http.ResponseWriter, r *http.Request, st *settings, next string) {
+	switch st.mode {
+	case policy.ModeTokens:
 		signInPage(w, next, "")
+		return
+	case policy.ModeJWT:
+		http.Redirect(w, r, loginPath+"?next="+url.QueryEscape(next), http.StatusFound)
 		return
 	}
 	page(w, http.StatusUnauthorized, "Sign in first",
@@ -66,11 +72,8 @@ func (m *Manager) askSignIn(w http.ResponseWriter, _ *http.Request, st *settings
 // signin takes the caller's token from the sign-in form (tokens mode).
 func (m *Manager) signin(w http.ResponseWriter, r *http.Request) {
 	st := m.cfg.Load()
-	next := r.PostFormValue("next")
-	if !strings.HasPrefix(next, connectPath+"/") || strings.HasPrefix(next, "//") || strings.ContainsAny(next, "\\\r\n") {
-		next = connectPath + "/"
-	}
-	if !sameOrigin(r, st) || st.auth == nil || st.auth.Mode() != policy.ModeTokens {
+	next := safeNext(r.PostFormValue("next"))
+	if !sameOrigin(r, st) || st.auth == nil || st.mode != policy.ModeTokens {
 		page(w, http.StatusForbidden, "Cannot sign in here", "Sign in is by token in auth mode tokens only.")
 		return
 	}
@@ -82,10 +85,23 @@ func (m *Manager) signin(w http.ResponseWriter, r *http.Request) {
 		signInPage(w, next, "That token is not one of this gateway's.")
 		return
 	}
-	plain, _ := json.Marshal(signedIn{Principal: id.Principal(), Expires: time.Now().Add(whoTTL).Unix()})
+	m.signIn(w, st, id.Principal())
+	http.Redirect(w, r, next, http.StatusSeeOther)
+}
+
+// signIn sets the sign-in cookie of principal.
+func (m *Manager) signIn(w http.ResponseWriter, st *settings, principal string) {
+	plain, _ := json.Marshal(signedIn{Principal: principal, Expires: time.Now().Add(whoTTL).Unix()})
 	val := base64URLEncode(m.vault.sealer.seal(plain, aad("signin", "", "", "")))
 	http.SetCookie(w, m.cookie(st, whoCookie, val, whoTTL, http.SameSiteLaxMode))
-	http.Redirect(w, r, next, http.StatusSeeOther)
+}
+
+// safeNext is where a sign-in may send the browser back to: a connect page.
+func safeNext(next string) string {
+	if !strings.HasPrefix(next, connectPath+"/") || strings.HasPrefix(next, "//") || strings.ContainsAny(next, "\\\r\n") {
+		return connectPath + "/"
+	}
+	return next
 }
 
 // cookieName is name, as a __Host- cookie when the gateway is served over
