@@ -334,7 +334,13 @@ func (m *Manager) refresh(ctx context.Context, u *upstream, r *resolved, princip
 		t, err := r.oauth.TokenSource(hctx, &oauth2.Token{RefreshToken: old.Refresh, Expiry: time.Unix(1, 0)}).Token()
 		if err != nil {
 			m.countRefresh(u.name, "error")
-			m.audit.Warn("upstream token refresh failed", zap.String("server", u.name), zap.String("principal", principal), zap.String("reason", oauthReason(err)))
+			reason := oauthReason(err)
+			m.audit.Warn("upstream token refresh failed", zap.String("server", u.name), zap.String("principal", principal), zap.String("reason", reason))
+			if !refused(err) {
+				// Unreachable or failing: the connection is kept, and the
+				// next call tries again.
+				return nil, fmt.Errorf("server %s: renewing your connection failed (%s): its authorization server %s cannot be reached; try again", u.name, reason, r.issuer)
+			}
 			_ = m.vault.fail(ctx, principal, u.name, r.issuer)
 			return nil, refreshFailed{err}
 		}
@@ -355,9 +361,18 @@ func (m *Manager) refresh(ctx context.Context, u *upstream, r *resolved, princip
 	return v.(*Token), nil
 }
 
-// refreshFailed is the authorization server's refusal (or absence) at a
-// refresh, as opposed to the store's failure.
+// refreshFailed is the authorization server's refusal of a refresh (the
+// refresh token is no longer good), as opposed to its absence or the
+// store's failure.
 type refreshFailed struct{ error }
+
+// refused reports an OAuth error answer of the token endpoint (RFC 6749
+// §5.2: HTTP 400 or 401 with an error code), as opposed to a server that
+// could not be reached or failed (5xx).
+func refused(err error) bool {
+	var re *oauth2.RetrieveError
+	return errors.As(err, &re) && re.Response != nil && re.Response.StatusCode < 500 && (re.ErrorCode != "" || re.Response.StatusCode == http.StatusUnauthorized)
+}
 
 // fromOAuth is the vault's record of t; a refresh answer without a new
 // refresh token keeps the old one.

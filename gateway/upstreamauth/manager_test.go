@@ -228,6 +228,30 @@ func TestConnectFlow(t *testing.T) {
 		}
 	})
 
+	t.Run("an unreachable authorization server keeps the connection", func(t *testing.T) {
+		tok, _ := r.m.vault.get(ctx, "token:bob", "gh", r.as.srv.URL)
+		aged := *tok
+		aged.Issued, aged.Expiry = timeNow().Add(-time.Hour), timeNow().Add(10*time.Second)
+		if err := r.m.vault.put(ctx, "token:bob", "gh", r.as.srv.URL, &aged); err != nil {
+			t.Fatal(err)
+		}
+		r.as.mu.Lock()
+		r.as.down = true
+		r.as.mu.Unlock()
+		_, err := r.m.Authorization(ctx, "gh", "token:bob")
+		var cr *agents.ConnectRequired
+		if err == nil || errors.As(err, &cr) || !strings.Contains(err.Error(), "cannot be reached") {
+			t.Fatalf("with the authorization server down: %v", err)
+		}
+		r.as.mu.Lock()
+		r.as.down = false
+		r.as.mu.Unlock()
+		a, err := r.m.Authorization(ctx, "gh", "token:bob")
+		if err != nil || subjectOf(a) != "bob" || a == "Bearer "+aged.Access {
+			t.Fatalf("the next call once it is back: %q %v", a, err)
+		}
+	})
+
 	t.Run("a refresh that fails asks to connect again", func(t *testing.T) {
 		// bob's connection as it would be after the authorization server
 		// revoked his refresh token: expired, its refresh token unknown.
@@ -239,7 +263,7 @@ func TestConnectFlow(t *testing.T) {
 		if !errors.As(err, &cr) || !strings.Contains(cr.Reason, "could not be renewed") {
 			t.Fatalf("want a connect request after a failed refresh, got %v", err)
 		}
-		if v := testutil.ToFloat64(r.metrics.UpstreamRefreshes.WithLabelValues("gh", "error")); v != 1 {
+		if v := testutil.ToFloat64(r.metrics.UpstreamRefreshes.WithLabelValues("gh", "error")); v != 2 {
 			t.Errorf("refresh errors counted %v", v)
 		}
 		if v := testutil.ToFloat64(r.metrics.UpstreamConnections.WithLabelValues("gh", "failed")); v != 1 {
