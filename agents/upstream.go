@@ -9,11 +9,14 @@ package agents
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 
 	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/pallasgw/pallasgw/agents/wire"
 	"github.com/pallasgw/pallasgw/policy"
 )
 
@@ -83,16 +86,48 @@ func (s *Set) upstreamAuthorization(ctx context.Context, server string, inbound 
 		return "", &ConnectRequired{Server: server, Reason: "an anonymous caller cannot connect an account; authenticate to the gateway"}
 	}
 	auth, err := up.Authorization(ctx, server, principal)
-	if cr, ok := err.(*ConnectRequired); ok && cr.URL != "" && urlElicitationsAnswered(inbound) {
+	cr, ok := err.(*ConnectRequired)
+	switch {
+	case !ok || cr.URL == "":
+	case urlElicitationsAnswered(inbound):
 		return "", urlElicitationRequired{cr}
+	case mcp.IsModernProtocol(inbound.Get(mcp.HeaderProtocolVersion)) && !declaredURLElicitation(ctx):
+		return "", missingURLElicitation{cr}
 	}
 	return auth, err
+}
+
+// declaredURLElicitation reports a 2026-07-28 request whose client
+// declared URL-mode elicitation.
+func declaredURLElicitation(ctx context.Context) bool {
+	info := server.RequestProtocolInfoFromContext(ctx)
+	return info != nil && info.ClientCapabilities != nil && info.ClientCapabilities.Elicitation != nil &&
+		info.ClientCapabilities.Elicitation.URL != nil
+}
+
+// missingURLElicitation is a ConnectRequired for a 2026-07-28 caller that
+// did not declare URL-mode elicitation: -32021 naming the capability
+// (2026-07-28 reserves -32042), with the URL in its message; in words
+// where it becomes a tool result.
+type missingURLElicitation struct{ *ConnectRequired }
+
+func (e missingURLElicitation) Unwrap() error { return e.ConnectRequired }
+
+func (e missingURLElicitation) As(target any) bool {
+	t, ok := target.(**wire.RPCError)
+	if !ok {
+		return false
+	}
+	data, _ := json.Marshal(map[string]any{"requiredCapabilities": map[string]any{"elicitation": map[string]any{"url": map[string]any{}}}})
+	*t = &wire.RPCError{Code: mcp.MISSING_REQUIRED_CLIENT_CAPABILITY, Data: data,
+		Message: "the elicitation.url client capability is needed to connect your account: " + e.ConnectRequired.Error()}
+	return true
 }
 
 // urlElicitationsAnswered reports a session-based caller of protocol
 // 2025-11-25, the revision that has URL elicitation and error -32042. A
 // 2025-06-18 caller has neither (it gets the URL in a tool error's text);
-// 2026-07-28 reserves -32042 (ditto).
+// 2026-07-28 reserves -32042 (missingURLElicitation).
 func urlElicitationsAnswered(inbound http.Header) bool {
 	return inbound.Get(mcp.HeaderProtocolVersion) == "2025-11-25"
 }

@@ -8,7 +8,9 @@ import (
 	"testing"
 
 	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/pallasgw/pallasgw/agents/wire"
 	"github.com/pallasgw/pallasgw/policy"
 )
 
@@ -40,7 +42,7 @@ func TestUpstreamAuthorization(t *testing.T) {
 	for _, tc := range []struct {
 		version string
 		rpc     bool // answered as -32042
-	}{{"2025-11-25", true}, {"2025-06-18", false}, {"", false}, {"2026-07-28", false}} {
+	}{{"2025-11-25", true}, {"2025-06-18", false}, {"", false}} {
 		t.Run("bob "+tc.version, func(t *testing.T) {
 			_, err := s.upstreamAuthorization(bob, "gh", version(tc.version))
 			var cr *ConnectRequired
@@ -59,6 +61,33 @@ func TestUpstreamAuthorization(t *testing.T) {
 			}
 		})
 	}
+	t.Run("2026-07-28 without elicitation.url: -32021 naming it", func(t *testing.T) {
+		ctx := server.WithRequestProtocolInfo(bob, &server.RequestProtocolInfo{Modern: true, ProtocolVersion: "2026-07-28",
+			ClientCapabilities: &mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapability{Form: &struct{}{}}}})
+		_, err := s.upstreamAuthorization(ctx, "gh", version("2026-07-28"))
+		var rpc *wire.RPCError
+		if !errors.As(err, &rpc) || rpc.Code != mcp.MISSING_REQUIRED_CLIENT_CAPABILITY || !strings.Contains(string(rpc.Data), `"elicitation":{"url":{}}`) ||
+			!strings.Contains(rpc.Message, "https://gw.example/connect/abc") {
+			t.Fatalf("got %v (%+v)", err, rpc)
+		}
+		if !strings.Contains(err.Error(), "https://gw.example/connect/abc") {
+			t.Fatalf("text without the URL: %v", err)
+		}
+		var required mcp.URLElicitationRequiredError
+		if errors.As(err, &required) {
+			t.Fatal("-32042 for a 2026-07-28 caller")
+		}
+	})
+	t.Run("2026-07-28 with elicitation.url: the URL in words (no input-required round yet)", func(t *testing.T) {
+		ctx := server.WithRequestProtocolInfo(bob, &server.RequestProtocolInfo{Modern: true, ProtocolVersion: "2026-07-28",
+			ClientCapabilities: &mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapability{URL: &struct{}{}}}})
+		_, err := s.upstreamAuthorization(ctx, "gh", version("2026-07-28"))
+		var rpc *wire.RPCError
+		var cr *ConnectRequired
+		if errors.As(err, &rpc) || !errors.As(err, &cr) {
+			t.Fatalf("got %v", err)
+		}
+	})
 	t.Run("anonymous callers cannot connect", func(t *testing.T) {
 		_, err := s.upstreamAuthorization(context.Background(), "gh", version("2025-11-25"))
 		var cr *ConnectRequired

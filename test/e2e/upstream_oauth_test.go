@@ -394,6 +394,14 @@ agents:
 		t.Fatalf("bob (2025-06-18) got %+v, text %q", a.Error, text)
 	}
 
+	// bob with the Go SDK (2026-07-28, no elicitation.url declared): an
+	// error naming the URL; -32021 naming the capability on the fast path
+	// (mcp-go's own path makes every handler error an internal error).
+	if _, err := callTool(mustSession(t, desk, bobTok), "whoami", nil); err == nil || !strings.Contains(err.Error(), gw.Base+"/connect/") ||
+		(wireFast == "on" && !strings.Contains(err.Error(), "elicitation.url")) {
+		t.Fatalf("bob (2026-07-28, not connected): %v", err)
+	}
+
 	// bob through a toolbox: its coded tool result carries the URL.
 	bobBox := openLegacy(t, gw.Base+"/agents/box/mcp", bobTok, "2025-11-25")
 	execWhoami := func() (string, bool) {
