@@ -352,3 +352,43 @@ func TestConnectJWTLogin(t *testing.T) {
 		t.Fatal("the token caller alice got the JWT user alice's connection")
 	}
 }
+
+// TestReloadDropsTokens: a reload that changes a server's authorization
+// server makes its tokens unreadable (the issuer is sealed into each); one
+// that removes the server stops serving them.
+func TestReloadDropsTokens(t *testing.T) {
+	r := newRig(t)
+	ctx := context.Background()
+	_, err := r.m.Authorization(ctx, "gh", "token:alice")
+	if code, body := get(t, r.browser(t, "alice"), connectURL(t, err), aliceToken); code != http.StatusOK {
+		t.Fatalf("connect: %d %s", code, body)
+	}
+	if _, err := r.m.Authorization(ctx, "gh", "token:alice"); err != nil {
+		t.Fatal(err)
+	}
+	other := newFakeAS(t)
+	load := func(servers string) *config.Config {
+		cfg, err := config.Parse("t.yaml", []byte(`name: t
+reload: {poll_interval: 0}
+public_url: `+r.gw.URL+`
+auth: {mode: tokens, tokens: [{name: alice, token: `+aliceToken+`}]}
+mcp:
+  servers:
+`+servers))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cfg
+	}
+	url := r.m.cfg.Load().servers["gh"].URL
+	r.m.Update(load(`    gh: {url: "`+url+`", oauth: {authorization_server: "`+other.srv.URL+`"}}
+`), nil)
+	if _, err := r.m.Authorization(ctx, "gh", "token:alice"); connectURL(t, err) == "" {
+		t.Fatal("a token of the old authorization server was served")
+	}
+	r.m.Update(load(`    other: {url: "`+url+`", oauth: {}}
+`), nil)
+	if a, err := r.m.Authorization(ctx, "gh", "token:alice"); err == nil || a != "" {
+		t.Fatalf("a removed server's token was served: %v", err)
+	}
+}
