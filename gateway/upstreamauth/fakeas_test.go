@@ -34,7 +34,7 @@ type fakeAS struct {
 
 type fakeCode struct{ client, challenge, redirect, subject, resource string }
 
-func newFakeAS(t *testing.T) *fakeAS {
+func newFakeAS(t testing.TB) *fakeAS {
 	a := &fakeAS{clients: map[string]string{}, codes: map[string]fakeCode{}, refreshes: map[string]string{}}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /.well-known/openid-configuration", func(w http.ResponseWriter, r *http.Request) {
@@ -160,7 +160,7 @@ func subjectOf(auth string) string {
 
 // fakeResource is a downstream that answers 401 with its protected
 // resource metadata, naming as.
-func fakeResource(t *testing.T, as *fakeAS) *httptest.Server {
+func fakeResource(t testing.TB, as *fakeAS) *httptest.Server {
 	var srv *httptest.Server
 	srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/.well-known/oauth-protected-resource/mcp" {

@@ -36,12 +36,12 @@ type rig struct {
 	logs    *observer.ObservedLogs
 }
 
-func newRig(t *testing.T) *rig { return newRigMode(t, "tokens") }
+func newRig(t testing.TB) *rig { return newRigMode(t, "tokens") }
 
 // newRigMode is a Manager in auth mode tokens (callers alice and bob by
 // token) or jwt (the fake authorization server is also the gateway's
 // issuer, where people sign in).
-func newRigMode(t *testing.T, mode string) *rig {
+func newRigMode(t testing.TB, mode string) *rig {
 	as := newFakeAS(t)
 	res := fakeResource(t, as)
 	var h http.Handler
@@ -81,14 +81,14 @@ mcp:
 
 // browser is a person's browser, signed in at the authorization server
 // as subject.
-func (r *rig) browser(t *testing.T, subject string) *http.Client {
+func (r *rig) browser(t testing.TB, subject string) *http.Client {
 	jar, _ := cookiejar.New(nil)
 	u, _ := url.Parse(r.as.srv.URL)
 	jar.SetCookies(u, []*http.Cookie{{Name: "as", Value: subject}})
 	return &http.Client{Jar: jar}
 }
 
-func connectURL(t *testing.T, err error) string {
+func connectURL(t testing.TB, err error) string {
 	t.Helper()
 	var cr *agents.ConnectRequired
 	if !errors.As(err, &cr) || cr.URL == "" {
@@ -97,7 +97,7 @@ func connectURL(t *testing.T, err error) string {
 	return cr.URL
 }
 
-func get(t *testing.T, c *http.Client, u, token string) (int, string) {
+func get(t testing.TB, c *http.Client, u, token string) (int, string) {
 	t.Helper()
 	req, _ := http.NewRequest(http.MethodGet, u, nil)
 	if token != "" {
