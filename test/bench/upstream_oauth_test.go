@@ -25,7 +25,9 @@ import (
 // Authorization header, in the same rounds (ABBA), at 64 callers,
 // sessionless. The authorization server is in the benchmark process
 // (approves at once, tokens live an hour: no refresh during the run).
-// Target: at most 10% more cost, i.e. throughput ≥ 0.90 of static (SPEC §12).
+// Target: a call costs at most 10% more: gateway CPU per call ≤ 1.10× the
+// static header's (SPEC §12); throughput is shown beside it (on a shared
+// 2-core machine it moves ±10% from round to round).
 func BenchmarkUpstreamOAuthCost(b *testing.B) {
 	d := newDownstream(b)
 	as := newBenchAS(b)
@@ -80,7 +82,9 @@ func BenchmarkUpstreamOAuthCost(b *testing.B) {
 	sCPU, sAllocs, sBytes := perCall(usage{}, cost[0], callsDone[0])
 	oCPU, oAllocs, oBytes := perCall(usage{}, cost[1], callsDone[1])
 	reportGateway(b, oCPU, oAllocs, oBytes)
+	cpuRatio := float64(oCPU) / float64(max(sCPU, time.Nanosecond))
 	b.ReportMetric(ratio, "oauth/static-c64-throughput")
+	b.ReportMetric(cpuRatio, "oauth/static-cpu-per-call")
 	var perRound []string
 	for _, r := range ratios {
 		perRound = append(perRound, fmt.Sprintf("%.2f", r))
@@ -88,19 +92,18 @@ func BenchmarkUpstreamOAuthCost(b *testing.B) {
 	b.Logf("connected caller ÷ static header, 64 callers, by round: %s", strings.Join(perRound, " "))
 	b.Logf("upstream OAuth, sessionless, %d calls per gateway and round, %d rounds (medians):\n%s", calls(b), rounds(),
 		table([]string{"figure", "static header", "connected caller", "ratio", "target"}, func(add func(...string)) {
-			add("calls/s, 64 callers", fmtRate(median(rates[0])), fmtRate(median(rates[1])), fmt.Sprintf("%.3f", ratio),
-				fmt.Sprintf("≥ %.2f ", targetOAuthRatio)+verdict(ratio >= targetOAuthRatio))
-			add("gateway CPU/call", us(sCPU), us(oCPU), fmt.Sprintf("%.2f", float64(oCPU)/float64(max(sCPU, time.Nanosecond))), "")
+			add("calls/s, 64 callers", fmtRate(median(rates[0])), fmtRate(median(rates[1])), fmt.Sprintf("%.3f", ratio), "")
+			add("gateway CPU/call", us(sCPU), us(oCPU), fmt.Sprintf("%.2f", cpuRatio), fmt.Sprintf("≤ %.2f ", targetOAuthCPU)+verdict(cpuRatio <= targetOAuthCPU))
 			add("gateway allocs/call", fmt.Sprintf("%.0f (%.1f kB)", sAllocs, sBytes/1024), fmt.Sprintf("%.0f (%.1f kB)", oAllocs, oBytes/1024), "", "")
 		}))
-	record(30, "upstream OAuth (a connected caller's own token): throughput, 64 callers, against a static header", fmt.Sprintf("≥ %.0f%% of static", 100*targetOAuthRatio),
-		fmt.Sprintf("%s (static %s)", fmtRate(median(rates[1])), fmtRate(median(rates[0]))), "",
-		fmt.Sprintf("%.1f%% of static; CPU/call %s (static %s)", 100*ratio, us(oCPU), us(sCPU)))
+	record(30, "upstream OAuth (a connected caller's own token): gateway CPU per call, 64 callers, against a static header", fmt.Sprintf("≤ %.2f× static", targetOAuthCPU),
+		fmt.Sprintf("%s (static %s)", us(oCPU), us(sCPU)), "",
+		fmt.Sprintf("%.2f× static; throughput %.1f%% of static", cpuRatio, 100*ratio))
 }
 
-// targetOAuthRatio: a connected caller keeps at least this share of the
-// static header's throughput at 64 callers (printed against, never asserted).
-const targetOAuthRatio = 0.90
+// targetOAuthCPU: a connected caller's call costs at most this multiple of
+// a static header's, in gateway CPU (printed against, never asserted).
+const targetOAuthCPU = 1.10
 
 // oauthBenchConfig is routingConfig's proxy in auth mode tokens (one caller)
 // with the server's credential: a static header, or oauth.
