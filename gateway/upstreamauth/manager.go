@@ -105,6 +105,11 @@ func New(cfg *config.Config, auth *policy.Authenticator, o Options) (*Manager, e
 	return m, nil
 }
 
+// Counts are the connections this replica knows of (it read or wrote
+// them), by server and state (connected, expired, failed): what
+// pallasgw_upstream_connections exports, for /-/status and the console.
+func (m *Manager) Counts() map[string]map[string]int { return m.vault.counts() }
+
 // Close ends the Manager's subscription.
 func (m *Manager) Close() { m.stop() }
 

@@ -183,6 +183,9 @@ func TestConnectFlow(t *testing.T) {
 		if v := testutil.ToFloat64(r.metrics.UpstreamConnections.WithLabelValues("gh", "connected")); v != 1 {
 			t.Errorf("pallasgw_upstream_connections{connected} = %v", v)
 		}
+		if c := r.m.Counts(); len(c) != 1 || c["gh"]["connected"] != 1 || len(c["gh"]) != 1 {
+			t.Errorf("counts %v", c)
+		}
 	})
 
 	t.Run("refresh before expiry, single-flight", func(t *testing.T) {

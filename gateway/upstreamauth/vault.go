@@ -287,3 +287,22 @@ func (v *vault) remember(k string, c cached) {
 	v.changed(c.server, from, c.state(now))
 	v.cache[k] = c
 }
+
+// counts is this replica's connections by server and state.
+func (v *vault) counts() map[string]map[string]int {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	now := time.Now()
+	out := map[string]map[string]int{}
+	for _, c := range v.cache {
+		st := c.state(now)
+		if st == "" || c.server == "" {
+			continue
+		}
+		if out[c.server] == nil {
+			out[c.server] = map[string]int{}
+		}
+		out[c.server][st]++
+	}
+	return out
+}

@@ -491,6 +491,12 @@ agents:
 	// refresh tokens and codes (ory_rt_, ory_ac_).
 	_, _, metricsText := mustGet(t, gw.Base+"/metrics", nil)
 	_, _, status := mustGet(t, gw.Base+"/-/status", nil)
+	var st struct {
+		Upstream map[string]map[string]int `json:"upstream_connections"`
+	}
+	if err := json.Unmarshal([]byte(status), &st); err != nil || len(st.Upstream) != 1 || st.Upstream["team"]["connected"] != 1 {
+		t.Errorf("/-/status upstream_connections after alice revoked: %v (%v)", st.Upstream, err)
+	}
 	seen := who.Seen()
 	if len(seen) < 3 {
 		t.Fatalf("whoami saw %d tokens", len(seen))
