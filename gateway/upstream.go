@@ -60,3 +60,16 @@ func (g *Gateway) closeUpstream() {
 		m.Close()
 	}
 }
+
+// sameCredentials reports two credentials sections with the same keys.
+func sameCredentials(a, b config.Credentials) bool {
+	if a.Key.Value() != b.Key.Value() || len(a.PreviousKeys) != len(b.PreviousKeys) {
+		return false
+	}
+	for i := range a.PreviousKeys {
+		if a.PreviousKeys[i].Value() != b.PreviousKeys[i].Value() {
+			return false
+		}
+	}
+	return true
+}
