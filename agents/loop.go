@@ -254,6 +254,7 @@ func (r *llmRunner) governedCall(ctx context.Context, c *Call, ref toolRef, args
 		res, err = a.callTool(callCtx, ref.server, ref.tool, args, hdr, onProgress)
 	}
 	if err != nil {
+		a.set.upstreamRejected(ctx, ref.server, err)
 		audit.Outcome = policy.AuditOutcome(mcpclient.Outcome(err))
 		a.log.Warn("downstream tool failed", zap.String("request_id", c.RequestID), zap.String("server", ref.server),
 			zap.String("tool", ref.tool), zap.String("outcome", mcpclient.Outcome(err)), zap.Error(err), tracing.LogField(ctx))

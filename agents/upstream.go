@@ -10,9 +10,11 @@ package agents
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 
+	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
@@ -25,6 +27,9 @@ type UpstreamCredentials interface {
 	// Authorization is the Authorization header value server receives for
 	// principal (policy.Identity.Principal), or *ConnectRequired.
 	Authorization(ctx context.Context, server, principal string) (string, error)
+	// Rejected says server refused principal's token (HTTP 401): the next
+	// Authorization renews it first.
+	Rejected(ctx context.Context, server, principal string)
 }
 
 // ConnectRequired says a caller has no usable connection to a server's
@@ -130,4 +135,16 @@ func (e missingURLElicitation) As(target any) bool {
 // 2026-07-28 reserves -32042 (missingURLElicitation).
 func urlElicitationsAnswered(inbound http.Header) bool {
 	return inbound.Get(mcp.HeaderProtocolVersion) == "2025-11-25"
+}
+
+// upstreamRejected tells the credentials of a call that server refused
+// for its credentials (HTTP 401), when server has oauth.
+func (s *Set) upstreamRejected(ctx context.Context, server string, err error) {
+	srv := s.deps.Config.MCP.Servers[server]
+	if srv == nil || srv.OAuth == nil || s.deps.Upstream == nil || !errors.Is(err, transport.ErrAuthorizationRequired) {
+		return
+	}
+	if p := policy.IdentityFrom(ctx).Principal(); p != "" {
+		s.deps.Upstream.Rejected(ctx, server, p)
+	}
 }

@@ -326,6 +326,24 @@ func (m *Manager) Authorization(ctx context.Context, server, principal string) (
 	return "Bearer " + tok.Access, nil
 }
 
+// Rejected implements agents.UpstreamCredentials: server answered 401 to
+// principal's token (revoked, or expired early), so this replica renews it
+// before its next use; a refresh token the provider no longer honours then
+// asks the person to connect again.
+func (m *Manager) Rejected(ctx context.Context, server, principal string) {
+	u, _ := m.upstream(server)
+	if u == nil {
+		return
+	}
+	u.mu.Lock()
+	r := u.resolved
+	u.mu.Unlock()
+	if r == nil {
+		return
+	}
+	m.vault.expire(principal, server, r.issuer)
+}
+
 // refresh renews principal's token, once per process at a time; a failure
 // drops the connection and asks the person to connect again.
 func (m *Manager) refresh(ctx context.Context, u *upstream, r *resolved, principal string, old *Token) (*Token, error) {

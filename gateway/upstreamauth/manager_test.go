@@ -395,3 +395,35 @@ mcp:
 		t.Fatalf("a removed server's token was served: %v", err)
 	}
 }
+
+// TestRejectedRenews: a downstream 401 makes the next call renew the
+// caller's token first; the renewed token serves the calls after it.
+func TestRejectedRenews(t *testing.T) {
+	r := newRig(t)
+	ctx := context.Background()
+	_, err := r.m.Authorization(ctx, "gh", "token:alice")
+	if code, body := get(t, r.browser(t, "alice"), connectURL(t, err), aliceToken); code != http.StatusOK {
+		t.Fatalf("connect: %d %s", code, body)
+	}
+	first, err := r.m.Authorization(ctx, "gh", "token:alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.m.Rejected(ctx, "gh", "token:bob") // nobody's connection: nothing happens
+	r.m.Rejected(ctx, "gh", "token:alice")
+	second, err := r.m.Authorization(ctx, "gh", "token:alice")
+	if err != nil || second == first || subjectOf(second) != "alice" {
+		t.Fatalf("after a 401: %q (was %q) %v", second, first, err)
+	}
+	r.as.mu.Lock()
+	n := r.as.refreshN
+	r.as.mu.Unlock()
+	if third, _ := r.m.Authorization(ctx, "gh", "token:alice"); third != second {
+		t.Fatal("the renewed token was not kept")
+	}
+	r.as.mu.Lock()
+	defer r.as.mu.Unlock()
+	if n != 1 || r.as.refreshN != 1 {
+		t.Fatalf("%d refreshes, want 1", r.as.refreshN)
+	}
+}

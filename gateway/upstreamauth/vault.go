@@ -306,3 +306,19 @@ func (v *vault) counts() map[string]map[string]int {
 	}
 	return out
 }
+
+// expire marks principal's cached token for server as due for renewal (a
+// downstream refused it); the store's copy is replaced by the renewal.
+func (v *vault) expire(principal, server, issuer string) {
+	k := entryKey(principal, server)
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	c, ok := v.cache[k]
+	if !ok || c.tok == nil || c.issuer != issuer {
+		return
+	}
+	t := *c.tok
+	t.Expiry, t.Issued = time.Now(), time.Time{}
+	c.tok = &t
+	v.cache[k] = c
+}
