@@ -144,6 +144,23 @@ func TestConnectFlow(t *testing.T) {
 		}
 	})
 
+	t.Run("a sign-in posted from another site is refused", func(t *testing.T) {
+		// Another site's form: no CSRF cookie (SameSite=Strict) to match.
+		resp, err := r.browser(t, "alice").PostForm(r.gw.URL+"/connect/signin", url.Values{"token": {aliceToken}, "next": {"/connect/"}, "csrf": {"guess"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusForbidden {
+			t.Fatalf("sign-in without the CSRF cookie: %d", resp.StatusCode)
+		}
+		for _, c := range resp.Cookies() {
+			if c.Name == whoCookie && c.Value != "" {
+				t.Fatal("signed in")
+			}
+		}
+	})
+
 	t.Run("the callback in another browser connects nothing; the one that started the flow connects", func(t *testing.T) {
 		alice := r.browser(t, "alice")
 		var callback string

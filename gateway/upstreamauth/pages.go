@@ -20,7 +20,7 @@ var pageTmpl = template.Must(template.New("page").Parse(`<!doctype html>
 <style>body{font:16px/1.5 system-ui,sans-serif;max-width:40em;margin:3em auto;padding:0 1em}
 table{border-collapse:collapse}td,th{padding:.3em .8em;text-align:left;border-bottom:1px solid #ddd}</style></head>
 <body><h1>{{.Title}}</h1><p>{{.Text}}</p>
-{{if .SignIn}}<form method="post" action="/connect/signin"><input type="hidden" name="next" value="{{.Next}}">
+{{if .SignIn}}<form method="post" action="/connect/signin"><input type="hidden" name="next" value="{{.Next}}"><input type="hidden" name="csrf" value="{{.CSRF}}">
 <label>Your gateway token <input type="password" name="token" autocomplete="off" required></label>
 <button type="submit">Sign in</button></form>{{end}}
 {{if .List}}<table><tr><th>Server</th><th>State</th><th></th></tr>
@@ -32,7 +32,7 @@ table{border-collapse:collapse}td,th{padding:.3em .8em;text-align:left;border-bo
 `))
 
 type pageData struct {
-	Title, Text, Next string
+	Title, Text, Next, CSRF string
 	SignIn, List      bool
 	Conns             []Connection
 }
@@ -41,7 +41,9 @@ func render(w http.ResponseWriter, status int, d pageData) {
 	h := w.Header()
 	h.Set("Content-Type", "text/html; charset=utf-8")
 	h.Set("Cache-Control", "no-store")
-	h.Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'")
+	// No form-action: Chromium applies it to a form's redirects too, and
+	// Connect goes on to the authorization server.
+	h.Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; base-uri 'none'; frame-ancestors 'none'")
 	h.Set("X-Frame-Options", "DENY")
 	h.Set("Referrer-Policy", "no-referrer")
 	if status != 0 {
@@ -54,12 +56,12 @@ func page(w http.ResponseWriter, status int, title, text string) {
 	render(w, status, pageData{Title: title, Text: text})
 }
 
-func signInPage(w http.ResponseWriter, next, problem string) {
+func signInPage(w http.ResponseWriter, status int, next, csrf, problem string) {
 	text := "Sign in with the token you call the gateway with, to prove this browser is you."
 	if problem != "" {
 		text = problem + " " + text
 	}
-	render(w, 0, pageData{Title: "Sign in", Text: text, Next: next, SignIn: true})
+	render(w, status, pageData{Title: "Sign in", Text: text, Next: next, CSRF: csrf, SignIn: true})
 }
 
 func listPage(w http.ResponseWriter, who string, conns []Connection) {

@@ -6,6 +6,7 @@ package upstreamauth
 // into the sign-in form).
 
 import (
+	"crypto/subtle"
 	"encoding/json"
 	"net/http"
 	"net/url"
@@ -19,6 +20,11 @@ const (
 	flowCookie = "pallasgw-connect"
 	whoCookie  = "pallasgw-signin"
 	whoTTL     = time.Hour
+	// csrfCookie guards the sign-in form: a form posted from another site
+	// (which would sign the browser in as someone else, whose link it
+	// could then be made to open) comes without it (SameSite=Strict).
+	csrfCookie = "pallasgw-csrf"
+	csrfTTL    = 10 * time.Minute
 )
 
 // signedIn is the sign-in cookie's sealed content.
@@ -59,7 +65,7 @@ func (m *Manager) whoami(r *http.Request) (string, bool) {
 func (m *Manager) askSignIn(w http.ResponseWriter, r *http.Request, st *settings, next string) {
 	switch st.mode {
 	case policy.ModeTokens:
-		signInPage(w, next, "")
+		m.signInForm(w, st, http.StatusOK, next, "")
 		return
 	case policy.ModeJWT:
 		http.Redirect(w, r, loginPath+"?next="+url.QueryEscape(next), http.StatusFound)
@@ -77,12 +83,16 @@ func (m *Manager) signin(w http.ResponseWriter, r *http.Request) {
 		page(w, http.StatusForbidden, "Cannot sign in here", "Sign in is by token in auth mode tokens only.")
 		return
 	}
+	if c, err := r.Cookie(m.cookieName(st, csrfCookie)); err != nil || c.Value == "" ||
+		subtle.ConstantTimeCompare([]byte(c.Value), []byte(r.PostFormValue("csrf"))) != 1 {
+		m.signInForm(w, st, http.StatusForbidden, next, "This form expired or was sent from another site.")
+		return
+	}
 	probe := r.Clone(r.Context())
 	probe.Header = http.Header{"Authorization": {"Bearer " + strings.TrimSpace(r.PostFormValue("token"))}}
 	id, status, reason, _ := st.auth.CheckFor(probe, "", "")
 	if !id.Authenticated || (status != 0 && reason != policy.AuthAgentNotAllowed) || id.Principal() == "" {
-		w.WriteHeader(http.StatusUnauthorized)
-		signInPage(w, next, "That token is not one of this gateway's.")
+		m.signInForm(w, st, http.StatusUnauthorized, next, "That token is not one of this gateway's.")
 		return
 	}
 	m.signIn(w, st, id.Principal())
@@ -104,6 +114,13 @@ func safeNext(next string) string {
 	return next
 }
 
+// signInForm answers the sign-in form, with a fresh CSRF cookie and field.
+func (m *Manager) signInForm(w http.ResponseWriter, st *settings, status int, next, problem string) {
+	csrf := randomToken()
+	http.SetCookie(w, m.cookie(st, csrfCookie, csrf, csrfTTL, http.SameSiteStrictMode))
+	signInPage(w, status, next, csrf, problem)
+}
+
 // cookieName is name, as a __Host- cookie when the gateway is served over
 // HTTPS (public_url): bound to this host, Secure, Path=/.
 func (m *Manager) cookieName(st *settings, name string) string {
@@ -123,10 +140,12 @@ func (m *Manager) cookie(st *settings, name, val string, ttl time.Duration, same
 }
 
 // sameOrigin refuses a form posted from another site: a request with an
-// Origin must come from public_url's.
+// Origin must come from public_url's. "null" passes: the pages' own forms
+// send it (Referrer-Policy: no-referrer), and the cookies (SameSite) and
+// the sign-in form's CSRF field are what keep other sites out.
 func sameOrigin(r *http.Request, st *settings) bool {
 	o := r.Header.Get("Origin")
-	if o == "" {
+	if o == "" || o == "null" {
 		return true
 	}
 	u, err := url.Parse(st.publicURL)

@@ -138,7 +138,15 @@ func connectBench(b *testing.B, g *gateway, caller string) {
 		body, _ := io.ReadAll(resp.Body)
 		return string(body)
 	}
-	post("/connect/signin", url.Values{"token": {caller}, "next": {"/connect/"}})
+	resp, err := c.Get(g.Base + "/connect/")
+	if err != nil {
+		b.Fatal(err)
+	}
+	page, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	_, rest, _ := strings.Cut(string(page), `name="csrf" value="`)
+	csrf, _, _ := strings.Cut(rest, `"`)
+	post("/connect/signin", url.Values{"token": {caller}, "next": {"/connect/"}, "csrf": {csrf}})
 	if body := post("/connect/start", url.Values{"server": {"down"}}); !strings.Contains(body, "Connected to down") {
 		b.Fatalf("connecting the caller: %s", body)
 	}

@@ -166,6 +166,17 @@ func browse(t *testing.T, c *http.Client, method, u string, form url.Values) (in
 	return resp.StatusCode, string(b)
 }
 
+// csrfOf is the CSRF field of a sign-in page.
+func csrfOf(t *testing.T, page string) string {
+	t.Helper()
+	_, rest, ok := strings.Cut(page, `name="csrf" value="`)
+	v, _, ok2 := strings.Cut(rest, `"`)
+	if !ok || !ok2 || v == "" {
+		t.Fatalf("no CSRF field in the sign-in page: %s", page)
+	}
+	return v
+}
+
 // legacyMCP is a session-based MCP client of one protocol revision,
 // speaking JSON-RPC by hand so that the revision is the test's choice.
 type legacyMCP struct {
@@ -318,7 +329,7 @@ agents:
   tools: {kind: proxy, servers: [whoami]}
 `))
 
-	aliceTok, bobTok := "alice-"+randomHex(12), "bob-"+randomHex(12)
+	aliceTok, bobTok, carolTok := "alice-"+randomHex(12), "bob-"+randomHex(12), "carol-"+randomHex(12)
 	key := make([]byte, 32)
 	copy(key, randomHex(16))
 	gw := startGateway(t, strings.NewReplacer("{{DOWN}}", downURL).Replace(`
@@ -330,6 +341,7 @@ auth:
   tokens:
     - {name: alice, token: ${ALICE_TOKEN}}
     - {name: bob, token: ${BOB_TOKEN}}
+    - {name: carol, token: ${CAROL_TOKEN}}
 credentials: {key: ${CREDENTIALS_KEY}}
 mcp:
   servers:
@@ -339,7 +351,7 @@ mcp:
 agents:
   desk: {kind: proxy, servers: [team]}
   box: {kind: toolbox, servers: [team]}
-`), "PALLASGW_WIRE_FAST="+wireFast, "ALICE_TOKEN="+aliceTok, "BOB_TOKEN="+bobTok, "CREDENTIALS_KEY="+base64.StdEncoding.EncodeToString(key))
+`), "PALLASGW_WIRE_FAST="+wireFast, "ALICE_TOKEN="+aliceTok, "BOB_TOKEN="+bobTok, "CAROL_TOKEN="+carolTok, "CREDENTIALS_KEY="+base64.StdEncoding.EncodeToString(key))
 	desk := gw.Base + "/agents/desk/mcp"
 
 	// alice, not connected: the server's tools are left out of her list.
@@ -355,7 +367,13 @@ agents:
 	if code != http.StatusOK || !strings.Contains(body, `action="/connect/signin"`) {
 		t.Fatalf("/connect/ without signing in: %d %s", code, body)
 	}
-	if code, body = browse(t, aliceBrowser, http.MethodPost, gw.Base+"/connect/signin", url.Values{"token": {aliceTok}, "next": {"/connect/"}}); code != http.StatusOK ||
+	// A sign-in posted without the form's CSRF field (another site's form)
+	// is refused.
+	// (The refusal is the form again, with a fresh CSRF field.)
+	if code, body = browse(t, aliceBrowser, http.MethodPost, gw.Base+"/connect/signin", url.Values{"token": {aliceTok}, "next": {"/connect/"}}); code != http.StatusForbidden {
+		t.Fatalf("sign-in without the CSRF field: %d", code)
+	}
+	if code, body = browse(t, aliceBrowser, http.MethodPost, gw.Base+"/connect/signin", url.Values{"token": {aliceTok}, "next": {"/connect/"}, "csrf": {csrfOf(t, body)}}); code != http.StatusOK ||
 		!strings.Contains(body, "token:alice") || !strings.Contains(body, "not_connected") {
 		t.Fatalf("signed in: %d %s", code, body)
 	}
@@ -438,7 +456,7 @@ agents:
 		t.Fatalf("bob's link before signing in: %d %s", code, body)
 	}
 	next := strings.TrimPrefix(bobLink, gw.Base)
-	if code, body = browse(t, bobBrowser, http.MethodPost, gw.Base+"/connect/signin", url.Values{"token": {bobTok}, "next": {next}}); code != http.StatusOK ||
+	if code, body = browse(t, bobBrowser, http.MethodPost, gw.Base+"/connect/signin", url.Values{"token": {bobTok}, "next": {next}, "csrf": {csrfOf(t, body)}}); code != http.StatusOK ||
 		!strings.Contains(body, "Connected to team") {
 		t.Fatalf("bob connects: %d %s", code, body)
 	}
@@ -451,6 +469,30 @@ agents:
 	}
 	if text, isErr := execWhoami(); isErr || !strings.Contains(text, `"sub":"bob"`) {
 		t.Fatalf("toolbox, bob connected: isError %v %q", isErr, text)
+	}
+
+	// carol, once, in headless Chromium: the sign-in page, the list page's
+	// Connect button, the provider, the "connected" page; no script error
+	// and no Content-Security-Policy violation on the way.
+	if wireFast == "on" {
+		br := startBrowser(t, 1000, 700)
+		br.call(br.session, "Network.setCookie", map[string]any{"name": "e2e-subject", "value": "carol", "domain": "127.0.0.1", "path": "/"}, nil)
+		br.Navigate(gw.Base + "/connect/")
+		br.MustEval(`document.querySelector("input[name=token]").value = `+jsString(carolTok), nil)
+		br.MustEval(`document.querySelector("form").submit()`, nil)
+		br.WaitTrue("carol's list page", 20*time.Second, `document.body.innerText.includes("Signed in as token:carol")`)
+		br.MustEval(`document.querySelector("form[action='/connect/start']").submit()`, nil)
+		br.WaitTrue("the connected page", 30*time.Second, `document.title === "Connected to team"`)
+		if v := br.CSPViolations(); len(v) > 0 {
+			t.Errorf("CSP violations on the connect pages: %q", v)
+		}
+		if p := br.Problems(); len(p) > 0 {
+			t.Errorf("browser problems on the connect pages: %q", p)
+		}
+		carol := openLegacy(t, desk, carolTok, "2025-11-25")
+		if cid, a, text := carol.whoami(t); cid.Sub != "carol" || !cid.Verified {
+			t.Fatalf("carol's call after connecting in Chromium: %+v (%+v %s)", cid, a.Error, text)
+		}
 	}
 
 	// A refresh once alice's access token (8 s) nears its end: her calls
@@ -471,8 +513,12 @@ agents:
 		time.Sleep(250 * time.Millisecond) // polling the gateway, not waiting for it
 	}
 
-	if v, ok := gw.Metric(`pallasgw_upstream_connections{server="team",state="connected"}`); !ok || v != 2 {
-		t.Errorf("pallasgw_upstream_connections{connected} = %v (%v), want 2", v, ok)
+	wantConnected := 2.0
+	if wireFast == "on" {
+		wantConnected = 3 // and carol
+	}
+	if v, ok := gw.Metric(`pallasgw_upstream_connections{server="team",state="connected"}`); !ok || v != wantConnected {
+		t.Errorf("pallasgw_upstream_connections{connected} = %v (%v), want %v", v, ok, wantConnected)
 	}
 
 	// alice revokes hers: her next call asks her to connect again.
@@ -494,7 +540,7 @@ agents:
 	var st struct {
 		Upstream map[string]map[string]int `json:"upstream_connections"`
 	}
-	if err := json.Unmarshal([]byte(status), &st); err != nil || len(st.Upstream) != 1 || st.Upstream["team"]["connected"] != 1 {
+	if err := json.Unmarshal([]byte(status), &st); err != nil || len(st.Upstream) != 1 || st.Upstream["team"]["connected"] != int(wantConnected)-1 {
 		t.Errorf("/-/status upstream_connections after alice revoked: %v (%v)", st.Upstream, err)
 	}
 	seen := who.Seen()
@@ -505,7 +551,7 @@ agents:
 	down.Stop()
 	haystack := map[string]string{"log": gw.Logs(), "metrics": metricsText, "status": status}
 	for where, text := range haystack {
-		for _, needle := range append([]string{"ory_rt_", "ory_ac_", aliceTok, bobTok}, seen...) {
+		for _, needle := range append([]string{"ory_rt_", "ory_ac_", aliceTok, bobTok, carolTok}, seen...) {
 			n := strings.TrimPrefix(needle, "Bearer ")
 			if parts := strings.Split(n, "."); len(parts) == 3 {
 				n = parts[2] // a JWT's signature: what makes it usable
