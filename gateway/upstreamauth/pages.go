@@ -33,8 +33,8 @@ table{border-collapse:collapse}td,th{padding:.3em .8em;text-align:left;border-bo
 
 type pageData struct {
 	Title, Text, Next, CSRF string
-	SignIn, List      bool
-	Conns             []Connection
+	SignIn, List            bool
+	Conns                   []Connection
 }
 
 func render(w http.ResponseWriter, status int, d pageData) {
