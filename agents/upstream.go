@@ -18,6 +18,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/pallasgw/pallasgw/agents/mcpclient"
 	"github.com/pallasgw/pallasgw/agents/wire"
 	"github.com/pallasgw/pallasgw/policy"
 )
@@ -30,6 +31,9 @@ type UpstreamCredentials interface {
 	// Rejected says server refused principal's token (HTTP 401): the next
 	// Authorization renews it first.
 	Rejected(ctx context.Context, server, principal string)
+	// WaitConnected waits until principal has a connection to server, for
+	// at most the server's oauth.connect_wait; false when it ended first.
+	WaitConnected(ctx context.Context, server, principal string) bool
 }
 
 // ConnectRequired says a caller has no usable connection to a server's
@@ -95,11 +99,45 @@ func (s *Set) upstreamAuthorization(ctx context.Context, server string, inbound 
 	switch {
 	case !ok || cr.URL == "":
 	case urlElicitationsAnswered(inbound):
+		if done, err := s.elicitConnect(ctx, cr, principal); done {
+			return up.Authorization(ctx, server, principal)
+		} else if err != nil {
+			return "", err
+		}
 		return "", urlElicitationRequired{cr}
 	case mcp.IsModernProtocol(inbound.Get(mcp.HeaderProtocolVersion)) && !declaredURLElicitation(ctx):
 		return "", missingURLElicitation{cr}
 	}
 	return auth, err
+}
+
+// elicitConnect asks the caller of a call whose answers can be relayed (a
+// 2025-11-25 session that declared elicitation) to open the connect URL,
+// by a URL-mode elicitation/create on the call's stream, then waits for the
+// connection (oauth.connect_wait). done: connected, the call goes on; err:
+// the person declined; neither: the caller cannot be asked (no relay, no
+// URL-mode elicitation), it gets -32042.
+func (s *Set) elicitConnect(ctx context.Context, cr *ConnectRequired, principal string) (done bool, err error) {
+	relay := mcpclient.RelayFrom(ctx)
+	if relay == nil || relay.Request == nil {
+		return false, nil
+	}
+	params, _ := json.Marshal(cr.Elicitation())
+	raw, rerr := relay.Request(ctx, string(mcp.MethodElicitationCreate), params)
+	if rerr != nil {
+		return false, nil // not declared, or refused: the error says where to go
+	}
+	var res mcp.ElicitationResult
+	if json.Unmarshal(raw, &res) != nil {
+		return false, nil
+	}
+	if res.Action != mcp.ElicitationResponseActionAccept {
+		return false, fmt.Errorf("server %s needs your own account connected, and the request to connect was not accepted (%s); open %s to connect it later", cr.Server, res.Action, cr.URL)
+	}
+	if !s.deps.Upstream.WaitConnected(ctx, cr.Server, principal) {
+		return false, fmt.Errorf("server %s: the connection was not completed in time; open %s to connect, then call again", cr.Server, cr.URL)
+	}
+	return true, nil
 }
 
 // declaredURLElicitation reports a 2026-07-28 request whose client

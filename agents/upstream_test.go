@@ -18,6 +18,8 @@ type fakeUpstream map[string]string // principal -> Authorization
 
 func (f fakeUpstream) Rejected(context.Context, string, string) {}
 
+func (f fakeUpstream) WaitConnected(context.Context, string, string) bool { return false }
+
 func (f fakeUpstream) Authorization(_ context.Context, server, principal string) (string, error) {
 	if a, ok := f[principal]; ok {
 		return a, nil

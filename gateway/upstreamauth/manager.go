@@ -344,6 +344,33 @@ func (m *Manager) Rejected(ctx context.Context, server, principal string) {
 	m.vault.expire(principal, server, r.issuer)
 }
 
+// WaitConnected implements agents.UpstreamCredentials: it waits until
+// principal has a token for server (connected on any replica), at most the
+// server's oauth.connect_wait.
+func (m *Manager) WaitConnected(ctx context.Context, server, principal string) bool {
+	u, st := m.upstream(server)
+	if u == nil {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(ctx, u.spec.OAuth.ConnectWait)
+	defer cancel()
+	for {
+		changed := m.vault.changedCh() // before the look: no change is missed
+		r, err := m.resolve(ctx, u, st)
+		if err != nil {
+			return false
+		}
+		if tok, err := m.vault.get(ctx, principal, server, r.issuer); err == nil && tok != nil {
+			return true
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return false
+		}
+	}
+}
+
 // refresh renews principal's token, once per process at a time; a failure
 // drops the connection and asks the person to connect again.
 func (m *Manager) refresh(ctx context.Context, u *upstream, r *resolved, principal string, old *Token) (*Token, error) {

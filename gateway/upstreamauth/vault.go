@@ -126,6 +126,9 @@ type vault struct {
 
 	mu    sync.Mutex
 	cache map[string]cached // by entryKey
+	// changes wakes the calls waiting for an entry to change (a person
+	// connecting): closed and replaced at each change of any entry.
+	changes chan struct{}
 }
 
 // cached is a token read or written by this replica; tok nil: known
@@ -179,7 +182,7 @@ func entryKey(principal, server string) string {
 func storeKey(k string) string { return "upstream:token:" + k }
 
 func newVault(s *sealer, kv KV) *vault {
-	return &vault{sealer: s, kv: kv, cache: map[string]cached{}}
+	return &vault{sealer: s, kv: kv, cache: map[string]cached{}, changes: make(chan struct{})}
 }
 
 // listen drops cache entries other replicas wrote, until ctx ends.
@@ -194,6 +197,20 @@ func (v *vault) drop(k string) {
 		v.changed(old.server, old.state(time.Now()), "")
 		delete(v.cache, k)
 	}
+	v.wakeLocked()
+}
+
+// changed returns a channel closed at the next change of any entry (this
+// replica's write, or another's invalidation).
+func (v *vault) changedCh() <-chan struct{} {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.changes
+}
+
+func (v *vault) wakeLocked() {
+	close(v.changes)
+	v.changes = make(chan struct{})
 }
 
 func (v *vault) changed(server, from, to string) {
@@ -286,6 +303,7 @@ func (v *vault) remember(k string, c cached) {
 	}
 	v.changed(c.server, from, c.state(now))
 	v.cache[k] = c
+	v.wakeLocked()
 }
 
 // counts is this replica's connections by server and state.

@@ -194,9 +194,13 @@ type rpcAnswer struct {
 }
 
 func openLegacy(t *testing.T, u, token, version string) *legacyMCP {
+	return openLegacyCaps(t, u, token, version, map[string]any{})
+}
+
+func openLegacyCaps(t *testing.T, u, token, version string, caps map[string]any) *legacyMCP {
 	t.Helper()
 	s := &legacyMCP{url: u, token: token, version: version}
-	s.call(t, "initialize", map[string]any{"protocolVersion": version, "capabilities": map[string]any{},
+	s.call(t, "initialize", map[string]any{"protocolVersion": version, "capabilities": caps,
 		"clientInfo": map[string]any{"name": "e2e-oauth", "version": "1"}})
 	s.post(t, []byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}`))
 	return s
@@ -243,6 +247,56 @@ func (s *legacyMCP) call(t *testing.T, method string, params any) rpcAnswer {
 		t.Fatalf("%s: HTTP %d, not a JSON-RPC answer: %s", method, resp.StatusCode, raw)
 	}
 	return a
+}
+
+// callAsked is call for a request during which the server asks the
+// client something (elicitation/create on the call's stream): ask answers
+// it, after runs once the answer is posted; the call's own answer is
+// returned.
+func (s *legacyMCP) callAsked(t *testing.T, method string, params any, ask func(method string, params json.RawMessage) any, after func()) rpcAnswer {
+	t.Helper()
+	s.next++
+	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": s.next, "method": method, "params": params})
+	resp := s.post(t, body)
+	defer resp.Body.Close()
+	if !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		raw, _ := io.ReadAll(resp.Body)
+		t.Fatalf("%s: not a stream (the server asked nothing): %s", method, raw)
+	}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		d, ok := strings.CutPrefix(sc.Text(), "data: ")
+		if !ok {
+			continue
+		}
+		var msg struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+			Params json.RawMessage `json:"params"`
+		}
+		if json.Unmarshal([]byte(d), &msg) != nil {
+			continue
+		}
+		switch {
+		case msg.Method != "" && len(msg.ID) > 0: // a request to the client
+			answer, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": msg.ID, "result": ask(msg.Method, msg.Params)})
+			r := s.post(t, answer)
+			io.Copy(io.Discard, r.Body)
+			r.Body.Close()
+			if after != nil {
+				after()
+			}
+		case msg.Method == "" && len(msg.ID) > 0:
+			var a rpcAnswer
+			if err := json.Unmarshal([]byte(d), &a); err != nil {
+				t.Fatalf("%s: %v", method, err)
+			}
+			return a
+		}
+	}
+	t.Fatalf("%s: the stream ended without an answer (%v)", method, sc.Err())
+	return rpcAnswer{}
 }
 
 // tools is the names tools/list answers, without the agent's get_health.
@@ -329,7 +383,7 @@ agents:
   tools: {kind: proxy, servers: [whoami]}
 `))
 
-	aliceTok, bobTok, carolTok := "alice-"+randomHex(12), "bob-"+randomHex(12), "carol-"+randomHex(12)
+	aliceTok, bobTok, carolTok, daveTok := "alice-"+randomHex(12), "bob-"+randomHex(12), "carol-"+randomHex(12), "dave-"+randomHex(12)
 	key := make([]byte, 32)
 	copy(key, randomHex(16))
 	gw := startGateway(t, strings.NewReplacer("{{DOWN}}", downURL).Replace(`
@@ -342,6 +396,7 @@ auth:
     - {name: alice, token: ${ALICE_TOKEN}}
     - {name: bob, token: ${BOB_TOKEN}}
     - {name: carol, token: ${CAROL_TOKEN}}
+    - {name: dave, token: ${DAVE_TOKEN}}
 credentials: {key: ${CREDENTIALS_KEY}}
 mcp:
   servers:
@@ -351,7 +406,7 @@ mcp:
 agents:
   desk: {kind: proxy, servers: [team]}
   box: {kind: toolbox, servers: [team]}
-`), "PALLASGW_WIRE_FAST="+wireFast, "ALICE_TOKEN="+aliceTok, "BOB_TOKEN="+bobTok, "CAROL_TOKEN="+carolTok, "CREDENTIALS_KEY="+base64.StdEncoding.EncodeToString(key))
+`), "PALLASGW_WIRE_FAST="+wireFast, "ALICE_TOKEN="+aliceTok, "BOB_TOKEN="+bobTok, "CAROL_TOKEN="+carolTok, "DAVE_TOKEN="+daveTok, "CREDENTIALS_KEY="+base64.StdEncoding.EncodeToString(key))
 	desk := gw.Base + "/agents/desk/mcp"
 
 	// alice, not connected: the server's tools are left out of her list.
@@ -471,6 +526,35 @@ agents:
 		t.Fatalf("toolbox, bob connected: isError %v %q", isErr, text)
 	}
 
+	// dave, 2025-11-25, declared URL-mode elicitation: his call asks him,
+	// on its stream, to open the connect URL; he accepts, connects in his
+	// browser, and the same call goes on and answers.
+	dave := openLegacyCaps(t, desk, daveTok, "2025-11-25", map[string]any{"elicitation": map[string]any{"url": map[string]any{}}})
+	var asked struct {
+		Mode, URL, ElicitationID, Message string
+	}
+	a = dave.callAsked(t, "tools/call", map[string]any{"name": "whoami", "arguments": map[string]any{}},
+		func(method string, params json.RawMessage) any {
+			if method != "elicitation/create" || json.Unmarshal(params, &asked) != nil || asked.Mode != "url" || !strings.HasPrefix(asked.URL, gw.Base+"/connect/") {
+				t.Errorf("dave was asked %s %s", method, params)
+			}
+			return map[string]any{"action": "accept"}
+		},
+		func() {
+			daveBrowser := person(t, "dave")
+			code, body := browse(t, daveBrowser, http.MethodGet, asked.URL, nil)
+			if code, body = browse(t, daveBrowser, http.MethodPost, gw.Base+"/connect/signin", url.Values{"token": {daveTok},
+				"next": {strings.TrimPrefix(asked.URL, gw.Base)}, "csrf": {csrfOf(t, body)}}); code != http.StatusOK || !strings.Contains(body, "Connected to team") {
+				t.Errorf("dave connects: %d %s", code, body)
+			}
+		})
+	var daveRes struct {
+		StructuredContent idp.Identity `json:"structuredContent"`
+	}
+	if a.Error != nil || json.Unmarshal(a.Result, &daveRes) != nil || daveRes.StructuredContent.Sub != "dave" {
+		t.Fatalf("dave's call after connecting through the elicitation: %+v %s", a.Error, a.Result)
+	}
+
 	// carol, once, in headless Chromium: the sign-in page, the list page's
 	// Connect button, the provider, the "connected" page; no script error
 	// and no Content-Security-Policy violation on the way.
@@ -513,9 +597,9 @@ agents:
 		time.Sleep(250 * time.Millisecond) // polling the gateway, not waiting for it
 	}
 
-	wantConnected := 2.0
+	wantConnected := 3.0 // alice, bob, dave
 	if wireFast == "on" {
-		wantConnected = 3 // and carol
+		wantConnected = 4 // and carol
 	}
 	if v, ok := gw.Metric(`pallasgw_upstream_connections{server="team",state="connected"}`); !ok || v != wantConnected {
 		t.Errorf("pallasgw_upstream_connections{connected} = %v (%v), want %v", v, ok, wantConnected)
@@ -551,7 +635,7 @@ agents:
 	down.Stop()
 	haystack := map[string]string{"log": gw.Logs(), "metrics": metricsText, "status": status}
 	for where, text := range haystack {
-		for _, needle := range append([]string{"ory_rt_", "ory_ac_", aliceTok, bobTok, carolTok}, seen...) {
+		for _, needle := range append([]string{"ory_rt_", "ory_ac_", aliceTok, bobTok, carolTok, daveTok}, seen...) {
 			n := strings.TrimPrefix(needle, "Bearer ")
 			if parts := strings.Split(n, "."); len(parts) == 3 {
 				n = parts[2] // a JWT's signature: what makes it usable
