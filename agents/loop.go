@@ -247,7 +247,9 @@ func (r *llmRunner) governedCall(ctx context.Context, c *Call, ref toolRef, args
 	onProgress := func(progress float64, total *float64, msg string) {
 		relay.Send(downstreamProgress(progress, total, msg))
 	}
-	hdr, err := a.set.outbound(ctx, ref.server, c.Inbound)
+	// callCtx: a server with oauth may ask the caller to connect, relayed
+	// like the downstream's own requests (upstream.go).
+	hdr, err := a.set.outbound(callCtx, ref.server, c.Inbound)
 	if err != nil {
 		err = &credentialsError{err}
 	} else {
