@@ -28,6 +28,7 @@ type fakeAS struct {
 	refreshes map[string]string // live refresh token -> subject
 	issued    []string          // every access and refresh token
 	refreshN  int               // refresh grants answered
+	tries     int               // refresh grants asked for, answered or not
 	expiresIn int               // seconds; 0: 3600
 	down      bool
 }
@@ -123,6 +124,7 @@ func (a *fakeAS) token(w http.ResponseWriter, r *http.Request) {
 		}
 		subject = c.subject
 	case "refresh_token":
+		a.tries++
 		s, ok := a.refreshes[r.PostFormValue("refresh_token")]
 		delete(a.refreshes, r.PostFormValue("refresh_token")) // rotated: a used refresh token is gone
 		if !ok {

@@ -15,6 +15,8 @@ import (
 type KV interface {
 	Get(ctx context.Context, key string) ([]byte, error)
 	Set(ctx context.Context, key string, val []byte, ttl time.Duration) error
+	// Claim is Set unless key holds a value; true when it set it.
+	Claim(ctx context.Context, key string, val []byte, ttl time.Duration) (bool, error)
 	Publish(ctx context.Context, channel string, msg []byte) (int64, error)
 	Subscribe(ctx context.Context, channel string, fn func([]byte)) error
 }
@@ -64,6 +66,23 @@ func (m *memoryKV) Set(_ context.Context, key string, val []byte, ttl time.Durat
 	}
 	m.m[key] = e
 	return nil
+}
+
+func (m *memoryKV) Claim(_ context.Context, key string, val []byte, ttl time.Duration) (bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if e, ok := m.m[key]; ok && (e.expires.IsZero() || time.Now().Before(e.expires)) {
+		return false, nil
+	}
+	if len(m.m) >= maxMemoryEntries {
+		m.makeRoomLocked()
+	}
+	e := memoryEntry{val: append([]byte(nil), val...)}
+	if ttl > 0 {
+		e.expires = time.Now().Add(ttl)
+	}
+	m.m[key] = e
+	return true, nil
 }
 
 func (m *memoryKV) makeRoomLocked() {

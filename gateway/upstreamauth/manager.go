@@ -371,18 +371,37 @@ func (m *Manager) WaitConnected(ctx context.Context, server, principal string) b
 	}
 }
 
-// refresh renews principal's token, once per process at a time; a failure
-// drops the connection and asks the person to connect again.
+// refresh renews principal's token, once at a time across replicas: once
+// per process (single-flight), and among replicas by a claim in the store
+// (a used refresh token is gone at most servers, so two replicas renewing
+// at once would cost the loser the connection). A replica that finds the
+// claim taken waits for the holder's write. A refusal drops the connection
+// and asks the person to connect again, unless another replica renewed it
+// meanwhile.
 func (m *Manager) refresh(ctx context.Context, u *upstream, r *resolved, principal string, old *Token) (*Token, error) {
 	v, err, _ := m.flight.Do("refresh\x00"+entryKey(principal, u.name), func() (any, error) {
-		// Another replica may have refreshed meanwhile (its write dropped
-		// this replica's entry): the store's token wins when it is newer.
-		if cur, err := m.vault.get(ctx, principal, u.name, r.issuer); err == nil && cur != nil && cur.Access != old.Access && !cur.refreshDue(time.Now()) {
+		if cur := m.renewed(ctx, u.name, r.issuer, principal, old); cur != nil {
 			return cur, nil
+		}
+		claim := "upstream:refresh:" + entryKey(principal, u.name)
+		got, err := m.kv.Claim(ctx, claim, []byte{1}, refreshClaimTTL)
+		if err != nil {
+			return nil, err
+		}
+		if !got {
+			if cur := m.awaitRenewal(ctx, u.name, r.issuer, principal, old); cur != nil {
+				return cur, nil
+			}
+			// The holder wrote nothing in time (it failed, or died): go on.
+		} else {
+			defer func() { _ = m.kv.Set(context.WithoutCancel(ctx), claim, nil, time.Millisecond) }()
 		}
 		hctx := context.WithValue(context.WithoutCancel(ctx), oauth2.HTTPClient, m.hc)
 		t, err := r.oauth.TokenSource(hctx, &oauth2.Token{RefreshToken: old.Refresh, Expiry: time.Unix(1, 0)}).Token()
 		if err != nil {
+			if cur := m.renewed(ctx, u.name, r.issuer, principal, old); cur != nil {
+				return cur, nil // another replica won the race after all
+			}
 			m.countRefresh(u.name, "error")
 			reason := oauthReason(err)
 			m.audit.Warn("upstream token refresh failed", zap.String("server", u.name), zap.String("principal", principal), zap.String("reason", reason))
@@ -409,6 +428,43 @@ func (m *Manager) refresh(ctx context.Context, u *upstream, r *resolved, princip
 		return nil, err
 	}
 	return v.(*Token), nil
+}
+
+// refreshClaimTTL bounds a replica's claim on a renewal, and how long
+// another waits for it.
+const refreshClaimTTL = 10 * time.Second
+
+// renewed is the store's token when another replica renewed old's
+// connection (a different, not yet due token), else nil.
+func (m *Manager) renewed(ctx context.Context, server, issuer, principal string, old *Token) *Token {
+	cur, err := m.vault.load(ctx, principal, server, issuer)
+	if err != nil || cur == nil || cur.Access == old.Access || cur.refreshDue(time.Now()) {
+		return nil
+	}
+	return cur
+}
+
+// awaitRenewal waits for the replica that holds the claim to write the
+// renewed token (its write wakes this replica's vault), at most the claim's
+// life.
+func (m *Manager) awaitRenewal(ctx context.Context, server, issuer, principal string, old *Token) *Token {
+	ctx, cancel := context.WithTimeout(ctx, refreshClaimTTL)
+	defer cancel()
+	tick := time.NewTicker(200 * time.Millisecond) // a missed invalidation: read the store now and then
+	defer tick.Stop()
+	for {
+		changed := m.vault.changedCh()
+		if cur := m.renewed(ctx, server, issuer, principal, old); cur != nil {
+			m.vault.remember(entryKey(principal, server), cached{tok: cur, issuer: issuer, at: time.Now(), server: server})
+			return cur
+		}
+		select {
+		case <-changed:
+		case <-tick.C:
+		case <-ctx.Done():
+			return nil
+		}
+	}
 }
 
 // refreshFailed is the authorization server's refusal of a refresh (the

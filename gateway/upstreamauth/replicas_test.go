@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -91,6 +92,57 @@ mcp:
 			time.Sleep(10 * time.Millisecond) // polling for the invalidation
 		}
 	}
+	// Due for renewal everywhere at once: one replica renews (the
+	// authorization server rotates refresh tokens: a second renewal with
+	// the same one would be refused), the others take its token.
+	tok, err := replicas[0].vault.load(ctx, "token:alice", "gh", as.srv.URL)
+	if err != nil || tok == nil {
+		t.Fatalf("alice's token in the store: %v", err)
+	}
+	aged := *tok
+	aged.Issued, aged.Expiry = time.Now().Add(-time.Hour), time.Now().Add(10*time.Second)
+	if err := replicas[0].vault.put(ctx, "token:alice", "gh", as.srv.URL, &aged); err != nil {
+		t.Fatal(err)
+	}
+	for i, m := range replicas { // every cache holds the aged token
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			if got, _ := m.vault.get(ctx, "token:alice", "gh", as.srv.URL); got != nil && got.Expiry.Equal(aged.Expiry) {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("replica %d never saw the aged token", i)
+			}
+			time.Sleep(10 * time.Millisecond) // polling for the invalidation
+		}
+	}
+	as.mu.Lock()
+	tries := as.tries
+	as.mu.Unlock()
+	auths := make([]string, len(replicas))
+	var wg sync.WaitGroup
+	for i, m := range replicas {
+		wg.Go(func() {
+			a, err := m.Authorization(ctx, "gh", "token:alice")
+			if err != nil {
+				t.Errorf("replica %d renewing: %v", i, err)
+			}
+			auths[i] = a
+		})
+	}
+	wg.Wait()
+	as.mu.Lock()
+	tries = as.tries - tries
+	as.mu.Unlock()
+	if tries != 1 {
+		t.Errorf("%d renewals asked of the authorization server by 3 replicas at once, want 1", tries)
+	}
+	for i, a := range auths {
+		if a != auths[0] || a == "Bearer "+aged.Access || subjectOf(a) != "alice" {
+			t.Fatalf("replica %d has %q, replica 0 %q", i, a, auths[0])
+		}
+	}
+
 	// Revoked on replica 2: replicas 0 and 1 drop their cached token when
 	// the invalidation arrives (published through Redis).
 	if err := replicas[2].vault.put(ctx, "token:alice", "gh", as.srv.URL, nil); err != nil {

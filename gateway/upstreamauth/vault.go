@@ -251,6 +251,24 @@ func (v *vault) get(ctx context.Context, principal, server, issuer string) (*Tok
 	return tok, nil
 }
 
+// load reads principal's token for server from the store, past the cache
+// (nil: none, or one that does not open).
+func (v *vault) load(ctx context.Context, principal, server, issuer string) (*Token, error) {
+	raw, err := v.kv.Get(ctx, storeKey(entryKey(principal, server)))
+	if err != nil || len(raw) == 0 {
+		return nil, err
+	}
+	plain, _, err := v.sealer.open(raw, aad("token", principal, server, issuer))
+	if err != nil {
+		return nil, nil
+	}
+	tok := &Token{}
+	if json.Unmarshal(plain, tok) != nil {
+		return nil, nil
+	}
+	return tok, nil
+}
+
 // put stores tok (nil: deletes the entry) and tells the other replicas.
 func (v *vault) put(ctx context.Context, principal, server, issuer string, tok *Token) error {
 	return v.write(ctx, principal, server, issuer, tok, false)
