@@ -107,6 +107,14 @@ func (s *Set) upstreamAuthorization(ctx context.Context, server string, inbound 
 		return "", urlElicitationRequired{cr}
 	case mcp.IsModernProtocol(inbound.Get(mcp.HeaderProtocolVersion)) && !declaredURLElicitation(ctx):
 		return "", missingURLElicitation{cr}
+	case mcp.IsModernProtocol(inbound.Get(mcp.HeaderProtocolVersion)):
+		// An input-required round carrying the URL elicitation; the
+		// retry that answers it waits for the connection.
+		if done, err := s.elicitConnect(ctx, cr, principal); done {
+			return up.Authorization(ctx, server, principal)
+		} else if err != nil {
+			return "", err
+		}
 	}
 	return auth, err
 }

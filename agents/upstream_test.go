@@ -82,7 +82,7 @@ func TestUpstreamAuthorization(t *testing.T) {
 			t.Fatal("-32042 for a 2026-07-28 caller")
 		}
 	})
-	t.Run("2026-07-28 with elicitation.url: the URL in words (no input-required round yet)", func(t *testing.T) {
+	t.Run("2026-07-28 with elicitation.url and no relay to ask by: the URL in words", func(t *testing.T) {
 		ctx := server.WithRequestProtocolInfo(bob, &server.RequestProtocolInfo{Modern: true, ProtocolVersion: "2026-07-28",
 			ClientCapabilities: &mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapability{URL: &struct{}{}}}})
 		_, err := s.upstreamAuthorization(ctx, "gh", version("2026-07-28"))

@@ -299,6 +299,91 @@ func (s *legacyMCP) callAsked(t *testing.T, method string, params any, ask func(
 	return rpcAnswer{}
 }
 
+// modernRound is an input-required round of a 2026-07-28 call.
+type modernRound struct {
+	url, key string
+	state    json.RawMessage
+}
+
+// modernPost is one sessionless (2026-07-28) tools/call of whoami, with
+// URL-mode elicitation declared, and its JSON-RPC result.
+func modernPost(t *testing.T, u, token string, id int, extra map[string]any) map[string]json.RawMessage {
+	t.Helper()
+	params := map[string]any{"name": "whoami", "arguments": map[string]any{}, "_meta": map[string]any{
+		"io.modelcontextprotocol/protocolVersion":    "2026-07-28",
+		"io.modelcontextprotocol/clientInfo":         map[string]any{"name": "e2e-oauth", "version": "1"},
+		"io.modelcontextprotocol/clientCapabilities": map[string]any{"elicitation": map[string]any{"url": map[string]any{}}},
+	}}
+	for k, v := range extra {
+		params[k] = v
+	}
+	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params})
+	req, _ := http.NewRequest(http.MethodPost, u, bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("MCP-Protocol-Version", "2026-07-28")
+	req.Header.Set("Mcp-Method", "tools/call")
+	req.Header.Set("Mcp-Name", "whoami")
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		for _, line := range strings.Split(string(raw), "\n") {
+			if d, ok := strings.CutPrefix(strings.TrimRight(line, "\r"), "data: "); ok && strings.Contains(d, `"id":`) {
+				raw = []byte(d)
+			}
+		}
+	}
+	var a struct {
+		Result map[string]json.RawMessage `json:"result"`
+		Error  json.RawMessage            `json:"error"`
+	}
+	if err := json.Unmarshal(raw, &a); err != nil || a.Result == nil {
+		t.Fatalf("2026-07-28 tools/call: HTTP %d %s", resp.StatusCode, raw)
+	}
+	return a.Result
+}
+
+// modernConnectRound calls whoami as a 2026-07-28 caller that declared
+// URL-mode elicitation and returns the input-required round's connect URL.
+func modernConnectRound(t *testing.T, u, token string) modernRound {
+	t.Helper()
+	res := modernPost(t, u, token, 1, nil)
+	var reqs map[string]struct {
+		Method string `json:"method"`
+		Params struct{ Mode, URL string }
+	}
+	if string(res["resultType"]) != `"input_required"` || json.Unmarshal(res["inputRequests"], &reqs) != nil || len(reqs) != 1 {
+		t.Fatalf("2026-07-28 caller, not connected: %v", res)
+	}
+	for k, r := range reqs {
+		if r.Method != "elicitation/create" || r.Params.Mode != "url" {
+			t.Fatalf("input request %s: %+v", k, r)
+		}
+		return modernRound{url: r.Params.URL, key: k, state: res["requestState"]}
+	}
+	return modernRound{}
+}
+
+// modernRetry answers the round (accept) and returns the subject whoami saw.
+func modernRetry(t *testing.T, u, token string, r modernRound) string {
+	t.Helper()
+	extra := map[string]any{"inputResponses": map[string]any{r.key: map[string]any{"action": "accept"}}}
+	if len(r.state) > 0 {
+		extra["requestState"] = r.state
+	}
+	res := modernPost(t, u, token, 2, extra)
+	var id idp.Identity
+	if err := json.Unmarshal(res["structuredContent"], &id); err != nil {
+		t.Fatalf("the retry answered %v", res)
+	}
+	return id.Sub
+}
+
 // tools is the names tools/list answers, without the agent's get_health.
 func (s *legacyMCP) tools(t *testing.T) []string {
 	t.Helper()
@@ -383,7 +468,7 @@ agents:
   tools: {kind: proxy, servers: [whoami]}
 `))
 
-	aliceTok, bobTok, carolTok, daveTok := "alice-"+randomHex(12), "bob-"+randomHex(12), "carol-"+randomHex(12), "dave-"+randomHex(12)
+	aliceTok, bobTok, carolTok, daveTok, erinTok := "alice-"+randomHex(12), "bob-"+randomHex(12), "carol-"+randomHex(12), "dave-"+randomHex(12), "erin-"+randomHex(12)
 	key := make([]byte, 32)
 	copy(key, randomHex(16))
 	gw := startGateway(t, strings.NewReplacer("{{DOWN}}", downURL).Replace(`
@@ -397,6 +482,7 @@ auth:
     - {name: bob, token: ${BOB_TOKEN}}
     - {name: carol, token: ${CAROL_TOKEN}}
     - {name: dave, token: ${DAVE_TOKEN}}
+    - {name: erin, token: ${ERIN_TOKEN}}
 credentials: {key: ${CREDENTIALS_KEY}}
 mcp:
   servers:
@@ -406,7 +492,7 @@ mcp:
 agents:
   desk: {kind: proxy, servers: [team]}
   box: {kind: toolbox, servers: [team]}
-`), "PALLASGW_WIRE_FAST="+wireFast, "ALICE_TOKEN="+aliceTok, "BOB_TOKEN="+bobTok, "CAROL_TOKEN="+carolTok, "DAVE_TOKEN="+daveTok, "CREDENTIALS_KEY="+base64.StdEncoding.EncodeToString(key))
+`), "PALLASGW_WIRE_FAST="+wireFast, "ALICE_TOKEN="+aliceTok, "BOB_TOKEN="+bobTok, "CAROL_TOKEN="+carolTok, "DAVE_TOKEN="+daveTok, "ERIN_TOKEN="+erinTok, "CREDENTIALS_KEY="+base64.StdEncoding.EncodeToString(key))
 	desk := gw.Base + "/agents/desk/mcp"
 
 	// alice, not connected: the server's tools are left out of her list.
@@ -555,6 +641,19 @@ agents:
 		t.Fatalf("dave's call after connecting through the elicitation: %+v %s", a.Error, a.Result)
 	}
 
+	// erin, 2026-07-28 with elicitation.url: an input-required round with
+	// the URL elicitation; she connects, the retry answering it goes on.
+	erinURL := modernConnectRound(t, desk, erinTok)
+	erinBrowser := person(t, "erin")
+	code, body = browse(t, erinBrowser, http.MethodGet, erinURL.url, nil)
+	if code, body = browse(t, erinBrowser, http.MethodPost, gw.Base+"/connect/signin", url.Values{"token": {erinTok},
+		"next": {strings.TrimPrefix(erinURL.url, gw.Base)}, "csrf": {csrfOf(t, body)}}); code != http.StatusOK || !strings.Contains(body, "Connected to team") {
+		t.Fatalf("erin connects: %d %s", code, body)
+	}
+	if sub := modernRetry(t, desk, erinTok, erinURL); sub != "erin" {
+		t.Fatalf("erin's retry reached whoami as %q", sub)
+	}
+
 	// carol, once, in headless Chromium: the sign-in page, the list page's
 	// Connect button, the provider, the "connected" page; no script error
 	// and no Content-Security-Policy violation on the way.
@@ -597,9 +696,9 @@ agents:
 		time.Sleep(250 * time.Millisecond) // polling the gateway, not waiting for it
 	}
 
-	wantConnected := 3.0 // alice, bob, dave
+	wantConnected := 4.0 // alice, bob, dave, erin
 	if wireFast == "on" {
-		wantConnected = 4 // and carol
+		wantConnected = 5 // and carol
 	}
 	if v, ok := gw.Metric(`pallasgw_upstream_connections{server="team",state="connected"}`); !ok || v != wantConnected {
 		t.Errorf("pallasgw_upstream_connections{connected} = %v (%v), want %v", v, ok, wantConnected)
@@ -635,7 +734,7 @@ agents:
 	down.Stop()
 	haystack := map[string]string{"log": gw.Logs(), "metrics": metricsText, "status": status}
 	for where, text := range haystack {
-		for _, needle := range append([]string{"ory_rt_", "ory_ac_", aliceTok, bobTok, carolTok, daveTok}, seen...) {
+		for _, needle := range append([]string{"ory_rt_", "ory_ac_", aliceTok, bobTok, carolTok, daveTok, erinTok}, seen...) {
 			n := strings.TrimPrefix(needle, "Bearer ")
 			if parts := strings.Split(n, "."); len(parts) == 3 {
 				n = parts[2] // a JWT's signature: what makes it usable
