@@ -64,8 +64,12 @@ type flow struct {
 	Binder    string `json:"b"` // digest of the flow cookie
 }
 
-func linkKey(id string) string    { return "upstream:link:" + digest(id) }
-func flowKey(state string) string { return "upstream:flow:" + digest(state) }
+func linkKey(id string) string { return "upstream:link:" + digest(id) }
+
+// flowCookieName is the cookie of the flow under state: one per flow, so
+// that two connections started in one browser do not undo each other.
+func flowCookieName(state string) string { return flowCookie + "-" + digest(state)[:12] }
+func flowKey(state string) string        { return "upstream:flow:" + digest(state) }
 
 // connectRequired mints (or reuses) principal's link for server.
 func (m *Manager) connectRequired(ctx context.Context, st *settings, server, principal, reason string) error {
@@ -141,6 +145,12 @@ func (m *Manager) open(w http.ResponseWriter, r *http.Request) {
 		page(w, http.StatusNotFound, "Unknown server", "The server this link was made for is no longer configured.")
 		return
 	}
+	m.startFlow(w, r, st, u, id, l)
+}
+
+// startFlow spends link id and sends the browser to the authorization
+// server, the flow bound to a cookie of this browser.
+func (m *Manager) startFlow(w http.ResponseWriter, r *http.Request, st *settings, u *upstream, id string, l link) {
 	res, err := m.resolve(r.Context(), u, st)
 	if err != nil {
 		m.countConnect(l.Server, "error")
@@ -161,7 +171,7 @@ func (m *Manager) open(w http.ResponseWriter, r *http.Request) {
 		page(w, http.StatusServiceUnavailable, "Try again", "The gateway's session store is unavailable; reload this page in a moment.")
 		return
 	}
-	http.SetCookie(w, m.cookie(st, flowCookie, binder, flowTTL, http.SameSiteLaxMode))
+	http.SetCookie(w, m.cookie(st, flowCookieName(state), binder, flowTTL, http.SameSiteLaxMode))
 	opts := []oauth2.AuthCodeOption{oauth2.S256ChallengeOption(verifier), oauth2.SetAuthURLParam("resource", res.resource)}
 	if res.audience != "" {
 		opts = append(opts, oauth2.SetAuthURLParam("audience", res.audience))
@@ -186,7 +196,7 @@ func (m *Manager) callback(w http.ResponseWriter, r *http.Request) {
 		page(w, http.StatusBadRequest, "Nothing was connected", "This answer from the authorization server matches no connection in progress (it expired or was used).")
 		return
 	}
-	c, err := r.Cookie(m.cookieName(st, flowCookie))
+	c, err := r.Cookie(m.cookieName(st, flowCookieName(state)))
 	if err != nil || digest(c.Value) != f.Binder {
 		m.countConnect(f.Server, "mismatch")
 		m.audit.Warn("upstream connect refused: the callback reached another browser", zap.String("server", f.Server), zap.String("principal", f.Principal))
@@ -194,7 +204,7 @@ func (m *Manager) callback(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	_ = m.kv.Set(r.Context(), flowKey(state), nil, time.Millisecond) // single use
-	http.SetCookie(w, m.cookie(st, flowCookie, "", -1, http.SameSiteLaxMode))
+	http.SetCookie(w, m.cookie(st, flowCookieName(state), "", -1, http.SameSiteLaxMode))
 	if e := q.Get("error"); e != "" {
 		m.countConnect(f.Server, "denied")
 		m.audit.Info("upstream connect declined at the authorization server", zap.String("server", f.Server), zap.String("principal", f.Principal), zap.String("reason", safeCode(e)))
