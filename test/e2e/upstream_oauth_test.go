@@ -547,6 +547,13 @@ agents:
 	}
 	bobLink := data.Elicitations[0].URL
 
+	// bob's get_health (the toolbox's: the proxy's is the downstream's own,
+	// whose tool shadows it) says why the server's tools are not his yet.
+	if a = openLegacy(t, gw.Base+"/agents/box/mcp", bobTok, "2025-11-25").call(t, "tools/call", map[string]any{"name": "get_health", "arguments": map[string]any{}}); a.Error != nil ||
+		!strings.Contains(string(a.Result), "needs your own account connected") || !strings.Contains(string(a.Result), gw.Base+"/connect/") {
+		t.Fatalf("bob's get_health: %+v %s", a.Error, a.Result)
+	}
+
 	// bob, 2025-06-18: a tool error whose text carries the URL.
 	bob0618 := openLegacy(t, desk, bobTok, "2025-06-18")
 	if _, a, text = bob0618.whoami(t); a.Error != nil || !strings.Contains(text, gw.Base+"/connect/") {
