@@ -15,6 +15,7 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -182,6 +183,7 @@ func csrfOf(t *testing.T, page string) string {
 type legacyMCP struct {
 	url, token, version, sid string
 	next                     int
+	notes                    []string // notifications callAsked saw: method and params
 }
 
 type rpcAnswer struct {
@@ -287,7 +289,9 @@ func (s *legacyMCP) callAsked(t *testing.T, method string, params any, ask func(
 			if after != nil {
 				after()
 			}
-		case msg.Method == "" && len(msg.ID) > 0:
+		case msg.Method != "":
+			s.notes = append(s.notes, msg.Method+" "+string(msg.Params))
+		case len(msg.ID) > 0:
 			var a rpcAnswer
 			if err := json.Unmarshal([]byte(d), &a); err != nil {
 				t.Fatalf("%s: %v", method, err)
@@ -646,6 +650,9 @@ agents:
 	}
 	if a.Error != nil || json.Unmarshal(a.Result, &daveRes) != nil || daveRes.StructuredContent.Sub != "dave" {
 		t.Fatalf("dave's call after connecting through the elicitation: %+v %s", a.Error, a.Result)
+	}
+	if want := `notifications/elicitation/complete {"elicitationId":"` + asked.ElicitationID + `"}`; asked.ElicitationID == "" || !slices.Contains(dave.notes, want) {
+		t.Errorf("dave's stream carried %q, want %q", dave.notes, want)
 	}
 
 	// erin, 2026-07-28 with elicitation.url: an input-required round with
