@@ -37,7 +37,8 @@ type OAuth struct {
 // Credentials is the key upstream tokens are sealed with (AES-256-GCM).
 type Credentials struct {
 	// Key is 32 bytes in base64. Required with a shared session store;
-	// default with memory: random per process (tokens end with it).
+	// default with memory: random per process (the tokens live in the
+	// process's memory there, and end with it either way).
 	Key Secret `yaml:"key"`
 	// PreviousKeys still open tokens sealed before a rotation; they are
 	// sealed again with Key when next written. Default none.
@@ -89,9 +90,6 @@ func (p *parser) validateOAuth(c *Config) {
 	shared := c.Sessions.Store != "" && c.Sessions.Store != StoreMemory
 	if shared && c.Credentials.Key.Value() == "" {
 		p.addPath(append(ck, "key"), "is required with mcp.servers.*.oauth and a shared sessions.store (every replica opens the tokens)")
-	}
-	if !shared && c.Credentials.Key.Value() == "" {
-		c.Warnings = append(c.Warnings, p.file+": credentials.key: unset, so callers' upstream tokens are sealed with a random key and lost at restart")
 	}
 	for _, name := range sortedKeys(c.MCP.Servers) {
 		s := c.MCP.Servers[name]

@@ -21,7 +21,7 @@ mcp:
 		want        string // "" = loads
 		warn        string
 	}{
-		{name: "memory store, no key: random key with a warning", warn: "credentials.key: unset"},
+		{name: "memory store, no key: a random key, no warning"},
 		{name: "memory store, key", extra: "credentials: {key: " + key + ", previous_keys: [" + key + "]}\n"},
 		{name: "shared store needs a key", extra: "sessions: {store: \"redis://127.0.0.1:1/0\"}\n", want: "credentials.key: is required with mcp.servers.*.oauth and a shared sessions.store"},
 		{name: "shared store with key", extra: "sessions: {store: \"redis://127.0.0.1:1/0\"}\ncredentials: {key: " + key + "}\n"},
