@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pallasgw/pallasgw/test/fakellm"
 	"github.com/pallasgw/pallasgw/test/idp"
 )
 
@@ -472,10 +473,11 @@ agents:
   tools: {kind: proxy, servers: [whoami]}
 `))
 
+	model := fakellm.New(t)
 	aliceTok, bobTok, carolTok, daveTok, erinTok := "alice-"+randomHex(12), "bob-"+randomHex(12), "carol-"+randomHex(12), "dave-"+randomHex(12), "erin-"+randomHex(12)
 	key := make([]byte, 32)
 	copy(key, randomHex(16))
-	gw := startGateway(t, strings.NewReplacer("{{DOWN}}", downURL).Replace(`
+	gw := startGateway(t, strings.NewReplacer("{{DOWN}}", downURL, "{{MODEL}}", model.OpenAIBaseURL()).Replace(`
 name: e2e-oauth
 listen: "127.0.0.1:{{PORT}}"
 public_url: "http://127.0.0.1:{{PORT}}"
@@ -493,9 +495,14 @@ mcp:
     team:
       url: {{DOWN}}
       oauth: {audience: {{DOWN}}}
+models:
+  default: openai.fake-model
+  providers:
+    openai: {base_url: "{{MODEL}}", api_key: "sk-test", timeout: 60s}
 agents:
   desk: {kind: proxy, servers: [team]}
   box: {kind: toolbox, servers: [team]}
+  helper: {kind: llm, servers: [team]}
 `), "PALLASGW_WIRE_FAST="+wireFast, "ALICE_TOKEN="+aliceTok, "BOB_TOKEN="+bobTok, "CAROL_TOKEN="+carolTok, "DAVE_TOKEN="+daveTok, "ERIN_TOKEN="+erinTok, "CREDENTIALS_KEY="+base64.StdEncoding.EncodeToString(key))
 	desk := gw.Base + "/agents/desk/mcp"
 
@@ -572,6 +579,17 @@ agents:
 		t.Fatalf("bob (2026-07-28, not connected): %v", err)
 	}
 
+	// bob through an llm agent: the model is told the server is his to
+	// connect, with the URL, so its answer can say so.
+	model.Script(fakellm.Text("connect first"))
+	bobLLM := openLegacy(t, gw.Base+"/agents/helper/mcp", bobTok, "2025-06-18")
+	if a = bobLLM.call(t, "tools/call", map[string]any{"name": "send_message", "arguments": map[string]any{"message": "who am I?"}}); a.Error != nil {
+		t.Fatalf("bob's send_message: %+v", a.Error)
+	}
+	if chats := model.ChatRequests(); len(chats) == 0 || !strings.Contains(chats[len(chats)-1].Chat.System, gw.Base+"/connect/") {
+		t.Fatalf("the model was not told where bob connects: %+v", chats)
+	}
+
 	// bob through a toolbox: its coded tool result carries the URL.
 	bobBox := openLegacy(t, gw.Base+"/agents/box/mcp", bobTok, "2025-11-25")
 	execWhoami := func() (string, bool) {
@@ -621,6 +639,17 @@ agents:
 	}
 	if text, isErr := execWhoami(); isErr || !strings.Contains(text, `"sub":"bob"`) {
 		t.Fatalf("toolbox, bob connected: isError %v %q", isErr, text)
+	}
+	// The llm agent's model now has the server's tools, and its call runs
+	// with bob's own token.
+	model.Script(fakellm.ToolCalls(fakellm.Call{ID: "c1", Name: "team__whoami", Args: json.RawMessage(`{}`)}), fakellm.Text("you are bob"))
+	if a = bobLLM.call(t, "tools/call", map[string]any{"name": "send_message", "arguments": map[string]any{"message": "who am I?"}}); a.Error != nil {
+		t.Fatalf("bob's send_message: %+v", a.Error)
+	}
+	chats := model.ChatRequests()
+	last := chats[len(chats)-1].Chat.Messages
+	if len(last) == 0 || last[len(last)-1].Role != "tool" || !strings.Contains(last[len(last)-1].Text, `"sub":"bob"`) {
+		t.Fatalf("the model's tool result: %+v", last)
 	}
 
 	// dave, 2025-11-25, declared URL-mode elicitation: his call asks him,
