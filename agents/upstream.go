@@ -4,8 +4,10 @@ package agents
 // (mcp.servers.X.oauth): the gateway's UpstreamCredentials answers the
 // Authorization the server receives for the caller's principal, or
 // *ConnectRequired with the URL where the person connects their account.
-// What the caller then gets depends on its protocol (upstreamError); each
-// kind hands the error on as it hands on any other.
+// What the caller then gets depends on its protocol and capabilities
+// (upstreamAuthorization): a URL elicitation relayed on the call, -32042,
+// -32021, or the URL in words; each kind hands the error on as it hands on
+// any other.
 
 import (
 	"context"
