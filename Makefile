@@ -61,6 +61,7 @@ bench: ## benchmarks; figures are printed as ratios against the direct path
 	$(GO) test -run '^$$' -bench JWTVerify -benchtime 2s ./policy/ # a micro-benchmark: timed, not counted
 	$(GO) test -run '^$$' -bench Allow -benchtime 2s ./policy/quota/ # quota checks: memory, and Redis when redis-server is installed
 	$(GO) test -run '^$$' -bench . -benchtime 2s ./agents/toolsearch/ # search_tools over 1,000 tools (p50-µs; target 2 ms)
+	$(GO) test -run '^$$' -bench Authorization -benchtime 2s ./gateway/upstreamauth/ # a connected caller's own token: what it adds per call
 
 soak: ## bounded soak (10 minutes): calls, reloads and faults; not run by CI
 	PALLASGW_SOAK=10m $(GO) test -race -count=1 -v -timeout 20m -run TestSoak ./test/soak/...

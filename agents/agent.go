@@ -192,7 +192,7 @@ func (a *Agent) toolboxDeps() toolbox.Deps {
 	emb, vecs := a.searchEmbeddings()
 	return toolbox.Deps{SearchEmbedder: emb, SearchVectors: vecs, Agent: a.Name, Self: a.self(), Servers: a.Config.Servers, Tools: a.Config.Tools, Transports: d.Config.MCP.Servers,
 		Passthrough: d.Config.Auth.Mode == policy.ModePassthrough, Logger: a.log, Downstream: d.Downstream,
-		Callers: d.Callers, Auditor: d.Auditor, Outbound: a.set.outbound, Observe: a.observe, RequestID: RequestID,
+		Callers: d.Callers, Auditor: d.Auditor, Outbound: a.set.outbound, Rejected: a.set.upstreamRejected, Observe: a.observe, RequestID: RequestID,
 		GatewayStatus: a.Config.GatewayStatus, Status: d.Status, Script: a.toolboxScript(), Quota: a.scriptRequest,
 		Relay: func(ctx context.Context, token mcp.ProgressToken) (context.Context, mcpclient.ProgressFunc, func()) {
 			relay := proxy.NewCallRelay(ctx, streamOf(ctx), token, d.Metrics)
@@ -212,7 +212,7 @@ func (a *Agent) proxyDeps() proxy.Deps {
 	emb, vecs := a.searchEmbeddings()
 	return proxy.Deps{SearchEmbedder: emb, SearchVectors: vecs, Agent: a.Name, Self: a.self(), Servers: a.Config.Servers, Tools: a.Config.Tools, Logger: a.log,
 		Metrics: d.Metrics, Downstream: d.Downstream, Callers: d.Callers, Auditor: d.Auditor, Outbound: a.set.outbound,
-		Observe: a.observe, Outcome: outcomeOf, RequestID: RequestID, Health: a.handleHealth, StreamOf: streamOf, TaskTag: taskTag(d.CallerRequests),
+		Rejected: a.set.upstreamRejected, Observe: a.observe, Outcome: outcomeOf, RequestID: RequestID, Health: a.handleHealth, StreamOf: streamOf, TaskTag: taskTag(d.CallerRequests),
 		TaskIndex: d.TaskIndex, ToolSearch: a.Config.ToolSearch.On(),
 		Request: func(ctx context.Context, relay *proxy.Relay, method string, params json.RawMessage) (json.RawMessage, error) {
 			return a.handler.Request(ctx, sequencer(relay), method, params) // the endpoint is built after the proxy

@@ -73,6 +73,9 @@ type Deps struct {
 	// Exchanger trades JWT callers' tokens for servers with
 	// token_exchange (nil: one per Set).
 	Exchanger *policy.Exchanger
+	// Upstream gives servers with oauth each caller's own token (nil:
+	// such servers are refused).
+	Upstream UpstreamCredentials
 	// Quotas bound callers' LLM tokens (nil: no limits).
 	Quotas *quota.Guard
 	// CallerRequests holds the sampling and roots requests waiting for
@@ -163,15 +166,29 @@ func (s *Set) Names() []string {
 }
 
 // outbound composes the headers a downstream server receives for a call
-// that arrived with inbound headers, and for a server with
-// token_exchange the token exchanged for the caller's. Only a
-// failed exchange is an error.
+// that arrived with inbound headers, for a server with token_exchange the
+// token exchanged for the caller's, and for a server with oauth the
+// caller's own token (upstream.go). Only a failed exchange or a missing
+// connection is an error.
 func (s *Set) outbound(ctx context.Context, server string, inbound http.Header) (http.Header, error) {
 	srv := s.deps.Config.MCP.Servers[server]
 	if srv != nil && srv.Transport == "stdio" {
 		return nil, nil
 	}
 	hdr := s.deps.Composer.Compose(s.rules[server], inbound, s.deps.InboundAuthMayTravel)
+	if srv != nil && srv.OAuth != nil {
+		// The caller's own token, and nothing else, is the server's
+		// Authorization (validation keeps every other source out).
+		auth, err := s.upstreamAuthorization(ctx, server, inbound)
+		if err != nil {
+			return nil, err
+		}
+		if hdr == nil {
+			hdr = http.Header{}
+		}
+		hdr.Set("Authorization", auth)
+		return hdr, nil
+	}
 	if srv == nil || srv.TokenExchange == nil {
 		return hdr, nil
 	}

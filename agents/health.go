@@ -103,6 +103,13 @@ func (a *Agent) probe(ctx context.Context, inbound http.Header) Health {
 			pctx, cancel := context.WithTimeout(ctx, probeTimeout)
 			defer cancel()
 			hdr, err := a.set.outbound(pctx, srv, inbound)
+			var cr *ConnectRequired
+			if errors.As(err, &cr) {
+				// Not a failure of the server: this caller has not
+				// connected its account there (its tools are left out).
+				add(finding{statusDegraded, fmt.Sprintf("MCP server %s: %v", srv, cr)})
+				return
+			}
 			if err == nil {
 				err = a.set.deps.Downstream.Probe(pctx, srv, hdr)
 			}

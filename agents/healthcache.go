@@ -115,7 +115,7 @@ func (a *Agent) healthKey(inbound http.Header) string {
 				creds[srv+"/"+name] = vs
 			}
 		}
-		if a.set.exchanges(srv) {
+		if a.set.exchanges(srv) || a.set.deps.Config.MCP.Servers[srv].OAuth != nil {
 			if tok, ok := bearerOf(inbound); ok {
 				creds[srv+"/exchange"] = []string{tok}
 			}
@@ -129,7 +129,8 @@ func (a *Agent) healthKey(inbound http.Header) string {
 
 // takesCaller reports whether server receives anything of the caller: a
 // forward_headers mapping, the caller's Authorization (forward_inbound_auth
-// where inbound auth may travel), or a token exchanged for the caller's.
+// where inbound auth may travel), a token exchanged for the caller's, or
+// the caller's own token (oauth).
 // Its health then depends on who asks, and the background probe, which has
 // no caller, leaves it out.
 func (s *Set) takesCaller(server string) bool {
@@ -143,7 +144,7 @@ func (s *Set) takesCaller(server string) bool {
 			return true
 		}
 	}
-	return rules.ForwardInboundAuth && s.deps.InboundAuthMayTravel || s.exchanges(server)
+	return rules.ForwardInboundAuth && s.deps.InboundAuthMayTravel || s.exchanges(server) || srv.OAuth != nil
 }
 
 // exchanges reports whether server gets a token exchanged for the caller's

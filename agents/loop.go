@@ -247,13 +247,16 @@ func (r *llmRunner) governedCall(ctx context.Context, c *Call, ref toolRef, args
 	onProgress := func(progress float64, total *float64, msg string) {
 		relay.Send(downstreamProgress(progress, total, msg))
 	}
-	hdr, err := a.set.outbound(ctx, ref.server, c.Inbound)
+	// callCtx: a server with oauth may ask the caller to connect, relayed
+	// like the downstream's own requests (upstream.go).
+	hdr, err := a.set.outbound(callCtx, ref.server, c.Inbound)
 	if err != nil {
 		err = &credentialsError{err}
 	} else {
 		res, err = a.callTool(callCtx, ref.server, ref.tool, args, hdr, onProgress)
 	}
 	if err != nil {
+		a.set.upstreamRejected(ctx, ref.server, err)
 		audit.Outcome = policy.AuditOutcome(mcpclient.Outcome(err))
 		a.log.Warn("downstream tool failed", zap.String("request_id", c.RequestID), zap.String("server", ref.server),
 			zap.String("tool", ref.tool), zap.String("outcome", mcpclient.Outcome(err)), zap.Error(err), tracing.LogField(ctx))

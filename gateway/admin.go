@@ -51,6 +51,9 @@ func (g *Gateway) status() any {
 		// servers' transports and addresses (no credential of either).
 		Policy  policyStatus   `json:"policy"`
 		Servers []serverStatus `json:"servers"`
+		// UpstreamConnections counts callers' own connections to servers
+		// with oauth that this replica knows of, by server and state.
+		UpstreamConnections map[string]map[string]int `json:"upstream_connections,omitempty"`
 	}{Policy: newPolicyStatus(s.cfg.Policy), Servers: newServerStatus(s.cfg), PendingTools: append([]pins.PendingTool{}, g.pins.Pending()...), ConfigFile: s.cfg.File, ConfigHash: s.cfg.Hash, LoadedAt: s.loadedAt.UTC(), LastReload: g.lastReload.Load(), Reloads: g.reloads.snapshot(), Agents: []agentStatus{},
 		Warnings: append([]string{}, s.cfg.Warnings...)}
 	for _, name := range s.agents.Names() {
@@ -63,6 +66,9 @@ func (g *Gateway) status() any {
 	}
 	if g.mainLn != nil {
 		out.Listeners = append(out.Listeners, g.mainLn.Addr().String())
+	}
+	if m := g.upstream.Load(); m != nil {
+		out.UpstreamConnections = m.Counts()
 	}
 	out.Listeners = append(out.Listeners, g.listeners.addrs()...)
 	sort.Strings(out.Listeners[min(1, len(out.Listeners)):])

@@ -26,6 +26,7 @@ import (
 	"github.com/pallasgw/pallasgw/agents/toolsearch"
 	"github.com/pallasgw/pallasgw/agents/wire"
 	"github.com/pallasgw/pallasgw/gateway/config"
+	"github.com/pallasgw/pallasgw/gateway/upstreamauth"
 	"github.com/pallasgw/pallasgw/metrics"
 	"github.com/pallasgw/pallasgw/policy"
 )
@@ -77,8 +78,12 @@ type Gateway struct {
 	pins        *pins.Guard              // shared across snapshots: what lists showed survives a reload
 	callerReqs  *endpoint.CallerRequests // shared across snapshots
 	exchanger   *policy.Exchanger        // shared across snapshots: exchanged tokens survive a reload
-	vectors     toolsearch.VectorSpaces  // shared across snapshots: tool search's embeddings survive a reload
-	quotaStores quotaStores              // shared across snapshots: counters survive a reload
+	// upstream keeps callers' own upstream tokens (upstream.go); nil
+	// until a config has oauth. Shared across snapshots.
+	upstream        atomic.Pointer[upstreamauth.Manager]
+	upstreamHandler atomic.Pointer[http.Handler]
+	vectors         toolsearch.VectorSpaces // shared across snapshots: tool search's embeddings survive a reload
+	quotaStores     quotaStores             // shared across snapshots: counters survive a reload
 	// sessions is the shared session store (sessions.store), nil for
 	// memory; read at start, like listen.
 	sessions     sessions.Store
@@ -142,6 +147,7 @@ func New(opts Options) (*Gateway, error) {
 	g.downstreams = g.newDownstreamCache()
 	if err := g.apply(cfg, "start"); err != nil {
 		g.listeners.closeAll()
+		g.closeUpstream()
 		g.closeSessions()
 		return nil, err
 	}
@@ -280,6 +286,7 @@ func (g *Gateway) Shutdown() {
 	last.shutdownTraces() // before exit: the last spans leave now
 	last.retire()
 	g.quotaStores.close()
+	g.closeUpstream()
 	g.closeSessions()
 	g.log.Info("stopped")
 }

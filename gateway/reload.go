@@ -83,6 +83,9 @@ func (g *Gateway) Reload(trigger string) (ReloadResult, error) {
 	if cfg.Sessions.Store != old.cfg.Sessions.Store {
 		g.log.Warn("changing sessions.store needs a restart; the running process keeps its store", zap.String("trigger", trigger))
 	}
+	if !sameCredentials(cfg.Credentials, old.cfg.Credentials) && g.upstream.Load() != nil {
+		g.log.Warn("changing credentials needs a restart; the running process keeps the key it seals callers' upstream tokens with", zap.String("trigger", trigger))
+	}
 	if cfg.Wire.Fast != old.cfg.Wire.Fast {
 		g.log.Warn("changing wire.fast needs a restart; the running process keeps its switch",
 			zap.String("trigger", trigger), zap.Bool("wire_fast", wire.Fast()))
@@ -126,6 +129,7 @@ func (g *Gateway) apply(cfg *config.Config, trigger string) error {
 	}
 	g.callerReqs.Configure(stateKey(cfg), g.metrics)
 	g.pins.SetPolicy(s.pins) // nothing fails past this point
+	g.upstreamApplied(s)
 	old := g.current.Swap(s)
 	g.listeners.commit(added, s.ports)
 	if old != nil {

@@ -91,6 +91,11 @@ func (o observedStore) Set(ctx context.Context, key string, val []byte, ttl time
 	return o.failed("set", o.Store.Set(ctx, key, val, ttl))
 }
 
+func (o observedStore) Claim(ctx context.Context, key string, val []byte, ttl time.Duration) (bool, error) {
+	ok, err := o.Store.Claim(ctx, key, val, ttl)
+	return ok, o.failed("claim", err)
+}
+
 func (o observedStore) IndexAdd(ctx context.Context, key, member string, max int, ttl time.Duration) error {
 	return o.failed("index_add", o.Store.IndexAdd(ctx, key, member, max, ttl))
 }

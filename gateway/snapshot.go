@@ -116,6 +116,10 @@ func (g *Gateway) buildSnapshot(cfg *config.Config) (_ *Snapshot, err error) {
 	if s.pins, err = pinPolicy(cfg); err != nil {
 		return nil, err
 	}
+	upstream, err := g.upstreamFor(cfg, s.auth)
+	if err != nil {
+		return nil, cfg.ErrorAt([]string{"credentials"}, err.Error())
+	}
 	s.downstream = g.downstreams.Acquire(serverSpecs(cfg))
 	s.agents, err = agents.Build(agents.Deps{
 		Config: cfg, Logger: g.log.Named("agent"), Metrics: g.metrics, Downstream: s.downstream,
@@ -128,6 +132,7 @@ func (g *Gateway) buildSnapshot(cfg *config.Config) (_ *Snapshot, err error) {
 		CallerRequests:       g.callerReqs,
 		TaskIndex:            g.taskIndex(),
 		Exchanger:            g.exchanger,
+		Upstream:             upstream,
 		SearchVectors:        &g.vectors,
 		Quotas:               s.quotas,
 		Status:               g.status,

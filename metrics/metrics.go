@@ -52,6 +52,9 @@ type Metrics struct {
 	QuotaRejections          *prometheus.CounterVec // caller, reason
 	QuotaStoreErrors         *prometheus.CounterVec // op
 	TokenExchanges           *prometheus.CounterVec // server, outcome
+	UpstreamConnections      *prometheus.GaugeVec   // server, state
+	UpstreamRefreshes        *prometheus.CounterVec // server, outcome
+	UpstreamConnects         *prometheus.CounterVec // server, outcome
 	ForwardedHeaderRejection *prometheus.CounterVec // server, reason
 
 	HistorySkipped *prometheus.CounterVec // agent, reason
@@ -170,6 +173,15 @@ func New(version string) *Metrics {
 	m.TokenExchanges = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "pallasgw_token_exchanges_total", Help: "RFC 8693 token exchanges for downstream servers, by outcome (ok, cached, error).",
 	}, []string{"server", "outcome"})
+	m.UpstreamConnections = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "pallasgw_upstream_connections", Help: "Callers' own connections to servers with oauth that this replica knows of, by server and state (connected, expired, failed).",
+	}, []string{"server", "state"})
+	m.UpstreamRefreshes = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "pallasgw_upstream_token_refreshes_total", Help: "Refreshes of callers' upstream tokens, by server and outcome (ok, error).",
+	}, []string{"server", "outcome"})
+	m.UpstreamConnects = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "pallasgw_upstream_connects_total", Help: "Connect flows of callers' upstream accounts, by server and outcome (connected, mismatch, denied, error, revoked).",
+	}, []string{"server", "outcome"})
 	m.ForwardedHeaderRejection = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "pallasgw_forwarded_header_rejections_total", Help: "Forwarded header values dropped by the sanitiser.",
 	}, []string{"server", "reason"})
@@ -225,6 +237,7 @@ func New(version string) *Metrics {
 		m.DownstreamCalls, m.DownstreamDuration, m.DownstreamSessions, m.DownstreamEvictions, m.LLMRequests, m.SearchEmbeddings, m.GenAIDuration,
 		m.GenAITokens, m.LLMTokens, m.LLMCost, m.AgentIterations, m.AgentIterationLimit, m.AgentHealth,
 		m.ProviderUp, m.PolicyDecisions, m.AuthFailures, m.QuotaRejections, m.QuotaStoreErrors, m.TokenExchanges, m.ForwardedHeaderRejection, m.HistorySkipped, m.Progress,
+		m.UpstreamConnections, m.UpstreamRefreshes, m.UpstreamConnects,
 		m.InputRequired, m.InputRequiredParked, m.RequestStateRejections, m.SessionRejections, m.SessionStoreErrors, m.DownstreamAdoptions,
 		m.ToolPinMismatches, m.ToolPinsPending, m.ToolCheckFailures,
 		m.ConfigReloads, m.ConfigLastReloadOK, m.ConfigLastReloadSuccTS,
@@ -263,7 +276,7 @@ func (m *Metrics) ForgetAgent(name string) {
 // from the config.
 func (m *Metrics) ForgetServer(name string) {
 	for _, v := range []deleter{m.DownstreamCalls, m.DownstreamDuration, m.DownstreamSessions, m.DownstreamEvictions, m.DownstreamAdoptions, m.TokenExchanges, m.ForwardedHeaderRejection,
-		m.ToolPinMismatches, m.ToolPinsPending, m.ToolCheckFailures} {
+		m.ToolPinMismatches, m.ToolPinsPending, m.ToolCheckFailures, m.UpstreamConnections, m.UpstreamRefreshes, m.UpstreamConnects} {
 		v.DeletePartialMatch(prometheus.Labels{"server": name})
 	}
 }

@@ -98,6 +98,9 @@ type Deps struct {
 	// Outbound composes the headers server receives for a call that
 	// arrived with inbound headers.
 	Outbound func(ctx context.Context, server string, inbound http.Header) (http.Header, error)
+	// Rejected is told of a call server refused for its credentials (401),
+	// so that a caller's own token is renewed before the next (nil: none).
+	Rejected func(ctx context.Context, server string, err error)
 	// Observe records one call's outcome in the tool metrics; Outcome names
 	// the outcome of a call that ended with err.
 	// caller is the caller's policy key (the metric keeps only names the
@@ -454,6 +457,9 @@ func (p *Proxy) forward(ctx context.Context, req mcp.CallToolRequest, raw bool, 
 		isError = err == nil && res != nil && res.IsError
 	}
 	relay.Flush(2 * time.Second)
+	if err != nil && p.d.Rejected != nil {
+		p.d.Rejected(ctx, r.server, err)
+	}
 	outcome := p.d.Outcome(ctx, err)
 	if isError {
 		outcome = "error"

@@ -44,6 +44,9 @@ type Store interface {
 	Get(ctx context.Context, key string) ([]byte, error)
 	// Set stores val under key for ttl.
 	Set(ctx context.Context, key string, val []byte, ttl time.Duration) error
+	// Claim stores val under key for ttl unless key holds a value, and
+	// reports whether it did: a lock among replicas.
+	Claim(ctx context.Context, key string, val []byte, ttl time.Duration) (bool, error)
 	// IndexAdd adds member to the index key, keeping its newest max
 	// members, for ttl after the last addition.
 	IndexAdd(ctx context.Context, key, member string, max int, ttl time.Duration) error
@@ -102,6 +105,14 @@ func (r *Redis) Set(ctx context.Context, key string, val []byte, ttl time.Durati
 		return storeErr("set", err)
 	}
 	return nil
+}
+
+func (r *Redis) Claim(ctx context.Context, key string, val []byte, ttl time.Duration) (bool, error) {
+	ok, err := r.rdb.SetNX(ctx, keyPrefix+key, val, ttl).Result()
+	if err != nil {
+		return false, storeErr("claim", err)
+	}
+	return ok, nil
 }
 
 // IndexAdd keeps the index as a sorted set scored by the time of the

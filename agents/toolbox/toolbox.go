@@ -81,6 +81,9 @@ type Deps struct {
 	// Outbound composes the headers server receives for a call that
 	// arrived with inbound headers.
 	Outbound func(ctx context.Context, server string, inbound http.Header) (http.Header, error)
+	// Rejected is told of a call server refused for its credentials (401),
+	// so that a caller's own token is renewed before the next (nil: none).
+	Rejected func(ctx context.Context, server string, err error)
 	// Observe records one call's outcome in the tool metrics.
 	// caller is the caller's policy key (the metric keeps only names the
 	// config knows).
@@ -579,6 +582,9 @@ func (tb *toolbox) prepareExecute(ctx context.Context, c *tbCall, req mcp.CallTo
 // downstreamError maps a downstream failure onto a toolbox code.
 func (tb *toolbox) downstreamError(ctx context.Context, c *tbCall, err error) error {
 	rid := tb.d.RequestID(ctx)
+	if tb.d.Rejected != nil {
+		tb.d.Rejected(ctx, c.server, err)
+	}
 	tb.d.Logger.Warn("toolbox downstream call failed", zap.String("request_id", rid), zap.String("caller", c.caller),
 		zap.String("server", c.server), zap.String("tool", c.target), zap.String("outcome", mcpclient.Outcome(err)), zap.Error(err))
 	switch {

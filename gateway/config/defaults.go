@@ -160,6 +160,9 @@ func (p *parser) applyDefaults(c *Config) {
 		if s.MaxSessions == 0 {
 			s.MaxSessions = DefaultMaxSessions
 		}
+		if s.OAuth != nil && s.OAuth.ConnectWait == 0 {
+			s.OAuth.ConnectWait = DefaultConnectWait
+		}
 	}
 	for name, a := range c.Agents {
 		if a == nil {

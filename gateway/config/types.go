@@ -53,6 +53,9 @@ type Config struct {
 	// reloaded with the config. Default "" (none; servers with pin_tools
 	// warn or enforce need one).
 	Pins string `yaml:"pins"`
+	// Credentials is the key callers' upstream tokens (mcp.servers.X.oauth)
+	// are sealed with in the session store.
+	Credentials Credentials `yaml:"credentials"`
 
 	// File is the path the config was loaded from; Hash the hex SHA-256 of
 	// the raw file bytes plus the env_file bytes. Not YAML keys.
@@ -227,6 +230,10 @@ type Server struct {
 	Env                 map[string]Secret `yaml:"env"`
 	Dir                 string            `yaml:"dir"`
 	TokenExchange       *TokenExchange    `yaml:"token_exchange"` // RFC 8693; needs auth.mode jwt
+	// OAuth makes each caller connect its own account at the server's
+	// authorization server; its token is what the server receives for
+	// that caller (oauth.go). Default none.
+	OAuth *OAuth `yaml:"oauth"`
 	// PinTools pins the server's tool definitions: off | warn (serve and
 	// report a new or changed one) | enforce (hide it and refuse its
 	// calls until approved). Default off; warn and enforce need pins.

@@ -37,6 +37,7 @@ func (p *parser) validate(c *Config) {
 	p.validateAuth(c)
 	p.validateModels(c)
 	p.validateServers(c)
+	p.validateOAuth(c)
 	p.validatePolicy(c)
 	p.validateQuotas(c)
 	p.validateTracing(c)

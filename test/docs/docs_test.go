@@ -343,7 +343,7 @@ func loadConfig(t *testing.T, text string) error {
 	}
 	for _, m := range requiredVar.FindAllStringSubmatch(text, -1) {
 		v := "docs-" + strings.ToLower(m[1]) + "-0123456789abcdef"
-		if strings.HasSuffix(m[1], "STATE_KEY") { // a state_key is 32 bytes in base64
+		if strings.HasSuffix(m[1], "STATE_KEY") || strings.HasSuffix(m[1], "CREDENTIALS_KEY") { // 32 bytes in base64
 			v = base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{7}, 32))
 		}
 		t.Setenv(m[1], v)

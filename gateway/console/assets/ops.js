@@ -65,12 +65,21 @@ function renderStatus(st) {
     el("dt", {}, "config hash"), el("dd", { class: "mono", id: "ops-hash" }, st.config_hash),
     el("dt", {}, "loaded at"), el("dd", {}, fmtTime(st.loaded_at)),
     el("dt", {}, "last reload"), el("dd", { id: "ops-last-reload" }, fmtTime(lr.at), " · ", result),
-    el("dt", {}, "agents"), el("dd", {}, String((st.agents || []).length)));
+    el("dt", {}, "agents"), el("dd", {}, String((st.agents || []).length)),
+    ...(st.upstream_connections ? [el("dt", {}, "upstream connections"), el("dd", { id: "ops-upstream" }, fmtConnections(st.upstream_connections))] : []));
   const rows = (st.reloads || []).slice().reverse().map((r) => el("tr", { class: r.ok ? "" : "failed" },
     el("td", {}, fmtTime(r.at)), el("td", {}, r.trigger || ""), el("td", {}, r.ok ? "ok" : "failed"),
     el("td", { class: "mono" }, (r.config_hash || "").slice(0, 8)), el("td", { class: "mono" }, r.error || "")));
   $("#ops-reloads tbody").replaceChildren(...rows);
   $("#ops-listeners").replaceChildren(...(st.listeners || []).map((l) => el("li", { class: "mono" }, l)));
+}
+
+// fmtConnections is "server: 3 connected, 1 failed; ..." (callers' own
+// upstream accounts this replica knows of; /connect/ lists one's own).
+function fmtConnections(byServer) {
+  const parts = Object.keys(byServer).sort().map((srv) =>
+    srv + ": " + Object.keys(byServer[srv]).sort().map((st) => `${byServer[srv][st]} ${st}`).join(", "));
+  return parts.length ? parts.join("; ") : "none";
 }
 
 function fmtTime(t) {

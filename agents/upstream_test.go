@@ -1,0 +1,106 @@
+package agents
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/pallasgw/pallasgw/agents/wire"
+	"github.com/pallasgw/pallasgw/policy"
+)
+
+type fakeUpstream map[string]string // principal -> Authorization
+
+func (f fakeUpstream) Rejected(context.Context, string, string) {}
+
+func (f fakeUpstream) WaitConnected(context.Context, string, string) bool { return false }
+
+func (f fakeUpstream) Authorization(_ context.Context, server, principal string) (string, error) {
+	if a, ok := f[principal]; ok {
+		return a, nil
+	}
+	return "", &ConnectRequired{Server: server, URL: "https://gw.example/connect/abc", ID: "e1", Reason: "not connected yet"}
+}
+
+// TestUpstreamAuthorization: what a caller without a connection gets, per
+// protocol, and that the principal is the authenticated caller's.
+func TestUpstreamAuthorization(t *testing.T) {
+	s := &Set{deps: Deps{Upstream: fakeUpstream{"token:alice": "Bearer A"}}}
+	alice := policy.WithIdentity(context.Background(), policy.Identity{Caller: "alice", Authenticated: true})
+	bob := policy.WithIdentity(context.Background(), policy.Identity{Caller: "bob", Authenticated: true})
+	version := func(v string) http.Header {
+		h := http.Header{}
+		if v != "" {
+			h.Set(mcp.HeaderProtocolVersion, v)
+		}
+		return h
+	}
+	if a, err := s.upstreamAuthorization(alice, "gh", version("2025-11-25")); err != nil || a != "Bearer A" {
+		t.Fatalf("alice: %q %v", a, err)
+	}
+	for _, tc := range []struct {
+		version string
+		rpc     bool // answered as -32042
+	}{{"2025-11-25", true}, {"2025-06-18", false}, {"", false}} {
+		t.Run("bob "+tc.version, func(t *testing.T) {
+			_, err := s.upstreamAuthorization(bob, "gh", version(tc.version))
+			var cr *ConnectRequired
+			if !errors.As(err, &cr) || !strings.Contains(err.Error(), "https://gw.example/connect/abc") {
+				t.Fatalf("want a ConnectRequired naming the URL, got %v", err)
+			}
+			var required mcp.URLElicitationRequiredError
+			if got := errors.As(err, &required); got != tc.rpc {
+				t.Fatalf("URLElicitationRequiredError: %v, want %v", got, tc.rpc)
+			}
+			if tc.rpc {
+				e := required.Elicitations
+				if len(e) != 1 || e[0].Mode != mcp.ElicitationModeURL || e[0].URL != "https://gw.example/connect/abc" || e[0].ElicitationID != "e1" {
+					t.Fatalf("elicitation: %+v", e)
+				}
+			}
+		})
+	}
+	t.Run("2026-07-28 without elicitation.url: -32021 naming it", func(t *testing.T) {
+		ctx := server.WithRequestProtocolInfo(bob, &server.RequestProtocolInfo{Modern: true, ProtocolVersion: "2026-07-28",
+			ClientCapabilities: &mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapability{Form: &struct{}{}}}})
+		_, err := s.upstreamAuthorization(ctx, "gh", version("2026-07-28"))
+		var rpc *wire.RPCError
+		if !errors.As(err, &rpc) || rpc.Code != mcp.MISSING_REQUIRED_CLIENT_CAPABILITY || !strings.Contains(string(rpc.Data), `"elicitation":{"url":{}}`) ||
+			!strings.Contains(rpc.Message, "https://gw.example/connect/abc") {
+			t.Fatalf("got %v (%+v)", err, rpc)
+		}
+		if !strings.Contains(err.Error(), "https://gw.example/connect/abc") {
+			t.Fatalf("text without the URL: %v", err)
+		}
+		var required mcp.URLElicitationRequiredError
+		if errors.As(err, &required) {
+			t.Fatal("-32042 for a 2026-07-28 caller")
+		}
+	})
+	t.Run("2026-07-28 with elicitation.url and no relay to ask by: the URL in words", func(t *testing.T) {
+		ctx := server.WithRequestProtocolInfo(bob, &server.RequestProtocolInfo{Modern: true, ProtocolVersion: "2026-07-28",
+			ClientCapabilities: &mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapability{URL: &struct{}{}}}})
+		_, err := s.upstreamAuthorization(ctx, "gh", version("2026-07-28"))
+		var rpc *wire.RPCError
+		var cr *ConnectRequired
+		if errors.As(err, &rpc) || !errors.As(err, &cr) {
+			t.Fatalf("got %v", err)
+		}
+	})
+	t.Run("anonymous callers cannot connect", func(t *testing.T) {
+		_, err := s.upstreamAuthorization(context.Background(), "gh", version("2025-11-25"))
+		var cr *ConnectRequired
+		if !errors.As(err, &cr) || cr.URL != "" {
+			t.Fatalf("anonymous: %v", err)
+		}
+		var required mcp.URLElicitationRequiredError
+		if errors.As(err, &required) {
+			t.Fatal("an anonymous caller was sent to connect")
+		}
+	})
+}
