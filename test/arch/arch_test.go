@@ -81,12 +81,14 @@ var knownFuncFields = []string{
 	"agents/proxy.Deps.Health",
 	"agents/proxy.Deps.StreamOf",
 	"agents/proxy.Deps.Request",
+	"agents/proxy.Deps.Rejected", // upstream OAuth: a downstream 401 renews the caller's token before the next call
 	"agents/toolbox.Deps.Outbound",
 	"agents/toolbox.Deps.Observe",
 	"agents/toolbox.Deps.RequestID",
 	"agents/toolbox.Deps.Status",
 	"agents/toolbox.Deps.Relay",
 	"agents/toolbox.Deps.Quota",
+	"agents/toolbox.Deps.Rejected",
 }
 
 // No function-typed field in a struct named Host, or in a kind's
@@ -129,116 +131,8 @@ func funcFields(s *Source) []string {
 	return found
 }
 
-// knownDownstreamAssertions are today's type assertions of a downstream
-// ("file function", once per assertion).
-var knownDownstreamAssertions = []string{
-	"agents/codemode.go (*llmRunner).scriptHidden",
-	"agents/loop.go (*Agent).callTool",
-	"agents/proxy/caller.go (*Proxy).AnswerSetLevel",
-	"agents/proxy/discover.go (*Proxy).mergeCapabilities",
-	"agents/proxy/fast.go (*Proxy).rawDownstream",
-	"agents/proxy/held.go (*Proxy).held",
-	"agents/proxy/proxy.go New",
-	"agents/proxy/tasks.go (*Proxy).taskServers",
-	"agents/proxy/tasks.go (*Proxy).Task",
-	"agents/toolbox/fast.go (*Target).recovered",
-	"agents/toolbox/script.go (*toolbox).scriptHidden",
-	"agents/toolbox/toolbox.go (*toolbox).prepareExecute",
-}
-
-// No type assertion of a downstream: the kinds call one downstream type,
-// whose methods are all there is (no optional interfaces asked for by
-// x.(T) or a type switch). An assertion counts when the expression
-// asserted on names a downstream ("Downstream", "downstream", "down") or
-// the type asserted to ends in Downstream.
-func TestNoDownstreamAssertions(t *testing.T) {
-	ratchet(t, "knownDownstreamAssertions", knownDownstreamAssertions, downstreamAssertions(loadSource(t)),
-		"call the one downstream type's methods; an optional interface asked for by assertion is what issue 41 removes")
-}
-
-// downstreamAssertions are the type assertions of a downstream: "file
-// function", once per assertion.
-func downstreamAssertions(s *Source) []string {
-	var found []string
-	for _, p := range s.Packages {
-		for _, f := range p.Files {
-			for _, d := range f.AST.Decls {
-				fd, ok := d.(*ast.FuncDecl)
-				if !ok || fd.Body == nil {
-					continue
-				}
-				ast.Inspect(fd.Body, func(n ast.Node) bool {
-					switch x := n.(type) {
-					case *ast.TypeAssertExpr:
-						if downstreamish(s.Text(f, x.X)) || x.Type != nil && strings.HasSuffix(typeName(x.Type), "Downstream") {
-							found = append(found, f.Rel+" "+FuncName(fd))
-						}
-					case *ast.TypeSwitchStmt:
-						if downstreamSwitch(s, f, x) {
-							found = append(found, f.Rel+" "+FuncName(fd))
-						}
-						// Its TypeAssertExpr (x.(type)) is counted here, not again.
-						ast.Inspect(x.Body, func(n ast.Node) bool {
-							if ta, ok := n.(*ast.TypeAssertExpr); ok && (downstreamish(s.Text(f, ta.X)) ||
-								ta.Type != nil && strings.HasSuffix(typeName(ta.Type), "Downstream")) {
-								found = append(found, f.Rel+" "+FuncName(fd))
-							}
-							return true
-						})
-						return false
-					}
-					return true
-				})
-			}
-		}
-	}
-	return found
-}
-
-// downstreamish reports whether an expression's text names a downstream.
-func downstreamish(text string) bool {
-	l := strings.ToLower(text)
-	if strings.Contains(l, "downstream") {
-		return true
-	}
-	// A variable named down, as in "down.(T)" or "p.down.(T)".
-	return l == "down" || strings.HasSuffix(l, ".down")
-}
-
-func downstreamSwitch(s *Source, f *File, ts *ast.TypeSwitchStmt) bool {
-	var x ast.Expr
-	switch a := ts.Assign.(type) {
-	case *ast.AssignStmt:
-		x = a.Rhs[0].(*ast.TypeAssertExpr).X
-	case *ast.ExprStmt:
-		x = a.X.(*ast.TypeAssertExpr).X
-	}
-	if downstreamish(s.Text(f, x)) {
-		return true
-	}
-	for _, c := range ts.Body.List {
-		for _, e := range c.(*ast.CaseClause).List {
-			if strings.HasSuffix(typeName(e), "Downstream") {
-				return true
-			}
-		}
-	}
-	return false
-}
-
-// typeName is the last name of a type expression: "JSONDownstream" of
-// "*agents.JSONDownstream".
-func typeName(e ast.Expr) string {
-	switch t := e.(type) {
-	case *ast.StarExpr:
-		return typeName(t.X)
-	case *ast.SelectorExpr:
-		return t.Sel.Name
-	case *ast.Ident:
-		return t.Name
-	}
-	return ""
-}
+// Type assertions of a downstream are checked by TestNoDownstreamTypeAssertion
+// (downstream_test.go), which type-checks the packages.
 
 // allowedContextAccessors are the exported context accessors that carry
 // request-scoped data (identity, trace spans, the request id,
@@ -263,12 +157,7 @@ var knownContextAccessors = []string{
 	"agents/mcpclient.WithCallExtras",
 	"agents/mcpclient.WithRelay",
 	"agents/wire.Notifier",
-	"agents/wire.PassThroughFrom",
-	"agents/wire.RoundTripFrom",
 	"agents/wire.StreamFrom",
-	"agents/wire.WithPassThrough",
-	"agents/wire.WithPassThroughGate",
-	"agents/wire.WithRoundTrip",
 }
 
 // No exported context accessor outside allowedContextAccessors: an exported

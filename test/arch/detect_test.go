@@ -104,8 +104,6 @@ func Of[T any](ctx context.Context) T { v, _ := ctx.Value(key[T]{}).(T); return 
 	}
 	check("function-typed fields", funcFields(s), []string{"agents/kinds/demo.Deps.Observe", "agents/kinds/demo.Deps.Handle",
 		"agents/kinds/demo.Deps.Other", "agents/kinds/demo.Deps.Mux", "agents/kinds/demo.Host.Run"})
-	check("downstream assertions", downstreamAssertions(s), []string{"agents/kinds/demo/demo.go (*kind).call",
-		"agents/kinds/demo/demo.go (*kind).call"})
 	check("context accessors", contextAccessorSites(s), []string{"agents/kinds/demo.BehaviourFrom", "agents/kinds/demo.Count",
 		"agents/kinds/demo.WithBehaviour"})
 }
