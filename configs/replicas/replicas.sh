@@ -28,6 +28,9 @@ read -r -a ports <<<"${PALLASGW_REPLICA_PORTS:-$((port + 1)) $((port + 2)) $((po
 gw=${PALLASGW_BIN:-bin/pallasgw}
 
 nginx=${NGINX:-$(command -v nginx || echo /usr/sbin/nginx)}
+# nginx reads NGINX from its environment as the sockets of a binary
+# upgrade; a path there makes it complain at each start.
+unset NGINX
 redis=${REDIS_SERVER:-$(command -v redis-server || echo /usr/bin/redis-server)}
 
 # stop_all stops what the pid files name: the replicas first, all at once

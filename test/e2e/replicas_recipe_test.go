@@ -51,16 +51,34 @@ func TestReplicasRecipe(t *testing.T) {
 	if err != nil || sid == "" {
 		t.Fatalf("initialize: session %q, %v", sid, err)
 	}
-	before := strings.Count(accessLog(), "\n")
+	// nginx writes a request's access line after its response, so a
+	// count is taken once the line is there, not when the client has
+	// its answer.
+	posts := func() []string { return postRe.FindAllString(accessLog(), -1) }
+	waitFor(t, "initialize in the access log", 10*time.Second, script, func() error {
+		if len(posts()) < 1 {
+			return fmt.Errorf("no POST logged yet")
+		}
+		return nil
+	})
+	before := len(posts())
 	for i := 1; i <= 3; i++ {
 		_, res, err := recipeCall(url, sid, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"send_message","arguments":{"message":"call %d"}}}`, i+1, i))
 		if err != nil || !strings.Contains(string(res), fmt.Sprintf(`"call %d"`, i)) {
 			t.Fatalf("call %d with the session: %s, %v", i, res, err)
 		}
 	}
+	waitFor(t, "the three calls in the access log", 10*time.Second, script, func() error {
+		if n := len(posts()) - before; n < 3 {
+			return fmt.Errorf("%d of 3 calls logged", n)
+		}
+		return nil
+	})
 	served := map[string]bool{}
-	for _, m := range upstreamRe.FindAllStringSubmatch(strings.Join(strings.Split(accessLog(), "\n")[before:], "\n"), -1) {
-		served[m[1]] = true
+	for _, line := range posts()[before:] {
+		if m := upstreamRe.FindStringSubmatch(line); m != nil {
+			served[m[1]] = true
+		}
 	}
 	if len(served) != 3 {
 		t.Errorf("the session's three calls were served by %v, want three replicas:\n%s", served, accessLog())
@@ -77,11 +95,18 @@ func TestReplicasRecipe(t *testing.T) {
 		}
 		return nil
 	})
+	logged := len(posts())
 	for i := 1; i <= 6; i++ {
 		if _, res, err := recipeCall(url, "", fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"send_message","arguments":{"message":"after %d"}}}`, i, i)); err != nil || !strings.Contains(string(res), fmt.Sprintf(`"after %d"`, i)) {
 			t.Errorf("call %d after replica 2 stopped: %s, %v", i, res, err)
 		}
 	}
+	waitFor(t, "the six calls in the access log", 10*time.Second, script, func() error {
+		if n := len(posts()) - logged; n < 6 {
+			return fmt.Errorf("%d of 6 calls logged", n)
+		}
+		return nil
+	})
 	if retried := strings.Count(accessLog(), fmt.Sprintf("upstream=127.0.0.1:%d, ", ports[2])); retried == 0 {
 		t.Errorf("no request was retried away from the stopped replica:\n%s", accessLog())
 	}
@@ -114,6 +139,9 @@ func TestReplicasRecipe(t *testing.T) {
 }
 
 var upstreamRe = regexp.MustCompile(`upstream=(127\.0\.0\.1:\d+) upstream_status=200`)
+
+// postRe is an access log line of a POST to the echo agent.
+var postRe = regexp.MustCompile(`(?m)^.* POST /agents/echo/mcp .*$`)
 
 func must[T any](v T, err error) T {
 	if err != nil {
