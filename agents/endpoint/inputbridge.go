@@ -71,9 +71,12 @@ const (
 	maxParked = 1024
 	// batchQuiet and batchMax: once a request arrives, the bridge waits
 	// until no other one has come for batchQuiet (at most batchMax), so that
-	// requests a downstream sends together go in one input_required.
-	batchQuiet = 30 * time.Millisecond
-	batchMax   = 300 * time.Millisecond
+	// requests a downstream sends together go in one input_required. A
+	// round waits for a person or a model, so 100 ms is little beside it;
+	// 30 ms split a downstream's three asks over two rounds on a loaded
+	// 2-core machine (the conformance suite's multiple-input-requests).
+	batchQuiet = 100 * time.Millisecond
+	batchMax   = 500 * time.Millisecond
 	// maxStateAnswers bounds the bytes of earlier answers a state carries.
 	maxStateAnswers = 64 << 10
 	// maxCheckpoint bounds the bytes of a target's checkpoint a state
