@@ -189,7 +189,7 @@ func serverSpecs(cfg *config.Config) []mcpclient.ServerSpec {
 		}
 		out = append(out, mcpclient.ServerSpec{Name: name, Transport: s.Transport, URL: s.URL, Command: s.Command,
 			Args: s.Args, Env: env, Dir: s.Dir, Timeout: s.Timeout, Redact: s.Expanded(),
-			Scope: s.SessionScope, MaxSessions: s.MaxSessions})
+			Scope: s.SessionScope, MaxSessions: s.MaxSessions, CallerAuth: s.OAuth != nil})
 	}
 	return out
 }

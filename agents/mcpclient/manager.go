@@ -114,6 +114,11 @@ type ServerSpec struct {
 	// Scope is whom a session serves (scope.go): ScopeCaller, ScopeCall or
 	// ScopeShared (the default).
 	Scope string
+	// CallerAuth says the server's Authorization is each caller's own
+	// credential, renewed while the caller stays (upstream OAuth): its
+	// sessions are keyed by Options.PrincipalOf, not by the token
+	// (callerauth.go).
+	CallerAuth bool
 	// MaxSessions caps the server's open sessions (stdio: processes);
 	// default Options.MaxSessionsPerServer.
 	MaxSessions int
@@ -155,6 +160,11 @@ type Options struct {
 	// ScopeCaller server's session belongs to (scope.go); "" or Anonymous
 	// for none.
 	CallerOf func(context.Context) string
+	// PrincipalOf, if set, names the authenticated principal of a
+	// request's context ("" for none), whose own credential a CallerAuth
+	// server receives: that server's sessions are keyed by it
+	// (callerauth.go). Never a self-asserted name.
+	PrincipalOf func(context.Context) string
 	// Sessions, if set, is the store replicas share a caller's downstream
 	// sessions through (shared.go); nil keeps every session to this
 	// replica.

@@ -140,14 +140,27 @@ func flatten(h http.Header) map[string]string {
 // that release closes, and a stdio server, which would need one more
 // process than its cap, an error.
 func (srv *remote) acquire(ctx context.Context, op string, hdr http.Header) (*session, error) {
-	fp := ""
+	fp, principal, auth := "", "", ""
 	if srv.spec.Transport == TransportStdio {
 		hdr = nil // headers do not apply to stdio
 	} else {
 		hdr = canonical(hdr)
+		principal, auth = srv.callerAuth(ctx, hdr) // callerauth.go
 		fp = fingerprint(hdr)
 	}
 	key, oneShot := srv.poolKey(ctx, op, fp)
+	if principal != "" && !oneShot {
+		key = principalKey(fp, principal)
+	}
+	s, err := srv.acquireKey(key, hdr, oneShot)
+	if err == nil && principal != "" {
+		s.setAuth(auth)
+	}
+	return s, err
+}
+
+// acquireKey is acquire of the session of key, made with hdr if needed.
+func (srv *remote) acquireKey(key string, hdr http.Header, oneShot bool) (*session, error) {
 	for range 3 { // a stdio eviction waits for the process to exit, then tries again
 		s, lru, err := srv.acquireLocked(key, hdr, oneShot)
 		switch {

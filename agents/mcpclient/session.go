@@ -25,6 +25,9 @@ type session struct {
 	srv *remote
 	key string
 	hdr http.Header // canonical outbound headers, owned; never logged
+	// auth is the Authorization of a CallerAuth server's principal
+	// session (callerauth.go), set per call; never logged.
+	auth atomic.Pointer[http.Header]
 
 	refs     int
 	lastUsed time.Time
@@ -316,15 +319,17 @@ func (s *session) slog() *slog.Logger {
 // session's shared key is set by then (newSessionLocked).
 func (s *session) transportsShared() {
 	s.trOnce.Do(func() {
-		s.trLog = slog.New(&zapHandler{log: s.srv.m.log, hs: []http.Header{s.hdr, s.srv.secrets}, rep: newRepeats()})
-		s.trClient = &http.Client{Transport: &headerRoundTripper{base: s.srv.transport, hdr: s.hdr, limit: s.srv.m.opts.MaxMessageBytes,
+		s.trLog = slog.New(&zapHandler{log: s.srv.m.log, hs: []http.Header{s.hdr, s.srv.secrets}, auth: &s.auth, rep: newRepeats()})
+		s.trClient = &http.Client{Transport: &headerRoundTripper{base: s.srv.transport, hdr: s.hdr, auth: &s.auth, limit: s.srv.m.opts.MaxMessageBytes,
 			stream: &s.streamTooLarge, keep: s.shared != ""}, CheckRedirect: noRedirects}
 	})
 }
 
 // scrub is scrub.go's scrub with the session's headers and its server's
 // secrets.
-func (s *session) scrub(err error) error { return scrub(err, s.hdr, s.srv.secrets) }
+func (s *session) scrub(err error) error {
+	return scrub(err, s.hdr, s.srv.secrets, authHeader(&s.auth))
+}
 
 func (s *session) newStreamable(rec *sharedRecord) (transport.Interface, error) {
 	opts := []transport.StreamableHTTPCOption{
@@ -420,6 +425,7 @@ func (s *session) onNotification(n mcp.JSONRPCNotification) {
 type headerRoundTripper struct {
 	base   http.RoundTripper
 	hdr    http.Header
+	auth   *atomic.Pointer[http.Header]   // the session's Authorization (callerauth.go), set on every request
 	limit  int                            // of one message (bound.go)
 	stream *atomic.Pointer[tooLargeError] // the session's streamTooLarge
 	keep   bool                           // a shared session: no DELETE (shared.go)
@@ -441,6 +447,10 @@ func (rt *headerRoundTripper) roundTrip(req *http.Request) (*http.Response, erro
 		// mcp-go's request of a traced call: the call span's context.
 		req = req.Clone(req.Context())
 		tracing.Inject(req.Context(), req.Header)
+	}
+	if a := authHeader(rt.auth); a != nil && req.Header.Get("Authorization") != a.Get("Authorization") {
+		req = req.Clone(req.Context())
+		req.Header["Authorization"] = a["Authorization"]
 	}
 	missing := false
 	for name := range rt.hdr {

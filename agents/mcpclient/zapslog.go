@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
@@ -27,9 +28,18 @@ import (
 // Debug.
 type zapHandler struct {
 	log    *zap.Logger
-	prefix string        // group prefix for attribute keys
-	hs     []http.Header // a session's outbound headers and its server's secrets
-	rep    *repeats      // nil: every warning is written
+	prefix string                       // group prefix for attribute keys
+	hs     []http.Header                // a session's outbound headers and its server's secrets
+	auth   *atomic.Pointer[http.Header] // and its Authorization (callerauth.go); nil for none
+	rep    *repeats                     // nil: every warning is written
+}
+
+// headers are the header sets whose values h takes out.
+func (h *zapHandler) headers() []http.Header {
+	if a := authHeader(h.auth); a != nil {
+		return append(h.hs[:len(h.hs):len(h.hs)], a)
+	}
+	return h.hs
 }
 
 func (h *zapHandler) level(l slog.Level) zapcore.Level {
@@ -52,7 +62,7 @@ func (h *zapHandler) Handle(_ context.Context, r slog.Record) error {
 	if level >= zapcore.WarnLevel && h.rep != nil {
 		level, repeated = h.rep.admit(r.Message, level)
 	}
-	ce := h.log.Check(level, "mcp-go: "+scrubString(r.Message, h.hs...))
+	ce := h.log.Check(level, "mcp-go: "+scrubString(r.Message, h.headers()...))
 	if ce == nil {
 		return nil
 	}
@@ -72,9 +82,9 @@ func (h *zapHandler) field(a slog.Attr) zap.Field {
 	v := a.Value.Resolve()
 	switch x := v.Any().(type) {
 	case error:
-		return zap.NamedError(h.prefix+a.Key, scrub(x, h.hs...))
+		return zap.NamedError(h.prefix+a.Key, scrub(x, h.headers()...))
 	case string:
-		return zap.String(h.prefix+a.Key, scrubString(x, h.hs...))
+		return zap.String(h.prefix+a.Key, scrubString(x, h.headers()...))
 	}
 	return zap.Any(h.prefix+a.Key, v.Any())
 }
@@ -84,14 +94,14 @@ func (h *zapHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
 	for _, a := range attrs {
 		fields = append(fields, h.field(a))
 	}
-	return &zapHandler{log: h.log.With(fields...), prefix: h.prefix, hs: h.hs, rep: h.rep}
+	return &zapHandler{log: h.log.With(fields...), prefix: h.prefix, hs: h.hs, auth: h.auth, rep: h.rep}
 }
 
 func (h *zapHandler) WithGroup(name string) slog.Handler {
 	if name == "" {
 		return h
 	}
-	return &zapHandler{log: h.log, prefix: h.prefix + name + ".", hs: h.hs, rep: h.rep}
+	return &zapHandler{log: h.log, prefix: h.prefix + name + ".", hs: h.hs, auth: h.auth, rep: h.rep}
 }
 
 // SlogLogger returns a slog.Logger writing into log with the levels lowered
