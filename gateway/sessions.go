@@ -100,6 +100,11 @@ func (o observedStore) IndexAdd(ctx context.Context, key, member string, max int
 	return o.failed("index_add", o.Store.IndexAdd(ctx, key, member, max, ttl))
 }
 
+func (o observedStore) IndexMembers(ctx context.Context, key string) ([]string, error) {
+	members, err := o.Store.IndexMembers(ctx, key)
+	return members, o.failed("index_members", err)
+}
+
 func (o observedStore) IndexHas(ctx context.Context, key string, members []string) ([]bool, error) {
 	has, err := o.Store.IndexHas(ctx, key, members)
 	return has, o.failed("index_read", err)

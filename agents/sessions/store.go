@@ -42,7 +42,8 @@ const StoreRetryAfter = 1 * time.Second
 type Store interface {
 	// Get returns key's value, nil when there is none.
 	Get(ctx context.Context, key string) ([]byte, error)
-	// Set stores val under key for ttl.
+	// Set stores val under key for ttl; an empty val deletes key (of any
+	// kind, an index among them).
 	Set(ctx context.Context, key string, val []byte, ttl time.Duration) error
 	// Claim stores val under key for ttl unless key holds a value, and
 	// reports whether it did: a lock among replicas.
@@ -52,6 +53,9 @@ type Store interface {
 	IndexAdd(ctx context.Context, key, member string, max int, ttl time.Duration) error
 	// IndexHas reports which of members the index key holds.
 	IndexHas(ctx context.Context, key string, members []string) ([]bool, error)
+	// IndexMembers returns every member of the index key; Set on key
+	// replaces the index (an empty value deletes it).
+	IndexMembers(ctx context.Context, key string) ([]string, error)
 	// Publish sends msg on channel and reports how many replicas received it.
 	Publish(ctx context.Context, channel string, msg []byte) (int64, error)
 	// Subscribe hands every message on channel to fn, in order, until ctx
@@ -101,6 +105,12 @@ func (r *Redis) Get(ctx context.Context, key string) ([]byte, error) {
 }
 
 func (r *Redis) Set(ctx context.Context, key string, val []byte, ttl time.Duration) error {
+	if len(val) == 0 {
+		if err := r.rdb.Del(ctx, keyPrefix+key).Err(); err != nil {
+			return storeErr("delete", err)
+		}
+		return nil
+	}
 	if err := r.rdb.Set(ctx, keyPrefix+key, val, ttl).Err(); err != nil {
 		return storeErr("set", err)
 	}
@@ -142,6 +152,14 @@ func (r *Redis) IndexHas(ctx context.Context, key string, members []string) ([]b
 		has[i] = s != 0
 	}
 	return has, nil
+}
+
+func (r *Redis) IndexMembers(ctx context.Context, key string) ([]string, error) {
+	members, err := r.rdb.ZRange(ctx, keyPrefix+key, 0, -1).Result()
+	if err != nil {
+		return nil, storeErr("index members", err)
+	}
+	return members, nil
 }
 
 func (r *Redis) Publish(ctx context.Context, channel string, msg []byte) (int64, error) {

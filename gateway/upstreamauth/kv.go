@@ -17,6 +17,11 @@ type KV interface {
 	Set(ctx context.Context, key string, val []byte, ttl time.Duration) error
 	// Claim is Set unless key holds a value; true when it set it.
 	Claim(ctx context.Context, key string, val []byte, ttl time.Duration) (bool, error)
+	// IndexAdd adds member to the index key (its newest max members kept,
+	// for ttl after the last addition); IndexMembers lists them; Set on
+	// key with an empty value deletes the index.
+	IndexAdd(ctx context.Context, key, member string, max int, ttl time.Duration) error
+	IndexMembers(ctx context.Context, key string) ([]string, error)
 	Publish(ctx context.Context, channel string, msg []byte) (int64, error)
 	Subscribe(ctx context.Context, channel string, fn func([]byte)) error
 }
@@ -26,6 +31,7 @@ type KV interface {
 type memoryKV struct {
 	mu sync.Mutex
 	m  map[string]memoryEntry
+	ix map[string]map[string]bool // indexes (IndexAdd), without expiry
 }
 
 type memoryEntry struct {
@@ -37,7 +43,9 @@ type memoryEntry struct {
 // then arbitrary ones.
 const maxMemoryEntries = 100000
 
-func newMemoryKV() *memoryKV { return &memoryKV{m: map[string]memoryEntry{}} }
+func newMemoryKV() *memoryKV {
+	return &memoryKV{m: map[string]memoryEntry{}, ix: map[string]map[string]bool{}}
+}
 
 func (m *memoryKV) Get(_ context.Context, key string) ([]byte, error) {
 	m.mu.Lock()
@@ -53,6 +61,7 @@ func (m *memoryKV) Get(_ context.Context, key string) ([]byte, error) {
 func (m *memoryKV) Set(_ context.Context, key string, val []byte, ttl time.Duration) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	delete(m.ix, key)
 	if len(val) == 0 {
 		delete(m.m, key)
 		return nil
@@ -98,6 +107,34 @@ func (m *memoryKV) makeRoomLocked() {
 		}
 		delete(m.m, k)
 	}
+}
+
+func (m *memoryKV) IndexAdd(_ context.Context, key, member string, max int, _ time.Duration) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	ix := m.ix[key]
+	if ix == nil {
+		ix = map[string]bool{}
+		m.ix[key] = ix
+	}
+	for old := range ix {
+		if len(ix) < max {
+			break
+		}
+		delete(ix, old) // an arbitrary one, not the oldest: the memory store keeps no order
+	}
+	ix[member] = true
+	return nil
+}
+
+func (m *memoryKV) IndexMembers(_ context.Context, key string) ([]string, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make([]string, 0, len(m.ix[key]))
+	for member := range m.ix[key] {
+		out = append(out, member)
+	}
+	return out, nil
 }
 
 func (m *memoryKV) Publish(context.Context, string, []byte) (int64, error) { return 0, nil }

@@ -53,7 +53,9 @@ type Manager struct {
 	servers map[string]*upstream // by name; survives reloads while unchanged
 	links   map[string]pendingLink
 
+	ctx  context.Context // ends at Close
 	stop context.CancelFunc
+	bg   sync.WaitGroup // purges of dropped servers' tokens (Update)
 }
 
 // settings is what the Manager takes of one config.
@@ -92,9 +94,8 @@ func New(cfg *config.Config, auth *policy.Authenticator, o Options) (*Manager, e
 	}
 	m.vault = newVault(s, m.kv)
 	m.vault.observe = m.observeState
-	ctx, cancel := context.WithCancel(context.Background())
-	m.stop = cancel
-	if err := m.vault.listen(ctx); err != nil {
+	m.ctx, m.stop = context.WithCancel(context.Background())
+	if err := m.vault.listen(m.ctx); err != nil {
 		// Another replica's writes reach this one's cache on a miss only.
 		m.log.Warn("listening for other replicas' connections failed; their changes are seen after the cache's entries age", zap.Error(err))
 	}
@@ -107,12 +108,16 @@ func New(cfg *config.Config, auth *policy.Authenticator, o Options) (*Manager, e
 // pallasgw_upstream_connections exports, for /-/status and the console.
 func (m *Manager) Counts() map[string]map[string]int { return m.vault.counts() }
 
-// Close ends the Manager's subscription.
-func (m *Manager) Close() { m.stop() }
+// Close ends the Manager's subscription and the purges under way.
+func (m *Manager) Close() {
+	m.stop()
+	m.bg.Wait()
+}
 
 // Update applies a new config: a server that is gone, or whose URL or
-// oauth changed, is discovered again (a changed authorization server's
-// tokens no longer open: the issuer is sealed into each).
+// oauth changed, is discovered again. The tokens of a server that is gone
+// (or lost its oauth) or whose oauth.authorization_server changed are
+// deleted from the store (purge).
 func (m *Manager) Update(cfg *config.Config, auth *policy.Authenticator) {
 	st := &settings{publicURL: strings.TrimSuffix(cfg.PublicURL, "/"), auth: auth, mode: cfg.Auth.Mode, servers: map[string]*config.Server{}}
 	if cfg.Auth.JWT != nil {
@@ -133,7 +138,37 @@ func (m *Manager) Update(cfg *config.Config, auth *policy.Authenticator) {
 		}
 	}
 	m.mu.Unlock()
-	m.cfg.Store(st)
+	if prev := m.cfg.Swap(st); prev != nil {
+		m.purgeDropped(prev, st)
+	}
+}
+
+// purgeDropped deletes, in the background, the tokens of the servers of
+// prev that st drops or points at another authorization server.
+func (m *Manager) purgeDropped(prev, st *settings) {
+	for name, old := range prev.servers {
+		s, ok := st.servers[name]
+		why := ""
+		switch {
+		case !ok:
+			why = "the server or its oauth was removed"
+		case s.OAuth.AuthorizationServer != old.OAuth.AuthorizationServer:
+			why = "its authorization server changed"
+		default:
+			continue
+		}
+		m.bg.Add(1)
+		go func() {
+			defer m.bg.Done()
+			n, err := m.vault.purge(m.ctx, name)
+			if err != nil {
+				m.log.Warn("dropping a server's upstream tokens failed; they stay sealed in the store, unused",
+					zap.String("server", name), zap.String("reason", why), zap.Int("dropped", n), zap.Error(err))
+				return
+			}
+			m.audit.Info("upstream tokens dropped", zap.String("server", name), zap.String("reason", why), zap.Int("connections", n))
+		}()
+	}
 }
 
 // serverFingerprint tells one server's settings from another's.

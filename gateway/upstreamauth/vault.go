@@ -181,6 +181,17 @@ func entryKey(principal, server string) string {
 
 func storeKey(k string) string { return "upstream:token:" + k }
 
+// indexKey names the store's index of server's entries (their entry
+// keys), by which a reload that drops the server deletes them.
+func indexKey(server string) string { return "upstream:tokens-of:" + digest(server) }
+
+// The index of a server's entries keeps its newest maxIndexed members,
+// for indexTTL after the last connection.
+const (
+	maxIndexed = 1 << 20
+	indexTTL   = 400 * 24 * time.Hour
+)
+
 func newVault(s *sealer, kv KV) *vault {
 	return &vault{sealer: s, kv: kv, cache: map[string]cached{}, changes: make(chan struct{})}
 }
@@ -289,6 +300,11 @@ func (v *vault) write(ctx context.Context, principal, server, issuer string, tok
 			return err
 		}
 		val, ttl = v.sealer.seal(plain, aad("token", principal, server, issuer)), 0
+		// Indexed before it is stored: an entry is never where a purge
+		// (purge) cannot find it.
+		if err := v.kv.IndexAdd(ctx, indexKey(server), k, maxIndexed, indexTTL); err != nil {
+			return err
+		}
 	}
 	if err := v.kv.Set(ctx, storeKey(k), val, ttl); err != nil {
 		v.drop(k)
@@ -297,6 +313,33 @@ func (v *vault) write(ctx context.Context, principal, server, issuer string, tok
 	v.remember(k, cached{tok: tok, issuer: issuer, at: time.Now(), server: server, failed: failed})
 	_, _ = v.kv.Publish(ctx, invalidations, []byte(k)) // a replica that misses it reads the store on its next miss only
 	return nil
+}
+
+// purge deletes every entry of server from the store (and this
+// replica's cache, and tells the others), and the server's index; it
+// returns how many it deleted.
+func (v *vault) purge(ctx context.Context, server string) (int, error) {
+	keys, err := v.kv.IndexMembers(ctx, indexKey(server))
+	if err != nil {
+		return 0, err
+	}
+	for i, k := range keys {
+		if err := v.kv.Set(ctx, storeKey(k), nil, time.Millisecond); err != nil {
+			return i, err
+		}
+		v.drop(k)
+		_, _ = v.kv.Publish(ctx, invalidations, []byte(k))
+	}
+	v.mu.Lock()
+	for k, c := range v.cache { // entries read before they were indexed among them
+		if c.server == server {
+			v.changed(server, c.state(time.Now()), "")
+			delete(v.cache, k)
+		}
+	}
+	v.wakeLocked()
+	v.mu.Unlock()
+	return len(keys), v.kv.Set(ctx, indexKey(server), nil, time.Millisecond)
 }
 
 func (v *vault) remember(k string, c cached) {
