@@ -35,6 +35,12 @@ type hydraAuthCode struct {
 }
 
 func startHydraAuthCode(t *testing.T, ttl string) *hydraAuthCode {
+	return startHydraAuthCodeBehind(t, ttl, nil)
+}
+
+// startHydraAuthCodeBehind is startHydraAuthCode with Hydra's public port
+// reached through front (nil: directly): its issuer is front's address.
+func startHydraAuthCodeBehind(t *testing.T, ttl string, front *tcpProxy) *hydraAuthCode {
 	t.Helper()
 	bin := goTool(t, "hydra")
 	h := &hydraAuthCode{}
@@ -42,6 +48,10 @@ func startHydraAuthCode(t *testing.T, ttl string) *hydraAuthCode {
 	t.Cleanup(app.Close)
 	ports := freePorts(t, 2)
 	h.Issuer = fmt.Sprintf("http://127.0.0.1:%d", ports[0])
+	if front != nil {
+		front.to(fmt.Sprintf("127.0.0.1:%d", ports[0]))
+		h.Issuer = front.URL
+	}
 	h.Admin = fmt.Sprintf("http://127.0.0.1:%d", ports[1])
 	cfg := fmt.Sprintf(`dsn: memory
 serve:
