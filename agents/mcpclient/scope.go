@@ -25,6 +25,10 @@ package mcpclient
 // the header set's. A Streamable HTTP or SSE health probe opens a
 // throwaway session of its own (probe.go) under every scope.
 //
+// A server whose Authorization is the caller's own renewable credential
+// (ServerSpec.CallerAuth, upstream OAuth) keys every session, reads among
+// them, by the principal instead of the token (callerauth.go).
+//
 // Every pool is bounded: the server's MaxSessions (default
 // Options.MaxSessionsPerServer) pooled sessions, the least recently used
 // idle one evicted for a new one (logged, counted in
