@@ -225,6 +225,7 @@ const (
 func TestPinsEnforce(t *testing.T) {
 	for _, transport := range pinTransports {
 		t.Run(transport, func(t *testing.T) {
+			t.Parallel() // each transport has its own gateway, server and files
 			dir := t.TempDir()
 			d := newPinDict(t, transport, dir)
 			pins := filepath.Join(dir, "pins.yaml")
@@ -315,6 +316,7 @@ func startPinGWInit(t *testing.T, entry, mode, pins string) *pinGW {
 func TestPinsWarn(t *testing.T) {
 	for _, transport := range pinTransports {
 		t.Run(transport, func(t *testing.T) {
+			t.Parallel() // each transport has its own gateway, server and files
 			dir := t.TempDir()
 			d := newPinDict(t, transport, dir)
 			pins := filepath.Join(dir, "pins.yaml")
