@@ -253,7 +253,7 @@ func (r *llmRunner) governedCall(ctx context.Context, c *Call, ref toolRef, args
 	if err != nil {
 		err = &credentialsError{err}
 	} else {
-		res, err = a.callTool(callCtx, ref.server, ref.tool, args, hdr, onProgress)
+		res, err = a.callTool(callCtx, ref.server, ref.tool, args, hdr, onProgress, c.extras)
 	}
 	if err != nil {
 		a.set.upstreamRejected(ctx, ref.server, err)
@@ -329,11 +329,12 @@ func (a *Agent) relayRequests(ctx context.Context, progress *Reporter) context.C
 	}})
 }
 
-// callTool is one tools/call of a downstream tool for the tool loop. With
-// the wire switch off (wire.Fast) it goes through mcp-go's client.
-func (a *Agent) callTool(ctx context.Context, server, tool string, args json.RawMessage, hdr http.Header, onProgress mcpclient.ProgressFunc) (*mcp.CallToolResult, error) {
+// callTool is one tools/call of a downstream tool for the tool loop, adding
+// the caller's members extras (nil: none). With the wire switch off
+// (wire.Fast) it goes through mcp-go's client, which adds none.
+func (a *Agent) callTool(ctx context.Context, server, tool string, args json.RawMessage, hdr http.Header, onProgress mcpclient.ProgressFunc, extras *mcpclient.CallExtras) (*mcp.CallToolResult, error) {
 	if wire.Fast() { // the arguments as the model gave them (test/bench/README.md P17)
-		return a.set.deps.Downstream.CallToolJSON(ctx, server, tool, args, hdr, onProgress)
+		return a.set.deps.Downstream.CallToolJSON(ctx, server, tool, args, hdr, onProgress, mcpclient.CallOptions{Extras: extras})
 	}
 	var m map[string]any
 	if len(args) > 0 {
@@ -420,7 +421,7 @@ func (r *llmRunner) callAgent(ctx context.Context, c *Call, name string, tc llm.
 // sub derives the call a sub-agent runs: a fresh turn, same caller.
 func (c *Call) sub(message string, progress *Reporter) *Call {
 	return &Call{Turn: Turn{Message: message, ConversationID: c.ConversationID}, Inbound: c.Inbound,
-		Progress: progress, RequestID: c.RequestID, Caller: c.Caller, Depth: c.Depth + 1, asWorkflow: c.asWorkflow}
+		Progress: progress, RequestID: c.RequestID, Caller: c.Caller, Depth: c.Depth + 1, asWorkflow: c.asWorkflow, extras: c.extras}
 }
 
 // errProvider marks errors of the model provider, for the caller's message.

@@ -80,7 +80,7 @@ func TestEveryReadIsBounded(t *testing.T) {
 			tooLarge("typed call", err)
 			_, err = m.CallTool(ctx, "calls", "big", big, nil, func(float64, *float64, string) {})
 			tooLarge("typed call answered on SSE", err)
-			_, err = m.CallToolJSON(ctx, "calls", "big", []byte(`{"n":16384}`), nil, nil)
+			_, err = m.CallToolJSON(ctx, "calls", "big", []byte(`{"n":16384}`), nil, nil, CallOptions{})
 			tooLarge("call with JSON arguments", err)
 			res, err := m.CallTool(ctx, "calls", "big", map[string]any{"n": 100}, nil, nil)
 			if err != nil || len(text(t, res)) != 100 {

@@ -30,7 +30,7 @@ type Downstream interface {
 	CallToolRaw(ctx context.Context, server, tool string, args json.RawMessage, hdr http.Header, onProgress ProgressFunc, opts CallOptions) (*RawResult, error)
 	// CallToolJSON is CallTool with the arguments as JSON, as the tool
 	// loop has them from the model (test/bench/README.md P17).
-	CallToolJSON(ctx context.Context, server, tool string, args json.RawMessage, hdr http.Header, onProgress ProgressFunc) (*mcp.CallToolResult, error)
+	CallToolJSON(ctx context.Context, server, tool string, args json.RawMessage, hdr http.Header, onProgress ProgressFunc, opts CallOptions) (*mcp.CallToolResult, error)
 	// Hidden says why the pins hide server's tool from its lists, or nil:
 	// a call of a hidden name is refused with it, not as an unknown tool.
 	Hidden(server, tool string) error
@@ -57,6 +57,17 @@ type CallOptions struct {
 	// as it arrives (the caller's wire.Call.PassThrough); the result then
 	// says Passed and holds no JSON.
 	PassThrough *wire.PassThrough
+	// Extras are members the request adds (CallExtras), or nil.
+	Extras *CallExtras
+}
+
+// ExtrasOf are the members c's downstream tools/call adds
+// (wire.Call.ExtraParams and ExtraMeta), or nil: c is nil or adds none.
+func ExtrasOf(c *wire.Call) *CallExtras {
+	if c == nil || (c.ExtraParams == nil && c.ExtraMeta == nil) {
+		return nil
+	}
+	return &CallExtras{Params: c.ExtraParams, Meta: c.ExtraMeta}
 }
 
 var (

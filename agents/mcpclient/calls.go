@@ -61,9 +61,8 @@ func (m *Manager) CallTool(ctx context.Context, server, tool string, args map[st
 			argsErr = transport.NewError(fmt.Errorf("failed to marshal request: %w", argsErr))
 		}
 	}
-	r, done := m.rawRequest(ctx, tool, raw, onProgress)
+	r, done := m.rawRequest(ctx, tool, raw, onProgress, nil) // the caller's members go on CallToolRaw and CallToolJSON only
 	defer done()
-	r.extra = nil // the caller's members go on CallToolRaw and CallToolJSON only
 	var res *mcp.CallToolResult
 	op := callOp(tool)
 	err := m.do(ctx, server, op, hdr, func(ctx context.Context, s *session, cli *client.Client) error {

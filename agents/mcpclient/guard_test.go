@@ -29,7 +29,7 @@ func TestManagerCallGuard(t *testing.T) {
 			return err
 		},
 		"CallToolJSON": func() error {
-			_, err := m.CallToolJSON(ctx, "a", "echo", args, http.Header{}, nil)
+			_, err := m.CallToolJSON(ctx, "a", "echo", args, http.Header{}, nil, CallOptions{})
 			return err
 		},
 	}

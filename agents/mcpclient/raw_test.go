@@ -554,7 +554,7 @@ func TestCallToolJSON(t *testing.T) {
 	m := newManager(t, Options{Metrics: mt}, d.spec())
 	ctx := testCtx(t)
 
-	res, err := m.CallToolJSON(ctx, "script", "t", json.RawMessage(`{"b":12345678901234567890,"a":"<x>"}`), nil, nil)
+	res, err := m.CallToolJSON(ctx, "script", "t", json.RawMessage(`{"b":12345678901234567890,"a":"<x>"}`), nil, nil, CallOptions{})
 	if err != nil || text(t, res) != "done" {
 		t.Fatalf("CallToolJSON: %v, %v", res, err)
 	}
@@ -562,13 +562,13 @@ func TestCallToolJSON(t *testing.T) {
 		t.Errorf("params sent: %s (want the arguments as given)", p)
 	}
 
-	_, err = m.CallToolJSON(ctx, "script", "refused", nil, nil, nil)
+	_, err = m.CallToolJSON(ctx, "script", "refused", nil, nil, nil, CallOptions{})
 	if err == nil || !strings.Contains(err.Error(), `downstream "script"`) || !strings.Contains(err.Error(), "content is missing") {
 		t.Errorf("a result mcp-go refuses: %v", err)
 	}
 	receive(t, "the params", sent)
 
-	res, err = m.CallToolJSON(ctx, "script", "ask", json.RawMessage(`{"q":1}`), nil, nil)
+	res, err = m.CallToolJSON(ctx, "script", "ask", json.RawMessage(`{"q":1}`), nil, nil, CallOptions{})
 	if err != nil || text(t, res) != "done" {
 		t.Fatalf("a result that asks for input: %v, %v", res, err)
 	}
@@ -608,11 +608,11 @@ func TestSentCall(t *testing.T) {
 	m := newManager(t, Options{}, d.spec())
 	var logs []any
 	ctx := WithRelay(testCtx(t), &Relay{Log: func(p map[string]any) { logs = append(logs, p["data"]) }})
-	ctx = WithCallExtras(ctx, &CallExtras{
+	extras := &CallExtras{
 		Params: map[string]json.RawMessage{"task": json.RawMessage(`{"ttl":60000}`), "requestState": json.RawMessage(`"st"`)},
 		Meta:   map[string]json.RawMessage{"io.example/caps": json.RawMessage(`{"elicitation":{}}`)},
-	})
-	res, err := m.CallToolRaw(ctx, "script", "t", json.RawMessage(`{"big":12345678901234567890}`), nil, nil, CallOptions{})
+	}
+	res, err := m.CallToolRaw(ctx, "script", "t", json.RawMessage(`{"big":12345678901234567890}`), nil, nil, CallOptions{Extras: extras})
 	if err != nil {
 		t.Fatal(err)
 	}

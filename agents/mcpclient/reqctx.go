@@ -11,8 +11,7 @@ import (
 // value under one key (as the endpoint's Scope), copied and narrowed as a
 // call goes down (withCall), never written after it is made.
 type callContext struct {
-	relay  *Relay      // the caller's relays (WithRelay), or nil
-	extras *CallExtras // the caller's extra params and _meta (WithCallExtras), or nil
+	relay *Relay // the caller's relays (WithRelay), or nil
 	// op is the request being made through do (a tools/call, a
 	// tools/list...): a server-to-client request then came on that
 	// request's own stream (serverRequest). "" outside one.
@@ -28,13 +27,6 @@ func callOf(ctx context.Context) callContext { return ctxvalue.Of[callContext](c
 func withCall(ctx context.Context, edit func(*callContext)) context.Context {
 	return ctxvalue.With(ctx, edit)
 }
-
-// WithCallExtras returns ctx whose downstream tools/call carries x.
-func WithCallExtras(ctx context.Context, x *CallExtras) context.Context {
-	return withCall(ctx, func(c *callContext) { c.extras = x })
-}
-
-func callExtrasFrom(ctx context.Context) *CallExtras { return callOf(ctx).extras }
 
 // WithRelay returns ctx carrying r for the downstream calls made with it.
 func WithRelay(ctx context.Context, r *Relay) context.Context {

@@ -60,7 +60,7 @@ func TestErrorsDoNotCarryOutboundHeaderValues(t *testing.T) {
 			return err
 		},
 		"CallToolJSON": func(tool string) error {
-			_, err := m.CallToolJSON(ctx, "echo", tool, nil, hdr, nil)
+			_, err := m.CallToolJSON(ctx, "echo", tool, nil, hdr, nil, CallOptions{})
 			return err
 		},
 	}

@@ -190,12 +190,12 @@ func (d *Downstreams) CallToolRaw(ctx context.Context, server, tool string, args
 }
 
 // CallToolJSON is CallTool with the arguments as JSON (the tool loop).
-func (d *Downstreams) CallToolJSON(ctx context.Context, server, tool string, args json.RawMessage, hdr http.Header, onProgress ProgressFunc) (*mcp.CallToolResult, error) {
+func (d *Downstreams) CallToolJSON(ctx context.Context, server, tool string, args json.RawMessage, hdr http.Header, onProgress ProgressFunc, opts CallOptions) (*mcp.CallToolResult, error) {
 	m, err := d.manager(server)
 	if err != nil {
 		return nil, err
 	}
-	return m.CallToolJSON(ctx, server, tool, args, hdr, onProgress)
+	return m.CallToolJSON(ctx, server, tool, args, hdr, onProgress, opts)
 }
 
 func (d *Downstreams) SetLogLevel(ctx context.Context, server string, level mcp.LoggingLevel, hdr http.Header) error {

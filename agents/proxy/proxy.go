@@ -450,7 +450,7 @@ func (p *Proxy) forward(ctx context.Context, req mcp.CallToolRequest, raw bool, 
 		// passthrough.go), after the call's last notifications.
 		pass := call.PassThrough(p.serverInfoJSON(), func() { relay.Flush(2 * time.Second) })
 		rr, err = p.d.Downstream.CallToolRaw(ctx, r.server, r.name, rawArguments(req), outbound, relay.ProgressFunc(),
-			mcpclient.CallOptions{PassThrough: pass})
+			mcpclient.CallOptions{PassThrough: pass, Extras: mcpclient.ExtrasOf(call)})
 		isError = err == nil && rr != nil && rr.IsError
 	default:
 		res, err = p.d.Downstream.CallTool(ctx, r.server, r.name, req.GetArguments(), outbound, relay.ProgressFunc())

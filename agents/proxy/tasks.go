@@ -147,9 +147,8 @@ func (p *Proxy) CallAsTask(ctx context.Context, req mcp.CallToolRequest, task js
 	if !p.serverHasTasks(ctx, srv, req.Header) {
 		return nil, taskError(mcp.METHOD_NOT_FOUND, fmt.Sprintf("tool %q does not support task augmentation: server %s does not declare tasks", req.Params.Name, srv))
 	}
-	x := &mcpclient.CallExtras{Params: map[string]json.RawMessage{"task": task}}
-	ctx = mcpclient.WithCallExtras(ctx, x)
-	res, rr, err := p.forward(ctx, req, true, nil)
+	call := &wire.Call{Req: req, ExtraParams: map[string]json.RawMessage{"task": task}} // no pass-through
+	res, rr, err := p.forward(ctx, req, true, call)
 	switch {
 	case err != nil:
 		var rpc *mcpclient.RPCError

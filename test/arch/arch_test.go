@@ -154,7 +154,6 @@ var knownContextAccessors = []string{
 	"agents/endpoint.Unanswered",
 	"agents/endpoint.WithAskScope",
 	"agents/mcpclient.RelayFrom",
-	"agents/mcpclient.WithCallExtras",
 	"agents/mcpclient.WithRelay",
 	"agents/wire.Notifier",
 	"agents/wire.StreamFrom",

@@ -112,7 +112,7 @@ func RawOf(b []byte) (*mcpclient.RawResult, error) {
 }
 
 // CallToolJSON is CallTool with the arguments as JSON.
-func (f *FakeDown) CallToolJSON(ctx context.Context, server, tool string, args json.RawMessage, hdr http.Header, onProgress mcpclient.ProgressFunc) (*mcpgo.CallToolResult, error) {
+func (f *FakeDown) CallToolJSON(ctx context.Context, server, tool string, args json.RawMessage, hdr http.Header, onProgress mcpclient.ProgressFunc, opts mcpclient.CallOptions) (*mcpgo.CallToolResult, error) {
 	m, err := argsMap(args)
 	if err != nil {
 		return nil, err
