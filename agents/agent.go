@@ -264,7 +264,7 @@ func (a *Agent) toolDescription() string {
 // the agents: one typed value under one key.
 type request struct {
 	id      string                  // the request id (WithRequestID)
-	allowed func(agent string) bool // the agents the caller may use (WithAllowedAgents), or nil
+	allowed func(agent string) bool // the agents the caller may use (Directory.Serve), or nil
 }
 
 func requestOf(ctx context.Context) request { return ctxvalue.Of[request](ctx) }

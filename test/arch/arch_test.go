@@ -147,7 +147,6 @@ var allowedContextAccessors = []string{
 // knownContextAccessors are today's other exported context accessors:
 // behaviour handed between packages in a context.
 var knownContextAccessors = []string{
-	"agents.WithAllowedAgents",
 	"agents/endpoint.ScopeFrom",
 	"agents/endpoint.SetCheckpoint",
 	"agents/endpoint.TakeResume",
