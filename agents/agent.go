@@ -199,12 +199,12 @@ func (a *Agent) toolboxDeps() toolbox.Deps {
 		Passthrough: d.Config.Auth.Mode == policy.ModePassthrough, Logger: a.log, Downstream: d.Downstream,
 		Callers: d.Callers, Auditor: d.Auditor, Outbound: a.set.outbound, Rejected: a.set.upstreamRejected, Observe: a.observe, RequestID: RequestID,
 		GatewayStatus: a.Config.GatewayStatus, Status: d.Status, Script: a.toolboxScript(), Quota: a.scriptRequest,
-		Relay: func(ctx context.Context, token mcp.ProgressToken) (context.Context, mcpclient.ProgressFunc, func()) {
+		Relay: func(ctx context.Context, token mcp.ProgressToken) (*mcpclient.Relay, mcpclient.ProgressFunc, func()) {
 			relay := proxy.NewCallRelay(ctx, streamOf(ctx), token, d.Metrics)
-			ctx = mcpclient.WithRelay(ctx, &mcpclient.Relay{Request: func(dctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
+			requests := &mcpclient.Relay{Request: func(dctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
 				return a.handler.Request(dctx, sequencer(relay), method, params)
-			}})
-			return ctx, relay.ProgressFunc(), func() {
+			}}
+			return requests, relay.ProgressFunc(), func() {
 				relay.Flush(2 * time.Second)
 				relay.End()
 			}

@@ -76,19 +76,19 @@ func TestEveryReadIsBounded(t *testing.T) {
 			tooLarge("raw call, fresh session", err)
 			_, err = m.CallToolRaw(ctx, "calls", "big", []byte(`{"n":16384}`), nil, nil, CallOptions{})
 			tooLarge("raw call", err)
-			_, err = m.CallTool(ctx, "calls", "big", big, nil, nil)
+			_, err = m.CallTool(ctx, "calls", "big", big, nil, nil, CallOptions{})
 			tooLarge("typed call", err)
-			_, err = m.CallTool(ctx, "calls", "big", big, nil, func(float64, *float64, string) {})
+			_, err = m.CallTool(ctx, "calls", "big", big, nil, func(float64, *float64, string) {}, CallOptions{})
 			tooLarge("typed call answered on SSE", err)
 			_, err = m.CallToolJSON(ctx, "calls", "big", []byte(`{"n":16384}`), nil, nil, CallOptions{})
 			tooLarge("call with JSON arguments", err)
-			res, err := m.CallTool(ctx, "calls", "big", map[string]any{"n": 100}, nil, nil)
+			res, err := m.CallTool(ctx, "calls", "big", map[string]any{"n": 100}, nil, nil, CallOptions{})
 			if err != nil || len(text(t, res)) != 100 {
 				t.Errorf("a small call after: %v", err)
 			}
 			_, err = m.Tools(ctx, "wide", nil)
 			tooLarge("tool list", err)
-			_, err = m.ReadResource(ctx, "wide", "res://big", nil)
+			_, err = m.ReadResource(ctx, "wide", "res://big", nil, nil)
 			tooLarge("resource", err)
 			if err := m.Probe(ctx, "calls", nil); err != nil {
 				t.Errorf("probe: %v", err)

@@ -66,9 +66,9 @@ func (m *Manager) CallToolRaw(ctx context.Context, server, tool string, args jso
 	}
 	start := time.Now()
 	ctx, span := m.startCall(ctx, server, tool) // trace.go
-	r, done := m.rawRequest(ctx, tool, args, onProgress, opts.Extras)
+	ctx = withRelay(ctx, opts.Relay)
+	r, done := m.rawRequest(ctx, tool, args, onProgress, opts)
 	defer done()
-	r.pass = opts.PassThrough
 	var res *RawResult
 	err := m.do(ctx, server, callOp(tool), hdr, func(ctx context.Context, s *session, cli *client.Client) error {
 		var err error
@@ -100,11 +100,10 @@ type rawRequest struct {
 }
 
 // rawRequest is the request of a call of tool with args, with a progress
-// token for onProgress (nil: none), the Relay in ctx and the caller's
-// members extra (nil: none); done unregisters the token once the call has
-// returned.
-func (m *Manager) rawRequest(ctx context.Context, tool string, args json.RawMessage, onProgress ProgressFunc, extra *CallExtras) (r rawRequest, done func()) {
-	r = rawRequest{tool: tool, args: args, relay: RelayFrom(ctx), extra: extra}
+// token for onProgress (nil: none) and opts' Relay, members and
+// pass-through; done unregisters the token once the call has returned.
+func (m *Manager) rawRequest(ctx context.Context, tool string, args json.RawMessage, onProgress ProgressFunc, opts CallOptions) (r rawRequest, done func()) {
+	r = rawRequest{tool: tool, args: args, relay: opts.Relay, pass: opts.PassThrough, extra: opts.Extras}
 	r.traceparent, r.tracestate = tracing.Context(ctx)
 	if onProgress == nil {
 		return r, func() {}
@@ -128,7 +127,8 @@ func (m *Manager) CallToolJSON(ctx context.Context, server, tool string, args js
 	}
 	start := time.Now()
 	ctx, span := m.startCall(ctx, server, tool) // trace.go
-	r, done := m.rawRequest(ctx, tool, args, onProgress, opts.Extras)
+	ctx = withRelay(ctx, opts.Relay)
+	r, done := m.rawRequest(ctx, tool, args, onProgress, opts)
 	defer done()
 	var res *mcp.CallToolResult
 	err := m.do(ctx, server, callOp(tool), hdr, func(ctx context.Context, s *session, cli *client.Client) error {

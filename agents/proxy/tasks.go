@@ -73,7 +73,7 @@ func (p *Proxy) taskServers(ctx context.Context, inbound http.Header) ([]string,
 	var out []string
 	var merged *mcp.TasksCapability
 	for _, srv := range p.servers(policy.CallerFrom(ctx)) {
-		c, err := p.d.Downstream.Capabilities(ctx, srv, p.outbound(ctx, srv, inbound))
+		c, err := p.d.Downstream.Capabilities(ctx, srv, p.outbound(ctx, srv, inbound, nil))
 		if err != nil {
 			p.listFailed(ctx, "tasks", srv, err)
 			continue
@@ -208,7 +208,7 @@ func (p *Proxy) Task(ctx context.Context, method string, params json.RawMessage,
 	if !p.serverHasTasks(ctx, srv, inbound) {
 		return nil, taskError(mcp.INVALID_PARAMS, fmt.Sprintf("task %q not found: server %s does not declare tasks (or cannot be reached)", id, srv))
 	}
-	hdr, err := p.d.Outbound(ctx, srv, inbound)
+	hdr, err := p.d.Outbound(ctx, srv, inbound, nil)
 	if err != nil {
 		return nil, taskError(mcp.INTERNAL_ERROR, fmt.Sprintf("composing the credentials of server %s failed (request id %s)", srv, p.d.RequestID(ctx)))
 	}
@@ -251,7 +251,7 @@ func (p *Proxy) listTasks(ctx context.Context, inbound http.Header) (json.RawMes
 	}
 	var found []listed
 	for _, srv := range servers {
-		hdr, err := p.d.Outbound(ctx, srv, inbound)
+		hdr, err := p.d.Outbound(ctx, srv, inbound, nil)
 		var res json.RawMessage
 		if err == nil {
 			res, err = p.d.Downstream.TaskRequest(ctx, srv, string(mcp.MethodTasksList), json.RawMessage(`{}`), hdr)

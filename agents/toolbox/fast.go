@@ -117,8 +117,8 @@ func (tb *toolbox) executeRaw(ctx context.Context, c *tbCall, req mcp.CallToolRe
 		return nil, err
 	}
 	defer call.cancel()
-	callCtx, onProgress, done := tb.d.Relay(call.ctx, call.token)
-	rr, err := tb.d.Downstream.CallToolRaw(callCtx, c.server, c.target, toolArgs, call.hdr, onProgress, mcpclient.CallOptions{Extras: extras})
+	relay, onProgress, done := tb.d.Relay(call.ctx, call.token)
+	rr, err := tb.d.Downstream.CallToolRaw(call.ctx, c.server, c.target, toolArgs, call.hdr, onProgress, mcpclient.CallOptions{Extras: extras, Relay: relay})
 	done()
 	if err != nil {
 		return nil, tb.downstreamError(ctx, c, err)

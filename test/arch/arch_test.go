@@ -152,8 +152,6 @@ var knownContextAccessors = []string{
 	"agents/endpoint.TakeResume",
 	"agents/endpoint.Unanswered",
 	"agents/endpoint.WithAskScope",
-	"agents/mcpclient.RelayFrom",
-	"agents/mcpclient.WithRelay",
 	"agents/wire.Notifier",
 	"agents/wire.StreamFrom",
 }
