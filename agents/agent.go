@@ -20,6 +20,7 @@ import (
 	"github.com/pallasgw/pallasgw/agents/mcpclient"
 	"github.com/pallasgw/pallasgw/agents/proxy"
 	"github.com/pallasgw/pallasgw/agents/toolbox"
+	"github.com/pallasgw/pallasgw/agents/wire"
 	"github.com/pallasgw/pallasgw/gateway/config"
 	"github.com/pallasgw/pallasgw/metrics/tracing"
 	"github.com/pallasgw/pallasgw/policy"
@@ -63,6 +64,10 @@ type Call struct {
 	// asWorkflow: an agent above runs with run_as: workflow, so the
 	// caller's agent rules are not applied to this one's (admit).
 	asWorkflow bool
+	// extras are the members the downstream tools/calls of the tool loop
+	// add (mcpclient.CallOptions.Extras), the caller's call's; sub-calls
+	// keep them. nil: none.
+	extras *mcpclient.CallExtras
 }
 
 const sendMessageSchema = `{
@@ -135,7 +140,7 @@ func newAgent(s *Set, c *config.Agent) (*Agent, error) {
 	case a.executeTool != nil:
 		d.Fast, d.Rounds = a.executeTool, a.executeTool
 	case a.run != nil:
-		d.Fast = endpoint.Tool{Name: c.ToolName, Handler: a.handleSendMessage, Self: a.self()}
+		d.Fast = endpoint.Tool{Name: c.ToolName, Handler: a.answerSendMessage, Self: a.self()}
 		// Every kind with send_message continues from a checkpoint
 		// (resume.go), so an input-required round never runs a model turn
 		// or a step that has finished twice.
@@ -194,12 +199,12 @@ func (a *Agent) toolboxDeps() toolbox.Deps {
 		Passthrough: d.Config.Auth.Mode == policy.ModePassthrough, Logger: a.log, Downstream: d.Downstream,
 		Callers: d.Callers, Auditor: d.Auditor, Outbound: a.set.outbound, Rejected: a.set.upstreamRejected, Observe: a.observe, RequestID: RequestID,
 		GatewayStatus: a.Config.GatewayStatus, Status: d.Status, Script: a.toolboxScript(), Quota: a.scriptRequest,
-		Relay: func(ctx context.Context, token mcp.ProgressToken) (context.Context, mcpclient.ProgressFunc, func()) {
+		Relay: func(ctx context.Context, token mcp.ProgressToken) (*mcpclient.Relay, mcpclient.ProgressFunc, func()) {
 			relay := proxy.NewCallRelay(ctx, streamOf(ctx), token, d.Metrics)
-			ctx = mcpclient.WithRelay(ctx, &mcpclient.Relay{Request: func(dctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
+			requests := &mcpclient.Relay{Request: func(dctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
 				return a.handler.Request(dctx, sequencer(relay), method, params)
-			}})
-			return ctx, relay.ProgressFunc(), func() {
+			}}
+			return requests, relay.ProgressFunc(), func() {
 				relay.Flush(2 * time.Second)
 				relay.End()
 			}
@@ -259,7 +264,7 @@ func (a *Agent) toolDescription() string {
 // the agents: one typed value under one key.
 type request struct {
 	id      string                  // the request id (WithRequestID)
-	allowed func(agent string) bool // the agents the caller may use (WithAllowedAgents), or nil
+	allowed func(agent string) bool // the agents the caller may use (Directory.Serve), or nil
 }
 
 func requestOf(ctx context.Context) request { return ctxvalue.Of[request](ctx) }
@@ -277,6 +282,19 @@ func WithRequestID(ctx context.Context, id string) context.Context {
 func RequestID(ctx context.Context) string { return requestOf(ctx).id }
 
 func (a *Agent) handleSendMessage(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	return a.sendMessage(ctx, req, nil)
+}
+
+// answerSendMessage is send_message for the fast path's call c: the
+// downstream tools/calls of its tool loops add c's members (the
+// input-required bridge's).
+func (a *Agent) answerSendMessage(ctx context.Context, c *wire.Call) (*mcp.CallToolResult, error) {
+	return a.sendMessage(ctx, c.Req, mcpclient.ExtrasOf(c))
+}
+
+// sendMessage runs send_message; extras are the members the downstream
+// tools/calls of its tool loops add (nil: none).
+func (a *Agent) sendMessage(ctx context.Context, req mcp.CallToolRequest, extras *mcpclient.CallExtras) (*mcp.CallToolResult, error) {
 	start := time.Now()
 	m := a.set.deps.Metrics
 	rid := RequestID(ctx)
@@ -302,7 +320,7 @@ func (a *Agent) handleSendMessage(ctx context.Context, req mcp.CallToolRequest) 
 		a.auditCall(ctx, rid, policy.CallerFrom(ctx), "error", 0, start)
 		return mcp.NewToolResultError(fmt.Sprintf("%v (request id %s)", err, rid)), nil
 	}
-	call := &Call{Turn: turn, Inbound: req.Header, Progress: progress, RequestID: rid, Caller: policy.CallerFrom(ctx), overrides: ov}
+	call := &Call{Turn: turn, Inbound: req.Header, Progress: progress, RequestID: rid, Caller: policy.CallerFrom(ctx), overrides: ov, extras: extras}
 	answer, err := a.Run(ctx, call)
 	progress.flush(2 * time.Second)
 	outcome := outcomeOf(ctx, err)

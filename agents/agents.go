@@ -169,8 +169,9 @@ func (s *Set) Names() []string {
 // that arrived with inbound headers, for a server with token_exchange the
 // token exchanged for the caller's, and for a server with oauth the
 // caller's own token (upstream.go). Only a failed exchange or a missing
-// connection is an error.
-func (s *Set) outbound(ctx context.Context, server string, inbound http.Header) (http.Header, error) {
+// connection is an error. relay is the call's (nil: none): a server with
+// oauth may ask the caller to connect through it (upstream.go).
+func (s *Set) outbound(ctx context.Context, server string, inbound http.Header, relay *mcpclient.Relay) (http.Header, error) {
 	srv := s.deps.Config.MCP.Servers[server]
 	if srv != nil && srv.Transport == "stdio" {
 		return nil, nil
@@ -179,7 +180,7 @@ func (s *Set) outbound(ctx context.Context, server string, inbound http.Header) 
 	if srv != nil && srv.OAuth != nil {
 		// The caller's own token, and nothing else, is the server's
 		// Authorization (validation keeps every other source out).
-		auth, err := s.upstreamAuthorization(ctx, server, inbound)
+		auth, err := s.upstreamAuthorization(ctx, server, inbound, relay)
 		if err != nil {
 			return nil, err
 		}

@@ -54,7 +54,7 @@ func (d *jsonDown) record(s string) {
 	d.sent = append(d.sent, s)
 }
 
-func (d *jsonDown) CallToolJSON(_ context.Context, _, _ string, args json.RawMessage, _ http.Header, onProgress mcpclient.ProgressFunc) (*mcpgo.CallToolResult, error) {
+func (d *jsonDown) CallToolJSON(_ context.Context, _, _ string, args json.RawMessage, _ http.Header, onProgress mcpclient.ProgressFunc, _ mcpclient.CallOptions) (*mcpgo.CallToolResult, error) {
 	d.record("json " + string(args))
 	if onProgress != nil {
 		onProgress(1, nil, "halfway")

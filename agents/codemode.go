@@ -86,9 +86,9 @@ func (r *llmRunner) scriptCaller(c *Call) codemode.Caller {
 		if err := r.a.scriptRequest(ctx); err != nil {
 			return nil, err
 		}
-		callCtx, asked := codemode.NoInput(ctx)
+		relay, asked := codemode.NoInput()
 		name := server + "." + tool
-		_, res, d, err := r.governedCall(ctx, c, toolRef{server: server, tool: tool}, args, callCtx,
+		_, res, d, err := r.governedCall(ctx, c, toolRef{server: server, tool: tool}, args, relay,
 			func(res *mcp.CallToolResult, d policy.Decision, err error) llm.Message {
 				switch {
 				case !d.Allowed:

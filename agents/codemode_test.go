@@ -249,12 +249,13 @@ func TestCodeModeCallersApart(t *testing.T) {
 
 // A tool that asks the caller for input inside a script stops it.
 func TestCodeModeToolAsksForInput(t *testing.T) {
-	e := newCodeEnv(t, func(ctx context.Context, _, _ string, _ map[string]any, _ mcpclient.ProgressFunc) (*mcpgo.CallToolResult, error) {
-		if _, err := mcpclient.RelayFrom(ctx).Request(ctx, "elicitation/create", json.RawMessage(`{"message":"sure?"}`)); err != nil {
+	e := newCodeEnv(t, nil)
+	e.down.Relayed = func(ctx context.Context, _, _ string, _ map[string]any, _ mcpclient.ProgressFunc, rel *mcpclient.Relay) (*mcpgo.CallToolResult, error) {
+		if _, err := rel.Request(ctx, "elicitation/create", json.RawMessage(`{"message":"sure?"}`)); err != nil {
 			return mcpgo.NewToolResultError("the client declined: " + err.Error()), nil
 		}
 		return mcpgo.NewToolResultText("confirmed"), nil
-	})
+	}
 	answer, _ := e.run(context.Background(), "alice", "r = files.wait()\nprint('went on')\n")
 	if !strings.Contains(answer, "line 1: ") || !strings.Contains(answer, "asked the caller for input") || strings.Contains(answer, "went on") {
 		t.Errorf("answer %q", answer)

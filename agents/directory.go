@@ -16,14 +16,9 @@ import (
 // MCP server whose tools are the agents with a send_message, each named by
 // its agent (sanitised) with send_message's arguments; a call runs that
 // agent. Which agents a request may see and call is the gateway's answer,
-// put in the context with WithAllowedAgents.
+// handed to Serve.
 type Directory struct {
 	handler http.Handler
-}
-
-// WithAllowedAgents stores which agents the request's caller may use.
-func WithAllowedAgents(ctx context.Context, allowed func(agent string) bool) context.Context {
-	return withRequest(ctx, func(r *request) { r.allowed = allowed })
 }
 
 func allowedFrom(ctx context.Context) func(string) bool {
@@ -76,4 +71,10 @@ func (s *Set) NewDirectory() *Directory {
 	)}
 }
 
-func (d *Directory) ServeHTTP(w http.ResponseWriter, r *http.Request) { d.handler.ServeHTTP(w, r) }
+// Serve answers one request of a caller that may see and call the agents
+// allowed says yes to. mcp-go hands its tool filter the request's context
+// only: allowed reaches it there, under this package's own key.
+func (d *Directory) Serve(w http.ResponseWriter, r *http.Request, allowed func(agent string) bool) {
+	ctx := withRequest(r.Context(), func(q *request) { q.allowed = allowed })
+	d.handler.ServeHTTP(w, r.WithContext(ctx))
+}

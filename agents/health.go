@@ -102,7 +102,7 @@ func (a *Agent) probe(ctx context.Context, inbound http.Header) Health {
 			defer a.recoverCall(RequestID(ctx), "the probe of server "+srv, func(err error) { add(finding{statusDegraded, err.Error()}) })
 			pctx, cancel := context.WithTimeout(ctx, probeTimeout)
 			defer cancel()
-			hdr, err := a.set.outbound(pctx, srv, inbound)
+			hdr, err := a.set.outbound(pctx, srv, inbound, nil)
 			var cr *ConnectRequired
 			if errors.As(err, &cr) {
 				// Not a failure of the server: this caller has not

@@ -206,7 +206,7 @@ func objectArguments(raw json.RawMessage) (json.RawMessage, error) {
 }
 
 func (r *llmRunner) callServer(ctx context.Context, c *Call, ref toolRef, tc llm.ToolCall, args json.RawMessage) llm.Message {
-	msg, _, _, _ := r.governedCall(ctx, c, ref, args, r.a.relayRequests(ctx, c.Progress), func(res *mcp.CallToolResult, d policy.Decision, err error) llm.Message {
+	msg, _, _, _ := r.governedCall(ctx, c, ref, args, r.a.relayRequests(c.Progress), func(res *mcp.CallToolResult, d policy.Decision, err error) llm.Message {
 		switch {
 		case !d.Allowed:
 			return deniedResult(tc, d)
@@ -224,7 +224,7 @@ func (r *llmRunner) callServer(ctx context.Context, c *Call, ref toolRef, tc llm
 // headers with the caller's credentials, the call on callCtx (the
 // downstream's span and metrics are the client's), progress and one audit
 // line. toMsg makes the tool message its progress and audit line report.
-func (r *llmRunner) governedCall(ctx context.Context, c *Call, ref toolRef, args json.RawMessage, callCtx context.Context,
+func (r *llmRunner) governedCall(ctx context.Context, c *Call, ref toolRef, args json.RawMessage, relay *mcpclient.Relay,
 	toMsg func(*mcp.CallToolResult, policy.Decision, error) llm.Message) (msg llm.Message, res *mcp.CallToolResult, d policy.Decision, err error) {
 	a := r.a
 	label := ref.server + "/" + ref.tool
@@ -243,17 +243,17 @@ func (r *llmRunner) governedCall(ctx context.Context, c *Call, ref toolRef, args
 	c.Progress.SendTool(label+": started", func() map[string]any {
 		return map[string]any{"server": ref.server, "tool": ref.tool, "arguments": args}
 	})
-	relay := c.Progress.Prefixed(label + ": ")
+	reporter := c.Progress.Prefixed(label + ": ")
 	onProgress := func(progress float64, total *float64, msg string) {
-		relay.Send(downstreamProgress(progress, total, msg))
+		reporter.Send(downstreamProgress(progress, total, msg))
 	}
-	// callCtx: a server with oauth may ask the caller to connect, relayed
+	// relay: a server with oauth may ask the caller to connect, relayed
 	// like the downstream's own requests (upstream.go).
-	hdr, err := a.set.outbound(callCtx, ref.server, c.Inbound)
+	hdr, err := a.set.outbound(ctx, ref.server, c.Inbound, relay)
 	if err != nil {
 		err = &credentialsError{err}
 	} else {
-		res, err = a.callTool(callCtx, ref.server, ref.tool, args, hdr, onProgress)
+		res, err = a.callTool(ctx, ref.server, ref.tool, args, hdr, onProgress, mcpclient.CallOptions{Relay: relay, Extras: c.extras})
 	}
 	if err != nil {
 		a.set.upstreamRejected(ctx, ref.server, err)
@@ -313,27 +313,28 @@ func messageBytes(m llm.Message) int {
 	return n
 }
 
-// relayRequests returns ctx whose downstream call takes the downstream's
-// elicitation, sampling and roots requests to the agent's caller
+// relayRequests is the Relay of a downstream call that takes the
+// downstream's elicitation, sampling and roots requests to the agent's caller
 // (endpoint.Request): relayed on the response stream of a session-based
 // caller that declared the capability, an input-required round for a
 // 2026-07-28 caller that declared it, -32021 for one that did not, and an
 // error for the downstream otherwise (never a wait).
-func (a *Agent) relayRequests(ctx context.Context, progress *Reporter) context.Context {
-	return mcpclient.WithRelay(ctx, &mcpclient.Relay{Request: func(dctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
+func (a *Agent) relayRequests(progress *Reporter) *mcpclient.Relay {
+	return &mcpclient.Relay{Request: func(dctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
 		// dctx derives from the call's context: the caller's request state,
 		// stream and input-required call are found in it. The call's
 		// progress reporter orders the request after the progress sent so
 		// far.
 		return a.handler.Request(dctx, progress, method, params)
-	}})
+	}}
 }
 
-// callTool is one tools/call of a downstream tool for the tool loop. With
-// the wire switch off (wire.Fast) it goes through mcp-go's client.
-func (a *Agent) callTool(ctx context.Context, server, tool string, args json.RawMessage, hdr http.Header, onProgress mcpclient.ProgressFunc) (*mcp.CallToolResult, error) {
+// callTool is one tools/call of a downstream tool for the tool loop, with
+// opts' relay and the caller's members. With the wire switch off
+// (wire.Fast) it goes through mcp-go's client, which adds no members.
+func (a *Agent) callTool(ctx context.Context, server, tool string, args json.RawMessage, hdr http.Header, onProgress mcpclient.ProgressFunc, opts mcpclient.CallOptions) (*mcp.CallToolResult, error) {
 	if wire.Fast() { // the arguments as the model gave them (test/bench/README.md P17)
-		return a.set.deps.Downstream.CallToolJSON(ctx, server, tool, args, hdr, onProgress)
+		return a.set.deps.Downstream.CallToolJSON(ctx, server, tool, args, hdr, onProgress, opts)
 	}
 	var m map[string]any
 	if len(args) > 0 {
@@ -341,7 +342,7 @@ func (a *Agent) callTool(ctx context.Context, server, tool string, args json.Raw
 			return nil, err
 		}
 	}
-	return a.set.deps.Downstream.CallTool(ctx, server, tool, m, hdr, onProgress)
+	return a.set.deps.Downstream.CallTool(ctx, server, tool, m, hdr, onProgress, mcpclient.CallOptions{Relay: opts.Relay})
 }
 
 // downstreamProgress is the text relayed for one downstream progress
@@ -420,7 +421,7 @@ func (r *llmRunner) callAgent(ctx context.Context, c *Call, name string, tc llm.
 // sub derives the call a sub-agent runs: a fresh turn, same caller.
 func (c *Call) sub(message string, progress *Reporter) *Call {
 	return &Call{Turn: Turn{Message: message, ConversationID: c.ConversationID}, Inbound: c.Inbound,
-		Progress: progress, RequestID: c.RequestID, Caller: c.Caller, Depth: c.Depth + 1, asWorkflow: c.asWorkflow}
+		Progress: progress, RequestID: c.RequestID, Caller: c.Caller, Depth: c.Depth + 1, asWorkflow: c.asWorkflow, extras: c.extras}
 }
 
 // errProvider marks errors of the model provider, for the caller's message.

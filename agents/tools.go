@@ -56,7 +56,7 @@ func (a *Agent) buildToolset(ctx context.Context, inbound http.Header, filter po
 		if d := a.set.deps.Callers.AllowServer(caller, srv); !d.Allowed {
 			continue
 		}
-		hdr, err := a.set.outbound(ctx, srv, inbound)
+		hdr, err := a.set.outbound(ctx, srv, inbound, nil)
 		var tools []mcp.Tool
 		if err == nil {
 			tools, err = a.set.deps.Downstream.Tools(ctx, srv, hdr)

@@ -86,8 +86,9 @@ func (e urlElicitationRequired) As(target any) bool {
 }
 
 // upstreamAuthorization is the Authorization server receives for the
-// caller of ctx, whose request came with inbound headers.
-func (s *Set) upstreamAuthorization(ctx context.Context, server string, inbound http.Header) (string, error) {
+// caller of ctx, whose request came with inbound headers; relay (nil: none)
+// is the call's, by which the caller may be asked to connect.
+func (s *Set) upstreamAuthorization(ctx context.Context, server string, inbound http.Header, relay *mcpclient.Relay) (string, error) {
 	up := s.deps.Upstream
 	if up == nil {
 		return "", fmt.Errorf("server %s has oauth and this gateway keeps no upstream credentials", server)
@@ -101,7 +102,7 @@ func (s *Set) upstreamAuthorization(ctx context.Context, server string, inbound 
 	switch {
 	case !ok || cr.URL == "":
 	case urlElicitationsAnswered(inbound):
-		if done, err := s.elicitConnect(ctx, cr, principal); done {
+		if done, err := s.elicitConnect(ctx, cr, principal, relay); done {
 			return up.Authorization(ctx, server, principal)
 		} else if err != nil {
 			return "", err
@@ -112,7 +113,7 @@ func (s *Set) upstreamAuthorization(ctx context.Context, server string, inbound 
 	case mcp.IsModernProtocol(inbound.Get(mcp.HeaderProtocolVersion)):
 		// An input-required round carrying the URL elicitation; the
 		// retry that answers it waits for the connection.
-		if done, err := s.elicitConnect(ctx, cr, principal); done {
+		if done, err := s.elicitConnect(ctx, cr, principal, relay); done {
 			return up.Authorization(ctx, server, principal)
 		} else if err != nil {
 			return "", err
@@ -127,8 +128,7 @@ func (s *Set) upstreamAuthorization(ctx context.Context, server string, inbound 
 // connection (oauth.connect_wait). done: connected, the call goes on; err:
 // the person declined; neither: the caller cannot be asked (no relay, no
 // URL-mode elicitation), it gets -32042.
-func (s *Set) elicitConnect(ctx context.Context, cr *ConnectRequired, principal string) (done bool, err error) {
-	relay := mcpclient.RelayFrom(ctx)
+func (s *Set) elicitConnect(ctx context.Context, cr *ConnectRequired, principal string, relay *mcpclient.Relay) (done bool, err error) {
 	if relay == nil || relay.Request == nil {
 		return false, nil
 	}

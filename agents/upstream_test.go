@@ -40,7 +40,7 @@ func TestUpstreamAuthorization(t *testing.T) {
 		}
 		return h
 	}
-	if a, err := s.upstreamAuthorization(alice, "gh", version("2025-11-25")); err != nil || a != "Bearer A" {
+	if a, err := s.upstreamAuthorization(alice, "gh", version("2025-11-25"), nil); err != nil || a != "Bearer A" {
 		t.Fatalf("alice: %q %v", a, err)
 	}
 	for _, tc := range []struct {
@@ -48,7 +48,7 @@ func TestUpstreamAuthorization(t *testing.T) {
 		rpc     bool // answered as -32042
 	}{{"2025-11-25", true}, {"2025-06-18", false}, {"", false}} {
 		t.Run("bob "+tc.version, func(t *testing.T) {
-			_, err := s.upstreamAuthorization(bob, "gh", version(tc.version))
+			_, err := s.upstreamAuthorization(bob, "gh", version(tc.version), nil)
 			var cr *ConnectRequired
 			if !errors.As(err, &cr) || !strings.Contains(err.Error(), "https://gw.example/connect/abc") {
 				t.Fatalf("want a ConnectRequired naming the URL, got %v", err)
@@ -68,7 +68,7 @@ func TestUpstreamAuthorization(t *testing.T) {
 	t.Run("2026-07-28 without elicitation.url: -32021 naming it", func(t *testing.T) {
 		ctx := server.WithRequestProtocolInfo(bob, &server.RequestProtocolInfo{Modern: true, ProtocolVersion: "2026-07-28",
 			ClientCapabilities: &mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapability{Form: &struct{}{}}}})
-		_, err := s.upstreamAuthorization(ctx, "gh", version("2026-07-28"))
+		_, err := s.upstreamAuthorization(ctx, "gh", version("2026-07-28"), nil)
 		var rpc *wire.RPCError
 		if !errors.As(err, &rpc) || rpc.Code != mcp.MISSING_REQUIRED_CLIENT_CAPABILITY || !strings.Contains(string(rpc.Data), `"elicitation":{"url":{}}`) ||
 			!strings.Contains(rpc.Message, "https://gw.example/connect/abc") {
@@ -85,7 +85,7 @@ func TestUpstreamAuthorization(t *testing.T) {
 	t.Run("2026-07-28 with elicitation.url and no relay to ask by: the URL in words", func(t *testing.T) {
 		ctx := server.WithRequestProtocolInfo(bob, &server.RequestProtocolInfo{Modern: true, ProtocolVersion: "2026-07-28",
 			ClientCapabilities: &mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapability{URL: &struct{}{}}}})
-		_, err := s.upstreamAuthorization(ctx, "gh", version("2026-07-28"))
+		_, err := s.upstreamAuthorization(ctx, "gh", version("2026-07-28"), nil)
 		var rpc *wire.RPCError
 		var cr *ConnectRequired
 		if errors.As(err, &rpc) || !errors.As(err, &cr) {
@@ -93,7 +93,7 @@ func TestUpstreamAuthorization(t *testing.T) {
 		}
 	})
 	t.Run("anonymous callers cannot connect", func(t *testing.T) {
-		_, err := s.upstreamAuthorization(context.Background(), "gh", version("2025-11-25"))
+		_, err := s.upstreamAuthorization(context.Background(), "gh", version("2025-11-25"), nil)
 		var cr *ConnectRequired
 		if !errors.As(err, &cr) || cr.URL != "" {
 			t.Fatalf("anonymous: %v", err)

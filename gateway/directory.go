@@ -57,8 +57,7 @@ func (g *Gateway) serveDirectory(w http.ResponseWriter, r *http.Request) {
 	if _, ok := g.readBody(w, r, s, rid, ""); !ok {
 		return
 	}
-	ctx := agents.WithAllowedAgents(policy.WithIdentity(r.Context(), id), allowed)
-	r = r.WithContext(ctx)
+	r = r.WithContext(policy.WithIdentity(r.Context(), id))
 	if id.Authenticated && id.Claims == nil && s.auth.Mode() == policy.ModeJWT {
 		r.Header = r.Header.Clone()
 		r.Header.Del("Authorization") // the gateway's own static token never travels
@@ -67,5 +66,5 @@ func (g *Gateway) serveDirectory(w http.ResponseWriter, r *http.Request) {
 	inflight.Inc()
 	defer inflight.Dec()
 	tw, tr := endpoint.TrackStream(w, r, rid)
-	s.directory.ServeHTTP(tw, tr)
+	s.directory.Serve(tw, tr, allowed)
 }

@@ -14,7 +14,6 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"go.starlark.net/starlark"
 
-	"github.com/pallasgw/pallasgw/agents/mcpclient"
 	"github.com/pallasgw/pallasgw/gateway/config"
 )
 
@@ -172,11 +171,11 @@ func TestInputRequiredIsRefused(t *testing.T) {
 	if !errors.Is(err, errInput) || !strings.Contains(err.Error(), "asked the caller for input") {
 		t.Errorf("error %v", err)
 	}
-	ctx, asked := NoInput(context.Background())
+	relay, asked := NoInput()
 	if asked() != nil {
 		t.Fatal("nothing asked yet")
 	}
-	if _, err := mcpclient.RelayFrom(ctx).Request(ctx, "elicitation/create", json.RawMessage(`{}`)); err == nil {
+	if _, err := relay.Request(context.Background(), "elicitation/create", json.RawMessage(`{}`)); err == nil {
 		t.Fatal("the downstream's elicitation was answered")
 	}
 	if !errors.Is(asked(), errInput) {

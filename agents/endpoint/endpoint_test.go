@@ -128,8 +128,7 @@ agents:
 // and none when it states no level (the downstream is then not asked).
 func TestProxyLogRelay(t *testing.T) {
 	down := agenttest.OneServerDown()
-	down.Call = func(ctx context.Context, _, _ string, _ map[string]any, onProgress mcpclient.ProgressFunc) (*mcpgo.CallToolResult, error) {
-		rel := mcpclient.RelayFrom(ctx)
+	down.Relayed = func(ctx context.Context, _, _ string, _ map[string]any, onProgress mcpclient.ProgressFunc, rel *mcpclient.Relay) (*mcpgo.CallToolResult, error) {
 		if rel == nil || rel.Log == nil {
 			return mcpgo.NewToolResultText("no logs asked"), nil
 		}
@@ -181,8 +180,7 @@ func TestProxyLogRelay(t *testing.T) {
 // hold waits for release before returning.
 func elicitingDown(release <-chan struct{}) *agenttest.FakeDown {
 	down := agenttest.OneServerDown()
-	down.Call = func(ctx context.Context, _, _ string, args map[string]any, _ mcpclient.ProgressFunc) (*mcpgo.CallToolResult, error) {
-		rel := mcpclient.RelayFrom(ctx)
+	down.Relayed = func(ctx context.Context, _, _ string, args map[string]any, _ mcpclient.ProgressFunc, rel *mcpclient.Relay) (*mcpgo.CallToolResult, error) {
 		if rel == nil || rel.Request == nil {
 			return mcpgo.NewToolResultText("no relay"), nil
 		}

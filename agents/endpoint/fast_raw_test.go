@@ -38,7 +38,7 @@ func (f rawFakeDown) CallToolRaw(ctx context.Context, server, tool string, args 
 	if !ok {
 		return f.FakeDown.CallToolRaw(ctx, server, tool, args, hdr, onProgress, opts)
 	}
-	if _, err := f.CallTool(ctx, server, "text", nil, hdr, onProgress); err != nil { // records the path taken
+	if _, err := f.CallTool(ctx, server, "text", nil, hdr, onProgress, opts); err != nil { // records the path taken
 		return nil, err
 	}
 	return agenttest.RawOf([]byte(sent))
@@ -100,13 +100,13 @@ func TestProxyFastRawBytes(t *testing.T) {
 			for name := range rawSent {
 				f.ToolLists["files"] = append(f.ToolLists["files"], mcpgo.NewTool(name))
 			}
-			prev := f.Call
-			f.Call = func(ctx context.Context, server, tool string, args map[string]any, onProgress mcpclient.ProgressFunc) (*mcpgo.CallToolResult, error) {
+			prev := f.Relayed
+			f.Relayed = func(ctx context.Context, server, tool string, args map[string]any, onProgress mcpclient.ProgressFunc, rel *mcpclient.Relay) (*mcpgo.CallToolResult, error) {
 				sent, ok := rawSent[tool]
 				if !ok {
-					return prev(ctx, server, tool, args, onProgress)
+					return prev(ctx, server, tool, args, onProgress, rel)
 				}
-				_, _ = prev(ctx, server, "text", args, onProgress) // records the path taken
+				_, _ = prev(ctx, server, "text", args, onProgress, rel) // records the path taken
 				raw := json.RawMessage(sent)
 				res, err := mcpgo.ParseCallToolResult(&raw) // what mcp-go's client makes of it
 				if err != nil {

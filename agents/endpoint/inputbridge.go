@@ -246,11 +246,12 @@ func (c *inputCall) start(ctx context.Context, wc *wire.Call, extras *mcpclient.
 	c.id = newCallID()
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), maxCallLife)
 	c.cancel = cancel
-	cctx = mcpclient.WithCallExtras(withScope(cctx, func(s *Scope) { s.call = c }), extras)
+	cctx = withScope(cctx, func(s *Scope) { s.call = c })
 	// A large result may go to the caller as it arrives (wire.PassThrough)
 	// while this round is still the caller's request and nothing was asked:
 	// otherwise the bridge answers, maybe in a later round under another id.
 	inner := wc.Gated(c.mayPassThrough)
+	inner.ExtraParams, inner.ExtraMeta = extras.Params, extras.Meta // the downstream call's members
 	go func() {
 		defer cancel()
 		ans := c.b.inner.Answer(cctx, inner)

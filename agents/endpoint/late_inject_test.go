@@ -24,8 +24,7 @@ import (
 func lateSamplingAgents(t *testing.T, delay time.Duration, fastOff bool, done chan<- string) *agenttest.Agents {
 	t.Helper()
 	down := &agenttest.FakeDown{ToolLists: map[string][]mcpgo.Tool{"files": {mcpgo.NewTool("late")}}}
-	down.Call = func(ctx context.Context, _, _ string, _ map[string]any, _ mcpclient.ProgressFunc) (*mcpgo.CallToolResult, error) {
-		rel := mcpclient.RelayFrom(ctx)
+	down.Relayed = func(ctx context.Context, _, _ string, _ map[string]any, _ mcpclient.ProgressFunc, rel *mcpclient.Relay) (*mcpgo.CallToolResult, error) {
 		hctx, cancel := context.WithCancel(ctx)
 		go func() {
 			time.Sleep(delay)

@@ -39,7 +39,7 @@ const burstSize = 350
 
 // fastResult is the downstream's answer to tool, made afresh per call (a
 // 2026-07-28 answer is decorated in place, by mcp-go as by the fast path).
-func fastResult(ctx context.Context, tool string, onProgress mcpclient.ProgressFunc) (*mcpgo.CallToolResult, error) {
+func fastResult(ctx context.Context, tool string, onProgress mcpclient.ProgressFunc, rel *mcpclient.Relay) (*mcpgo.CallToolResult, error) {
 	switch tool {
 	case "text":
 		return mcpgo.NewToolResultText("hi <b>&</b>"), nil
@@ -81,7 +81,7 @@ func fastResult(ctx context.Context, tool string, onProgress mcpclient.ProgressF
 		}
 		return mcpgo.NewToolResultText("burst done"), nil
 	case "logs":
-		if rel := mcpclient.RelayFrom(ctx); rel != nil && rel.Log != nil {
+		if rel != nil && rel.Log != nil {
 			rel.Log(map[string]any{"level": "info", "logger": "l", "data": "first", "_meta": map[string]any{"x": 1}})
 			rel.Log(map[string]any{"level": "debug", "data": map[string]any{"n": 2.0}})
 		}
@@ -138,7 +138,7 @@ func newFastPair(t *testing.T) *fastPair {
 		for _, n := range fastTools {
 			down.ToolLists["files"] = append(down.ToolLists["files"], mcpgo.NewTool(n))
 		}
-		down.Call = func(ctx context.Context, _, tool string, _ map[string]any, onProgress mcpclient.ProgressFunc) (*mcpgo.CallToolResult, error) {
+		down.Relayed = func(ctx context.Context, _, tool string, _ map[string]any, onProgress mcpclient.ProgressFunc, rel *mcpclient.Relay) (*mcpgo.CallToolResult, error) {
 			path := "fast"
 			if server.ClientSessionFromContext(ctx) != nil {
 				path = "mcp-go"
@@ -150,7 +150,7 @@ func newFastPair(t *testing.T) *fastPair {
 			case v.entered <- tool:
 			default:
 			}
-			return fastResult(ctx, tool, onProgress)
+			return fastResult(ctx, tool, onProgress, rel)
 		}
 		var d mcpclient.Downstream = down
 		if !slow {

@@ -11,7 +11,6 @@ import (
 	"context"
 
 	"github.com/mark3labs/mcp-go/mcp"
-	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/pallasgw/pallasgw/agents/wire"
 )
@@ -20,9 +19,12 @@ import (
 // answers: an agent's send_message. The agent's MCP server must run its
 // handlers under server.WithRecovery, as Answer does.
 type Tool struct {
-	Name    string                 // the tool (config.Agent.ToolName; never get_health)
-	Handler server.ToolHandlerFunc // the handler mcp-go's registry holds for Name
-	Self    mcp.Implementation     // the agent's identity as its MCP server gives it
+	Name string // the tool (config.Agent.ToolName; never get_health)
+	// Handler is the handler mcp-go's registry holds for Name, given the
+	// call (its downstream tools/calls add the call's ExtraParams and
+	// ExtraMeta).
+	Handler func(ctx context.Context, c *wire.Call) (*mcp.CallToolResult, error)
+	Self    mcp.Implementation // the agent's identity as its MCP server gives it
 }
 
 // Answers is the tool's name.
@@ -32,12 +34,12 @@ func (t Tool) Answers(name string) bool { return name == t.Name }
 func (Tool) RawArgs() bool { return false }
 
 func (t Tool) Answer(ctx context.Context, c *wire.Call) any {
-	res, err := t.recovered(ctx, c.Req)
+	res, err := t.recovered(ctx, c)
 	return wire.ToolAnswer(c.ID, c.Req.Params.Name, res, err, c.Modern, t.Self)
 }
 
 // recovered is the handler under mcp-go's WithRecovery middleware.
-func (t Tool) recovered(ctx context.Context, req mcp.CallToolRequest) (res *mcp.CallToolResult, err error) {
-	defer wire.Recover(req.Params.Name, &err)
-	return t.Handler(ctx, req)
+func (t Tool) recovered(ctx context.Context, c *wire.Call) (res *mcp.CallToolResult, err error) {
+	defer wire.Recover(c.Req.Params.Name, &err)
+	return t.Handler(ctx, c)
 }

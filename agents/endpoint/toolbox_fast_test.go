@@ -62,7 +62,7 @@ func newToolboxPair(t *testing.T) *toolboxPair {
 		for _, n := range fastTools {
 			down.ToolLists["files"] = append(down.ToolLists["files"], mcpgo.NewTool(n))
 		}
-		down.Call = func(ctx context.Context, _, tool string, _ map[string]any, onProgress mcpclient.ProgressFunc) (*mcpgo.CallToolResult, error) {
+		down.Relayed = func(ctx context.Context, _, tool string, _ map[string]any, onProgress mcpclient.ProgressFunc, rel *mcpclient.Relay) (*mcpgo.CallToolResult, error) {
 			if !slow {
 				path := "fast"
 				if server.ClientSessionFromContext(ctx) != nil {
@@ -76,7 +76,7 @@ func newToolboxPair(t *testing.T) *toolboxPair {
 				default:
 				}
 			}
-			return fastResult(ctx, tool, onProgress)
+			return fastResult(ctx, tool, onProgress, rel)
 		}
 		var d mcpclient.Downstream = down
 		if !slow {

@@ -23,14 +23,14 @@ type Downstream interface {
 	// Tools is server's tool list as hdr's credentials see it.
 	Tools(ctx context.Context, server string, hdr http.Header) ([]mcp.Tool, error)
 	// CallTool is one tools/call through mcp-go's client, typed.
-	CallTool(ctx context.Context, server, tool string, args map[string]any, hdr http.Header, onProgress ProgressFunc) (*mcp.CallToolResult, error)
+	CallTool(ctx context.Context, server, tool string, args map[string]any, hdr http.Header, onProgress ProgressFunc, opts CallOptions) (*mcp.CallToolResult, error)
 	// CallToolRaw is CallTool with the result as the downstream sent it,
 	// for the fast path's raw pass-through (agents/wire, raw.go). args is
 	// the arguments object as JSON, or nil.
 	CallToolRaw(ctx context.Context, server, tool string, args json.RawMessage, hdr http.Header, onProgress ProgressFunc, opts CallOptions) (*RawResult, error)
 	// CallToolJSON is CallTool with the arguments as JSON, as the tool
 	// loop has them from the model (test/bench/README.md P17).
-	CallToolJSON(ctx context.Context, server, tool string, args json.RawMessage, hdr http.Header, onProgress ProgressFunc) (*mcp.CallToolResult, error)
+	CallToolJSON(ctx context.Context, server, tool string, args json.RawMessage, hdr http.Header, onProgress ProgressFunc, opts CallOptions) (*mcp.CallToolResult, error)
 	// Hidden says why the pins hide server's tool from its lists, or nil:
 	// a call of a hidden name is refused with it, not as an unknown tool.
 	Hidden(server, tool string) error
@@ -44,19 +44,36 @@ type Downstream interface {
 	// JSON.
 	TaskRequest(ctx context.Context, server, method string, params json.RawMessage, hdr http.Header) (json.RawMessage, error)
 	ListPrompts(ctx context.Context, server string, hdr http.Header) (*mcp.ListPromptsResult, error)
-	GetPrompt(ctx context.Context, server, name string, args map[string]string, hdr http.Header) (*mcp.GetPromptResult, error)
+	// GetPrompt and ReadResource take the downstream's server-to-client
+	// requests to relay (nil: refused).
+	GetPrompt(ctx context.Context, server, name string, args map[string]string, hdr http.Header, relay *Relay) (*mcp.GetPromptResult, error)
 	ListResources(ctx context.Context, server string, hdr http.Header) (*mcp.ListResourcesResult, error)
 	ListResourceTemplates(ctx context.Context, server string, hdr http.Header) (*mcp.ListResourceTemplatesResult, error)
-	ReadResource(ctx context.Context, server, uri string, hdr http.Header) (*mcp.ReadResourceResult, error)
+	ReadResource(ctx context.Context, server, uri string, hdr http.Header, relay *Relay) (*mcp.ReadResourceResult, error)
 }
 
-// CallOptions are what a raw tools/call takes of the caller's side besides
+// CallOptions are what a tools/call takes of the caller's side besides
 // its arguments.
 type CallOptions struct {
 	// PassThrough, when set, takes a large result to the caller's response
 	// as it arrives (the caller's wire.Call.PassThrough); the result then
 	// says Passed and holds no JSON.
 	PassThrough *wire.PassThrough
+	// Extras are members the request adds (CallExtras; CallToolRaw and
+	// CallToolJSON only), or nil.
+	Extras *CallExtras
+	// Relay takes the downstream's log messages and server-to-client
+	// requests during the call to the caller, or is nil: none.
+	Relay *Relay
+}
+
+// ExtrasOf are the members c's downstream tools/call adds
+// (wire.Call.ExtraParams and ExtraMeta), or nil: c is nil or adds none.
+func ExtrasOf(c *wire.Call) *CallExtras {
+	if c == nil || (c.ExtraParams == nil && c.ExtraMeta == nil) {
+		return nil
+	}
+	return &CallExtras{Params: c.ExtraParams, Meta: c.ExtraMeta}
 }
 
 var (

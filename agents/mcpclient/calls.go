@@ -44,11 +44,11 @@ func (m *Manager) Tools(ctx context.Context, server string, hdr http.Header) ([]
 
 // CallTool calls tool on server with the server's per-call timeout, sending
 // the headers hdr. onProgress (may be nil) receives the downstream progress
-// of this call only, never after CallTool has returned; so does the Relay in
-// ctx (WithRelay), if any, for log messages and server-to-client requests.
+// of this call only, never after CallTool has returned; so does
+// opts.Relay, if any, for log messages and server-to-client requests.
 // The result is the downstream's, unchanged; a result with isError is not an
 // error here.
-func (m *Manager) CallTool(ctx context.Context, server, tool string, args map[string]any, hdr http.Header, onProgress ProgressFunc) (*mcp.CallToolResult, error) {
+func (m *Manager) CallTool(ctx context.Context, server, tool string, args map[string]any, hdr http.Header, onProgress ProgressFunc, opts CallOptions) (*mcp.CallToolResult, error) {
 	if err := m.allowCall(ctx, server, tool, hdr); err != nil {
 		return nil, err
 	}
@@ -61,9 +61,9 @@ func (m *Manager) CallTool(ctx context.Context, server, tool string, args map[st
 			argsErr = transport.NewError(fmt.Errorf("failed to marshal request: %w", argsErr))
 		}
 	}
-	r, done := m.rawRequest(ctx, tool, raw, onProgress)
+	ctx = withRelay(ctx, opts.Relay)
+	r, done := m.rawRequest(ctx, tool, raw, onProgress, CallOptions{Relay: opts.Relay}) // the caller's members go on CallToolRaw and CallToolJSON only
 	defer done()
-	r.extra = nil // the caller's members go on CallToolRaw and CallToolJSON only
 	var res *mcp.CallToolResult
 	op := callOp(tool)
 	err := m.do(ctx, server, op, hdr, func(ctx context.Context, s *session, cli *client.Client) error {
@@ -443,8 +443,10 @@ func (m *Manager) ListPrompts(ctx context.Context, server string, hdr http.Heade
 	})
 }
 
-// GetPrompt renders the prompt name with args.
-func (m *Manager) GetPrompt(ctx context.Context, server, name string, args map[string]string, hdr http.Header) (*mcp.GetPromptResult, error) {
+// GetPrompt renders the prompt name with args; the downstream's
+// server-to-client requests meanwhile go to relay (nil: refused).
+func (m *Manager) GetPrompt(ctx context.Context, server, name string, args map[string]string, hdr http.Header, relay *Relay) (*mcp.GetPromptResult, error) {
+	ctx = withRelay(ctx, relay)
 	var req mcp.GetPromptRequest
 	req.Params.Name = name
 	req.Params.Arguments = args
@@ -467,8 +469,10 @@ func (m *Manager) ListResourceTemplates(ctx context.Context, server string, hdr 
 	})
 }
 
-// ReadResource reads the resource at uri.
-func (m *Manager) ReadResource(ctx context.Context, server, uri string, hdr http.Header) (*mcp.ReadResourceResult, error) {
+// ReadResource reads the resource at uri; the downstream's server-to-client
+// requests meanwhile go to relay (nil: refused).
+func (m *Manager) ReadResource(ctx context.Context, server, uri string, hdr http.Header, relay *Relay) (*mcp.ReadResourceResult, error) {
+	ctx = withRelay(ctx, relay)
 	var req mcp.ReadResourceRequest
 	req.Params.URI = uri
 	return request(ctx, m, server, mcp.MethodResourcesRead, hdr, func(ctx context.Context, cli *client.Client) (*mcp.ReadResourceResult, error) {

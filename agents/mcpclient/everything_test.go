@@ -67,7 +67,7 @@ func TestEverythingInterop(t *testing.T) {
 	if err != nil || !strings.Contains(toolNames(tools), "echo") {
 		t.Fatalf("tools = %s, err %v", toolNames(tools), err)
 	}
-	res, err := m.CallTool(ctx, "everything", "echo", map[string]any{"message": "hi"}, nil, nil)
+	res, err := m.CallTool(ctx, "everything", "echo", map[string]any{"message": "hi"}, nil, nil, CallOptions{})
 	if err != nil || !strings.Contains(text(t, res), "hi") {
 		t.Fatalf("echo: %v %v", res, err)
 	}
@@ -77,7 +77,7 @@ func TestEverythingInterop(t *testing.T) {
 			if total != nil && *total == 3 {
 				steps.Add(1)
 			}
-		})
+		}, CallOptions{})
 	if err != nil || steps.Load() != 3 {
 		t.Fatalf("long running operation: %d progress notifications, err %v", steps.Load(), err)
 	}
@@ -91,7 +91,7 @@ func TestEverythingInterop(t *testing.T) {
 	stop()
 	startEverything(t, script, u.Host)
 	waitProbe(t, m)
-	if _, err := m.CallTool(ctx, "everything", "echo", map[string]any{"message": "again"}, nil, nil); err != nil {
+	if _, err := m.CallTool(ctx, "everything", "echo", map[string]any{"message": "again"}, nil, nil, CallOptions{}); err != nil {
 		t.Fatalf("echo after restart: %v", err)
 	}
 	if logs.FilterMessage("downstream session lost, reconnecting").Len() != 1 {

@@ -52,17 +52,17 @@ func TestStreamCutMidCallIsUnavailable(t *testing.T) {
 	ts := cutServer(t)
 	mt := newMetrics()
 	m := newManager(t, Options{Metrics: mt}, ServerSpec{Name: "cut", URL: ts.URL + "/mcp", Timeout: 30 * time.Second})
-	if _, err := m.CallTool(testCtx(t), "cut", "echo", nil, nil, nil); err != nil {
+	if _, err := m.CallTool(testCtx(t), "cut", "echo", nil, nil, nil, CallOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	_, err := m.CallTool(testCtx(t), "cut", "cut", nil, nil, nil)
+	_, err := m.CallTool(testCtx(t), "cut", "cut", nil, nil, nil, CallOptions{})
 	if !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "session lost during the call") {
 		t.Fatalf("err = %v, want ErrUnavailable: session lost during the call", err)
 	}
 	if got := counterValue(t, mt.DownstreamCalls.WithLabelValues("cut", "unavailable")); got != 1 {
 		t.Fatalf("downstream calls unavailable = %v, want 1", got)
 	}
-	res, err := m.CallTool(testCtx(t), "cut", "echo", nil, nil, nil)
+	res, err := m.CallTool(testCtx(t), "cut", "echo", nil, nil, nil, CallOptions{})
 	if err != nil || text(t, res) != "fine" {
 		t.Fatalf("the call after the cut: %v", err)
 	}
@@ -74,7 +74,7 @@ func TestTimeoutErrorNamesTheServerTimeout(t *testing.T) {
 	spec.Timeout = 200 * time.Millisecond
 	m := newManager(t, Options{}, spec)
 
-	_, err := m.CallTool(testCtx(t), "argos", "wait", map[string]any{"id": "a"}, nil, nil)
+	_, err := m.CallTool(testCtx(t), "argos", "wait", map[string]any{"id": "a"}, nil, nil, CallOptions{})
 	if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "no answer within the server's timeout of 200ms") {
 		t.Fatalf("err = %v, want the server's timeout named", err)
 	}
@@ -85,7 +85,7 @@ func TestTimeoutErrorNamesTheServerTimeout(t *testing.T) {
 	m = newManager(t, Options{}, spec)
 	ctx, cancel := context.WithTimeout(testCtx(t), 200*time.Millisecond)
 	defer cancel()
-	_, err = m.CallTool(ctx, "argos", "wait", map[string]any{"id": "b"}, nil, nil)
+	_, err = m.CallTool(ctx, "argos", "wait", map[string]any{"id": "b"}, nil, nil, CallOptions{})
 	if Outcome(err) != "timeout" || strings.Contains(err.Error(), "server's timeout") {
 		t.Fatalf("err = %v, want a timeout not blamed on the server", err)
 	}

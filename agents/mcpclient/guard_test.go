@@ -21,7 +21,7 @@ func TestManagerCallGuard(t *testing.T) {
 	args := json.RawMessage(`{"text":"hi"}`)
 	calls := map[string]func() error{
 		"CallTool": func() error {
-			_, err := m.CallTool(ctx, "a", "echo", map[string]any{"text": "hi"}, http.Header{}, nil)
+			_, err := m.CallTool(ctx, "a", "echo", map[string]any{"text": "hi"}, http.Header{}, nil, CallOptions{})
 			return err
 		},
 		"CallToolRaw": func() error {
@@ -29,7 +29,7 @@ func TestManagerCallGuard(t *testing.T) {
 			return err
 		},
 		"CallToolJSON": func() error {
-			_, err := m.CallToolJSON(ctx, "a", "echo", args, http.Header{}, nil)
+			_, err := m.CallToolJSON(ctx, "a", "echo", args, http.Header{}, nil, CallOptions{})
 			return err
 		},
 	}
@@ -46,7 +46,7 @@ func TestManagerCallGuard(t *testing.T) {
 	}
 
 	open := newManager(t, Options{}, d.spec("a"))
-	if _, err := open.CallTool(ctx, "a", "echo", map[string]any{"text": "hi"}, http.Header{}, nil); err != nil {
+	if _, err := open.CallTool(ctx, "a", "echo", map[string]any{"text": "hi"}, http.Header{}, nil, CallOptions{}); err != nil {
 		t.Fatalf("without a guard: %v", err)
 	}
 	if err := open.Hidden("a", "echo"); err != nil {

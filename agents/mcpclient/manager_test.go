@@ -30,7 +30,7 @@ func TestToolsAndCall(t *testing.T) {
 	if got := toolNames(tools); !strings.Contains(got, "echo") || !strings.Contains(got, "whoami") {
 		t.Fatalf("tools = %s", got)
 	}
-	res, err := m.CallTool(ctx, "argos", "echo", map[string]any{"text": "hi"}, nil, nil)
+	res, err := m.CallTool(ctx, "argos", "echo", map[string]any{"text": "hi"}, nil, nil, CallOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,7 +124,7 @@ func TestProgressGoesToItsOwnCall(t *testing.T) {
 	var resMu sync.Mutex
 	for _, id := range []string{"A", "B"} {
 		wg.Go(func() {
-			res, err := m.CallTool(ctx, "argos", "progress", map[string]any{"id": id}, nil, record(id))
+			res, err := m.CallTool(ctx, "argos", "progress", map[string]any{"id": id}, nil, record(id), CallOptions{})
 			if err != nil {
 				t.Error(err)
 				return
@@ -162,7 +162,7 @@ func TestLogMessagesReachTheHook(t *testing.T) {
 	}}, d.spec("argos"))
 	errc := make(chan error, 1)
 	go func() {
-		_, err := m.CallTool(testCtx(t), "argos", "log", nil, nil, nil)
+		_, err := m.CallTool(testCtx(t), "argos", "log", nil, nil, nil, CallOptions{})
 		errc <- err
 	}()
 	if msg := receive(t, "the log message", got); msg != "argos warning tool hello" {
@@ -191,7 +191,7 @@ func TestHeadersPerFingerprint(t *testing.T) {
 		{"a, names in other case", map[string][]string{"x-tenant": {"a"}, "authorization": {"Bearer s3cret-a"}}, "a"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			res, err := m.CallTool(ctx, "argos", "whoami", nil, tc.h, nil)
+			res, err := m.CallTool(ctx, "argos", "whoami", nil, tc.h, nil, CallOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -227,7 +227,7 @@ func TestSessionBound(t *testing.T) {
 	srv := m.servers["argos"]
 
 	for _, tenant := range []string{"a", "b", "c"} {
-		if _, err := m.CallTool(ctx, "argos", "echo", nil, hdr("X-Tenant", tenant), nil); err != nil {
+		if _, err := m.CallTool(ctx, "argos", "echo", nil, hdr("X-Tenant", tenant), nil, CallOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -246,7 +246,7 @@ func TestSessionBound(t *testing.T) {
 	var wg sync.WaitGroup
 	for _, tenant := range []string{"b", "c"} {
 		wg.Go(func() {
-			_, err := m.CallTool(ctx, "argos", "wait", map[string]any{"id": tenant}, hdr("X-Tenant", tenant), nil)
+			_, err := m.CallTool(ctx, "argos", "wait", map[string]any{"id": tenant}, hdr("X-Tenant", tenant), nil, CallOptions{})
 			if err != nil {
 				t.Error(err)
 			}
@@ -254,7 +254,7 @@ func TestSessionBound(t *testing.T) {
 	}
 	receive(t, "first wait call", d.started)
 	receive(t, "second wait call", d.started)
-	res, err := m.CallTool(ctx, "argos", "whoami", nil, hdr("X-Tenant", "d"), nil)
+	res, err := m.CallTool(ctx, "argos", "whoami", nil, hdr("X-Tenant", "d"), nil, CallOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -275,7 +275,7 @@ func TestIdleExpiry(t *testing.T) {
 	d := newDownstream(t, false)
 	mt := newMetrics()
 	m := newManager(t, Options{Metrics: mt, IdleTimeout: 50 * time.Millisecond}, d.spec("argos"))
-	if _, err := m.CallTool(testCtx(t), "argos", "echo", nil, hdr("X-Tenant", "a"), nil); err != nil {
+	if _, err := m.CallTool(testCtx(t), "argos", "echo", nil, hdr("X-Tenant", "a"), nil, CallOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, "the idle session to close", func() bool {
@@ -292,7 +292,7 @@ func TestCallTimeout(t *testing.T) {
 	spec.Timeout = 300 * time.Millisecond
 	m := newManager(t, Options{Metrics: mt}, spec)
 
-	_, err := m.CallTool(testCtx(t), "argos", "wait", map[string]any{"id": "slow"}, nil, nil)
+	_, err := m.CallTool(testCtx(t), "argos", "wait", map[string]any{"id": "slow"}, nil, nil, CallOptions{})
 	if got := Outcome(err); got != "timeout" {
 		t.Fatalf("Outcome = %q (err %v), want timeout", got, err)
 	}
@@ -310,7 +310,7 @@ func TestCallCanceled(t *testing.T) {
 	ctx, cancel := context.WithCancel(testCtx(t))
 	errc := make(chan error, 1)
 	go func() {
-		_, err := m.CallTool(ctx, "argos", "wait", map[string]any{"id": "c"}, nil, nil)
+		_, err := m.CallTool(ctx, "argos", "wait", map[string]any{"id": "c"}, nil, nil, CallOptions{})
 		errc <- err
 	}()
 	receive(t, "the call to start", d.started)
@@ -326,7 +326,7 @@ func TestCallCanceled(t *testing.T) {
 func TestUnreachable(t *testing.T) {
 	m := newManager(t, Options{}, ServerSpec{Name: "gone", URL: freeURL(t), Timeout: 30 * time.Second})
 	start := time.Now()
-	_, err := m.CallTool(testCtx(t), "gone", "echo", nil, nil, nil)
+	_, err := m.CallTool(testCtx(t), "gone", "echo", nil, nil, nil, CallOptions{})
 	if !errors.Is(err, ErrUnavailable) || Outcome(err) != "unavailable" {
 		t.Fatalf("err = %v, want ErrUnavailable", err)
 	}
@@ -346,11 +346,11 @@ func TestReconnectAfterRestart(t *testing.T) {
 		d := newDownstream(t, true)
 		m := newManager(t, Options{}, d.spec("argos"))
 		ctx := testCtx(t)
-		if _, err := m.CallTool(ctx, "argos", "echo", nil, nil, nil); err != nil {
+		if _, err := m.CallTool(ctx, "argos", "echo", nil, nil, nil, CallOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		d.restart(false) // answers 404 for the old session
-		res, err := m.CallTool(ctx, "argos", "echo", map[string]any{"text": "again"}, nil, nil)
+		res, err := m.CallTool(ctx, "argos", "echo", map[string]any{"text": "again"}, nil, nil, CallOptions{})
 		if err != nil {
 			t.Fatalf("call after restart: %v", err)
 		}
@@ -376,7 +376,7 @@ func TestReconnectAfterRestart(t *testing.T) {
 		if _, err := m.Tools(ctx, "argos", nil); err != nil {
 			t.Fatalf("tools/list after restart: %v", err)
 		}
-		if _, err := m.CallTool(ctx, "argos", "echo", nil, nil, nil); err != nil {
+		if _, err := m.CallTool(ctx, "argos", "echo", nil, nil, nil, CallOptions{}); err != nil {
 			t.Fatalf("call after restart: %v", err)
 		}
 		if n := d.count("POST", "initialize"); n != 2 {
@@ -389,7 +389,7 @@ func TestSessionLostTwiceIsUnavailable(t *testing.T) {
 	d := newDownstream(t, true)
 	m := newManager(t, Options{}, d.spec("argos"))
 	d.reject.Store(true)
-	_, err := m.CallTool(testCtx(t), "argos", "echo", nil, nil, nil)
+	_, err := m.CallTool(testCtx(t), "argos", "echo", nil, nil, nil, CallOptions{})
 	if !errors.Is(err, ErrUnavailable) {
 		t.Fatalf("err = %v, want ErrUnavailable", err)
 	}
@@ -412,10 +412,10 @@ func TestCloseLeavesNoGoroutines(t *testing.T) {
 		}
 	}
 	close(d.release)
-	if _, err := m.CallTool(ctx, "argos", "progress", map[string]any{"id": "p"}, nil, func(float64, *float64, string) {}); err != nil {
+	if _, err := m.CallTool(ctx, "argos", "progress", map[string]any{"id": "p"}, nil, func(float64, *float64, string) {}, CallOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := m.CallTool(ctx, "files", "echo", nil, nil, nil); err != nil {
+	if _, err := m.CallTool(ctx, "files", "echo", nil, nil, nil, CallOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if err := m.Probe(ctx, "argos", nil); err != nil {
@@ -423,7 +423,7 @@ func TestCloseLeavesNoGoroutines(t *testing.T) {
 	}
 	inflight := make(chan error, 1)
 	go func() {
-		_, err := m.CallTool(ctx, "slow", "wait", map[string]any{"id": "w"}, nil, nil)
+		_, err := m.CallTool(ctx, "slow", "wait", map[string]any{"id": "w"}, nil, nil, CallOptions{})
 		inflight <- err
 	}()
 	receive(t, "the slow call to start", slow.started)
@@ -446,7 +446,7 @@ func TestRefusedConnectionWording(t *testing.T) {
 	srv.Close()
 	m := newManager(t, Options{}, ServerSpec{Name: "d", Transport: TransportHTTP, URL: srv.URL + "/mcp"})
 	_, listErr := m.Tools(testCtx(t), "d", nil)
-	_, callErr := m.CallTool(testCtx(t), "d", "x", nil, nil, nil)
+	_, callErr := m.CallTool(testCtx(t), "d", "x", nil, nil, nil, CallOptions{})
 	_, rawErr := m.CallToolRaw(testCtx(t), "d", "x", nil, nil, nil, CallOptions{})
 	for what, err := range map[string]error{"tools/list": listErr, "tools/call": callErr, "raw tools/call": rawErr} {
 		if err == nil || strings.Count(err.Error(), "failed to send request") > 0 || !strings.Contains(err.Error(), "connection refused") ||

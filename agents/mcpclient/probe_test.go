@@ -78,7 +78,7 @@ func TestSSE(t *testing.T) {
 	if len(tools) == 0 {
 		t.Fatal("no tools")
 	}
-	res, err := m.CallTool(ctx, "legacy", "whoami", nil, hdr("X-Tenant", "s"), nil)
+	res, err := m.CallTool(ctx, "legacy", "whoami", nil, hdr("X-Tenant", "s"), nil, CallOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -66,9 +66,9 @@ func (m *Manager) CallToolRaw(ctx context.Context, server, tool string, args jso
 	}
 	start := time.Now()
 	ctx, span := m.startCall(ctx, server, tool) // trace.go
-	r, done := m.rawRequest(ctx, tool, args, onProgress)
+	ctx = withRelay(ctx, opts.Relay)
+	r, done := m.rawRequest(ctx, tool, args, onProgress, opts)
 	defer done()
-	r.pass = opts.PassThrough
 	var res *RawResult
 	err := m.do(ctx, server, callOp(tool), hdr, func(ctx context.Context, s *session, cli *client.Client) error {
 		var err error
@@ -100,10 +100,10 @@ type rawRequest struct {
 }
 
 // rawRequest is the request of a call of tool with args, with a progress
-// token for onProgress (nil: none) and the Relay in ctx; done unregisters
-// the token once the call has returned.
-func (m *Manager) rawRequest(ctx context.Context, tool string, args json.RawMessage, onProgress ProgressFunc) (r rawRequest, done func()) {
-	r = rawRequest{tool: tool, args: args, relay: RelayFrom(ctx), extra: callExtrasFrom(ctx)}
+// token for onProgress (nil: none) and opts' Relay, members and
+// pass-through; done unregisters the token once the call has returned.
+func (m *Manager) rawRequest(ctx context.Context, tool string, args json.RawMessage, onProgress ProgressFunc, opts CallOptions) (r rawRequest, done func()) {
+	r = rawRequest{tool: tool, args: args, relay: opts.Relay, pass: opts.PassThrough, extra: opts.Extras}
 	r.traceparent, r.tracestate = tracing.Context(ctx)
 	if onProgress == nil {
 		return r, func() {}
@@ -121,13 +121,14 @@ func (m *Manager) rawRequest(ctx context.Context, tool string, args json.RawMess
 // which mcp-go's client answers by asking again with the input, is asked
 // for again through mcp-go's client: by the protocol a first round that
 // asks for input has not done the work. Other sessions take mcp-go's path.
-func (m *Manager) CallToolJSON(ctx context.Context, server, tool string, args json.RawMessage, hdr http.Header, onProgress ProgressFunc) (*mcp.CallToolResult, error) {
+func (m *Manager) CallToolJSON(ctx context.Context, server, tool string, args json.RawMessage, hdr http.Header, onProgress ProgressFunc, opts CallOptions) (*mcp.CallToolResult, error) {
 	if err := m.allowCall(ctx, server, tool, hdr); err != nil {
 		return nil, err
 	}
 	start := time.Now()
 	ctx, span := m.startCall(ctx, server, tool) // trace.go
-	r, done := m.rawRequest(ctx, tool, args, onProgress)
+	ctx = withRelay(ctx, opts.Relay)
+	r, done := m.rawRequest(ctx, tool, args, onProgress, opts)
 	defer done()
 	var res *mcp.CallToolResult
 	err := m.do(ctx, server, callOp(tool), hdr, func(ctx context.Context, s *session, cli *client.Client) error {

@@ -186,7 +186,7 @@ func TestRawCallSSEStream(t *testing.T) {
 		},
 	}
 	onProgress := func(p float64, total *float64, msg string) { note(fmt.Sprintf("progress %v/%v %s", p, *total, msg)) }
-	res, err := m.CallToolRaw(WithRelay(testCtx(t), relay), "script", "t", nil, nil, onProgress, CallOptions{})
+	res, err := m.CallToolRaw(testCtx(t), "script", "t", nil, nil, onProgress, CallOptions{Relay: relay})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -212,14 +212,14 @@ func TestRawCallGoSDKServer(t *testing.T) {
 		Request: func(_ context.Context, method string, _ json.RawMessage) (json.RawMessage, error) {
 			return json.RawMessage(`{"role":"assistant","model":"m","content":{"type":"text","text":"ok"}}`), nil
 		}}
-	res, err := m.CallToolRaw(WithRelay(ctx, relay), "relay", "logs", json.RawMessage(`{"tag":"r"}`), nil, nil, CallOptions{})
+	res, err := m.CallToolRaw(ctx, "relay", "logs", json.RawMessage(`{"tag":"r"}`), nil, nil, CallOptions{Relay: relay})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(string(res.JSON), "logged r") || strings.Join(col.got(), ",") != "info:r 1,error:r 2" {
 		t.Errorf("result %s, logs %v", res.JSON, col.got())
 	}
-	res, err = m.CallToolRaw(WithRelay(ctx, relay), "relay", "sample", nil, nil, nil, CallOptions{})
+	res, err = m.CallToolRaw(ctx, "relay", "sample", nil, nil, nil, CallOptions{Relay: relay})
 	if err != nil || !strings.Contains(string(res.JSON), "sampled by m") {
 		t.Errorf("sample: %s, %v", res.JSON, err)
 	}
@@ -424,7 +424,7 @@ func TestToolErrorAboutSessionsIsNotResent(t *testing.T) {
 	})
 	m := newManager(t, Options{}, d.spec())
 	_, rawErr := m.CallToolRaw(testCtx(t), "script", "t", nil, nil, nil, CallOptions{})
-	_, typedErr := m.CallTool(testCtx(t), "script", "t", nil, nil, nil)
+	_, typedErr := m.CallTool(testCtx(t), "script", "t", nil, nil, nil, CallOptions{})
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if len(d.ids) != 2 {
@@ -483,7 +483,7 @@ func TestRedirectIsNotFollowed(t *testing.T) {
 	if _, err := m.CallToolRaw(testCtx(t), "script", "t", nil, h, nil, CallOptions{}); err == nil || !strings.Contains(err.Error(), "307") {
 		t.Errorf("raw: %v, want the redirect as an error", err)
 	}
-	if _, err := m.CallTool(testCtx(t), "script", "t", nil, h, nil); err == nil {
+	if _, err := m.CallTool(testCtx(t), "script", "t", nil, h, nil, CallOptions{}); err == nil {
 		t.Error("typed: want the redirect as an error")
 	}
 	if n := leaked.Load(); n != 0 {
@@ -554,7 +554,7 @@ func TestCallToolJSON(t *testing.T) {
 	m := newManager(t, Options{Metrics: mt}, d.spec())
 	ctx := testCtx(t)
 
-	res, err := m.CallToolJSON(ctx, "script", "t", json.RawMessage(`{"b":12345678901234567890,"a":"<x>"}`), nil, nil)
+	res, err := m.CallToolJSON(ctx, "script", "t", json.RawMessage(`{"b":12345678901234567890,"a":"<x>"}`), nil, nil, CallOptions{})
 	if err != nil || text(t, res) != "done" {
 		t.Fatalf("CallToolJSON: %v, %v", res, err)
 	}
@@ -562,13 +562,13 @@ func TestCallToolJSON(t *testing.T) {
 		t.Errorf("params sent: %s (want the arguments as given)", p)
 	}
 
-	_, err = m.CallToolJSON(ctx, "script", "refused", nil, nil, nil)
+	_, err = m.CallToolJSON(ctx, "script", "refused", nil, nil, nil, CallOptions{})
 	if err == nil || !strings.Contains(err.Error(), `downstream "script"`) || !strings.Contains(err.Error(), "content is missing") {
 		t.Errorf("a result mcp-go refuses: %v", err)
 	}
 	receive(t, "the params", sent)
 
-	res, err = m.CallToolJSON(ctx, "script", "ask", json.RawMessage(`{"q":1}`), nil, nil)
+	res, err = m.CallToolJSON(ctx, "script", "ask", json.RawMessage(`{"q":1}`), nil, nil, CallOptions{})
 	if err != nil || text(t, res) != "done" {
 		t.Fatalf("a result that asks for input: %v, %v", res, err)
 	}
@@ -607,12 +607,12 @@ func TestSentCall(t *testing.T) {
 	})
 	m := newManager(t, Options{}, d.spec())
 	var logs []any
-	ctx := WithRelay(testCtx(t), &Relay{Log: func(p map[string]any) { logs = append(logs, p["data"]) }})
-	ctx = WithCallExtras(ctx, &CallExtras{
+	ctx, relay := testCtx(t), &Relay{Log: func(p map[string]any) { logs = append(logs, p["data"]) }}
+	extras := &CallExtras{
 		Params: map[string]json.RawMessage{"task": json.RawMessage(`{"ttl":60000}`), "requestState": json.RawMessage(`"st"`)},
 		Meta:   map[string]json.RawMessage{"io.example/caps": json.RawMessage(`{"elicitation":{}}`)},
-	})
-	res, err := m.CallToolRaw(ctx, "script", "t", json.RawMessage(`{"big":12345678901234567890}`), nil, nil, CallOptions{})
+	}
+	res, err := m.CallToolRaw(ctx, "script", "t", json.RawMessage(`{"big":12345678901234567890}`), nil, nil, CallOptions{Extras: extras, Relay: relay})
 	if err != nil {
 		t.Fatal(err)
 	}

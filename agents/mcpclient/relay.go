@@ -18,8 +18,9 @@ import (
 
 // Relay is what the caller of one downstream call takes from the downstream
 // while the call runs: its log messages and its server-to-client requests
-// (elicitation, sampling, roots). The agent runtime puts it in the call's
-// context (WithRelay); a call without one gets neither (log messages go to
+// (elicitation, sampling, roots). The agent runtime hands it to the call
+// (CallOptions.Relay; GetPrompt and ReadResource take one too); a call
+// without one gets neither (log messages go to
 // Options.OnLogMessage, server-to-client requests are refused).
 //
 // Tying a message to its call. mcp-go's client hands every notification to

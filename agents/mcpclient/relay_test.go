@@ -130,7 +130,7 @@ func TestRelayLogsPerCall(t *testing.T) {
 
 	// The Go SDK logs nothing before a level is set.
 	var quiet logCollector
-	if _, err := m.CallTool(WithRelay(ctx, &Relay{Log: quiet.log}), "relay", "logs", map[string]any{"tag": "q"}, nil, nil); err != nil {
+	if _, err := m.CallTool(ctx, "relay", "logs", map[string]any{"tag": "q"}, nil, nil, CallOptions{Relay: &Relay{Log: quiet.log}}); err != nil {
 		t.Fatal(err)
 	}
 	if got := quiet.got(); len(got) != 0 {
@@ -147,7 +147,7 @@ func TestRelayLogsPerCall(t *testing.T) {
 	for i := range cols {
 		wg.Go(func() {
 			tag := fmt.Sprint("c", i)
-			if _, err := m.CallTool(WithRelay(ctx, &Relay{Log: cols[i].log}), "relay", "logs", map[string]any{"tag": tag}, nil, nil); err != nil {
+			if _, err := m.CallTool(ctx, "relay", "logs", map[string]any{"tag": tag}, nil, nil, CallOptions{Relay: &Relay{Log: cols[i].log}}); err != nil {
 				t.Error(err)
 				return
 			}
@@ -160,7 +160,7 @@ func TestRelayLogsPerCall(t *testing.T) {
 	wg.Wait()
 
 	// A call without a relay: its messages go to OnLogMessage.
-	if _, err := m.CallTool(ctx, "relay", "logs", map[string]any{"tag": "h"}, nil, nil); err != nil {
+	if _, err := m.CallTool(ctx, "relay", "logs", map[string]any{"tag": "h"}, nil, nil, CallOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	hookMu.Lock()
@@ -171,7 +171,7 @@ func TestRelayLogsPerCall(t *testing.T) {
 
 	// A 2026-07-28 caller's level is the least verbose the session keeps.
 	var verbose logCollector
-	if _, err := m.CallTool(WithRelay(ctx, &Relay{Log: verbose.log, LogLevel: mcp.LoggingLevelDebug}), "relay", "logs", map[string]any{"tag": "v"}, nil, nil); err != nil {
+	if _, err := m.CallTool(ctx, "relay", "logs", map[string]any{"tag": "v"}, nil, nil, CallOptions{Relay: &Relay{Log: verbose.log, LogLevel: mcp.LoggingLevelDebug}}); err != nil {
 		t.Fatal(err)
 	}
 	if got := verbose.got(); len(got) != 3 {
@@ -195,7 +195,7 @@ func TestRelayLevelSurvivesReconnect(t *testing.T) {
 	srv.release(s)
 	s.drop(ctx, cli) // the next call connects anew
 	var col logCollector
-	if _, err := m.CallTool(WithRelay(ctx, &Relay{Log: col.log}), "relay", "logs", map[string]any{"tag": "r"}, nil, nil); err != nil {
+	if _, err := m.CallTool(ctx, "relay", "logs", map[string]any{"tag": "r"}, nil, nil, CallOptions{Relay: &Relay{Log: col.log}}); err != nil {
 		t.Fatal(err)
 	}
 	if got := col.got(); strings.Join(got, ",") != "error:r 2" {
@@ -207,9 +207,9 @@ func TestRelayServerRequests(t *testing.T) {
 	d := newRelayServer(t)
 	m := newManager(t, Options{}, d.spec())
 	ctx := testCtx(t)
-	call := func(ctx context.Context, tool string) string {
+	call := func(r *Relay, tool string) string {
 		t.Helper()
-		res, err := m.CallTool(ctx, "relay", tool, nil, nil, nil)
+		res, err := m.CallTool(ctx, "relay", tool, nil, nil, nil, CallOptions{Relay: r})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -217,19 +217,19 @@ func TestRelayServerRequests(t *testing.T) {
 	}
 
 	var params json.RawMessage
-	ask := WithRelay(ctx, &Relay{Request: func(_ context.Context, method string, p json.RawMessage) (json.RawMessage, error) {
+	ask := &Relay{Request: func(_ context.Context, method string, p json.RawMessage) (json.RawMessage, error) {
 		if method != "elicitation/create" {
 			return nil, fmt.Errorf("asked %s", method)
 		}
 		params = p
 		return json.RawMessage(`{"action":"accept","content":{"choice":"x"}}`), nil
-	}})
+	}}
 	if got := call(ask, "ask"); got != `{"action":"accept","content":{"choice":"x"}}` {
 		t.Errorf("elicitation answer reached the server as %s", got)
 	}
 	// A call that also takes its log messages goes through a transport of
 	// its own (relayed): the server's request still reaches its Relay.
-	both := WithRelay(ctx, &Relay{Log: func(map[string]any) {}, Request: RelayFrom(ask).Request})
+	both := &Relay{Log: func(map[string]any) {}, Request: ask.Request}
 	if got := call(both, "ask"); got != `{"action":"accept","content":{"choice":"x"}}` {
 		t.Errorf("with a log relay, the elicitation answer reached the server as %s", got)
 	}
@@ -245,13 +245,13 @@ func TestRelayServerRequests(t *testing.T) {
 	// Sampling and roots go to Relay.Request; the caller's error answer
 	// reaches the server with its code and message.
 	var methods []string
-	req := WithRelay(ctx, &Relay{Request: func(_ context.Context, method string, p json.RawMessage) (json.RawMessage, error) {
+	req := &Relay{Request: func(_ context.Context, method string, p json.RawMessage) (json.RawMessage, error) {
 		methods = append(methods, method)
 		if method == "roots/list" {
 			return nil, &RPCError{Code: -32042, Message: "no roots here"}
 		}
 		return json.RawMessage(`{"role":"assistant","model":"m","content":{"type":"text","text":"ok"}}`), nil
-	}})
+	}}
 	if got := call(req, "sample"); got != "sampled by m" {
 		t.Errorf("sampling answer reached the server as %s", got)
 	}
@@ -268,13 +268,13 @@ func TestRelayServerRequests(t *testing.T) {
 		{"roots without a relay", "roots", "roots/list is not relayed for this request"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			if got := call(ctx, c.tool); !strings.Contains(got, c.want) {
+			if got := call(nil, c.tool); !strings.Contains(got, c.want) {
 				t.Errorf("%s answered %q, want it to say %q", c.tool, got, c.want)
 			}
 		})
 	}
 
-	call(ctx, "caps")
+	call(nil, "caps")
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	caps := d.caps[0]
@@ -290,7 +290,7 @@ func TestRelayServerRequests(t *testing.T) {
 func TestCallCanceledDownstream(t *testing.T) {
 	for name, call := range map[string]func(m *Manager, ctx context.Context) error{
 		"typed": func(m *Manager, ctx context.Context) error {
-			_, err := m.CallTool(ctx, "relay", "block", nil, nil, nil)
+			_, err := m.CallTool(ctx, "relay", "block", nil, nil, nil, CallOptions{})
 			return err
 		},
 		"raw": func(m *Manager, ctx context.Context) error {

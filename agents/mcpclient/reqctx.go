@@ -11,8 +11,7 @@ import (
 // value under one key (as the endpoint's Scope), copied and narrowed as a
 // call goes down (withCall), never written after it is made.
 type callContext struct {
-	relay  *Relay      // the caller's relays (WithRelay), or nil
-	extras *CallExtras // the caller's extra params and _meta (WithCallExtras), or nil
+	relay *Relay // the call's Relay (CallOptions.Relay), or nil
 	// op is the request being made through do (a tools/call, a
 	// tools/list...): a server-to-client request then came on that
 	// request's own stream (serverRequest). "" outside one.
@@ -29,20 +28,13 @@ func withCall(ctx context.Context, edit func(*callContext)) context.Context {
 	return ctxvalue.With(ctx, edit)
 }
 
-// WithCallExtras returns ctx whose downstream tools/call carries x.
-func WithCallExtras(ctx context.Context, x *CallExtras) context.Context {
-	return withCall(ctx, func(c *callContext) { c.extras = x })
-}
-
-func callExtrasFrom(ctx context.Context) *CallExtras { return callOf(ctx).extras }
-
-// WithRelay returns ctx carrying r for the downstream calls made with it.
-func WithRelay(ctx context.Context, r *Relay) context.Context {
+// withRelay is ctx whose request takes the downstream's messages to r
+// (nil: none): mcp-go hands a server-to-client request to serverRequest
+// with the context of the request whose stream carried it, so the call's
+// Relay is found there.
+func withRelay(ctx context.Context, r *Relay) context.Context {
 	return withCall(ctx, func(c *callContext) { c.relay = r })
 }
-
-// RelayFrom returns the Relay of ctx, or nil.
-func RelayFrom(ctx context.Context) *Relay { return callOf(ctx).relay }
 
 // withOp marks ctx as the context of a request made through do (op), with
 // a fresh note for its reads of a message past the bound (bound.go).

@@ -73,7 +73,7 @@ func sidOf(t *testing.T, m *Manager, caller string, raw bool) string {
 		}
 		return r.Content[0].Text
 	}
-	res, err := m.CallTool(as(t, caller), "sid", "sid", nil, nil, nil)
+	res, err := m.CallTool(as(t, caller), "sid", "sid", nil, nil, nil, CallOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -193,7 +193,7 @@ func TestScopeCallerStdioProcesses(t *testing.T) {
 	peak := 0
 	stdioPid := func(caller string) int {
 		t.Helper()
-		res, err := m.CallTool(as(t, caller), "files", "pid", nil, nil, nil)
+		res, err := m.CallTool(as(t, caller), "files", "pid", nil, nil, nil, CallOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -233,7 +233,7 @@ func TestScopeCallerStdioProcesses(t *testing.T) {
 	defer cancelC()
 	var wg sync.WaitGroup
 	for _, ctx := range []context.Context{ctx, ctxC} {
-		wg.Go(func() { _, _ = m.CallTool(ctx, "files", "block", nil, nil, nil) })
+		wg.Go(func() { _, _ = m.CallTool(ctx, "files", "block", nil, nil, nil, CallOptions{}) })
 	}
 	eventually(t, "both processes to be busy", func() bool {
 		srv.mu.Lock()
@@ -246,7 +246,7 @@ func TestScopeCallerStdioProcesses(t *testing.T) {
 		}
 		return busy == 2
 	})
-	_, err := m.CallTool(as(t, "token:d"), "files", "pid", nil, nil, nil)
+	_, err := m.CallTool(as(t, "token:d"), "files", "pid", nil, nil, nil, CallOptions{})
 	if !errors.Is(err, ErrUnavailable) {
 		t.Errorf("a third caller with both processes busy: %v, want ErrUnavailable", err)
 	}

@@ -52,7 +52,7 @@ func TestErrorsDoNotCarryOutboundHeaderValues(t *testing.T) {
 
 	paths := map[string]func(tool string) error{
 		"CallTool": func(tool string) error {
-			_, err := m.CallTool(ctx, "echo", tool, nil, hdr, nil)
+			_, err := m.CallTool(ctx, "echo", tool, nil, hdr, nil, CallOptions{})
 			return err
 		},
 		"CallToolRaw": func(tool string) error {
@@ -60,7 +60,7 @@ func TestErrorsDoNotCarryOutboundHeaderValues(t *testing.T) {
 			return err
 		},
 		"CallToolJSON": func(tool string) error {
-			_, err := m.CallToolJSON(ctx, "echo", tool, nil, hdr, nil)
+			_, err := m.CallToolJSON(ctx, "echo", tool, nil, hdr, nil, CallOptions{})
 			return err
 		},
 	}
@@ -129,9 +129,9 @@ func TestServerSecretsStayOut(t *testing.T) {
 	ctx := testCtx(t)
 
 	var errs []error
-	_, err := m.CallTool(ctx, "files", "leak_env", nil, nil, nil)
+	_, err := m.CallTool(ctx, "files", "leak_env", nil, nil, nil, CallOptions{})
 	errs = append(errs, err)
-	_, err = m.CallTool(ctx, "hosted", "echo", nil, nil, nil)
+	_, err = m.CallTool(ctx, "hosted", "echo", nil, nil, nil, CallOptions{})
 	errs = append(errs, err, m.Probe(ctx, "hosted", nil))
 	for i, err := range errs {
 		if err == nil {

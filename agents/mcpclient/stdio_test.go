@@ -22,7 +22,7 @@ func stdioSpec() ServerSpec {
 
 func pidOf(t *testing.T, m *Manager, h map[string][]string) int {
 	t.Helper()
-	res, err := m.CallTool(testCtx(t), "files", "pid", nil, h, nil)
+	res, err := m.CallTool(testCtx(t), "files", "pid", nil, h, nil, CallOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,7 +79,7 @@ func TestStdioEnvironment(t *testing.T) {
 		{"PGW_PARENT_ONLY", "<unset>"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			res, err := m.CallTool(testCtx(t), "files", "env", map[string]any{"name": tc.name}, nil, nil)
+			res, err := m.CallTool(testCtx(t), "files", "env", map[string]any{"name": tc.name}, nil, nil, CallOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -94,7 +94,7 @@ func TestStdioCrashRestarts(t *testing.T) {
 	m := newManager(t, Options{}, stdioSpec())
 	first := pidOf(t, m, nil)
 
-	_, err := m.CallTool(testCtx(t), "files", "crash", nil, nil, nil)
+	_, err := m.CallTool(testCtx(t), "files", "crash", nil, nil, nil, CallOptions{})
 	if !errors.Is(err, ErrUnavailable) {
 		t.Fatalf("crash: err = %v, want ErrUnavailable", err)
 	}
@@ -130,7 +130,7 @@ func TestStdioCancel(t *testing.T) {
 	ctx, cancel := context.WithCancel(testCtx(t))
 	errc := make(chan error, 1)
 	go func() {
-		_, err := m.CallTool(ctx, "files", "block", nil, nil, nil)
+		_, err := m.CallTool(ctx, "files", "block", nil, nil, nil, CallOptions{})
 		errc <- err
 	}()
 	eventually(t, "the call to start", func() bool { return hasLog(logs, "downstream stderr", "block started") })
@@ -145,7 +145,7 @@ func TestStdioCancel(t *testing.T) {
 
 func TestStdioBadCommand(t *testing.T) {
 	m := newManager(t, Options{}, ServerSpec{Name: "files", Transport: TransportStdio, Command: "/nonexistent/mcp-server"})
-	_, err := m.CallTool(testCtx(t), "files", "echo", nil, nil, nil)
+	_, err := m.CallTool(testCtx(t), "files", "echo", nil, nil, nil, CallOptions{})
 	if !errors.Is(err, ErrUnavailable) {
 		t.Fatalf("err = %v, want ErrUnavailable", err)
 	}
@@ -160,11 +160,11 @@ func TestStdioBadCommand(t *testing.T) {
 func TestStdioLineIsBounded(t *testing.T) {
 	m := newManager(t, Options{MaxMessageBytes: testLimit}, stdioSpec())
 	before := pidOf(t, m, nil)
-	_, err := m.CallTool(testCtx(t), "files", "echo", map[string]any{"text": strings.Repeat("x", 4*testLimit)}, nil, nil)
+	_, err := m.CallTool(testCtx(t), "files", "echo", map[string]any{"text": strings.Repeat("x", 4*testLimit)}, nil, nil, CallOptions{})
 	if err == nil || !strings.Contains(err.Error(), "larger than 4096 bytes, the limit of one message") {
 		t.Fatalf("error %v, want the line refused as larger than the bound", err)
 	}
-	res, err := m.CallTool(testCtx(t), "files", "echo", map[string]any{"text": "small"}, nil, nil)
+	res, err := m.CallTool(testCtx(t), "files", "echo", map[string]any{"text": "small"}, nil, nil, CallOptions{})
 	if err != nil || text(t, res) != "echo:small" {
 		t.Fatalf("the call after: %v", err)
 	}
@@ -185,7 +185,7 @@ func TestStdioExitStatusAndRedactedArgs(t *testing.T) {
 		Redact: []string{"ARGSECRET9"},
 	})
 	ctx := testCtx(t)
-	_, callErr := m.CallTool(ctx, "files", "echo", nil, nil, nil)
+	_, callErr := m.CallTool(ctx, "files", "echo", nil, nil, nil, CallOptions{})
 	probeErr := m.Probe(ctx, "files", nil)
 	for name, err := range map[string]error{"call": callErr, "probe": probeErr} {
 		if !errors.Is(err, ErrUnavailable) {

@@ -171,12 +171,12 @@ func (d *Downstreams) Tools(ctx context.Context, server string, hdr http.Header)
 	return m.Tools(ctx, server, hdr)
 }
 
-func (d *Downstreams) CallTool(ctx context.Context, server, tool string, args map[string]any, hdr http.Header, onProgress ProgressFunc) (*mcp.CallToolResult, error) {
+func (d *Downstreams) CallTool(ctx context.Context, server, tool string, args map[string]any, hdr http.Header, onProgress ProgressFunc, opts CallOptions) (*mcp.CallToolResult, error) {
 	m, err := d.manager(server)
 	if err != nil {
 		return nil, err
 	}
-	return m.CallTool(ctx, server, tool, args, hdr, onProgress)
+	return m.CallTool(ctx, server, tool, args, hdr, onProgress, opts)
 }
 
 // CallToolRaw is CallTool with the result as the downstream sent it (a
@@ -190,12 +190,12 @@ func (d *Downstreams) CallToolRaw(ctx context.Context, server, tool string, args
 }
 
 // CallToolJSON is CallTool with the arguments as JSON (the tool loop).
-func (d *Downstreams) CallToolJSON(ctx context.Context, server, tool string, args json.RawMessage, hdr http.Header, onProgress ProgressFunc) (*mcp.CallToolResult, error) {
+func (d *Downstreams) CallToolJSON(ctx context.Context, server, tool string, args json.RawMessage, hdr http.Header, onProgress ProgressFunc, opts CallOptions) (*mcp.CallToolResult, error) {
 	m, err := d.manager(server)
 	if err != nil {
 		return nil, err
 	}
-	return m.CallToolJSON(ctx, server, tool, args, hdr, onProgress)
+	return m.CallToolJSON(ctx, server, tool, args, hdr, onProgress, opts)
 }
 
 func (d *Downstreams) SetLogLevel(ctx context.Context, server string, level mcp.LoggingLevel, hdr http.Header) error {
@@ -212,8 +212,10 @@ func (d *Downstreams) ListPrompts(ctx context.Context, server string, hdr http.H
 	return on(d, server, func(m *Manager) (*mcp.ListPromptsResult, error) { return m.ListPrompts(ctx, server, hdr) })
 }
 
-func (d *Downstreams) GetPrompt(ctx context.Context, server, name string, args map[string]string, hdr http.Header) (*mcp.GetPromptResult, error) {
-	return on(d, server, func(m *Manager) (*mcp.GetPromptResult, error) { return m.GetPrompt(ctx, server, name, args, hdr) })
+func (d *Downstreams) GetPrompt(ctx context.Context, server, name string, args map[string]string, hdr http.Header, relay *Relay) (*mcp.GetPromptResult, error) {
+	return on(d, server, func(m *Manager) (*mcp.GetPromptResult, error) {
+		return m.GetPrompt(ctx, server, name, args, hdr, relay)
+	})
 }
 
 func (d *Downstreams) ListResources(ctx context.Context, server string, hdr http.Header) (*mcp.ListResourcesResult, error) {
@@ -226,8 +228,8 @@ func (d *Downstreams) ListResourceTemplates(ctx context.Context, server string, 
 	})
 }
 
-func (d *Downstreams) ReadResource(ctx context.Context, server, uri string, hdr http.Header) (*mcp.ReadResourceResult, error) {
-	return on(d, server, func(m *Manager) (*mcp.ReadResourceResult, error) { return m.ReadResource(ctx, server, uri, hdr) })
+func (d *Downstreams) ReadResource(ctx context.Context, server, uri string, hdr http.Header, relay *Relay) (*mcp.ReadResourceResult, error) {
+	return on(d, server, func(m *Manager) (*mcp.ReadResourceResult, error) { return m.ReadResource(ctx, server, uri, hdr, relay) })
 }
 
 func (d *Downstreams) Capabilities(ctx context.Context, server string, hdr http.Header) (mcp.ServerCapabilities, error) {

@@ -17,7 +17,7 @@ func TestDeadServerListenRetriesLogOnce(t *testing.T) {
 	log, logs := observed(zap.NewAtomicLevelAt(zap.DebugLevel))
 	d := newDownstream(t, true) // stateful: mcp-go keeps a GET stream open
 	m := newManager(t, Options{Logger: log}, d.spec("down"))
-	if _, err := m.CallTool(testCtx(t), "down", "echo", map[string]any{"text": "x"}, nil, nil); err != nil {
+	if _, err := m.CallTool(testCtx(t), "down", "echo", map[string]any{"text": "x"}, nil, nil, CallOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, "the GET stream", func() bool { return d.count("GET", "") > 0 })

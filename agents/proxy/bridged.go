@@ -32,7 +32,7 @@ func (p *Proxy) PromptCall(ctx context.Context, name string, args map[string]str
 		var req mcp.GetPromptRequest
 		req.Header = inbound
 		req.Params.Name, req.Params.Arguments = name, args
-		return p.getPrompt(p.relayRequests(ctx), req)
+		return p.getPrompt(ctx, req, p.relayRequests())
 	}
 }
 
@@ -47,7 +47,7 @@ func (p *Proxy) ResourceCall(ctx context.Context, uri string, inbound http.Heade
 		if err := p.allowServer(ctx, srv, "resource:"+uri); err != nil {
 			return nil, err
 		}
-		res, err := p.d.Downstream.ReadResource(p.relayRequests(ctx), srv, uri, p.outbound(ctx, srv, inbound))
+		res, err := p.d.Downstream.ReadResource(ctx, srv, uri, p.outbound(ctx, srv, inbound, nil), p.relayRequests())
 		if err != nil {
 			return nil, err
 		}
@@ -59,18 +59,19 @@ func (p *Proxy) ResourceCall(ctx context.Context, uri string, inbound http.Heade
 	}
 }
 
-// relayRequests is ctx whose downstream request takes the downstream's
-// server-to-client requests to the endpoint (Deps.Request), which answers
-// them from the bridge's call. Log messages and progress are not relayed:
-// a bridged prompts/get or resources/read is answered as plain JSON.
-func (p *Proxy) relayRequests(ctx context.Context) context.Context {
+// relayRequests is the Relay of a bridged downstream request: it takes the
+// downstream's server-to-client requests to the endpoint (Deps.Request),
+// which answers them from the bridge's call; nil without Deps.Request. Log
+// messages and progress are not relayed: a bridged prompts/get or
+// resources/read is answered as plain JSON.
+func (p *Proxy) relayRequests() *mcpclient.Relay {
 	if p.d.Request == nil {
-		return ctx
+		return nil
 	}
-	return mcpclient.WithRelay(ctx, &mcpclient.Relay{
+	return &mcpclient.Relay{
 		Request: func(dctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
 			return p.d.Request(dctx, nil, method, params)
-		}})
+		}}
 }
 
 // Self is the agent's identity as its MCP server gives it.

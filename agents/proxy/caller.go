@@ -57,7 +57,7 @@ func (p *Proxy) AnswerSetLevel(w http.ResponseWriter, r *http.Request, id json.R
 	var wg sync.WaitGroup
 	for _, srv := range p.servers(policy.CallerFrom(ctx)) {
 		wg.Go(func() {
-			hdr, err := p.d.Outbound(ctx, srv, r.Header)
+			hdr, err := p.d.Outbound(ctx, srv, r.Header, nil)
 			if err == nil {
 				err = p.d.Downstream.SetLogLevel(ctx, srv, level, hdr)
 			}

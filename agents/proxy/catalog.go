@@ -17,6 +17,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/pallasgw/pallasgw/agents/mcpclient"
 	"github.com/pallasgw/pallasgw/policy"
 )
 
@@ -26,7 +27,7 @@ func (p *Proxy) promptView(ctx context.Context, inbound http.Header) []mcp.Promp
 	out := []mcp.Prompt{}
 	var missing []server.ServerPrompt
 	for _, srv := range p.servers(policy.CallerFrom(ctx)) {
-		res, err := p.d.Downstream.ListPrompts(ctx, srv, p.outbound(ctx, srv, inbound))
+		res, err := p.d.Downstream.ListPrompts(ctx, srv, p.outbound(ctx, srv, inbound, nil))
 		if err != nil {
 			p.listFailed(ctx, "prompts/list", srv, err)
 			continue
@@ -37,7 +38,7 @@ func (p *Proxy) promptView(ctx context.Context, inbound http.Header) []mcp.Promp
 				p.prompts.Store(name, route{server: srv, name: pr.Name})
 			}
 			if _, ok := p.promptsReg.Load(name); !ok {
-				missing = append(missing, server.ServerPrompt{Prompt: mcp.NewPrompt(name), Handler: p.getPrompt})
+				missing = append(missing, server.ServerPrompt{Prompt: mcp.NewPrompt(name), Handler: p.handlePrompt})
 			}
 			pr.Name = name
 			out = append(out, pr)
@@ -69,8 +70,15 @@ func (p *Proxy) ensurePrompt(ctx context.Context, name string, inbound http.Head
 	}
 }
 
-// getPrompt forwards prompts/get; the result is the downstream's.
-func (p *Proxy) getPrompt(ctx context.Context, req mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+// handlePrompt is mcp-go's handler of an exposed prompt: getPrompt
+// without a relay.
+func (p *Proxy) handlePrompt(ctx context.Context, req mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+	return p.getPrompt(ctx, req, nil)
+}
+
+// getPrompt forwards prompts/get, the downstream's server-to-client
+// requests meanwhile to relay (nil: none); the result is the downstream's.
+func (p *Proxy) getPrompt(ctx context.Context, req mcp.GetPromptRequest, relay *mcpclient.Relay) (*mcp.GetPromptResult, error) {
 	v, ok := p.prompts.Load(req.Params.Name)
 	if !ok {
 		return nil, fmt.Errorf("prompt %q not found", req.Params.Name)
@@ -79,7 +87,7 @@ func (p *Proxy) getPrompt(ctx context.Context, req mcp.GetPromptRequest) (*mcp.G
 	if err := p.allowServer(ctx, r.server, "prompt:"+r.name); err != nil {
 		return nil, err
 	}
-	return p.d.Downstream.GetPrompt(ctx, r.server, r.name, req.Params.Arguments, p.outbound(ctx, r.server, req.Header))
+	return p.d.Downstream.GetPrompt(ctx, r.server, r.name, req.Params.Arguments, p.outbound(ctx, r.server, req.Header, relay), relay)
 }
 
 // allowServer audits the caller's use of srv for what and returns an error
@@ -101,7 +109,7 @@ func (p *Proxy) allowServer(ctx context.Context, srv, what string) error {
 func (p *Proxy) resourceView(ctx context.Context, inbound http.Header) []mcp.Resource {
 	out := []mcp.Resource{}
 	for _, srv := range p.servers(policy.CallerFrom(ctx)) {
-		res, err := p.d.Downstream.ListResources(ctx, srv, p.outbound(ctx, srv, inbound))
+		res, err := p.d.Downstream.ListResources(ctx, srv, p.outbound(ctx, srv, inbound, nil))
 		if err != nil {
 			p.listFailed(ctx, "resources/list", srv, err)
 			continue
@@ -119,7 +127,7 @@ func (p *Proxy) resourceView(ctx context.Context, inbound http.Header) []mcp.Res
 func (p *Proxy) templateView(ctx context.Context, inbound http.Header) []mcp.ResourceTemplate {
 	out := []mcp.ResourceTemplate{}
 	for _, srv := range p.servers(policy.CallerFrom(ctx)) {
-		res, err := p.d.Downstream.ListResourceTemplates(ctx, srv, p.outbound(ctx, srv, inbound))
+		res, err := p.d.Downstream.ListResourceTemplates(ctx, srv, p.outbound(ctx, srv, inbound, nil))
 		if err != nil {
 			p.listFailed(ctx, "resources/templates/list", srv, err)
 			continue
@@ -163,7 +171,7 @@ func (p *Proxy) readResource(ctx context.Context, req mcp.ReadResourceRequest) (
 	if err := p.allowServer(ctx, srv, "resource:"+uri); err != nil {
 		return nil, err
 	}
-	res, err := p.d.Downstream.ReadResource(ctx, srv, uri, p.outbound(ctx, srv, req.Header))
+	res, err := p.d.Downstream.ReadResource(ctx, srv, uri, p.outbound(ctx, srv, req.Header, nil), nil)
 	if err != nil {
 		return nil, err
 	}
@@ -178,7 +186,7 @@ func (p *Proxy) resourceServer(ctx context.Context, uri string, inbound http.Hea
 	}
 	servers := p.servers(policy.CallerFrom(ctx))
 	for _, srv := range servers {
-		res, err := p.d.Downstream.ListResources(ctx, srv, p.outbound(ctx, srv, inbound))
+		res, err := p.d.Downstream.ListResources(ctx, srv, p.outbound(ctx, srv, inbound, nil))
 		if err != nil {
 			continue
 		}
@@ -189,7 +197,7 @@ func (p *Proxy) resourceServer(ctx context.Context, uri string, inbound http.Hea
 		}
 	}
 	for _, srv := range servers {
-		res, err := p.d.Downstream.ListResourceTemplates(ctx, srv, p.outbound(ctx, srv, inbound))
+		res, err := p.d.Downstream.ListResourceTemplates(ctx, srv, p.outbound(ctx, srv, inbound, nil))
 		if err != nil {
 			continue
 		}

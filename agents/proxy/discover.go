@@ -24,7 +24,7 @@ import (
 func (p *Proxy) mergeCapabilities(ctx context.Context, inbound http.Header, caps *mcp.ServerCapabilities) {
 	var prompts, resources bool
 	for _, srv := range p.servers(policy.CallerFrom(ctx)) {
-		c, err := p.d.Downstream.Capabilities(ctx, srv, p.outbound(ctx, srv, inbound))
+		c, err := p.d.Downstream.Capabilities(ctx, srv, p.outbound(ctx, srv, inbound, nil))
 		if err != nil {
 			p.listFailed(ctx, "server/discover", srv, err)
 			continue

@@ -96,8 +96,9 @@ type Deps struct {
 	Callers    *policy.CallerPolicy
 	Auditor    *policy.Auditor
 	// Outbound composes the headers server receives for a call that
-	// arrived with inbound headers.
-	Outbound func(ctx context.Context, server string, inbound http.Header) (http.Header, error)
+	// arrived with inbound headers; relay (nil: none) is the call's, by
+	// which a server with oauth may ask the caller to connect.
+	Outbound func(ctx context.Context, server string, inbound http.Header, relay *mcpclient.Relay) (http.Header, error)
 	// Rejected is told of a call server refused for its credentials (401),
 	// so that a caller's own token is renewed before the next (nil: none).
 	Rejected func(ctx context.Context, server string, err error)
@@ -290,7 +291,7 @@ func (p *Proxy) toolViewFailed(ctx context.Context, inbound http.Header) ([]mcp.
 	var names []string
 	var failed map[string]error
 	for _, srv := range p.servers(caller) {
-		hdr, err := p.d.Outbound(ctx, srv, inbound)
+		hdr, err := p.d.Outbound(ctx, srv, inbound, nil)
 		var list []mcp.Tool
 		if err == nil {
 			list, err = p.d.Downstream.Tools(ctx, srv, hdr)
@@ -440,8 +441,7 @@ func (p *Proxy) forward(ctx context.Context, req mcp.CallToolRequest, raw bool, 
 	}
 	relay, rel := p.relayFor(ctx, req)
 	defer relay.end() // also on a panic: no request may be written after the call
-	ctx = mcpclient.WithRelay(ctx, rel)
-	outbound, err := p.d.Outbound(ctx, r.server, req.Header)
+	outbound, err := p.d.Outbound(ctx, r.server, req.Header, rel)
 	isError := false
 	switch {
 	case err != nil:
@@ -450,10 +450,10 @@ func (p *Proxy) forward(ctx context.Context, req mcp.CallToolRequest, raw bool, 
 		// passthrough.go), after the call's last notifications.
 		pass := call.PassThrough(p.serverInfoJSON(), func() { relay.Flush(2 * time.Second) })
 		rr, err = p.d.Downstream.CallToolRaw(ctx, r.server, r.name, rawArguments(req), outbound, relay.ProgressFunc(),
-			mcpclient.CallOptions{PassThrough: pass})
+			mcpclient.CallOptions{PassThrough: pass, Extras: mcpclient.ExtrasOf(call), Relay: rel})
 		isError = err == nil && rr != nil && rr.IsError
 	default:
-		res, err = p.d.Downstream.CallTool(ctx, r.server, r.name, req.GetArguments(), outbound, relay.ProgressFunc())
+		res, err = p.d.Downstream.CallTool(ctx, r.server, r.name, req.GetArguments(), outbound, relay.ProgressFunc(), mcpclient.CallOptions{Relay: rel})
 		isError = err == nil && res != nil && res.IsError
 	}
 	relay.Flush(2 * time.Second)
@@ -530,9 +530,10 @@ func progressToken(m *mcp.Meta) mcp.ProgressToken {
 
 // outbound composes srv's headers for a listing or a read; a failure (a
 // token exchange) leaves the caller's request without anything from srv,
-// as an unreachable server does, and is logged.
-func (p *Proxy) outbound(ctx context.Context, srv string, inbound http.Header) http.Header {
-	hdr, err := p.d.Outbound(ctx, srv, inbound)
+// as an unreachable server does, and is logged. relay is the call's (nil:
+// none; Deps.Outbound).
+func (p *Proxy) outbound(ctx context.Context, srv string, inbound http.Header, relay *mcpclient.Relay) http.Header {
+	hdr, err := p.d.Outbound(ctx, srv, inbound, relay)
 	if err != nil {
 		p.d.Logger.Warn("composing the downstream's credentials failed", zap.String("request_id", p.d.RequestID(ctx)),
 			zap.String("server", srv), zap.Error(err))

@@ -73,7 +73,7 @@ func (p *Proxy) taskServers(ctx context.Context, inbound http.Header) ([]string,
 	var out []string
 	var merged *mcp.TasksCapability
 	for _, srv := range p.servers(policy.CallerFrom(ctx)) {
-		c, err := p.d.Downstream.Capabilities(ctx, srv, p.outbound(ctx, srv, inbound))
+		c, err := p.d.Downstream.Capabilities(ctx, srv, p.outbound(ctx, srv, inbound, nil))
 		if err != nil {
 			p.listFailed(ctx, "tasks", srv, err)
 			continue
@@ -147,9 +147,8 @@ func (p *Proxy) CallAsTask(ctx context.Context, req mcp.CallToolRequest, task js
 	if !p.serverHasTasks(ctx, srv, req.Header) {
 		return nil, taskError(mcp.METHOD_NOT_FOUND, fmt.Sprintf("tool %q does not support task augmentation: server %s does not declare tasks", req.Params.Name, srv))
 	}
-	x := &mcpclient.CallExtras{Params: map[string]json.RawMessage{"task": task}}
-	ctx = mcpclient.WithCallExtras(ctx, x)
-	res, rr, err := p.forward(ctx, req, true, nil)
+	call := &wire.Call{Req: req, ExtraParams: map[string]json.RawMessage{"task": task}} // no pass-through
+	res, rr, err := p.forward(ctx, req, true, call)
 	switch {
 	case err != nil:
 		var rpc *mcpclient.RPCError
@@ -209,7 +208,7 @@ func (p *Proxy) Task(ctx context.Context, method string, params json.RawMessage,
 	if !p.serverHasTasks(ctx, srv, inbound) {
 		return nil, taskError(mcp.INVALID_PARAMS, fmt.Sprintf("task %q not found: server %s does not declare tasks (or cannot be reached)", id, srv))
 	}
-	hdr, err := p.d.Outbound(ctx, srv, inbound)
+	hdr, err := p.d.Outbound(ctx, srv, inbound, nil)
 	if err != nil {
 		return nil, taskError(mcp.INTERNAL_ERROR, fmt.Sprintf("composing the credentials of server %s failed (request id %s)", srv, p.d.RequestID(ctx)))
 	}
@@ -252,7 +251,7 @@ func (p *Proxy) listTasks(ctx context.Context, inbound http.Header) (json.RawMes
 	}
 	var found []listed
 	for _, srv := range servers {
-		hdr, err := p.d.Outbound(ctx, srv, inbound)
+		hdr, err := p.d.Outbound(ctx, srv, inbound, nil)
 		var res json.RawMessage
 		if err == nil {
 			res, err = p.d.Downstream.TaskRequest(ctx, srv, string(mcp.MethodTasksList), json.RawMessage(`{}`), hdr)

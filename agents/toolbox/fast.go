@@ -50,7 +50,7 @@ func (t *Target) RawArgs() bool { return true }
 // written raw when it came so.
 func (t *Target) Answer(ctx context.Context, c *wire.Call) any {
 	req, id, modern := c.Req, c.ID, c.Modern
-	res, rr, err := t.recovered(ctx, req)
+	res, rr, err := t.recovered(ctx, req, mcpclient.ExtrasOf(c))
 	if err == nil && res == nil {
 		if msg, ok := wire.RawResponse(id, rr, modern, t.selfJSON()); ok {
 			return msg
@@ -60,7 +60,7 @@ func (t *Target) Answer(ctx context.Context, c *wire.Call) any {
 	return wire.ToolAnswer(id, executeToolName, res, err, modern, t.tb.d.Self)
 }
 
-func (t *Target) recovered(ctx context.Context, req mcp.CallToolRequest) (res *mcp.CallToolResult, rr *mcpclient.RawResult, err error) {
+func (t *Target) recovered(ctx context.Context, req mcp.CallToolRequest, extras *mcpclient.CallExtras) (res *mcp.CallToolResult, rr *mcpclient.RawResult, err error) {
 	defer wire.Recover(executeToolName, &err)
 	ok := wire.Fast() // off: mcp-go's client, typed
 	members := map[string]json.RawMessage{}
@@ -85,7 +85,7 @@ func (t *Target) recovered(ctx context.Context, req mcp.CallToolRequest) (res *m
 	req.Params.Arguments = args
 	c := newCall(executeToolName)
 	res, err = t.tb.run(ctx, c, req, func(ctx context.Context, c *tbCall, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		rr, err = t.tb.executeRaw(ctx, c, req, args, toolArgs)
+		rr, err = t.tb.executeRaw(ctx, c, req, args, toolArgs, extras)
 		return nil, err
 	})
 	if err == nil && rr != nil && rr.ResultType == string(mcp.ResultTypeInputRequired) {
@@ -102,8 +102,9 @@ func (t *Target) recovered(ctx context.Context, req mcp.CallToolRequest) (res *m
 	return res, rr, nil
 }
 
-// executeRaw is executeTool with the result raw.
-func (tb *toolbox) executeRaw(ctx context.Context, c *tbCall, req mcp.CallToolRequest, args map[string]any, toolArgs json.RawMessage) (*mcpclient.RawResult, error) {
+// executeRaw is executeTool with the result raw; the downstream call adds
+// the caller's members extras (nil: none).
+func (tb *toolbox) executeRaw(ctx context.Context, c *tbCall, req mcp.CallToolRequest, args map[string]any, toolArgs json.RawMessage, extras *mcpclient.CallExtras) (*mcpclient.RawResult, error) {
 	toolArgs = bytes.TrimSpace(toolArgs)
 	switch {
 	case len(toolArgs) == 0 || string(toolArgs) == "null":
@@ -116,8 +117,8 @@ func (tb *toolbox) executeRaw(ctx context.Context, c *tbCall, req mcp.CallToolRe
 		return nil, err
 	}
 	defer call.cancel()
-	callCtx, onProgress, done := tb.d.Relay(call.ctx, call.token)
-	rr, err := tb.d.Downstream.CallToolRaw(callCtx, c.server, c.target, toolArgs, call.hdr, onProgress, mcpclient.CallOptions{})
+	relay, onProgress, done := tb.d.Relay(call.ctx, call.token)
+	rr, err := tb.d.Downstream.CallToolRaw(call.ctx, c.server, c.target, toolArgs, call.hdr, onProgress, mcpclient.CallOptions{Extras: extras, Relay: relay})
 	done()
 	if err != nil {
 		return nil, tb.downstreamError(ctx, c, err)

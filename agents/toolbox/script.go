@@ -17,6 +17,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/pallasgw/pallasgw/agents/codemode"
+	"github.com/pallasgw/pallasgw/agents/mcpclient"
 )
 
 func (tb *toolbox) registerScript(srv *server.MCPServer) {
@@ -113,8 +114,8 @@ func (tb *toolbox) scriptExecute(ctx context.Context, c *tbCall, req mcp.CallToo
 		return nil, err
 	}
 	defer call.cancel()
-	callCtx, asked := codemode.NoInput(call.ctx)
-	res, err := tb.d.Downstream.CallTool(callCtx, server, tool, toolArgs, call.hdr, nil)
+	relay, asked := codemode.NoInput()
+	res, err := tb.d.Downstream.CallTool(call.ctx, server, tool, toolArgs, call.hdr, nil, mcpclient.CallOptions{Relay: relay})
 	if aerr := asked(); aerr != nil {
 		return nil, stop(aerr)
 	}

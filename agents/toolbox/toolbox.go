@@ -79,8 +79,9 @@ type Deps struct {
 	Callers     *policy.CallerPolicy
 	Auditor     *policy.Auditor
 	// Outbound composes the headers server receives for a call that
-	// arrived with inbound headers.
-	Outbound func(ctx context.Context, server string, inbound http.Header) (http.Header, error)
+	// arrived with inbound headers; relay (nil here: none) is the call's,
+	// by which a server with oauth may ask the caller to connect.
+	Outbound func(ctx context.Context, server string, inbound http.Header, relay *mcpclient.Relay) (http.Header, error)
 	// Rejected is told of a call server refused for its credentials (401),
 	// so that a caller's own token is renewed before the next (nil: none).
 	Rejected func(ctx context.Context, server string, err error)
@@ -95,12 +96,12 @@ type Deps struct {
 	GatewayStatus *config.GatewayStatus
 	Status        func() any
 	// Relay prepares one downstream call of execute_tool for the caller:
-	// the returned ctx takes the downstream's server-to-client requests
-	// (elicitation, sampling, roots) to the caller (mcpclient.WithRelay),
+	// the returned Relay takes the downstream's server-to-client requests
+	// (elicitation, sampling, roots) to the caller (mcpclient.CallOptions),
 	// onProgress relays its progress under token (nil: none asked), and
 	// done waits until what was relayed is written and ends the relay
 	// (nothing is written to the caller after it).
-	Relay func(ctx context.Context, token mcp.ProgressToken) (relayed context.Context, onProgress mcpclient.ProgressFunc, done func())
+	Relay func(ctx context.Context, token mcp.ProgressToken) (relay *mcpclient.Relay, onProgress mcpclient.ProgressFunc, done func())
 	// Script runs run_script (script.go); nil: not offered.
 	Script *codemode.Runner
 	// Quota takes one request from the caller's requests_per_minute for
@@ -480,7 +481,7 @@ func (tb *toolbox) getServerTools(ctx context.Context, c *tbCall, req mcp.CallTo
 // visibleTools lists the tools of srv that caller may see: the list
 // get_server_tools and search_tools both answer from.
 func (tb *toolbox) visibleTools(ctx context.Context, caller, srv string, inbound http.Header) ([]mcp.Tool, error) {
-	hdr, err := tb.d.Outbound(ctx, srv, inbound)
+	hdr, err := tb.d.Outbound(ctx, srv, inbound, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -511,8 +512,8 @@ func (tb *toolbox) executeTool(ctx context.Context, c *tbCall, req mcp.CallToolR
 		return nil, err
 	}
 	defer call.cancel()
-	callCtx, onProgress, done := tb.d.Relay(call.ctx, call.token)
-	res, err := tb.d.Downstream.CallTool(callCtx, c.server, c.target, toolArgs, call.hdr, onProgress)
+	relay, onProgress, done := tb.d.Relay(call.ctx, call.token)
+	res, err := tb.d.Downstream.CallTool(call.ctx, c.server, c.target, toolArgs, call.hdr, onProgress, mcpclient.CallOptions{Relay: relay})
 	done()
 	if err != nil {
 		return nil, tb.downstreamError(ctx, c, err)
@@ -557,7 +558,7 @@ func (tb *toolbox) prepareExecute(ctx context.Context, c *tbCall, req mcp.CallTo
 		c.timeout, c.deadline = timeout, time.Now().Add(timeout)
 	}
 	var err error
-	if call.hdr, err = tb.d.Outbound(call.ctx, c.server, req.Header); err != nil {
+	if call.hdr, err = tb.d.Outbound(call.ctx, c.server, req.Header, nil); err != nil {
 		call.cancel()
 		return nil, tb.downstreamError(ctx, c, err)
 	}

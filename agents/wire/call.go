@@ -21,6 +21,12 @@ type Call struct {
 	// caller sent them (a RoundTripTarget's), or nil when it carries
 	// none.
 	RoundTrip *RoundTrip
+	// ExtraParams and ExtraMeta are members the downstream tools/call made
+	// for c adds beside name and arguments and in its _meta (the
+	// input-required bridge's: a passed-back requestState and
+	// inputResponses, the caller's declared client capabilities; a task),
+	// or nil.
+	ExtraParams, ExtraMeta map[string]json.RawMessage
 
 	stream *Stream     // the caller's response (Serve), or nil
 	gate   func() bool // Gated's, or nil

@@ -147,15 +147,11 @@ var allowedContextAccessors = []string{
 // knownContextAccessors are today's other exported context accessors:
 // behaviour handed between packages in a context.
 var knownContextAccessors = []string{
-	"agents.WithAllowedAgents",
 	"agents/endpoint.ScopeFrom",
 	"agents/endpoint.SetCheckpoint",
 	"agents/endpoint.TakeResume",
 	"agents/endpoint.Unanswered",
 	"agents/endpoint.WithAskScope",
-	"agents/mcpclient.RelayFrom",
-	"agents/mcpclient.WithCallExtras",
-	"agents/mcpclient.WithRelay",
 	"agents/wire.Notifier",
 	"agents/wire.StreamFrom",
 }

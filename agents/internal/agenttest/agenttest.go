@@ -38,7 +38,8 @@ import (
 
 // FakeDown is an in-memory mcpclient.Downstream: per server a tool list,
 // canned results, prompts and resources. Call, when set, runs instead of
-// the canned result. Every server declares tools, prompts and resources
+// the canned result; Relayed, when set, instead of Call, given the call's
+// Relay (mcpclient.CallOptions.Relay, nil for none). Every server declares tools, prompts and resources
 // and no tasks; no tool is hidden; a logging/setLevel is taken and
 // dropped.
 type FakeDown struct {
@@ -50,6 +51,7 @@ type FakeDown struct {
 	Templates map[string][]mcpgo.ResourceTemplate
 	ListErr   map[string]error
 	Call      func(ctx context.Context, server, tool string, args map[string]any, onProgress mcpclient.ProgressFunc) (*mcpgo.CallToolResult, error)
+	Relayed   func(ctx context.Context, server, tool string, args map[string]any, onProgress mcpclient.ProgressFunc, relay *mcpclient.Relay) (*mcpgo.CallToolResult, error)
 	calls     []string // "server/tool"
 	reads     []string // "server uri"
 	headers   []http.Header
@@ -65,12 +67,15 @@ func (f *FakeDown) Tools(_ context.Context, server string, hdr http.Header) ([]m
 	return append([]mcpgo.Tool(nil), f.ToolLists[server]...), nil
 }
 
-func (f *FakeDown) CallTool(ctx context.Context, server, tool string, args map[string]any, hdr http.Header, onProgress mcpclient.ProgressFunc) (*mcpgo.CallToolResult, error) {
+func (f *FakeDown) CallTool(ctx context.Context, server, tool string, args map[string]any, hdr http.Header, onProgress mcpclient.ProgressFunc, opts mcpclient.CallOptions) (*mcpgo.CallToolResult, error) {
 	f.mu.Lock()
 	f.calls = append(f.calls, server+"/"+tool)
 	f.headers = append(f.headers, hdr)
-	res, call := f.Results[server+"/"+tool], f.Call
+	res, call, relayed := f.Results[server+"/"+tool], f.Call, f.Relayed
 	f.mu.Unlock()
+	if relayed != nil {
+		return relayed(ctx, server, tool, args, onProgress, opts.Relay)
+	}
 	if call != nil {
 		return call(ctx, server, tool, args, onProgress)
 	}
@@ -87,7 +92,7 @@ func (f *FakeDown) CallToolRaw(ctx context.Context, server, tool string, args js
 	if err != nil {
 		return nil, err
 	}
-	res, err := f.CallTool(ctx, server, tool, m, hdr, onProgress)
+	res, err := f.CallTool(ctx, server, tool, m, hdr, onProgress, opts)
 	if err != nil || res == nil {
 		return nil, err
 	}
@@ -112,12 +117,12 @@ func RawOf(b []byte) (*mcpclient.RawResult, error) {
 }
 
 // CallToolJSON is CallTool with the arguments as JSON.
-func (f *FakeDown) CallToolJSON(ctx context.Context, server, tool string, args json.RawMessage, hdr http.Header, onProgress mcpclient.ProgressFunc) (*mcpgo.CallToolResult, error) {
+func (f *FakeDown) CallToolJSON(ctx context.Context, server, tool string, args json.RawMessage, hdr http.Header, onProgress mcpclient.ProgressFunc, opts mcpclient.CallOptions) (*mcpgo.CallToolResult, error) {
 	m, err := argsMap(args)
 	if err != nil {
 		return nil, err
 	}
-	return f.CallTool(ctx, server, tool, m, hdr, onProgress)
+	return f.CallTool(ctx, server, tool, m, hdr, onProgress, opts)
 }
 
 func argsMap(args json.RawMessage) (map[string]any, error) {
@@ -166,7 +171,7 @@ func (f *FakeDown) ListPrompts(_ context.Context, server string, _ http.Header) 
 	return &mcpgo.ListPromptsResult{Prompts: f.Prompts[server]}, nil
 }
 
-func (f *FakeDown) GetPrompt(_ context.Context, server, name string, args map[string]string, _ http.Header) (*mcpgo.GetPromptResult, error) {
+func (f *FakeDown) GetPrompt(_ context.Context, server, name string, args map[string]string, _ http.Header, _ *mcpclient.Relay) (*mcpgo.GetPromptResult, error) {
 	return mcpgo.NewGetPromptResult(server+"/"+name+" "+args["who"], []mcpgo.PromptMessage{
 		mcpgo.NewPromptMessage(mcpgo.RoleUser, mcpgo.NewTextContent("hello "+args["who"])),
 	}), nil
@@ -180,7 +185,7 @@ func (f *FakeDown) ListResourceTemplates(_ context.Context, server string, _ htt
 	return &mcpgo.ListResourceTemplatesResult{ResourceTemplates: f.Templates[server]}, nil
 }
 
-func (f *FakeDown) ReadResource(_ context.Context, server, uri string, _ http.Header) (*mcpgo.ReadResourceResult, error) {
+func (f *FakeDown) ReadResource(_ context.Context, server, uri string, _ http.Header, _ *mcpclient.Relay) (*mcpgo.ReadResourceResult, error) {
 	f.mu.Lock()
 	f.reads = append(f.reads, server+" "+uri)
 	f.mu.Unlock()
