@@ -91,7 +91,7 @@ func sidAuth(t *testing.T, m *Manager, principal, auth string, raw bool) (sid, s
 		}
 		out = r.Content[0].Text
 	} else {
-		res, err := m.CallTool(ctx, "auth", "sid", nil, h, nil)
+		res, err := m.CallTool(ctx, "auth", "sid", nil, h, nil, CallOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
