@@ -189,6 +189,7 @@ func (w *badWatch) check(t testing.TB) {
 }
 
 func TestBadInput(t *testing.T) {
+	t.Parallel() // its own gateway process and fakes; mostly waiting on timers
 	llm := fakellm.New(t)
 	g := startGateway(t, fmt.Sprintf(badConfig, llm.OpenAIBaseURL()))
 	url := g.Base + "/agents/echo/mcp"

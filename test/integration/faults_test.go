@@ -18,6 +18,7 @@ import (
 )
 
 func TestFaultDownstream(t *testing.T) {
+	t.Parallel() // its own gateway process and fakes; mostly waiting on timers
 	r := startFaultRig(t, "")
 	// Warm up: sessions to flaky and blinker exist and their tools are cached.
 	r.llm.Script(fakellm.ToolCalls(fakellm.Call{ID: "w1", Name: "flaky__echo", Args: json.RawMessage(`{"text":"hi"}`)}), fakellm.Text("warm"))
@@ -191,6 +192,7 @@ func TestFaultDownstreamThroughProxy(t *testing.T) {
 }
 
 func TestFaultLLM(t *testing.T) {
+	t.Parallel() // its own gateway process and fakes; mostly waiting on timers
 	r := startFaultRig(t, "")
 	r.answer(t, "talker", "warm", "warm up")
 	r.answer(t, "thinker", "warm", "warm up")

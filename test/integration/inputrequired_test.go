@@ -213,6 +213,7 @@ func TestInputRequiredNeverRetried(t *testing.T) {
 // elicitation handler, and gets the downstream's result; a caller that did
 // not declare elicitation gets -32021 (HTTP 400).
 func TestInputRequiredPromptAndResource(t *testing.T) {
+	t.Parallel() // its own gateway process and fakes; mostly waiting on timers
 	d := newRelayDown(t)
 	g := startInputGateway(t, d.ts.URL, "30s")
 	cs := sdkSession(t, g.Base+"/agents/px/mcp", "", acceptName("bo"))
@@ -316,6 +317,7 @@ func modernMeta(caps map[string]any) map[string]any {
 // llm agent's lists private for 60 s; the other kinds' resource lists are
 // empty, with the same hints.
 func TestCachingHints(t *testing.T) {
+	t.Parallel() // its own gateway process and fakes; mostly waiting on timers
 	d := newRelayDown(t)
 	g := startGateway(t, fmt.Sprintf(`
 name: caching

@@ -13,6 +13,7 @@ import (
 // answer as they do with tracing off, and the gateway stops as usual:
 // export is in the background and bounded.
 func TestTracingEndpointDown(t *testing.T) {
+	t.Parallel() // its own gateway process and fakes; mostly waiting on timers
 	refused, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
