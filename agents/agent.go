@@ -68,6 +68,11 @@ type Call struct {
 	// add (mcpclient.CallOptions.Extras), the caller's call's; sub-calls
 	// keep them. nil: none.
 	extras *mcpclient.CallExtras
+	// Rounds is the caller's call's round-trip state when the
+	// input-required bridge runs it (wire.Call.Rounds), its asks keyed
+	// under the tool call or step that runs (resume.go); sub-calls keep it.
+	// nil: not bridged.
+	Rounds wire.Rounds
 }
 
 const sendMessageSchema = `{
@@ -199,10 +204,10 @@ func (a *Agent) toolboxDeps() toolbox.Deps {
 		Passthrough: d.Config.Auth.Mode == policy.ModePassthrough, Logger: a.log, Downstream: d.Downstream,
 		Callers: d.Callers, Auditor: d.Auditor, Outbound: a.set.outbound, Rejected: a.set.upstreamRejected, Observe: a.observe, RequestID: RequestID,
 		GatewayStatus: a.Config.GatewayStatus, Status: d.Status, Script: a.toolboxScript(), Quota: a.scriptRequest,
-		Relay: func(ctx context.Context, token mcp.ProgressToken) (*mcpclient.Relay, mcpclient.ProgressFunc, func()) {
+		Relay: func(ctx context.Context, token mcp.ProgressToken, rounds wire.Rounds) (*mcpclient.Relay, mcpclient.ProgressFunc, func()) {
 			relay := proxy.NewCallRelay(ctx, streamOf(ctx), token, d.Metrics)
 			requests := &mcpclient.Relay{Request: func(dctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
-				return a.handler.Request(dctx, sequencer(relay), method, params)
+				return a.handler.Request(dctx, rounds, sequencer(relay), method, params)
 			}}
 			return requests, relay.ProgressFunc(), func() {
 				relay.Flush(2 * time.Second)
@@ -219,8 +224,8 @@ func (a *Agent) proxyDeps() proxy.Deps {
 		Metrics: d.Metrics, Downstream: d.Downstream, Callers: d.Callers, Auditor: d.Auditor, Outbound: a.set.outbound,
 		Rejected: a.set.upstreamRejected, Observe: a.observe, Outcome: outcomeOf, RequestID: RequestID, Health: a.handleHealth, StreamOf: streamOf, TaskTag: taskTag(d.CallerRequests),
 		TaskIndex: d.TaskIndex, ToolSearch: a.Config.ToolSearch.On(),
-		Request: func(ctx context.Context, relay *proxy.Relay, method string, params json.RawMessage) (json.RawMessage, error) {
-			return a.handler.Request(ctx, sequencer(relay), method, params) // the endpoint is built after the proxy
+		Request: func(ctx context.Context, relay *proxy.Relay, rounds wire.Rounds, method string, params json.RawMessage) (json.RawMessage, error) {
+			return a.handler.Request(ctx, rounds, sequencer(relay), method, params) // the endpoint is built after the proxy
 		}}
 }
 
@@ -282,19 +287,21 @@ func WithRequestID(ctx context.Context, id string) context.Context {
 func RequestID(ctx context.Context) string { return requestOf(ctx).id }
 
 func (a *Agent) handleSendMessage(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	return a.sendMessage(ctx, req, nil)
+	return a.sendMessage(ctx, req, nil, nil)
 }
 
 // answerSendMessage is send_message for the fast path's call c: the
-// downstream tools/calls of its tool loops add c's members (the
-// input-required bridge's).
+// downstream tools/calls of its tool loops add c's members and take their
+// requests to the caller to c's round-trip state (the input-required
+// bridge's).
 func (a *Agent) answerSendMessage(ctx context.Context, c *wire.Call) (*mcp.CallToolResult, error) {
-	return a.sendMessage(ctx, c.Req, mcpclient.ExtrasOf(c))
+	return a.sendMessage(ctx, c.Req, mcpclient.ExtrasOf(c), c.Rounds)
 }
 
 // sendMessage runs send_message; extras are the members the downstream
-// tools/calls of its tool loops add (nil: none).
-func (a *Agent) sendMessage(ctx context.Context, req mcp.CallToolRequest, extras *mcpclient.CallExtras) (*mcp.CallToolResult, error) {
+// tools/calls of its tool loops add (nil: none), rounds the call's
+// round-trip state (nil: not bridged).
+func (a *Agent) sendMessage(ctx context.Context, req mcp.CallToolRequest, extras *mcpclient.CallExtras, rounds wire.Rounds) (*mcp.CallToolResult, error) {
 	start := time.Now()
 	m := a.set.deps.Metrics
 	rid := RequestID(ctx)
@@ -320,7 +327,7 @@ func (a *Agent) sendMessage(ctx context.Context, req mcp.CallToolRequest, extras
 		a.auditCall(ctx, rid, policy.CallerFrom(ctx), "error", 0, start)
 		return mcp.NewToolResultError(fmt.Sprintf("%v (request id %s)", err, rid)), nil
 	}
-	call := &Call{Turn: turn, Inbound: req.Header, Progress: progress, RequestID: rid, Caller: policy.CallerFrom(ctx), overrides: ov, extras: extras}
+	call := &Call{Turn: turn, Inbound: req.Header, Progress: progress, RequestID: rid, Caller: policy.CallerFrom(ctx), overrides: ov, extras: extras, Rounds: rounds}
 	answer, err := a.Run(ctx, call)
 	progress.flush(2 * time.Second)
 	outcome := outcomeOf(ctx, err)

@@ -59,7 +59,7 @@ func (r *evalOptRunner) run(ctx context.Context, c *Call) (string, error) {
 			step++
 			turn := c.Turn
 			turn.Message = msg
-			draft, err = r.a.delegate(stepScope(ctx, c, fmt.Sprintf("generator%d", round+1)), c, step, cfg.Generator, turn, nil)
+			draft, err = r.a.delegate(ctx, c, fmt.Sprintf("generator%d", round+1), step, cfg.Generator, turn, nil)
 			if err != nil {
 				return "", fmt.Errorf("generator %s: %w", cfg.Generator, err)
 			}
@@ -69,7 +69,7 @@ func (r *evalOptRunner) run(ctx context.Context, c *Call) (string, error) {
 		}
 		progress(draft).record(ctx, c, !(again && generated != ""))
 		step++
-		verdict, err := r.a.delegate(stepScope(ctx, c, fmt.Sprintf("evaluator%d", round+1)), c, step, cfg.Evaluator,
+		verdict, err := r.a.delegate(ctx, c, fmt.Sprintf("evaluator%d", round+1), step, cfg.Evaluator,
 			Turn{Message: evaluationRequest(c.Message, draft), ConversationID: c.ConversationID}, evaluationSchema)
 		if err != nil {
 			return "", fmt.Errorf("evaluator %s: %w", cfg.Evaluator, err)
@@ -99,7 +99,7 @@ func (r *evalOptRunner) run(ctx context.Context, c *Call) (string, error) {
 // turn, its progress prefixed "{sub}/{tool}: " and framed by
 // "{agent} step N (tool)" and started/completed/failed. schema, when set,
 // asks the sub-agent's model for a structured answer.
-func (a *Agent) delegate(ctx context.Context, c *Call, step int, name string, turn Turn, schema *llm.OutputSchema) (string, error) {
+func (a *Agent) delegate(ctx context.Context, c *Call, scope string, step int, name string, turn Turn, schema *llm.OutputSchema) (string, error) {
 	sub := a.set.Get(name)
 	label := name + "/" + sub.Config.ToolName
 	c.Progress.Send(fmt.Sprintf("%s step %d (tool)", a.Name, step))
@@ -107,7 +107,7 @@ func (a *Agent) delegate(ctx context.Context, c *Call, step int, name string, tu
 	next := c.sub(turn.Message, c.Progress.Prefixed(label+": "))
 	next.Turn = turn
 	next.schema = schema
-	out, err := sub.Run(ctx, next)
+	out, err := sub.Run(ctx, c.step(next, scope))
 	if err != nil {
 		c.Progress.Send(label + ": failed")
 		return "", err

@@ -12,7 +12,6 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/pallasgw/pallasgw/agents/endpoint"
 	"github.com/pallasgw/pallasgw/agents/llm"
 	"github.com/pallasgw/pallasgw/gateway/config"
 )
@@ -71,7 +70,7 @@ func (r *chainRunner) run(ctx context.Context, c *Call) (string, error) {
 			// The first agent sees the caller's whole turn.
 			next.Turn = c.Turn
 		}
-		out, err := sub.Run(stepScope(ctx, c, fmt.Sprintf("step%d", i+1)), next)
+		out, err := sub.Run(ctx, c.step(next, fmt.Sprintf("step%d", i+1)))
 		if err != nil {
 			c.Progress.Send(label + ": failed")
 			return "", fmt.Errorf("chain step %d (%s): %w", i+1, name, err)
@@ -88,7 +87,7 @@ func (r *chainRunner) run(ctx context.Context, c *Call) (string, error) {
 // unanswered ends a top-level workflow whose caller was asked for input
 // and never answered: nobody will read its answer, so no more steps.
 func unanswered(ctx context.Context, c *Call) error {
-	if c.Depth == 0 && endpoint.Unanswered(ctx) {
+	if c.Depth == 0 && c.unanswered() {
 		return errUnanswered
 	}
 	return nil
@@ -145,7 +144,7 @@ func (r *routerRunner) run(ctx context.Context, c *Call) (string, error) {
 	c.Progress.Send(label + ": started")
 	next := c.sub(c.Message, c.Progress.Prefixed(label+": "))
 	next.Turn = c.Turn
-	out, err := sub.Run(stepScope(ctx, c, "route"), next)
+	out, err := sub.Run(ctx, c.step(next, "route"))
 	if err != nil {
 		c.Progress.Send(label + ": failed")
 		return "", fmt.Errorf("routed to %s: %w", choice, err)
@@ -219,7 +218,7 @@ func (r *parallelRunner) run(ctx context.Context, c *Call) (string, error) {
 			})
 			next := c.sub(c.Message, c.Progress.Prefixed(label+": "))
 			next.Turn = c.Turn
-			answers[i], errs[i] = sub.Run(stepScope(ctx, c, fmt.Sprintf("agent%d", i+1)), next)
+			answers[i], errs[i] = sub.Run(ctx, c.step(next, fmt.Sprintf("agent%d", i+1)))
 			if errs[i] != nil {
 				c.Progress.Send(label + ": failed")
 			} else {
@@ -255,7 +254,7 @@ func (r *parallelRunner) run(ctx context.Context, c *Call) (string, error) {
 	label := in.Name + "/" + in.Config.ToolName
 	c.Progress.Send(r.a.Name + " step 2 (tool)")
 	c.Progress.Send(label + ": started")
-	out, err := in.Run(stepScope(ctx, c, "fan_in"), c.sub(b.String(), c.Progress.Prefixed(label+": ")))
+	out, err := in.Run(ctx, c.step(c.sub(b.String(), c.Progress.Prefixed(label+": ")), "fan_in"))
 	if err != nil {
 		c.Progress.Send(label + ": failed")
 		return "", fmt.Errorf("fan_in %s: %w", in.Name, err)

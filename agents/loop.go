@@ -17,7 +17,6 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/pallasgw/pallasgw/agents/codemode"
-	"github.com/pallasgw/pallasgw/agents/endpoint"
 	"github.com/pallasgw/pallasgw/agents/llm"
 	"github.com/pallasgw/pallasgw/agents/mcpclient"
 	"github.com/pallasgw/pallasgw/agents/wire"
@@ -98,7 +97,7 @@ func (r *llmRunner) run(ctx context.Context, c *Call) (string, error) {
 		if ctx.Err() != nil {
 			return "", ctx.Err()
 		}
-		if c.Depth == 0 && endpoint.Unanswered(ctx) {
+		if c.Depth == 0 && c.unanswered() {
 			// The caller was asked for input and never answered: nobody
 			// will read this run's answer, so no more model turns.
 			return "", errUnanswered
@@ -113,7 +112,7 @@ func (r *llmRunner) run(ctx context.Context, c *Call) (string, error) {
 }
 
 // errUnanswered ends a run whose caller was asked for input and never
-// answered (endpoint.Unanswered).
+// answered (wire.Rounds.Unanswered).
 var errUnanswered = errors.New("the caller did not answer the input request in time")
 
 // runTools runs the model's tool calls in parallel; every outcome, including
@@ -130,12 +129,12 @@ func (r *llmRunner) runTools(ctx context.Context, c *Call, ts *toolset, calls []
 		defer r.a.recoverCall(c.RequestID, "tool call "+tc.Name, func(err error) {
 			out[i] = llm.Message{Role: llm.RoleTool, ToolCallID: tc.ID, IsError: true, Text: err.Error()}
 		})
-		tctx := ctx
+		tcall := c
 		if cp != nil {
 			// The caller's input requests name the tool call they are for.
-			tctx = endpoint.WithAskScope(ctx, "tool"+strconv.Itoa(i+1)+"-")
+			tcall = c.scoped("tool" + strconv.Itoa(i+1) + "-")
 		}
-		out[i] = r.runTool(tctx, c, ts, tc)
+		out[i] = r.runTool(ctx, tcall, ts, tc)
 		cp.finished(i, out[i])
 	}
 	if len(calls) == 1 {
@@ -206,7 +205,7 @@ func objectArguments(raw json.RawMessage) (json.RawMessage, error) {
 }
 
 func (r *llmRunner) callServer(ctx context.Context, c *Call, ref toolRef, tc llm.ToolCall, args json.RawMessage) llm.Message {
-	msg, _, _, _ := r.governedCall(ctx, c, ref, args, r.a.relayRequests(c.Progress), func(res *mcp.CallToolResult, d policy.Decision, err error) llm.Message {
+	msg, _, _, _ := r.governedCall(ctx, c, ref, args, r.a.relayRequests(c.Progress, c.Rounds), func(res *mcp.CallToolResult, d policy.Decision, err error) llm.Message {
 		switch {
 		case !d.Allowed:
 			return deniedResult(tc, d)
@@ -316,16 +315,16 @@ func messageBytes(m llm.Message) int {
 // relayRequests is the Relay of a downstream call that takes the
 // downstream's elicitation, sampling and roots requests to the agent's caller
 // (endpoint.Request): relayed on the response stream of a session-based
-// caller that declared the capability, an input-required round for a
-// 2026-07-28 caller that declared it, -32021 for one that did not, and an
-// error for the downstream otherwise (never a wait).
-func (a *Agent) relayRequests(progress *Reporter) *mcpclient.Relay {
+// caller that declared the capability, an input-required round of rounds
+// (the call's round-trip state) for a 2026-07-28 caller that declared it,
+// -32021 for one that did not, and an error for the downstream otherwise
+// (never a wait).
+func (a *Agent) relayRequests(progress *Reporter, rounds wire.Rounds) *mcpclient.Relay {
 	return &mcpclient.Relay{Request: func(dctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
-		// dctx derives from the call's context: the caller's request state,
-		// stream and input-required call are found in it. The call's
-		// progress reporter orders the request after the progress sent so
-		// far.
-		return a.handler.Request(dctx, progress, method, params)
+		// dctx derives from the call's context: the caller's request state
+		// and stream are found in it. The call's progress reporter orders
+		// the request after the progress sent so far.
+		return a.handler.Request(dctx, rounds, progress, method, params)
 	}}
 }
 
@@ -421,7 +420,7 @@ func (r *llmRunner) callAgent(ctx context.Context, c *Call, name string, tc llm.
 // sub derives the call a sub-agent runs: a fresh turn, same caller.
 func (c *Call) sub(message string, progress *Reporter) *Call {
 	return &Call{Turn: Turn{Message: message, ConversationID: c.ConversationID}, Inbound: c.Inbound,
-		Progress: progress, RequestID: c.RequestID, Caller: c.Caller, Depth: c.Depth + 1, asWorkflow: c.asWorkflow, extras: c.extras}
+		Progress: progress, RequestID: c.RequestID, Caller: c.Caller, Depth: c.Depth + 1, asWorkflow: c.asWorkflow, extras: c.extras, Rounds: c.Rounds}
 }
 
 // errProvider marks errors of the model provider, for the caller's message.

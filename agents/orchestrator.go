@@ -13,7 +13,6 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/pallasgw/pallasgw/agents/endpoint"
 	"github.com/pallasgw/pallasgw/agents/llm"
 	"github.com/pallasgw/pallasgw/gateway/config"
 )
@@ -326,7 +325,7 @@ func (r *orchestratorRunner) execute(ctx context.Context, o *orchestration, step
 			go func() {
 				defer wg.Done()
 				defer r.a.recoverCall(o.c.RequestID, "step "+s.ID, func(err error) { o.record(s.ID, "", err) })
-				out, err := r.a.delegate(stepScope(ctx, o.c, "step-"+scopeName(s.ID)), o.c, step, s.Agent, turn, nil)
+				out, err := r.a.delegate(ctx, o.c, "step-"+scopeName(s.ID), step, s.Agent, turn, nil)
 				if ctx.Err() == nil {
 					o.record(s.ID, out, err)
 				}
@@ -353,7 +352,7 @@ func (r *orchestratorRunner) checkpoint(ctx context.Context, o *orchestration, f
 	if o.c.Depth > 0 {
 		return
 	}
-	endpoint.SetCheckpoint(ctx, fresh, func() json.RawMessage {
+	o.c.setCheckpoint(fresh, func() json.RawMessage {
 		o.mu.Lock()
 		defer o.mu.Unlock()
 		b, _ := json.Marshal(&stepCheckpoint{Kind: config.KindOrchestrator, Orch: &orchProgress{Step: o.step, Order: o.order,

@@ -1,7 +1,7 @@
 package agents
 
 // The llm tool loop's checkpoint for MCP 2026-07-28 input-required rounds
-// (agents/endpoint, inputbridge.go). When a downstream tool that the loop
+// (agents/bridge), kept in the call's round-trip state (Call.Rounds). When a downstream tool that the loop
 // calls asks the caller for input (elicitation, sampling, roots), the
 // caller gets an InputRequiredResult whose sealed requestState carries this
 // checkpoint: the conversation up to the model turn whose tool calls are
@@ -30,7 +30,6 @@ import (
 	"fmt"
 	"sync"
 
-	"github.com/pallasgw/pallasgw/agents/endpoint"
 	"github.com/pallasgw/pallasgw/agents/llm"
 )
 
@@ -40,7 +39,7 @@ func resumeOf(ctx context.Context, c *Call) (*checkpoint, error) {
 	if c.Depth > 0 {
 		return nil, nil
 	}
-	raw := endpoint.TakeResume(ctx)
+	raw := c.takeResume()
 	if raw == nil {
 		return nil, nil
 	}
@@ -57,7 +56,7 @@ func checkpointTurn(ctx context.Context, c *Call, i int, msgs []llm.Message, don
 		return nil
 	}
 	cp := newTurnCheckpoint(i, msgs, done)
-	if !endpoint.SetCheckpoint(ctx, !again, cp.snapshot) {
+	if !c.setCheckpoint(!again, cp.snapshot) {
 		return nil
 	}
 	return cp
@@ -98,7 +97,7 @@ func (t *turnCheckpoint) finished(i int, m llm.Message) {
 	t.mu.Unlock()
 }
 
-// snapshot is the checkpoint as JSON (endpoint.SetCheckpoint).
+// snapshot is the checkpoint as JSON (wire.Rounds.SetCheckpoint).
 func (t *turnCheckpoint) snapshot() json.RawMessage {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -195,7 +194,7 @@ func resumeSteps(ctx context.Context, c *Call, kind string) (*stepCheckpoint, er
 	if c.Depth > 0 {
 		return nil, nil
 	}
-	raw := endpoint.TakeResume(ctx)
+	raw := c.takeResume()
 	if raw == nil {
 		return nil, nil
 	}
@@ -213,7 +212,7 @@ func resumeSteps(ctx context.Context, c *Call, kind string) (*stepCheckpoint, er
 // an input-required one); fresh forgets the answers given so far (they
 // belong to steps done). It reports whether cp is recorded.
 func (cp *stepCheckpoint) record(ctx context.Context, c *Call, fresh bool) bool {
-	return c.Depth == 0 && endpoint.SetCheckpoint(ctx, fresh, cp.snapshot)
+	return c.Depth == 0 && c.setCheckpoint(fresh, cp.snapshot)
 }
 
 // finished records fan_out agent i's outcome.
@@ -237,12 +236,43 @@ func (cp *stepCheckpoint) snapshot() json.RawMessage {
 	return b
 }
 
-// stepScope keys the caller's input requests under the step they come
-// from (endpoint.WithAskScope), so that a replay of that step alone finds
-// its answers.
-func stepScope(ctx context.Context, c *Call, name string) context.Context {
+// step is next, a sub-call of c that runs one of c's steps (a tool call of
+// its loop, a workflow's step), whose input requests to the caller are
+// keyed under name (wire.Rounds.Scoped) when c is a top-level call, so
+// that a replay of that step alone finds its answers.
+func (c *Call) step(next *Call, name string) *Call {
 	if c.Depth > 0 {
-		return ctx
+		return next
 	}
-	return endpoint.WithAskScope(ctx, name+"-")
+	return next.scoped(name + "-")
 }
+
+// scoped is c whose input requests to the caller are keyed under scope;
+// c itself when it is not bridged.
+func (c *Call) scoped(scope string) *Call {
+	if c.Rounds == nil {
+		return c
+	}
+	s := *c
+	s.Rounds = c.Rounds.Scoped(scope)
+	return &s
+}
+
+// setCheckpoint makes fn the checkpoint of the call when the bridge runs
+// it (wire.Rounds.SetCheckpoint), and reports whether it did.
+func (c *Call) setCheckpoint(fresh bool, fn func() json.RawMessage) bool {
+	return c.Rounds != nil && c.Rounds.SetCheckpoint(fresh, fn)
+}
+
+// takeResume is the checkpoint the call continues from, once (nil: it
+// starts afresh, or is not bridged).
+func (c *Call) takeResume() json.RawMessage {
+	if c.Rounds == nil {
+		return nil
+	}
+	return c.Rounds.TakeResume()
+}
+
+// unanswered reports an input request of the call that ended without the
+// caller's answer (wire.Rounds.Unanswered).
+func (c *Call) unanswered() bool { return c.Rounds != nil && c.Rounds.Unanswered() }

@@ -23,7 +23,7 @@ func postAnswer(c *CallerRequests, session, id, body string) int {
 // only once; the registry is bounded.
 func TestCallerRequestsRouteAnswers(t *testing.T) {
 	c := NewCallerRequests()
-	id, wait, err := c.expect("pgw-s-aa")
+	id, wait, err := c.asks.expect("pgw-s-aa")
 	if err != nil || !strings.HasPrefix(id, requestIDPrefix) {
 		t.Fatalf("expect: %q %v", id, err)
 	}
@@ -51,11 +51,11 @@ func TestCallerRequestsRouteAnswers(t *testing.T) {
 	}
 
 	for range maxWaiting {
-		if _, _, err := c.expect("s"); err != nil {
+		if _, _, err := c.asks.expect("s"); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if _, _, err := c.expect("s"); err == nil {
+	if _, _, err := c.asks.expect("s"); err == nil {
 		t.Errorf("request %d: want refused", maxWaiting+1)
 	}
 }

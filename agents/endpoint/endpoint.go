@@ -7,7 +7,8 @@
 // It is handed what it needs of an agent (Deps, and the interfaces of
 // kinds.go that the kinds implement); it does not build agents, run their
 // kinds or decide policy, and it imports no agent kind: agents and
-// agents/proxy import it; of the project it imports agents/wire,
+// agents/proxy import it; of the project it imports agents/bridge (the
+// input-required bridge of 2026-07-28 calls), agents/wire,
 // agents/mcpclient, agents/sessions, policy and metrics.
 package endpoint
 
@@ -46,7 +47,7 @@ package endpoint
 //     elicitation answer by session id alone, to one request of a session at
 //     a time. Waiting requests are held in memory, so the answer must reach
 //     the replica that asked. A 2026-07-28 caller gets them as an
-//     input-required result instead (inputbridge.go), whose retry any
+//     input-required result instead (agents/bridge), whose retry any
 //     replica can serve.
 //   - A tools/call is offered to the fast path first (agents/wire), which
 //     answers a proxy's and an agent's plain calls without mcp-go's server.
@@ -77,6 +78,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/pallasgw/pallasgw/agents/bridge"
 	"github.com/pallasgw/pallasgw/agents/sessions"
 	"github.com/pallasgw/pallasgw/agents/wire"
 )
@@ -87,10 +89,10 @@ type Deps struct {
 	MCP   *server.StreamableHTTPServer // mcp-go's Streamable HTTP server of the agent (stateless mode)
 	Fast  wire.Target                  // the agent kind's fast tools/call, or nil
 	// Rounds is the target whose tools/calls from 2026-07-28 callers run
-	// through the input-required bridge (inputbridge.go): a proxy's tools,
+	// through the input-required bridge (agents/bridge): a proxy's tools,
 	// a toolbox's execute_tool, an llm agent's send_message; nil: none. It
-	// may also implement ToolEnsurer, ParamHeaderChecker, BridgedCatalog
-	// and InputRequiredPassThrough (kinds.go).
+	// may also implement ToolEnsurer and ParamHeaderChecker (kinds.go),
+	// bridge.Catalog and bridge.InputRequiredPassThrough.
 	Rounds wire.Target
 	// SetLevel answers a session-based caller's logging/setLevel in place
 	// of mcp-go (a proxy agent, which forwards the level downstream); nil:
@@ -111,7 +113,11 @@ type Deps struct {
 // Endpoint is an agent's http.Handler.
 type Endpoint struct {
 	d      Deps
-	bridge *inputBridge // Deps.Rounds' 2026-07-28 tools/call, prompts/get, resources/read (inputbridge.go); nil without Rounds
+	bridge *bridge.Bridge // Deps.Rounds' 2026-07-28 tools/call, prompts/get, resources/read (agents/bridge); nil without Rounds
+	// What Deps.Rounds offers besides a wire.Target (kinds.go); nil: not
+	// that.
+	ensure ToolEnsurer
+	params ParamHeaderChecker
 }
 
 // requestState is what the endpoint knows of one POST, for the agent's
@@ -156,7 +162,9 @@ func bufferedBody(r *http.Request) ([]byte, *wire.Message, bool) {
 func New(d Deps) *Endpoint {
 	e := &Endpoint{d: d}
 	if d.Rounds != nil && d.Requests != nil {
-		e.bridge = newInputBridge(e, d.Rounds)
+		e.bridge = bridge.New(d.Requests.bridge, d.Agent, d.Rounds)
+		e.ensure, _ = d.Rounds.(ToolEnsurer)
+		e.params, _ = d.Rounds.(ParamHeaderChecker)
 	}
 	return e
 }
@@ -223,9 +231,9 @@ func (e *Endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// that asked its caller for input (off, the result comes through
 		// mcp-go's client, typed).
 		ctx := r.Context()
-		if e.bridge.ensure != nil {
+		if e.ensure != nil {
 			if name, ok := msg.Params.ToolName(); ok {
-				e.bridge.ensure.Ensure(ctx, name, r.Header)
+				e.ensure.Ensure(ctx, name, r.Header)
 			}
 		}
 		if e.paramHeadersRefused(w, r, msg) {
@@ -236,8 +244,8 @@ func (e *Endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if (method == string(mcp.MethodPromptsGet) || method == string(mcp.MethodResourcesRead)) && !rs.legacy && e.bridge != nil &&
-		e.serveCatalog(w, r, msg) {
-		return // bridgecatalog.go
+		e.bridge.ServeCatalog(w, r, msg) {
+		return // agents/bridge catalog.go
 	}
 	if ens, ok := e.d.Fast.(ToolEnsurer); ok && method == string(mcp.MethodToolsCall) {
 		// A tool called before any listing showed it is registered first,
@@ -307,7 +315,7 @@ func (e *Endpoint) trackRequest(msg *wire.Message, session string) (untrack func
 // cancel that reaches the next snapshot's endpoint after a reload still
 // finds the call.
 func (e *Endpoint) track(key string, call *runningCall) (untrack func()) {
-	return e.d.Requests.track(e.d.Agent+"\x00"+key, call)
+	return e.d.Requests.running.track(e.d.Agent+"\x00"+key, call)
 }
 
 // trackFast records a fast call (wire.Track).
@@ -326,7 +334,7 @@ func (e *Endpoint) cancelTracked(r *http.Request, msg *wire.Message, body []byte
 		mcp.IsModernProtocol(msg.MetaString(mcp.MetaKeyProtocolVersion)) {
 		return
 	}
-	call := e.d.Requests.remove(e.d.Agent + "\x00" + fmt.Sprintf("%s:%v", session, id))
+	call := e.d.Requests.running.remove(e.d.Agent + "\x00" + fmt.Sprintf("%s:%v", session, id))
 	switch {
 	case call == nil:
 	case call.cancel != nil: // a fast call

@@ -246,7 +246,7 @@ func TestProxyElicitation(t *testing.T) {
 		want          string
 	}{
 		{"not declared", "2025-11-25", &sdk.ClientOptions{}, "the caller did not declare the elicitation capability"},
-		// 2026-07-28: an input-required round (inputbridge.go), which the
+		// 2026-07-28: an input-required round (agents/bridge), which the
 		// SDK's client answers with its handler and retries.
 		{"2026-07-28", "", &sdk.ClientOptions{ElicitationHandler: answer}, `{"action":"accept","content":{"name":"bo"}}`},
 	} {

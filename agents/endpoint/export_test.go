@@ -13,16 +13,16 @@ func MCPHandler(h http.Handler) *server.StreamableHTTPServer { return h.(*Endpoi
 
 // Waiting is the number of requests waiting for a caller's answer.
 func Waiting(c *CallerRequests) int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return len(c.waiting)
+	c.asks.mu.Lock()
+	defer c.asks.mu.Unlock()
+	return len(c.asks.waiting)
 }
 
 // Running is the number of calls tracked for cancellation.
 func Running(c *CallerRequests) int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return len(c.running)
+	c.running.mu.Lock()
+	defer c.running.mu.Unlock()
+	return len(c.running.calls)
 }
 
 // Reasons a request cannot be sent to a caller.

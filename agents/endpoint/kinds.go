@@ -14,8 +14,6 @@ import (
 	"net/http"
 
 	"github.com/mark3labs/mcp-go/mcp"
-
-	"github.com/pallasgw/pallasgw/agents/wire"
 )
 
 // SetLevelAnswerer answers a session-based caller's logging/setLevel (id is
@@ -53,35 +51,4 @@ type ToolEnsurer interface {
 // mismatch, answered -32020 (paramheaders.go), or nil.
 type ParamHeaderChecker interface {
 	CheckParamHeaders(name string, h http.Header, params json.RawMessage) error
-}
-
-// BridgedCatalog is a target whose prompts/get and resources/read run
-// through the input-required bridge for 2026-07-28 callers
-// (bridgecatalog.go).
-type BridgedCatalog interface {
-	// PromptCall is prompts/get of the prompt name with args for the
-	// caller of ctx (inbound: its headers); nil when the caller has no such
-	// prompt, which mcp-go then answers.
-	PromptCall(ctx context.Context, name string, args map[string]string, inbound http.Header) BridgedCall
-	// ResourceCall is resources/read of uri for the caller of ctx; nil as
-	// PromptCall.
-	ResourceCall(ctx context.Context, uri string, inbound http.Header) BridgedCall
-	// Self is the agent's identity, stamped on the results.
-	Self() mcp.Implementation
-	// ReadCacheHints are the caching hints of a resources/read result.
-	ReadCacheHints() (ttlMs int64, scope mcp.CacheScope)
-}
-
-// BridgedCall is one downstream request the bridge runs: the downstream's
-// result (*mcp.GetPromptResult, *mcp.ReadResourceResult) or the error a
-// handler of mcp-go's would have returned.
-type BridgedCall func(ctx context.Context) (result any, err error)
-
-// InputRequiredPassThrough is a target whose answer may be a downstream's
-// own input_required result, which the bridge passes through to the caller
-// (its requests as the downstream keyed them, its requestState sealed
-// inside the bridge's) rather than taking it for the call's end.
-type InputRequiredPassThrough interface {
-	wire.Target
-	PassesInputRequired()
 }

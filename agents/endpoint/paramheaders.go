@@ -1,7 +1,6 @@
 package endpoint
 
 import (
-	"encoding/json"
 	"net/http"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -16,7 +15,7 @@ import (
 // is a placeholder that binds none: the kind checks them against the
 // bindings it knows (a proxy: the downstream tool's own).
 func (e *Endpoint) paramHeadersRefused(w http.ResponseWriter, r *http.Request, msg *wire.Message) bool {
-	p := e.bridge.params
+	p := e.params
 	if p == nil || !mcp.IsModernProtocol(r.Header.Get(mcp.HeaderProtocolVersion)) {
 		return false
 	}
@@ -28,8 +27,6 @@ func (e *Endpoint) paramHeadersRefused(w http.ResponseWriter, r *http.Request, m
 	if err == nil {
 		return false
 	}
-	var id any
-	_ = json.Unmarshal(msg.ID, &id)
-	writeAnswer(w, errAnswer(id, mcp.HEADER_MISMATCH, err.Error(), nil))
+	wire.WriteError(w, wire.HTTPStatus(mcp.HEADER_MISMATCH), msg.ID, mcp.HEADER_MISMATCH, err.Error(), nil)
 	return true
 }

@@ -5,11 +5,10 @@ package endpoint
 // value under one context key, not a key per fact (as CoreDNS's
 // request.Request is what every plugin reads of a message; each package of
 // agents keeps one such value of its own, as agents/wire and
-// agents/mcpclient do for a call). It is built as
-// the request goes in (TrackStream, then ServeHTTP) before any handler
-// runs, and never written after: what narrows it for part of the request
-// (a bridged call, the tool call of a loop that asks) gets a copy
-// (withScope).
+// agents/mcpclient do for a call). It is built as the request goes in
+// (TrackStream, then ServeHTTP) before any handler runs, and never written
+// after. A bridged call's round-trip state is not here: it travels in the
+// call value (wire.Call.Rounds).
 
 import (
 	"context"
@@ -22,9 +21,6 @@ type Scope struct {
 	// Tracker is the request's tracked response (TrackStream), or nil.
 	Tracker *StreamTracker
 	state   *requestState // ServeHTTP's, for a POST it decoded; or nil
-	// A call of the input-required bridge (inputbridge.go) and its part:
-	call     *inputCall // the bridged call the context runs, or nil
-	askScope string     // the key prefix of its asks (WithAskScope)
 }
 
 // ScopeFrom is the scope of the request of ctx: the zero Scope for a

@@ -18,6 +18,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync/atomic"
 
 	"github.com/mark3labs/mcp-go/mcp"
 
@@ -31,9 +32,15 @@ type Publisher interface {
 	Subscribe(ctx context.Context, channel string, fn func([]byte)) error
 }
 
-// answerShare is the store answers travel through, once Share is called
+// answerShare publishes answers to the replica that asked, once started
 // (the store logs and counts its own failures).
-type answerShare struct{ store Publisher }
+type answerShare struct {
+	replica string // this process's name in its request ids (pendingAsks)
+	store   atomic.Pointer[sharedStore]
+}
+
+// sharedStore is the store answers travel through.
+type sharedStore struct{ Publisher }
 
 // forwarded is one answer on a replica's channel.
 type forwarded struct {
@@ -45,34 +52,35 @@ type forwarded struct {
 // answersChannel is the channel of replica's answers.
 func answersChannel(replica string) string { return "answers:" + replica }
 
-// Share makes answers travel through store until ctx ends: this replica
-// listens on its channel. When it cannot subscribe it takes only the
-// answers that reach it. An answer nobody here waits for any more (its call
-// ended) is dropped, as one posted to this replica is refused.
-func (c *CallerRequests) Share(ctx context.Context, store Publisher) {
-	c.share.Store(&answerShare{store: store})
-	_ = store.Subscribe(ctx, answersChannel(c.replica), func(msg []byte) {
+// start makes answers travel through store until ctx ends: this replica
+// listens on its channel and hands each answer to deliver. When it cannot
+// subscribe it takes only the answers that reach it. An answer nobody here
+// waits for any more (its call ended) is dropped, as one posted to this
+// replica is refused.
+func (s *answerShare) start(ctx context.Context, store Publisher, deliver func(id, sid string, body []byte) bool) {
+	s.store.Store(&sharedStore{store})
+	_ = store.Subscribe(ctx, answersChannel(s.replica), func(msg []byte) {
 		var f forwarded
 		if json.Unmarshal(msg, &f) == nil {
-			c.deliver(f.ID, f.Session, f.Body)
+			deliver(f.ID, f.Session, f.Body)
 		}
 	})
 }
 
 // forward publishes the answer id to the replica that asked, when that is
 // another one and a store is shared, and reports whether it answered w.
-func (c *CallerRequests) forward(w http.ResponseWriter, r *http.Request, id, sid string, body []byte) bool {
-	sh := c.share.Load()
+func (s *answerShare) forward(w http.ResponseWriter, r *http.Request, id, sid string, body []byte) bool {
+	sh := s.store.Load()
 	rest, ok := strings.CutPrefix(id, requestIDPrefix)
 	replica, _, ok2 := strings.Cut(rest, "-")
-	if sh == nil || !ok || !ok2 || replica == c.replica || sid == "" {
+	if sh == nil || !ok || !ok2 || replica == s.replica || sid == "" {
 		return false
 	}
 	msg, err := json.Marshal(forwarded{ID: id, Session: sid, Body: body})
 	if err != nil {
 		return false
 	}
-	n, err := sh.store.Publish(r.Context(), answersChannel(replica), msg)
+	n, err := sh.Publish(r.Context(), answersChannel(replica), msg)
 	if err != nil {
 		StoreUnavailable(w, []byte(strconv.Quote(id)))
 		return true

@@ -1,7 +1,7 @@
 package proxy
 
-// prompts/get and resources/read for the endpoint's input-required bridge
-// (agents/endpoint inputbridge.go): a 2026-07-28 caller's prompts/get or
+// prompts/get and resources/read for the input-required bridge
+// (agents/bridge): a 2026-07-28 caller's prompts/get or
 // resources/read is run by the endpoint, not by mcp-go, so that a
 // downstream that asks for elicitation, sampling or roots while it answers
 // gets its answer from the caller's retry. These return the call the
@@ -15,39 +15,40 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
-	"github.com/pallasgw/pallasgw/agents/endpoint"
+	"github.com/pallasgw/pallasgw/agents/bridge"
 	"github.com/pallasgw/pallasgw/agents/mcpclient"
+	"github.com/pallasgw/pallasgw/agents/wire"
 )
 
 // PromptCall is prompts/get of the exposed prompt name with args for the
 // caller of ctx (inbound: its headers); nil when no server of the caller
 // lists the prompt, which mcp-go then answers as it answers any unknown
 // name.
-func (p *Proxy) PromptCall(ctx context.Context, name string, args map[string]string, inbound http.Header) endpoint.BridgedCall {
+func (p *Proxy) PromptCall(ctx context.Context, name string, args map[string]string, inbound http.Header) bridge.CatalogCall {
 	p.ensurePrompt(ctx, name, inbound)
 	if _, ok := p.prompts.Load(name); !ok {
 		return nil
 	}
-	return func(ctx context.Context) (any, error) {
+	return func(ctx context.Context, rounds wire.Rounds) (any, error) {
 		var req mcp.GetPromptRequest
 		req.Header = inbound
 		req.Params.Name, req.Params.Arguments = name, args
-		return p.getPrompt(ctx, req, p.relayRequests())
+		return p.getPrompt(ctx, req, p.relayRequests(rounds))
 	}
 }
 
 // ResourceCall is resources/read of uri for the caller of ctx; nil when no
 // server of the caller offers it (as PromptCall).
-func (p *Proxy) ResourceCall(ctx context.Context, uri string, inbound http.Header) endpoint.BridgedCall {
+func (p *Proxy) ResourceCall(ctx context.Context, uri string, inbound http.Header) bridge.CatalogCall {
 	srv, err := p.resourceServer(ctx, uri, inbound)
 	if err != nil {
 		return nil
 	}
-	return func(ctx context.Context) (any, error) { // readResource's, with the server found once
+	return func(ctx context.Context, rounds wire.Rounds) (any, error) { // readResource's, with the server found once
 		if err := p.allowServer(ctx, srv, "resource:"+uri); err != nil {
 			return nil, err
 		}
-		res, err := p.d.Downstream.ReadResource(ctx, srv, uri, p.outbound(ctx, srv, inbound, nil), p.relayRequests())
+		res, err := p.d.Downstream.ReadResource(ctx, srv, uri, p.outbound(ctx, srv, inbound, nil), p.relayRequests(rounds))
 		if err != nil {
 			return nil, err
 		}
@@ -61,16 +62,17 @@ func (p *Proxy) ResourceCall(ctx context.Context, uri string, inbound http.Heade
 
 // relayRequests is the Relay of a bridged downstream request: it takes the
 // downstream's server-to-client requests to the endpoint (Deps.Request),
-// which answers them from the bridge's call; nil without Deps.Request. Log
+// which asks them of rounds, the bridged call's round-trip state; nil
+// without Deps.Request. Log
 // messages and progress are not relayed: a bridged prompts/get or
 // resources/read is answered as plain JSON.
-func (p *Proxy) relayRequests() *mcpclient.Relay {
+func (p *Proxy) relayRequests(rounds wire.Rounds) *mcpclient.Relay {
 	if p.d.Request == nil {
 		return nil
 	}
 	return &mcpclient.Relay{
 		Request: func(dctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
-			return p.d.Request(dctx, nil, method, params)
+			return p.d.Request(dctx, nil, rounds, method, params)
 		}}
 }
 

@@ -74,8 +74,9 @@ func (p *Proxy) AnswerSetLevel(w http.ResponseWriter, r *http.Request, id json.R
 // relayFor returns the relay of one proxied tools/call: progress under the
 // caller's token, log messages when the caller wants them (a session-based
 // caller always: the downstream session's level decides; a 2026-07-28 caller
-// when its request states a level), and server-to-client requests.
-func (p *Proxy) relayFor(ctx context.Context, req mcp.CallToolRequest) (*Relay, *mcpclient.Relay) {
+// when its request states a level), and server-to-client requests (to
+// rounds, the call's round-trip state, when the bridge runs it).
+func (p *Proxy) relayFor(ctx context.Context, req mcp.CallToolRequest, rounds wire.Rounds) (*Relay, *mcpclient.Relay) {
 	var level mcp.LoggingLevel
 	logs := true
 	if info := server.RequestProtocolInfoFromContext(ctx); info != nil && info.Modern {
@@ -86,8 +87,9 @@ func (p *Proxy) relayFor(ctx context.Context, req mcp.CallToolRequest) (*Relay, 
 		Request: func(dctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
 			// dctx derives from ctx (the downstream client hands the call's
 			// context to the handler): the caller's request state and
-			// response stream are found in it.
-			return p.d.Request(dctx, relay, method, params)
+			// response stream are found in it; a bridged call's
+			// requests go to rounds.
+			return p.d.Request(dctx, relay, rounds, method, params)
 		}}
 }
 

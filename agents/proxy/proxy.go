@@ -132,8 +132,9 @@ type Deps struct {
 	SearchVectors  *toolsearch.Vectors
 	// Request sends a downstream's server-to-client request to the caller of
 	// the request of ctx, on that request's response stream, between the
-	// notifications of relay (the endpoint's).
-	Request func(ctx context.Context, relay *Relay, method string, params json.RawMessage) (json.RawMessage, error)
+	// notifications of relay (the endpoint's); for a bridged call, to its
+	// round-trip state rounds (nil: not bridged).
+	Request func(ctx context.Context, relay *Relay, rounds wire.Rounds, method string, params json.RawMessage) (json.RawMessage, error)
 }
 
 // Proxy is the state of one proxy agent. Its maps only grow by names the
@@ -439,7 +440,11 @@ func (p *Proxy) forward(ctx context.Context, req mcp.CallToolRequest, raw bool, 
 		p.d.Observe(caller, name, "denied", start)
 		return mcp.NewToolResultError(fmt.Sprintf("tool %s is denied by policy (%s)", name, d.Reason)), nil, nil
 	}
-	relay, rel := p.relayFor(ctx, req)
+	var rounds wire.Rounds // the bridge's, or none
+	if call != nil {
+		rounds = call.Rounds
+	}
+	relay, rel := p.relayFor(ctx, req, rounds)
 	defer relay.end() // also on a panic: no request may be written after the call
 	outbound, err := p.d.Outbound(ctx, r.server, req.Header, rel)
 	isError := false

@@ -31,7 +31,6 @@ import (
 // callers, through its input-required bridge.
 type Target struct {
 	tb       *toolbox
-	typed    func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) // the handler mcp-go holds
 	infoOnce sync.Once
 	info     json.RawMessage
 }
@@ -50,7 +49,7 @@ func (t *Target) RawArgs() bool { return true }
 // written raw when it came so.
 func (t *Target) Answer(ctx context.Context, c *wire.Call) any {
 	req, id, modern := c.Req, c.ID, c.Modern
-	res, rr, err := t.recovered(ctx, req, mcpclient.ExtrasOf(c))
+	res, rr, err := t.recovered(ctx, req, mcpclient.ExtrasOf(c), c.Rounds)
 	if err == nil && res == nil {
 		if msg, ok := wire.RawResponse(id, rr, modern, t.selfJSON()); ok {
 			return msg
@@ -60,7 +59,7 @@ func (t *Target) Answer(ctx context.Context, c *wire.Call) any {
 	return wire.ToolAnswer(id, executeToolName, res, err, modern, t.tb.d.Self)
 }
 
-func (t *Target) recovered(ctx context.Context, req mcp.CallToolRequest, extras *mcpclient.CallExtras) (res *mcp.CallToolResult, rr *mcpclient.RawResult, err error) {
+func (t *Target) recovered(ctx context.Context, req mcp.CallToolRequest, extras *mcpclient.CallExtras, rounds wire.Rounds) (res *mcp.CallToolResult, rr *mcpclient.RawResult, err error) {
 	defer wire.Recover(executeToolName, &err)
 	ok := wire.Fast() // off: mcp-go's client, typed
 	members := map[string]json.RawMessage{}
@@ -71,7 +70,9 @@ func (t *Target) recovered(ctx context.Context, req mcp.CallToolRequest, extras 
 		if req.Params.Arguments == nil && len(req.Params.RawArguments) > 0 {
 			_ = json.Unmarshal(req.Params.RawArguments, &req.Params.Arguments)
 		}
-		res, err = t.typed(ctx, req)
+		c := newCall(executeToolName)
+		c.rounds = rounds
+		res, err = t.tb.handled(ctx, c, req, t.tb.executeTool) // the handler mcp-go holds
 		return res, nil, err
 	}
 	toolArgs := members["args"]
@@ -84,6 +85,7 @@ func (t *Target) recovered(ctx context.Context, req mcp.CallToolRequest, extras 
 	}
 	req.Params.Arguments = args
 	c := newCall(executeToolName)
+	c.rounds = rounds
 	res, err = t.tb.run(ctx, c, req, func(ctx context.Context, c *tbCall, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		rr, err = t.tb.executeRaw(ctx, c, req, args, toolArgs, extras)
 		return nil, err
@@ -117,7 +119,7 @@ func (tb *toolbox) executeRaw(ctx context.Context, c *tbCall, req mcp.CallToolRe
 		return nil, err
 	}
 	defer call.cancel()
-	relay, onProgress, done := tb.d.Relay(call.ctx, call.token)
+	relay, onProgress, done := tb.d.Relay(call.ctx, call.token, c.rounds)
 	rr, err := tb.d.Downstream.CallToolRaw(call.ctx, c.server, c.target, toolArgs, call.hdr, onProgress, mcpclient.CallOptions{Extras: extras, Relay: relay})
 	done()
 	if err != nil {

@@ -38,6 +38,7 @@ import (
 	"github.com/pallasgw/pallasgw/agents/pins"
 	"github.com/pallasgw/pallasgw/agents/sessions"
 	"github.com/pallasgw/pallasgw/agents/toolsearch"
+	"github.com/pallasgw/pallasgw/agents/wire"
 	"github.com/pallasgw/pallasgw/gateway/config"
 	"github.com/pallasgw/pallasgw/policy"
 )
@@ -97,11 +98,12 @@ type Deps struct {
 	Status        func() any
 	// Relay prepares one downstream call of execute_tool for the caller:
 	// the returned Relay takes the downstream's server-to-client requests
-	// (elicitation, sampling, roots) to the caller (mcpclient.CallOptions),
-	// onProgress relays its progress under token (nil: none asked), and
-	// done waits until what was relayed is written and ends the relay
-	// (nothing is written to the caller after it).
-	Relay func(ctx context.Context, token mcp.ProgressToken) (relay *mcpclient.Relay, onProgress mcpclient.ProgressFunc, done func())
+	// (elicitation, sampling, roots) to the caller (mcpclient.CallOptions;
+	// to rounds, the call's round-trip state, when the input-required
+	// bridge runs it), onProgress relays its progress under token (nil:
+	// none asked), and done waits until what was relayed is written and
+	// ends the relay (nothing is written to the caller after it).
+	Relay func(ctx context.Context, token mcp.ProgressToken, rounds wire.Rounds) (relay *mcpclient.Relay, onProgress mcpclient.ProgressFunc, done func())
 	// Script runs run_script (script.go); nil: not offered.
 	Script *codemode.Runner
 	// Quota takes one request from the caller's requests_per_minute for
@@ -131,6 +133,7 @@ type tbCall struct {
 	start    time.Time
 	timeout  time.Duration // execute_tool's timeout_ms; 0: none
 	deadline time.Time     // when timeout_ms ends the call
+	rounds   wire.Rounds   // the call's round-trip state (wire.Call.Rounds), or nil
 }
 
 // Register adds the toolbox's tools to srv, the agent's server, and
@@ -154,9 +157,9 @@ func Register(srv *server.MCPServer, d Deps) *Target {
 		tb.schema(getServerToolsSchema)), tb.handle("get_server_tools", tb.getServerTools))
 	srv.AddTool(mcp.NewToolWithRawSchema(toolsearch.ToolName, toolsearch.ToolDescription, tb.schema(toolsearch.ToolSchema)),
 		tb.handle(toolsearch.ToolName, tb.searchTools)) // search.go
-	executeTool := tb.handle(executeToolName, tb.executeTool)
 	srv.AddTool(mcp.NewToolWithRawSchema(executeToolName,
-		"Calls a tool of a server with arguments and returns its result unchanged.", tb.schema(executeToolSchema)), executeTool)
+		"Calls a tool of a server with arguments and returns its result unchanged.", tb.schema(executeToolSchema)),
+		tb.handle(executeToolName, tb.executeTool))
 	if d.Script != nil {
 		tb.registerScript(srv) // script.go
 	}
@@ -170,7 +173,7 @@ func Register(srv *server.MCPServer, d Deps) *Target {
 			"Returns the gateway's status: its config file and hash, agents, listeners, reloads and warnings (what GET /-/status answers).",
 			tb.schema(listServersSchema)), tb.handle(StatusTool, tb.gatewayStatus))
 	}
-	return &Target{tb: tb, typed: executeTool}
+	return &Target{tb: tb}
 }
 
 // StatusTool is the name of the toolbox's diagnostic tool.
@@ -246,10 +249,14 @@ type tbHandler func(ctx context.Context, c *tbCall, req mcp.CallToolRequest) (*m
 // tool, then one audit line and the metrics, whatever happened.
 func (tb *toolbox) handle(name string, h tbHandler) func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		c := newCall(name)
-		res, err := tb.run(ctx, c, req, h)
-		return tb.settle(ctx, c, res, nil, err), nil
+		return tb.handled(ctx, newCall(name), req, h)
 	}
+}
+
+// handled is call c of h with req, its error a coded result.
+func (tb *toolbox) handled(ctx context.Context, c *tbCall, req mcp.CallToolRequest, h tbHandler) (*mcp.CallToolResult, error) {
+	res, err := tb.run(ctx, c, req, h)
+	return tb.settle(ctx, c, res, nil, err), nil
 }
 
 func newCall(tool string) *tbCall {
@@ -512,7 +519,7 @@ func (tb *toolbox) executeTool(ctx context.Context, c *tbCall, req mcp.CallToolR
 		return nil, err
 	}
 	defer call.cancel()
-	relay, onProgress, done := tb.d.Relay(call.ctx, call.token)
+	relay, onProgress, done := tb.d.Relay(call.ctx, call.token, c.rounds)
 	res, err := tb.d.Downstream.CallTool(call.ctx, c.server, c.target, toolArgs, call.hdr, onProgress, mcpclient.CallOptions{Relay: relay})
 	done()
 	if err != nil {

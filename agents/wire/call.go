@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"context"
 	"encoding/json"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -27,6 +28,10 @@ type Call struct {
 	// inputResponses, the caller's declared client capabilities; a task),
 	// or nil.
 	ExtraParams, ExtraMeta map[string]json.RawMessage
+	// Rounds is the call's round-trip state when the input-required bridge
+	// runs it (agents/bridge), else nil: the kind's downstream requests to
+	// the caller go there, and its checkpoint.
+	Rounds Rounds
 
 	stream *Stream     // the caller's response (Serve), or nil
 	gate   func() bool // Gated's, or nil
@@ -54,4 +59,31 @@ func (c *Call) Gated(gate func() bool) *Call {
 	g := *c
 	g.gate = gate
 	return &g
+}
+
+// Rounds is a 2026-07-28 call's round-trip state, as the input-required
+// bridge (agents/bridge) hands it to the kind in the call value: the
+// downstream's server-to-client requests become input requests of a round
+// the caller answers by a retry, which any replica may serve, continuing
+// from the call's checkpoint.
+type Rounds interface {
+	// Ask sends the caller a downstream's elicitation/create,
+	// sampling/createMessage or roots/list (params and result as JSON) and
+	// returns its answer, given in a later round.
+	Ask(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error)
+	// Scoped is the state whose asks are keyed under scope: the tool call
+	// or step they come from, so that a replay of that part alone finds
+	// its answers.
+	Scoped(scope string) Rounds
+	// SetCheckpoint makes fn the checkpoint a retry continues from on a
+	// replica that does not hold the call; fresh forgets the answers given
+	// so far (they belong to work the checkpoint holds). It reports
+	// whether the checkpoint is kept.
+	SetCheckpoint(fresh bool, fn func() json.RawMessage) bool
+	// TakeResume returns, once, the checkpoint the call continues from
+	// (nil: it starts afresh).
+	TakeResume() json.RawMessage
+	// Unanswered reports an ask that ended without the caller's answer:
+	// nobody will read the call's answer.
+	Unanswered() bool
 }

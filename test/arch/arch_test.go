@@ -148,10 +148,6 @@ var allowedContextAccessors = []string{
 // behaviour handed between packages in a context.
 var knownContextAccessors = []string{
 	"agents/endpoint.ScopeFrom",
-	"agents/endpoint.SetCheckpoint",
-	"agents/endpoint.TakeResume",
-	"agents/endpoint.Unanswered",
-	"agents/endpoint.WithAskScope",
 	"agents/wire.Notifier",
 	"agents/wire.StreamFrom",
 }

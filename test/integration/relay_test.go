@@ -303,7 +303,7 @@ func TestProxyRelaysSamplingAndRoots(t *testing.T) {
 	wg.Wait()
 
 	// A 2026-07-28 caller is asked with an input-required result
-	// (inputbridge.go), which the SDK answers with its handler and retries.
+	// (agents/bridge), which the SDK answers with its handler and retries.
 	modern, err := mcp.NewClient(&mcp.Implementation{Name: "it", Version: "1"}, &mcp.ClientOptions{
 		CreateMessageHandler: func(_ context.Context, r *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
 			return &mcp.CreateMessageResult{Model: "m2", Role: "assistant", Content: &mcp.TextContent{Text: "modern"}}, nil

@@ -1,4 +1,4 @@
-package endpoint
+package bridge
 
 import (
 	"encoding/base64"
@@ -65,8 +65,8 @@ func TestStateFixtureOpens(t *testing.T) {
 	if err != nil || len(key) != 32 {
 		t.Fatalf("fixture key: %d bytes, %v", len(key), err)
 	}
-	c := NewCallerRequests()
-	c.Configure(key, nil)
+	c := NewShared(NewSealer())
+	c.Sealer.SetKey(key)
 	now := f.SealedAt
 	c.now = func() time.Time { return now }
 	for _, s := range f.States {
@@ -104,8 +104,8 @@ func TestStateFixtureOpens(t *testing.T) {
 func TestStateFixtureDigestsAndTags(t *testing.T) {
 	f := readStateFixture(t)
 	key, _ := base64.StdEncoding.DecodeString(f.Key)
-	c := NewCallerRequests()
-	c.Configure(key, nil)
+	c := NewSealer()
+	c.SetKey(key)
 	var req mcp.CallToolRequest
 	req.Params.RawArguments = f.Arguments
 	if got := digest(rawArgs(req)); got != f.Args {

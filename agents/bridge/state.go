@@ -1,6 +1,6 @@
-package endpoint
+package bridge
 
-// The requestState of the input-required bridge (inputbridge.go): what a
+// The requestState of the input-required bridge (bridge.go): what a
 // replica needs to finish a call that asked its 2026-07-28 caller for input,
 // sealed with AES-256-GCM under the gateway's state_key, so that
 // the caller can neither read nor change it and replicas that share the key
@@ -28,6 +28,7 @@ import (
 	"fmt"
 	"hash"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -73,8 +74,35 @@ type stateError struct {
 
 func (e *stateError) Error() string { return e.msg }
 
-// sealer seals and opens states under one key, and tags (Tag) under a key
-// derived from it.
+// Sealer seals and opens states under the gateway's state key, and makes
+// tags (Tag) under a key derived from it: the state codec, shared by the
+// bridge, session ids and task ids. A reload with a new state_key
+// replaces the key (SetKey); each use reads the current one.
+type Sealer struct{ cur atomic.Pointer[sealer] }
+
+// NewSealer returns a Sealer under a random key.
+func NewSealer() *Sealer {
+	s := &Sealer{}
+	s.cur.Store(newSealer(nil))
+	return s
+}
+
+// SetKey makes key (32 bytes) the state key: states sealed and tags made
+// under the old one no longer open or match.
+func (s *Sealer) SetKey(key []byte) { s.cur.Store(newSealer(key)) }
+
+// Tag is a MAC of parts under a key derived from the state key: what a
+// replica that shares the key can check without shared state (session
+// ids, a proxy's task ids name their owner with one).
+func (s *Sealer) Tag(parts ...string) string { return s.cur.Load().tag(parts...) }
+
+func (s *Sealer) seal(st *roundState) string { return s.cur.Load().seal(st) }
+
+func (s *Sealer) open(text, agent string, now time.Time) (*roundState, error) {
+	return s.cur.Load().open(text, agent, now)
+}
+
+// sealer is a Sealer under one key.
 type sealer struct {
 	aead cipher.AEAD
 	mac  []byte    // HMAC-SHA256 key of Tag

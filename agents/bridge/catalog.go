@@ -1,9 +1,8 @@
-package endpoint
+package bridge
 
-// prompts/get and resources/read of a BridgedCatalog (a proxy agent) for
-// 2026-07-28 callers,
-// through the input-required bridge (inputbridge.go), as tools/call goes
-// through it: a downstream that asks for elicitation, sampling or roots
+// prompts/get and resources/read of a Catalog (a proxy agent) for
+// 2026-07-28 callers, through the input-required bridge, as tools/call
+// goes through it: a downstream that asks for elicitation, sampling or roots
 // while it renders a prompt or reads a resource gets its answer from the
 // caller's retry. The endpoint answers these requests itself (mcp-go could
 // not finish a request that asked its caller for input) when it is sure of
@@ -39,14 +38,45 @@ type catalogParams struct {
 	Arguments map[string]string `json:"arguments"`
 }
 
-// serveCatalog answers msg, a 2026-07-28 prompts/get or resources/read of a
+// Catalog is a target whose prompts/get and resources/read run through the
+// input-required bridge for 2026-07-28 callers (ServeCatalog).
+type Catalog interface {
+	// PromptCall is prompts/get of the prompt name with args for the
+	// caller of ctx (inbound: its headers); nil when the caller has no such
+	// prompt, which mcp-go then answers.
+	PromptCall(ctx context.Context, name string, args map[string]string, inbound http.Header) CatalogCall
+	// ResourceCall is resources/read of uri for the caller of ctx; nil as
+	// PromptCall.
+	ResourceCall(ctx context.Context, uri string, inbound http.Header) CatalogCall
+	// Self is the agent's identity, stamped on the results.
+	Self() mcp.Implementation
+	// ReadCacheHints are the caching hints of a resources/read result.
+	ReadCacheHints() (ttlMs int64, scope mcp.CacheScope)
+}
+
+// CatalogCall is one downstream request the bridge runs, its requests to
+// the caller going to rounds: the downstream's result
+// (*mcp.GetPromptResult, *mcp.ReadResourceResult) or the error a handler of
+// mcp-go's would have returned.
+type CatalogCall func(ctx context.Context, rounds wire.Rounds) (result any, err error)
+
+// InputRequiredPassThrough is a target whose answer may be a downstream's
+// own input_required result, which the bridge passes through to the caller
+// (its requests as the downstream keyed them, its requestState sealed
+// inside the bridge's) rather than taking it for the call's end.
+type InputRequiredPassThrough interface {
+	wire.Target
+	PassesInputRequired()
+}
+
+// ServeCatalog answers msg, a 2026-07-28 prompts/get or resources/read of a
 // proxy agent, through the bridge, and reports whether it did; when it
 // reports false it has written nothing. The request runs as a bridged call
 // named "<method> <prompt name or uri>" (a tool name has no space, so the
 // requestState of one is never taken for the other) whose arguments are
 // the prompt's, with a Target of its own (catalogTarget).
-func (e *Endpoint) serveCatalog(w http.ResponseWriter, r *http.Request, msg *wire.Message) bool {
-	p := e.bridge.catalog
+func (b *Bridge) ServeCatalog(w http.ResponseWriter, r *http.Request, msg *wire.Message) bool {
+	p := b.catalog
 	if p == nil {
 		return false
 	}
@@ -61,7 +91,7 @@ func (e *Endpoint) serveCatalog(w http.ResponseWriter, r *http.Request, msg *wir
 	}
 	ctx := server.WithRequestProtocolInfo(r.Context(), info)
 	var req mcp.CallToolRequest
-	var call BridgedCall
+	var call CatalogCall
 	switch method {
 	case mcp.MethodPromptsGet:
 		call = p.PromptCall(ctx, params.Name, params.Arguments, r.Header)
@@ -81,8 +111,8 @@ func (e *Endpoint) serveCatalog(w http.ResponseWriter, r *http.Request, msg *wir
 	if len(msg.Params.InputResponses) > 0 || len(msg.Params.RequestState) > 0 {
 		c.RoundTrip = &wire.RoundTrip{InputResponses: msg.Params.InputResponses, RequestState: msg.Params.RequestState}
 	}
-	b := newInputBridge(e, catalogTarget{call: call, catalog: p})
-	writeAnswer(w, b.Answer(ctx, c))
+	cb := &Bridge{s: b.s, agent: b.agent, inner: catalogTarget{call: call, catalog: p}}
+	writeAnswer(w, cb.Answer(ctx, c))
 	return true
 }
 
@@ -90,8 +120,8 @@ func (e *Endpoint) serveCatalog(w http.ResponseWriter, r *http.Request, msg *wir
 // its Answer runs the catalog's call and makes of its result what mcp-go's
 // server would.
 type catalogTarget struct {
-	call    BridgedCall
-	catalog BridgedCatalog
+	call    CatalogCall
+	catalog Catalog
 }
 
 func (catalogTarget) Answers(string) bool { return true }
@@ -99,7 +129,7 @@ func (catalogTarget) RawArgs() bool       { return true }
 
 func (t catalogTarget) Answer(ctx context.Context, c *wire.Call) any {
 	id := c.ID
-	res, err := t.call(ctx)
+	res, err := t.call(ctx, c.Rounds)
 	if err != nil {
 		var rpc *mcpclient.RPCError
 		if errors.As(err, &rpc) && rpc.Code == mcp.MISSING_REQUIRED_CLIENT_CAPABILITY {
@@ -144,7 +174,7 @@ func modernRequest(r *http.Request, msg *wire.Message, method mcp.MCPMethod) (*s
 // decorate stamps res as mcp-go's decorateResponse does for a 2026-07-28
 // caller (wire.Decorate, with the catalog's Self), and adds the caching
 // hints of a read.
-func decorate(res any, catalog BridgedCatalog) {
+func decorate(res any, catalog Catalog) {
 	if m, ok := res.(mcp.ResultMetadata); ok {
 		wire.Decorate(m, catalog.Self())
 	}
