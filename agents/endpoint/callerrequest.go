@@ -38,11 +38,11 @@ type Sequencer interface {
 // that request's response stream, and returns the caller's result; for a
 // 2026-07-28 caller of a bridged call (Deps.Rounds) it becomes an
 // input_required round instead: rounds, the call's round-trip state
-// (wire.Call.Rounds), asks it (nil: the call is not bridged). seq orders the request
-// with the call's notifications (never into one); it may be nil on the
-// fast path, whose stream orders the write itself. Reasons it cannot be
-// sent are *mcpclient.RPCError (for the downstream that asked), as is the
-// caller's own error answer.
+// (wire.Call.Rounds), asks it (nil: the call is not bridged). seq orders
+// the request with the call's notifications (never into one); it may be
+// nil on the fast path, whose stream orders the write itself. Reasons it
+// cannot be sent are *mcpclient.RPCError (for the downstream that asked),
+// as is the caller's own error answer.
 func (e *Endpoint) Request(ctx context.Context, rounds wire.Rounds, seq Sequencer, method string, params json.RawMessage) (json.RawMessage, error) {
 	if rounds != nil { // a 2026-07-28 caller's bridged call: input-required (agents/bridge)
 		return rounds.Ask(ctx, method, params)
