@@ -16,10 +16,11 @@ import (
 
 	"github.com/pallasgw/pallasgw/agents/endpoint"
 	"github.com/pallasgw/pallasgw/agents/internal/ctxvalue"
+	"github.com/pallasgw/pallasgw/agents/kinds/proxy"
+	"github.com/pallasgw/pallasgw/agents/kinds/toolbox"
 	"github.com/pallasgw/pallasgw/agents/llm"
 	"github.com/pallasgw/pallasgw/agents/mcpclient"
-	"github.com/pallasgw/pallasgw/agents/proxy"
-	"github.com/pallasgw/pallasgw/agents/toolbox"
+	"github.com/pallasgw/pallasgw/agents/relay"
 	"github.com/pallasgw/pallasgw/agents/wire"
 	"github.com/pallasgw/pallasgw/gateway/config"
 	"github.com/pallasgw/pallasgw/metrics/tracing"
@@ -200,7 +201,7 @@ func (a *Agent) toolboxDeps() toolbox.Deps {
 		Callers: d.Callers, Auditor: d.Auditor, Outbound: a.set.outbound, Rejected: a.set.upstreamRejected, Observe: a.observe, RequestID: RequestID,
 		GatewayStatus: a.Config.GatewayStatus, Status: d.Status, Script: a.toolboxScript(), Quota: a.scriptRequest,
 		Relay: func(ctx context.Context, token mcp.ProgressToken) (*mcpclient.Relay, mcpclient.ProgressFunc, func()) {
-			relay := proxy.NewCallRelay(ctx, streamOf(ctx), token, d.Metrics)
+			relay := relay.NewCallRelay(ctx, streamOf(ctx), token, d.Metrics)
 			requests := &mcpclient.Relay{Request: func(dctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
 				return a.handler.Request(dctx, sequencer(relay), method, params)
 			}}
@@ -219,7 +220,7 @@ func (a *Agent) proxyDeps() proxy.Deps {
 		Metrics: d.Metrics, Downstream: d.Downstream, Callers: d.Callers, Auditor: d.Auditor, Outbound: a.set.outbound,
 		Rejected: a.set.upstreamRejected, Observe: a.observe, Outcome: outcomeOf, RequestID: RequestID, Health: a.handleHealth, StreamOf: streamOf, TaskTag: taskTag(d.CallerRequests),
 		TaskIndex: d.TaskIndex, ToolSearch: a.Config.ToolSearch.On(),
-		Request: func(ctx context.Context, relay *proxy.Relay, method string, params json.RawMessage) (json.RawMessage, error) {
+		Request: func(ctx context.Context, relay *relay.Relay, method string, params json.RawMessage) (json.RawMessage, error) {
 			return a.handler.Request(ctx, sequencer(relay), method, params) // the endpoint is built after the proxy
 		}}
 }
@@ -233,7 +234,7 @@ func taskTag(c *endpoint.CallerRequests) func(...string) string {
 }
 
 // sequencer is relay as the endpoint takes it: nil stays nil.
-func sequencer(relay *proxy.Relay) endpoint.Sequencer {
+func sequencer(relay *relay.Relay) endpoint.Sequencer {
 	if relay == nil {
 		return nil
 	}
@@ -241,7 +242,7 @@ func sequencer(relay *proxy.Relay) endpoint.Sequencer {
 }
 
 // streamOf is the tracked response of the request of ctx, or nil.
-func streamOf(ctx context.Context) proxy.Stream {
+func streamOf(ctx context.Context) relay.Stream {
 	if t := endpoint.ScopeFrom(ctx).Tracker; t != nil {
 		return t
 	}

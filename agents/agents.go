@@ -1,7 +1,7 @@
 // Package agents owns the agents of one snapshot: each agent's MCP server
 // (send_message or its tool_name, get_health, the {agent}_history prompt),
 // the agent kinds (llm tool loop, chain, router, parallel; the proxy
-// and toolbox kinds are agents/proxy and agents/toolbox, which it
+// and toolbox kinds are agents/kinds/proxy and agents/kinds/toolbox, which it
 // constructs), progress reporting and health. Each agent's HTTP endpoint
 // is agents/endpoint, which it constructs with the agent's MCP server and
 // fast-path target. It consults policy for outbound headers and tool rules
@@ -20,9 +20,9 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/pallasgw/pallasgw/agents/endpoint"
+	"github.com/pallasgw/pallasgw/agents/kinds/proxy"
 	"github.com/pallasgw/pallasgw/agents/llm"
 	"github.com/pallasgw/pallasgw/agents/mcpclient"
-	"github.com/pallasgw/pallasgw/agents/proxy"
 	"github.com/pallasgw/pallasgw/agents/toolsearch"
 	"github.com/pallasgw/pallasgw/gateway/config"
 	"github.com/pallasgw/pallasgw/metrics"

@@ -14,8 +14,8 @@ import (
 	"errors"
 	"time"
 
+	"github.com/pallasgw/pallasgw/agents/kinds/proxy"
 	"github.com/pallasgw/pallasgw/agents/pins"
-	"github.com/pallasgw/pallasgw/agents/proxy"
 	"github.com/pallasgw/pallasgw/policy"
 )
 

@@ -1,6 +1,10 @@
-package proxy
-
-// The relay of one downstream call's notifications to its caller.
+// Package relay owns the relay of one call's notifications to its caller:
+// a downstream's progress and log messages (the proxy and toolbox kinds)
+// and an agent's own progress (agents' Reporter), queued so that delivery
+// never blocks the downstream transport's reader. It writes to the
+// caller's response only through the request's notifier; it does not
+// know the kinds.
+package relay
 
 import (
 	"context"
@@ -108,18 +112,18 @@ func (r *Relay) Send(method string, params map[string]any) {
 // the caller after it (Exclusive).
 func (r *Relay) End() { r.end() }
 
-// newRelay returns the relay of a call's progress to the response stream,
+// New returns the relay of a call's progress to the response stream,
 // and of its log messages when logs is set (those at level or more severe
 // when level is set); nil (a relay that asks for nothing) when there is
 // neither a token nor logs, or no MCP server in ctx.
-func newRelay(ctx context.Context, stream Stream, token mcp.ProgressToken, logs bool, level mcp.LoggingLevel, m *metrics.Metrics) *Relay {
+func New(ctx context.Context, stream Stream, token mcp.ProgressToken, logs bool, level mcp.LoggingLevel, m *metrics.Metrics) *Relay {
 	if token == nil && !logs {
 		return nil
 	}
 	return buildRelay(ctx, stream, token, logs, level, m)
 }
 
-// buildRelay is newRelay without its check that there is anything to relay.
+// buildRelay is New without its check that there is anything to relay.
 func buildRelay(ctx context.Context, stream Stream, token mcp.ProgressToken, logs bool, level mcp.LoggingLevel, m *metrics.Metrics) *Relay {
 	notify, direct := notifierFrom(ctx)
 	if notify == nil {
@@ -160,9 +164,9 @@ func (r *Relay) ProgressFunc() mcpclient.ProgressFunc {
 	return r.add
 }
 
-// logFunc is what the downstream call hands its log messages to; nil when
+// LogFunc is what the downstream call hands its log messages to; nil when
 // the caller takes none.
-func (r *Relay) logFunc() func(map[string]any) {
+func (r *Relay) LogFunc() func(map[string]any) {
 	if r == nil || !r.logs {
 		return nil
 	}

@@ -12,8 +12,8 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/pallasgw/pallasgw/agents/internal/agenttest"
+	"github.com/pallasgw/pallasgw/agents/kinds/toolbox"
 	"github.com/pallasgw/pallasgw/agents/mcpclient"
-	"github.com/pallasgw/pallasgw/agents/toolbox"
 )
 
 const toolboxCfg = `

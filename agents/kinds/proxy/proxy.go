@@ -75,6 +75,7 @@ import (
 
 	"github.com/pallasgw/pallasgw/agents/mcpclient"
 	"github.com/pallasgw/pallasgw/agents/pins"
+	"github.com/pallasgw/pallasgw/agents/relay"
 	"github.com/pallasgw/pallasgw/agents/sessions"
 	"github.com/pallasgw/pallasgw/agents/toolsearch"
 	"github.com/pallasgw/pallasgw/agents/wire"
@@ -122,7 +123,7 @@ type Deps struct {
 	Health server.ToolHandlerFunc
 	// StreamOf is the response the request of ctx writes its events to (nil:
 	// none is tracked).
-	StreamOf func(ctx context.Context) Stream
+	StreamOf func(ctx context.Context) relay.Stream
 	// ToolSearch adds search_tools (search.go).
 	ToolSearch bool
 	// SearchEmbedder adds a ranking by embeddings to search_tools
@@ -133,7 +134,7 @@ type Deps struct {
 	// Request sends a downstream's server-to-client request to the caller of
 	// the request of ctx, on that request's response stream, between the
 	// notifications of relay (the endpoint's).
-	Request func(ctx context.Context, relay *Relay, method string, params json.RawMessage) (json.RawMessage, error)
+	Request func(ctx context.Context, relay *relay.Relay, method string, params json.RawMessage) (json.RawMessage, error)
 }
 
 // Proxy is the state of one proxy agent. Its maps only grow by names the
@@ -440,7 +441,7 @@ func (p *Proxy) forward(ctx context.Context, req mcp.CallToolRequest, raw bool, 
 		return mcp.NewToolResultError(fmt.Sprintf("tool %s is denied by policy (%s)", name, d.Reason)), nil, nil
 	}
 	relay, rel := p.relayFor(ctx, req)
-	defer relay.end() // also on a panic: no request may be written after the call
+	defer relay.End() // also on a panic: no request may be written after the call
 	outbound, err := p.d.Outbound(ctx, r.server, req.Header, rel)
 	isError := false
 	switch {

@@ -9,8 +9,8 @@ import (
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/pallasgw/pallasgw/agents/internal/agenttest"
+	"github.com/pallasgw/pallasgw/agents/kinds/toolbox"
 	"github.com/pallasgw/pallasgw/agents/mcpclient"
-	"github.com/pallasgw/pallasgw/agents/toolbox"
 )
 
 const searchCfg = `
