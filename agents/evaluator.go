@@ -30,7 +30,7 @@ type evaluation struct {
 	feedback string
 }
 
-func (r *evalOptRunner) run(ctx context.Context, c *Call) (string, error) {
+func (r *evalOptRunner) Run(ctx context.Context, c *Call) (string, error) {
 	cfg := r.a.Config
 	step, first := 0, 0
 	var best, generated string // generated: a draft finished before an input-required round

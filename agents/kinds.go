@@ -17,36 +17,44 @@ import (
 	"github.com/pallasgw/pallasgw/gateway/config"
 )
 
-func newRunner(a *Agent) (runner, error) {
-	switch a.Config.Kind {
-	case config.KindLLM:
-		return newLLMRunner(a)
-	case config.KindChain:
-		return &chainRunner{a: a}, nil
-	case config.KindRouter:
+// The llm kind and the workflows register with the core as every kind
+// does (kind.go).
+func init() {
+	register := func(kind string, newRunner func(a *Agent) (Runner, error)) {
+		Register(kind, func(h Host) (Kind, error) {
+			r, err := newRunner(h.(host).a)
+			if err != nil {
+				return nil, err
+			}
+			return h.SendMessage(r), nil
+		})
+	}
+	register(config.KindLLM, func(a *Agent) (Runner, error) { return newLLMRunner(a) })
+	register(config.KindChain, func(a *Agent) (Runner, error) { return &chainRunner{a: a}, nil })
+	register(config.KindRouter, func(a *Agent) (Runner, error) {
 		m, err := newModelRef(a, a.Config.Model)
 		if err != nil {
 			return nil, err
 		}
 		return &routerRunner{a: a, model: m}, nil
-	case config.KindParallel:
-		return &parallelRunner{a: a}, nil
-	case config.KindEvaluatorOptimizer:
+	})
+	register(config.KindParallel, func(a *Agent) (Runner, error) { return &parallelRunner{a: a}, nil })
+	register(config.KindEvaluatorOptimizer, func(a *Agent) (Runner, error) {
 		return &evalOptRunner{a: a, min: config.RatingRank(a.Config.MinRating)}, nil
-	case config.KindOrchestrator:
+	})
+	register(config.KindOrchestrator, func(a *Agent) (Runner, error) {
 		m, err := newModelRef(a, a.Config.Model)
 		if err != nil {
 			return nil, err
 		}
 		return &orchestratorRunner{a: a, model: m}, nil
-	}
-	return nil, nil // proxy and toolbox have no send_message
+	})
 }
 
 // chainRunner runs sequence in order, each output the next input.
 type chainRunner struct{ a *Agent }
 
-func (r *chainRunner) run(ctx context.Context, c *Call) (string, error) {
+func (r *chainRunner) Run(ctx context.Context, c *Call) (string, error) {
 	seq := r.a.Config.Sequence
 	msg, first := c.Message, 0
 	cp, err := resumeSteps(ctx, c, config.KindChain) // resume.go
@@ -102,7 +110,7 @@ type routerRunner struct {
 
 const routeTool = "route_to_agent"
 
-func (r *routerRunner) run(ctx context.Context, c *Call) (string, error) {
+func (r *routerRunner) Run(ctx context.Context, c *Call) (string, error) {
 	names := r.a.Config.Agents
 	schema, _ := json.Marshal(map[string]any{
 		"type": "object", "required": []string{"agent", "reason"},
@@ -178,7 +186,7 @@ func pickRoute(resp *llm.Response, names []string) (string, string) {
 // parallelRunner fans the message out, then gives the answers to fan_in.
 type parallelRunner struct{ a *Agent }
 
-func (r *parallelRunner) run(ctx context.Context, c *Call) (string, error) {
+func (r *parallelRunner) Run(ctx context.Context, c *Call) (string, error) {
 	fan := r.a.Config.FanOut
 	answers := make([]string, len(fan))
 	errs := make([]error, len(fan))

@@ -37,7 +37,7 @@ type llmRunner struct {
 	maxBytes int
 }
 
-func (r *llmRunner) run(ctx context.Context, c *Call) (string, error) {
+func (r *llmRunner) Run(ctx context.Context, c *Call) (string, error) {
 	a := r.a
 	model, err := c.overrides.model(r.model, a.Config.Params)
 	if err != nil {

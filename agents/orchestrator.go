@@ -69,7 +69,7 @@ const (
 
 var errNoPlan = errors.New("the planner's answer held no plan")
 
-func (r *orchestratorRunner) run(ctx context.Context, c *Call) (string, error) {
+func (r *orchestratorRunner) Run(ctx context.Context, c *Call) (string, error) {
 	o := &orchestration{c: c, results: map[string]string{}, failed: map[string]bool{}, byID: map[string]string{}}
 	rest, err := r.resume(ctx, o)
 	if err != nil {

@@ -72,24 +72,7 @@ func kindPackage(rel string) bool {
 
 // knownFuncFields are today's function-typed fields of a Host or of a
 // kind's dependencies ("pkg.Struct.Field").
-var knownFuncFields = []string{
-	"agents/kinds/proxy.Deps.Outbound",
-	"agents/kinds/proxy.Deps.Observe",
-	"agents/kinds/proxy.Deps.Outcome",
-	"agents/kinds/proxy.Deps.RequestID",
-	"agents/kinds/proxy.Deps.TaskTag",
-	"agents/kinds/proxy.Deps.Health",
-	"agents/kinds/proxy.Deps.StreamOf",
-	"agents/kinds/proxy.Deps.Request",
-	"agents/kinds/proxy.Deps.Rejected", // upstream OAuth: a downstream 401 renews the caller's token before the next call
-	"agents/kinds/toolbox.Deps.Outbound",
-	"agents/kinds/toolbox.Deps.Observe",
-	"agents/kinds/toolbox.Deps.RequestID",
-	"agents/kinds/toolbox.Deps.Status",
-	"agents/kinds/toolbox.Deps.Relay",
-	"agents/kinds/toolbox.Deps.Quota",
-	"agents/kinds/toolbox.Deps.Rejected",
-}
+var knownFuncFields = []string{}
 
 // No function-typed field in a struct named Host, or in a kind's
 // dependencies (a struct named Deps or ending in Deps in a kind's

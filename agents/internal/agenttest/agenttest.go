@@ -28,6 +28,8 @@ import (
 
 	"github.com/pallasgw/pallasgw/agents"
 	"github.com/pallasgw/pallasgw/agents/endpoint"
+	_ "github.com/pallasgw/pallasgw/agents/kinds/proxy"   // the kinds the tests build
+	_ "github.com/pallasgw/pallasgw/agents/kinds/toolbox" // (as the gateway imports them)
 	"github.com/pallasgw/pallasgw/agents/llm"
 	"github.com/pallasgw/pallasgw/agents/mcpclient"
 	"github.com/pallasgw/pallasgw/agents/wire"

@@ -60,12 +60,12 @@ func (p *Proxy) ResourceCall(ctx context.Context, uri string, inbound http.Heade
 }
 
 // relayRequests is the Relay of a bridged downstream request: it takes the
-// downstream's server-to-client requests to the endpoint (Deps.Request),
-// which answers them from the bridge's call; nil without Deps.Request. Log
+// downstream's server-to-client requests to the endpoint (Host.Request),
+// which answers them from the bridge's call; nil without a Host. Log
 // messages and progress are not relayed: a bridged prompts/get or
 // resources/read is answered as plain JSON.
 func (p *Proxy) relayRequests() *mcpclient.Relay {
-	if p.d.Request == nil {
+	if p.d.Host == nil {
 		return nil
 	}
 	return &mcpclient.Relay{

@@ -52,11 +52,12 @@
 // answer: a client parses a JSON answer for about half the CPU of the same
 // answer framed as an SSE event.
 
-// It owns the proxy's names, views and forwarding, and the relay of a
-// call's notifications (relay.go); it is handed what it needs of its agent
-// (Deps), including the endpoint's server-to-client request function. It
-// does not serve HTTP, build agents or compose headers itself: package
-// agents constructs it, and the endpoint carries its calls.
+// It owns the proxy's names, views and forwarding; the relay of a call's
+// notifications is agents/relay. It registers itself as a kind
+// (kind.go) and is handed what it needs of its agent as the agent's
+// agents.Host (Deps). It does not serve HTTP, build agents or compose
+// headers itself: the agents core builds it by its factory, and the
+// endpoint carries its calls.
 package proxy
 
 import (
@@ -73,9 +74,9 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 	"go.uber.org/zap"
 
+	"github.com/pallasgw/pallasgw/agents"
 	"github.com/pallasgw/pallasgw/agents/mcpclient"
 	"github.com/pallasgw/pallasgw/agents/pins"
-	"github.com/pallasgw/pallasgw/agents/relay"
 	"github.com/pallasgw/pallasgw/agents/sessions"
 	"github.com/pallasgw/pallasgw/agents/toolsearch"
 	"github.com/pallasgw/pallasgw/agents/wire"
@@ -85,8 +86,10 @@ import (
 	"github.com/pallasgw/pallasgw/policy"
 )
 
-// Deps is what the proxy is handed of its agent.
+// Deps is what the proxy is handed of its agent: its Host (what it calls
+// of the gateway) and what it reads of the agent's config.
 type Deps struct {
+	agents.Host
 	Agent      string             // the agent's name
 	Self       mcp.Implementation // the agent's identity as its MCP server gives it
 	Servers    []string           // the agent's servers, in config order
@@ -96,34 +99,9 @@ type Deps struct {
 	Downstream mcpclient.Downstream
 	Callers    *policy.CallerPolicy
 	Auditor    *policy.Auditor
-	// Outbound composes the headers server receives for a call that
-	// arrived with inbound headers; relay (nil: none) is the call's, by
-	// which a server with oauth may ask the caller to connect.
-	Outbound func(ctx context.Context, server string, inbound http.Header, relay *mcpclient.Relay) (http.Header, error)
-	// Rejected is told of a call server refused for its credentials (401),
-	// so that a caller's own token is renewed before the next (nil: none).
-	Rejected func(ctx context.Context, server string, err error)
-	// Observe records one call's outcome in the tool metrics; Outcome names
-	// the outcome of a call that ended with err.
-	// caller is the caller's policy key (the metric keeps only names the
-	// config knows).
-	Observe func(caller, tool, outcome string, start time.Time)
-	Outcome func(ctx context.Context, err error) string
-	// RequestID is the request id of ctx.
-	RequestID func(ctx context.Context) string
-	// TaskTag is a MAC of parts under a key the replicas share
-	// (endpoint.CallerRequests.Tag): it binds task ids to their creator
-	// (tasks.go). nil: ids are bound to nothing (tests).
-	TaskTag func(parts ...string) string
 	// TaskIndex, if set, records the tasks callers create for every
 	// replica's tasks/list (tasks.go); nil keeps them to this replica.
-	TaskIndex TaskIndex
-	// Health answers the agent's get_health (unless a downstream tool
-	// takes that name).
-	Health server.ToolHandlerFunc
-	// StreamOf is the response the request of ctx writes its events to (nil:
-	// none is tracked).
-	StreamOf func(ctx context.Context) relay.Stream
+	TaskIndex agents.TaskIndex
 	// ToolSearch adds search_tools (search.go).
 	ToolSearch bool
 	// SearchEmbedder adds a ranking by embeddings to search_tools
@@ -131,10 +109,6 @@ type Deps struct {
 	// (nil: the index's own); nil: lexical ranking only.
 	SearchEmbedder toolsearch.Embedder
 	SearchVectors  *toolsearch.Vectors
-	// Request sends a downstream's server-to-client request to the caller of
-	// the request of ctx, on that request's response stream, between the
-	// notifications of relay (the endpoint's).
-	Request func(ctx context.Context, relay *relay.Relay, method string, params json.RawMessage) (json.RawMessage, error)
 }
 
 // Proxy is the state of one proxy agent. Its maps only grow by names the
@@ -458,7 +432,7 @@ func (p *Proxy) forward(ctx context.Context, req mcp.CallToolRequest, raw bool, 
 		isError = err == nil && res != nil && res.IsError
 	}
 	relay.Flush(2 * time.Second)
-	if err != nil && p.d.Rejected != nil {
+	if err != nil {
 		p.d.Rejected(ctx, r.server, err)
 	}
 	outcome := p.d.Outcome(ctx, err)

@@ -375,8 +375,8 @@ func renameID(m map[string]json.RawMessage, name func(string) string) {
 
 // taskTag binds a task of srv to its owner (package comment).
 func (p *Proxy) taskTag(owner, srv, downID string) string {
-	if p.d.TaskTag == nil {
-		return "-" // tests without a key: ids still route, bound to nothing
+	if p.d.Host == nil {
+		return "-" // tests without a host: ids still route, bound to nothing
 	}
 	return p.d.TaskTag("task", p.d.Agent, owner, srv, downID)
 }
@@ -401,14 +401,6 @@ func (p *Proxy) ownTask(ctx context.Context, srv string) func(string) string {
 		}
 		return name(downID)
 	}
-}
-
-// TaskIndex records who created which task where every replica reads it
-// (sessions.Store implements it; Deps.TaskIndex). Without one, tasks/list
-// shows the tasks created through this replica.
-type TaskIndex interface {
-	IndexAdd(ctx context.Context, key, member string, max int, ttl time.Duration) error
-	IndexHas(ctx context.Context, key string, members []string) ([]bool, error)
 }
 
 // taskIndexTTL is how long an owner's index outlives its last task.

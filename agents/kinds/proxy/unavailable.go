@@ -29,6 +29,10 @@ func (e *UnavailableError) Error() string {
 
 func (e *UnavailableError) Unwrap() error { return e.Err }
 
+// Unavailable names the server and the tool, for the audit line of the
+// refusal.
+func (e *UnavailableError) Unavailable() (server, tool string) { return e.Server, e.Tool }
+
 // ToolResult is the call's answer: an isError result naming the server,
 // why it is unavailable and the request id; stamped for a 2026-07-28
 // caller (modern) as every result is.

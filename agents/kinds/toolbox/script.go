@@ -98,10 +98,8 @@ func (e *stopError) Unwrap() error        { return e.err }
 func (e *stopError) Is(target error) bool { return target == errStop }
 
 func (tb *toolbox) scriptExecute(ctx context.Context, c *tbCall, req mcp.CallToolRequest, server, tool string, args json.RawMessage) (*mcp.CallToolResult, error) {
-	if tb.d.Quota != nil {
-		if err := tb.d.Quota(ctx); err != nil {
-			return nil, stop(err)
-		}
+	if err := tb.d.Quota(ctx); err != nil {
+		return nil, stop(err)
 	}
 	var toolArgs map[string]any
 	if err := json.Unmarshal(args, &toolArgs); err != nil {

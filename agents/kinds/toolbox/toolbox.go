@@ -11,10 +11,11 @@
 // execute_tool returns the downstream result unchanged. Every call writes
 // one audit line.
 //
-// It owns the three tools and their policy checks; it is handed what it
-// needs of its agent (Deps) and registers its tools on the agent's mcp-go
-// server. It does not serve HTTP, build agents or compose headers itself:
-// package agents constructs it, and the endpoint carries its calls.
+// It owns the three tools and their policy checks; it registers itself as
+// a kind (kind.go), is handed what it needs of its agent as the agent's
+// agents.Host (Deps) and registers its tools on the agent's mcp-go server.
+// It does not serve HTTP, build agents or compose headers itself: the
+// agents core builds it by its factory, and the endpoint carries its calls.
 package toolbox
 
 import (
@@ -33,6 +34,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 	"go.uber.org/zap"
 
+	"github.com/pallasgw/pallasgw/agents"
 	"github.com/pallasgw/pallasgw/agents/codemode"
 	"github.com/pallasgw/pallasgw/agents/mcpclient"
 	"github.com/pallasgw/pallasgw/agents/pins"
@@ -68,6 +70,7 @@ func (e *toolboxError) result() *mcp.CallToolResult {
 
 // Deps is what the toolbox is handed of its agent.
 type Deps struct {
+	agents.Host
 	Agent       string             // the agent's name
 	Self        mcp.Implementation // the agent's identity as its MCP server gives it
 	Servers     []string           // the agent's servers, in config order
@@ -78,35 +81,11 @@ type Deps struct {
 	Downstream  mcpclient.Downstream
 	Callers     *policy.CallerPolicy
 	Auditor     *policy.Auditor
-	// Outbound composes the headers server receives for a call that
-	// arrived with inbound headers; relay (nil here: none) is the call's,
-	// by which a server with oauth may ask the caller to connect.
-	Outbound func(ctx context.Context, server string, inbound http.Header, relay *mcpclient.Relay) (http.Header, error)
-	// Rejected is told of a call server refused for its credentials (401),
-	// so that a caller's own token is renewed before the next (nil: none).
-	Rejected func(ctx context.Context, server string, err error)
-	// Observe records one call's outcome in the tool metrics.
-	// caller is the caller's policy key (the metric keeps only names the
-	// config knows).
-	Observe func(caller, tool, outcome string, start time.Time)
-	// RequestID is the request id of ctx.
-	RequestID func(ctx context.Context) string
 	// GatewayStatus, when enabled, adds get_gateway_status, answering
-	// Status() to the callers it allows.
+	// Host.Status to the callers it allows.
 	GatewayStatus *config.GatewayStatus
-	Status        func() any
-	// Relay prepares one downstream call of execute_tool for the caller:
-	// the returned Relay takes the downstream's server-to-client requests
-	// (elicitation, sampling, roots) to the caller (mcpclient.CallOptions),
-	// onProgress relays its progress under token (nil: none asked), and
-	// done waits until what was relayed is written and ends the relay
-	// (nothing is written to the caller after it).
-	Relay func(ctx context.Context, token mcp.ProgressToken) (relay *mcpclient.Relay, onProgress mcpclient.ProgressFunc, done func())
 	// Script runs run_script (script.go); nil: not offered.
 	Script *codemode.Runner
-	// Quota takes one request from the caller's requests_per_minute for
-	// each tool call of a script (nil: none).
-	Quota func(ctx context.Context) error
 	// SearchEmbedder adds a ranking by embeddings to search_tools
 	// (tool_search.embeddings), its tools' vectors kept in SearchVectors
 	// (nil: the index's own); nil: lexical ranking only.
@@ -160,7 +139,7 @@ func Register(srv *server.MCPServer, d Deps) *Target {
 	if d.Script != nil {
 		tb.registerScript(srv) // script.go
 	}
-	if gs := d.GatewayStatus; gs != nil && gs.Enabled && d.Status != nil {
+	if gs := d.GatewayStatus; gs != nil && gs.Enabled && d.HasStatus() {
 		g, err := policy.CompileGlobs(gs.Callers)
 		if err != nil { // config validation rejects bad globs; fail closed
 			g = mustGlobs("\x00none")
@@ -583,9 +562,7 @@ func (tb *toolbox) prepareExecute(ctx context.Context, c *tbCall, req mcp.CallTo
 // downstreamError maps a downstream failure onto a toolbox code.
 func (tb *toolbox) downstreamError(ctx context.Context, c *tbCall, err error) error {
 	rid := tb.d.RequestID(ctx)
-	if tb.d.Rejected != nil {
-		tb.d.Rejected(ctx, c.server, err)
-	}
+	tb.d.Rejected(ctx, c.server, err)
 	tb.d.Logger.Warn("toolbox downstream call failed", zap.String("request_id", rid), zap.String("caller", c.caller),
 		zap.String("server", c.server), zap.String("tool", c.target), zap.String("outcome", mcpclient.Outcome(err)), zap.Error(err))
 	switch {

@@ -1,0 +1,122 @@
+package agents
+
+// Kinds are plug-ins: each kind's package registers a Factory under its
+// name in init (as Caddy's caddy.RegisterModule and CoreDNS's
+// plugin.Register do), and the program imports the kind packages. The
+// core builds an agent by its kind's Factory and serves what the Kind
+// returned; it never asks which kind it holds.
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"sort"
+	"sync"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/pallasgw/pallasgw/agents/endpoint"
+)
+
+// Factory builds the kind of one agent, handed its Host.
+type Factory func(h Host) (Kind, error)
+
+// Kind is what an agent of one kind offers: its tools, prompts and
+// resources on the agent's MCP server, and how the agent's endpoint
+// reaches them.
+type Kind interface {
+	// ServerOptions are the kind's options of the agent's MCP server,
+	// whose hooks are hooks.
+	ServerOptions(hooks *server.Hooks) []server.ServerOption
+	// Register adds the kind's tools, prompts and resources to srv, the
+	// agent's MCP server, and returns the handler of get_health (nil: the
+	// agent's own, Host.Health).
+	Register(srv *server.MCPServer) server.ToolHandlerFunc
+	// Endpoint sets how the agent's endpoint reaches the kind: the fast
+	// tools/call target and the input-required bridge's (d.Fast, d.Rounds)
+	// and what else it answers (d.SetLevel, d.Tasks).
+	Endpoint(d *endpoint.Deps)
+}
+
+// Router is a Kind that decides which tools/calls it dispatches (its
+// tools are registered on demand): Route reports why a tools/call of name
+// cannot be dispatched for the caller of ctx (nil: it can). For any other
+// kind, a name its MCP server lacks is not found.
+type Router interface {
+	Route(ctx context.Context, name string, inbound http.Header) error
+}
+
+// Runner runs one send_message of an agent; a Kind built by
+// Host.SendMessage serves it. Sub-agents are run through Agent.Run.
+type Runner interface {
+	Run(ctx context.Context, c *Call) (string, error)
+}
+
+var (
+	kindsMu sync.RWMutex
+	kinds   = map[string]Factory{}
+)
+
+// Register makes f the factory of the agents of kind. Each kind's package
+// calls it in init; registering a kind twice, or no factory, panics.
+func Register(kind string, f Factory) {
+	kindsMu.Lock()
+	defer kindsMu.Unlock()
+	if kind == "" || f == nil {
+		panic("agents: Register of an empty kind or a nil factory")
+	}
+	if _, dup := kinds[kind]; dup {
+		panic(fmt.Sprintf("agents: kind %q registered twice", kind))
+	}
+	kinds[kind] = f
+}
+
+// Kinds lists the registered kinds, sorted.
+func Kinds() []string {
+	kindsMu.RLock()
+	defer kindsMu.RUnlock()
+	out := make([]string, 0, len(kinds))
+	for k := range kinds {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func factoryOf(kind string) Factory {
+	kindsMu.RLock()
+	defer kindsMu.RUnlock()
+	return kinds[kind]
+}
+
+// sendMessage is the Kind of an agent whose tool is send_message (or its
+// tool_name), answered by a Runner (Host.SendMessage).
+type sendMessage struct {
+	a *Agent
+	r Runner
+}
+
+func (h host) SendMessage(r Runner) Kind { return &sendMessage{a: h.a, r: r} }
+
+func (k *sendMessage) ServerOptions(*server.Hooks) []server.ServerOption { return nil }
+
+func (k *sendMessage) Register(srv *server.MCPServer) server.ToolHandlerFunc {
+	a := k.a
+	a.run = k.r
+	srv.AddTool(mcp.NewToolWithRawSchema(a.Config.ToolName, a.toolDescription(), sendMessageSchemaFor(a.Config.Overrides)), a.handleSendMessage)
+	srv.AddPrompt(mcp.NewPrompt(a.Name+"_history", mcp.WithPromptDescription("Conversation history (always empty: history lives on the client).")),
+		func(context.Context, mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+			return mcp.NewGetPromptResult("History lives on the client; pass it in send_message's history.", []mcp.PromptMessage{}), nil
+		})
+	return nil
+}
+
+func (k *sendMessage) Endpoint(d *endpoint.Deps) {
+	a := k.a
+	d.Fast = endpoint.Tool{Name: a.Config.ToolName, Handler: a.answerSendMessage, Self: a.self()}
+	// Every kind with send_message continues from a checkpoint
+	// (resume.go), so an input-required round never runs a model turn
+	// or a step that has finished twice.
+	d.Rounds = d.Fast
+}
