@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -330,10 +329,3 @@ func outcomeOf(ctx context.Context, err error) string {
 }
 
 var errDenied = errors.New("denied by policy")
-
-func trimForLog(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return strings.ToValidUTF8(s[:n], "") + "…"
-}

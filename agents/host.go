@@ -97,6 +97,9 @@ type Host interface {
 	SearchEmbeddings() (toolsearch.Embedder, *toolsearch.Vectors)
 	// Script is the runner of the agent's run_script (nil: not offered).
 	Script() *codemode.Runner
+	// Model is the agent's model (its config's model), as the core's
+	// model selection makes it; an error when it cannot be used.
+	Model() (Model, error)
 	// SendMessage is the Kind of an agent whose one tool is send_message
 	// (or its tool_name), answered by r: the llm kind and the workflows.
 	SendMessage(r Runner) Kind
@@ -184,6 +187,14 @@ func (h host) SearchEmbeddings() (toolsearch.Embedder, *toolsearch.Vectors) {
 }
 
 func (h host) Script() *codemode.Runner { return h.a.toolboxScript() }
+
+func (h host) Model() (Model, error) {
+	m, err := newModelRef(h.a, h.a.Config.Model)
+	if err != nil {
+		return nil, err
+	}
+	return agentModel{m: m, a: h.a}, nil
+}
 
 // sequencer is relay as the endpoint takes it: nil stays nil.
 func sequencer(relay *relay.Relay) endpoint.Sequencer {

@@ -17,6 +17,8 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/pallasgw/pallasgw/agents/endpoint"
+	"github.com/pallasgw/pallasgw/agents/llm"
+	"github.com/pallasgw/pallasgw/gateway/config"
 )
 
 // Factory builds the kind of one agent, handed its Host.
@@ -120,3 +122,45 @@ func (k *sendMessage) Endpoint(d *endpoint.Deps) {
 	// or a step that has finished twice.
 	d.Rounds = d.Fast
 }
+
+// The llm kind still lives in the core (loop.go) and registers as every
+// kind does.
+func init() {
+	Register(config.KindLLM, func(h Host) (Kind, error) {
+		r, err := newLLMRunner(h.(host).a)
+		if err != nil {
+			return nil, err
+		}
+		return h.SendMessage(r), nil
+	})
+}
+
+// Model is an agent's model as the core's model selection made it (its
+// config's model: provider, parameters, limits, price): Chat sends one
+// request of call c, counted, traced and charged to the agent and the
+// caller as the llm kind's model calls are.
+type Model interface {
+	Chat(ctx context.Context, req llm.Request, c *Call) (*llm.Response, error)
+}
+
+// agentModel is a modelRef bound to the agent it answers for.
+type agentModel struct {
+	m *modelRef
+	a *Agent
+}
+
+func (m agentModel) Chat(ctx context.Context, req llm.Request, c *Call) (*llm.Response, error) {
+	return m.m.chat(ctx, m.a, req, c)
+}
+
+// SetSchema asks the model of the agent c runs for its answer as JSON of
+// schema (an evaluator's rating); a call's own, like its overrides.
+func (c *Call) SetSchema(schema *llm.OutputSchema) { c.schema = schema }
+
+// ErrUnanswered ends a run whose caller was asked for input and never
+// answered (a workflow's steps stop on it as the tool loop does).
+var ErrUnanswered = errUnanswered
+
+// Cut is s cut to max bytes (a UTF-8 boundary), with a note of how much
+// was shown: how a tool's or a step's result is bounded for a model.
+func Cut(s string, max int) string { return cut(s, max) }

@@ -409,7 +409,7 @@ func (r *llmRunner) callAgent(ctx context.Context, c *Call, name string, tc llm.
 		return llm.Message{Role: llm.RoleTool, ToolCallID: tc.ID, IsError: true, Text: "agent " + name + " needs a non-empty message argument"}
 	}
 	c.Progress.Send(label + ": started")
-	answer, err := sub.Run(ctx, c.sub(msg, c.Progress.Prefixed(label+": ")))
+	answer, err := sub.Run(ctx, c.Sub(msg, c.Progress.Prefixed(label+": ")))
 	if err != nil {
 		c.Progress.Send(label + ": failed")
 		return llm.Message{Role: llm.RoleTool, ToolCallID: tc.ID, IsError: true, Text: fmt.Sprintf("agent %s failed: %v", name, err)}
@@ -418,8 +418,8 @@ func (r *llmRunner) callAgent(ctx context.Context, c *Call, name string, tc llm.
 	return llm.Message{Role: llm.RoleTool, ToolCallID: tc.ID, Text: cut(answer, r.maxBytes)}
 }
 
-// sub derives the call a sub-agent runs: a fresh turn, same caller.
-func (c *Call) sub(message string, progress *Reporter) *Call {
+// Sub derives the call a sub-agent runs: a fresh turn, same caller.
+func (c *Call) Sub(message string, progress *Reporter) *Call {
 	return &Call{Turn: Turn{Message: message, ConversationID: c.ConversationID}, Inbound: c.Inbound,
 		Progress: progress, RequestID: c.RequestID, Caller: c.Caller, Depth: c.Depth + 1, asWorkflow: c.asWorkflow, extras: c.extras}
 }

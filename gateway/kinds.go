@@ -7,4 +7,5 @@ package gateway
 import (
 	_ "github.com/pallasgw/pallasgw/agents/kinds/proxy"
 	_ "github.com/pallasgw/pallasgw/agents/kinds/toolbox"
+	_ "github.com/pallasgw/pallasgw/agents/kinds/workflow"
 )

@@ -1,4 +1,4 @@
-package agents_test
+package workflow_test
 
 import (
 	"context"
@@ -8,8 +8,8 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/pallasgw/pallasgw/agents"
 	"github.com/pallasgw/pallasgw/agents/internal/agenttest"
+	"github.com/pallasgw/pallasgw/agents/kinds/workflow"
 	"github.com/pallasgw/pallasgw/agents/llm"
 )
 
@@ -253,13 +253,13 @@ func TestOrchestratorPassesResults(t *testing.T) {
 func TestScopeNameDistinct(t *testing.T) {
 	seen := map[string]string{}
 	for _, id := range []string{"s1", "a-1", "a1", "a 1", "ä1", strings.Repeat("x", 40), strings.Repeat("x", 41), "", "-"} {
-		name := agents.ScopeName(id)
+		name := workflow.ScopeName(id)
 		if other, ok := seen[name]; ok {
 			t.Errorf("ids %q and %q share the key %q", other, id, name)
 		}
 		seen[name] = id
 	}
-	if agents.ScopeName("s1") != "s1" {
-		t.Errorf("a plain id is kept as it is: %q", agents.ScopeName("s1"))
+	if workflow.ScopeName("s1") != "s1" {
+		t.Errorf("a plain id is kept as it is: %q", workflow.ScopeName("s1"))
 	}
 }

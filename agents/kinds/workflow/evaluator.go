@@ -1,4 +1,4 @@
-package agents
+package workflow
 
 import (
 	"context"
@@ -19,7 +19,7 @@ import (
 // max_refinements refinements have run. The answer is the best-rated draft
 // (the latest of equals).
 type evalOptRunner struct {
-	a   *Agent
+	a   *agent
 	min int // config.RatingRank of min_rating
 }
 
@@ -99,14 +99,14 @@ func (r *evalOptRunner) Run(ctx context.Context, c *Call) (string, error) {
 // turn, its progress prefixed "{sub}/{tool}: " and framed by
 // "{agent} step N (tool)" and started/completed/failed. schema, when set,
 // asks the sub-agent's model for a structured answer.
-func (a *Agent) delegate(ctx context.Context, c *Call, step int, name string, turn Turn, schema *llm.OutputSchema) (string, error) {
-	sub := a.set.Get(name)
+func (a *agent) delegate(ctx context.Context, c *Call, step int, name string, turn Turn, schema *llm.OutputSchema) (string, error) {
+	sub := a.Agent(name)
 	label := name + "/" + sub.Config.ToolName
 	c.Progress.Send(fmt.Sprintf("%s step %d (tool)", a.Name, step))
 	c.Progress.Send(label + ": started")
-	next := c.sub(turn.Message, c.Progress.Prefixed(label+": "))
+	next := c.Sub(turn.Message, c.Progress.Prefixed(label+": "))
 	next.Turn = turn
-	next.schema = schema
+	next.SetSchema(schema)
 	out, err := sub.Run(ctx, next)
 	if err != nil {
 		c.Progress.Send(label + ": failed")

@@ -1,4 +1,4 @@
-package agents_test
+package workflow_test
 
 import (
 	"strings"

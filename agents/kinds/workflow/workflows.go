@@ -1,4 +1,4 @@
-package agents
+package workflow
 
 import (
 	"context"
@@ -12,47 +12,14 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/pallasgw/pallasgw/agents"
 	"github.com/pallasgw/pallasgw/agents/endpoint"
 	"github.com/pallasgw/pallasgw/agents/llm"
 	"github.com/pallasgw/pallasgw/gateway/config"
 )
 
-// The llm kind and the workflows register with the core as every kind
-// does (kind.go).
-func init() {
-	register := func(kind string, newRunner func(a *Agent) (Runner, error)) {
-		Register(kind, func(h Host) (Kind, error) {
-			r, err := newRunner(h.(host).a)
-			if err != nil {
-				return nil, err
-			}
-			return h.SendMessage(r), nil
-		})
-	}
-	register(config.KindLLM, func(a *Agent) (Runner, error) { return newLLMRunner(a) })
-	register(config.KindChain, func(a *Agent) (Runner, error) { return &chainRunner{a: a}, nil })
-	register(config.KindRouter, func(a *Agent) (Runner, error) {
-		m, err := newModelRef(a, a.Config.Model)
-		if err != nil {
-			return nil, err
-		}
-		return &routerRunner{a: a, model: m}, nil
-	})
-	register(config.KindParallel, func(a *Agent) (Runner, error) { return &parallelRunner{a: a}, nil })
-	register(config.KindEvaluatorOptimizer, func(a *Agent) (Runner, error) {
-		return &evalOptRunner{a: a, min: config.RatingRank(a.Config.MinRating)}, nil
-	})
-	register(config.KindOrchestrator, func(a *Agent) (Runner, error) {
-		m, err := newModelRef(a, a.Config.Model)
-		if err != nil {
-			return nil, err
-		}
-		return &orchestratorRunner{a: a, model: m}, nil
-	})
-}
-
 // chainRunner runs sequence in order, each output the next input.
-type chainRunner struct{ a *Agent }
+type chainRunner struct{ a *agent }
 
 func (r *chainRunner) Run(ctx context.Context, c *Call) (string, error) {
 	seq := r.a.Config.Sequence
@@ -69,12 +36,12 @@ func (r *chainRunner) Run(ctx context.Context, c *Call) (string, error) {
 	}
 	for i := first; i < len(seq); i++ {
 		name := seq[i]
-		sub := r.a.set.Get(name)
+		sub := r.a.Agent(name)
 		label := name + "/" + sub.Config.ToolName
 		(&stepCheckpoint{Kind: config.KindChain, Step: i, Input: msg}).record(ctx, c, !(cp != nil && i == first))
 		c.Progress.Send(fmt.Sprintf("%s step %d (tool)", r.a.Name, i+1))
 		c.Progress.Send(label + ": started")
-		next := c.sub(msg, c.Progress.Prefixed(label+": "))
+		next := c.Sub(msg, c.Progress.Prefixed(label+": "))
 		if i == 0 {
 			// The first agent sees the caller's whole turn.
 			next.Turn = c.Turn
@@ -97,15 +64,15 @@ func (r *chainRunner) Run(ctx context.Context, c *Call) (string, error) {
 // and never answered: nobody will read its answer, so no more steps.
 func unanswered(ctx context.Context, c *Call) error {
 	if c.Depth == 0 && endpoint.Unanswered(ctx) {
-		return errUnanswered
+		return agents.ErrUnanswered
 	}
 	return nil
 }
 
 // routerRunner asks the model to pick one agent, then delegates.
 type routerRunner struct {
-	a     *Agent
-	model *modelRef
+	a     *agent
+	model agents.Model
 }
 
 const routeTool = "route_to_agent"
@@ -121,7 +88,7 @@ func (r *routerRunner) Run(ctx context.Context, c *Call) (string, error) {
 	})
 	var catalogue strings.Builder
 	for _, n := range names {
-		fmt.Fprintf(&catalogue, "- %s: %s\n", n, r.a.set.Get(n).Config.Description)
+		fmt.Fprintf(&catalogue, "- %s: %s\n", n, r.a.Agent(n).Config.Description)
 	}
 	system := strings.TrimSpace(r.a.Config.Instruction + "\n\nRoute the user's message to exactly one of these agents by calling " +
 		routeTool + ":\n" + catalogue.String())
@@ -137,7 +104,7 @@ func (r *routerRunner) Run(ctx context.Context, c *Call) (string, error) {
 		choice = cp.Route // chosen before the input-required round: the model is not asked again
 	} else {
 		c.Progress.Send(r.a.Name + " step 1 (llm)")
-		resp, err := r.model.chat(ctx, r.a, llm.Request{System: system, Tools: []llm.Tool{{Name: routeTool, Description: "Pick the agent that should answer.", InputSchema: schema}},
+		resp, err := r.model.Chat(ctx, llm.Request{System: system, Tools: []llm.Tool{{Name: routeTool, Description: "Pick the agent that should answer.", InputSchema: schema}},
 			Messages: append(append([]llm.Message{}, c.History...), llm.Message{Role: llm.RoleUser, Text: c.Message, Images: c.Images})}, c)
 		if err != nil {
 			return "", err
@@ -147,11 +114,11 @@ func (r *routerRunner) Run(ctx context.Context, c *Call) (string, error) {
 		r.a.log.Info("routed", zap.String("request_id", c.RequestID), zap.String("to", choice), zap.String("reason", trimForLog(reason, 200)))
 	}
 	(&stepCheckpoint{Kind: config.KindRouter, Route: choice}).record(ctx, c, cp == nil)
-	sub := r.a.set.Get(choice)
+	sub := r.a.Agent(choice)
 	label := choice + "/" + sub.Config.ToolName
 	c.Progress.Send(r.a.Name + " step 1 (tool)")
 	c.Progress.Send(label + ": started")
-	next := c.sub(c.Message, c.Progress.Prefixed(label+": "))
+	next := c.Sub(c.Message, c.Progress.Prefixed(label+": "))
 	next.Turn = c.Turn
 	out, err := sub.Run(stepScope(ctx, c, "route"), next)
 	if err != nil {
@@ -184,7 +151,7 @@ func pickRoute(resp *llm.Response, names []string) (string, string) {
 }
 
 // parallelRunner fans the message out, then gives the answers to fan_in.
-type parallelRunner struct{ a *Agent }
+type parallelRunner struct{ a *agent }
 
 func (r *parallelRunner) Run(ctx context.Context, c *Call) (string, error) {
 	fan := r.a.Config.FanOut
@@ -208,7 +175,7 @@ func (r *parallelRunner) Run(ctx context.Context, c *Call) (string, error) {
 	var wg sync.WaitGroup
 	c.Progress.Send(r.a.Name + " step 1 (tool)")
 	for i, name := range fan {
-		sub := r.a.set.Get(name)
+		sub := r.a.Agent(name)
 		label := name + "/" + sub.Config.ToolName
 		if o, ok := done[i]; ok {
 			answers[i] = o.Text
@@ -221,11 +188,11 @@ func (r *parallelRunner) Run(ctx context.Context, c *Call) (string, error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			defer r.a.recoverCall(c.RequestID, "agent "+name, func(err error) {
+			defer r.a.Recover(c.RequestID, "agent "+name, func(err error) {
 				errs[i] = err
 				c.Progress.Send(label + ": failed")
 			})
-			next := c.sub(c.Message, c.Progress.Prefixed(label+": "))
+			next := c.Sub(c.Message, c.Progress.Prefixed(label+": "))
 			next.Turn = c.Turn
 			answers[i], errs[i] = sub.Run(stepScope(ctx, c, fmt.Sprintf("agent%d", i+1)), next)
 			if errs[i] != nil {
@@ -259,11 +226,11 @@ func (r *parallelRunner) Run(ctx context.Context, c *Call) (string, error) {
 	if failed == len(fan) {
 		return "", fmt.Errorf("every fan_out agent failed: %w", errs[0])
 	}
-	in := r.a.set.Get(r.a.Config.FanIn)
+	in := r.a.Agent(r.a.Config.FanIn)
 	label := in.Name + "/" + in.Config.ToolName
 	c.Progress.Send(r.a.Name + " step 2 (tool)")
 	c.Progress.Send(label + ": started")
-	out, err := in.Run(stepScope(ctx, c, "fan_in"), c.sub(b.String(), c.Progress.Prefixed(label+": ")))
+	out, err := in.Run(stepScope(ctx, c, "fan_in"), c.Sub(b.String(), c.Progress.Prefixed(label+": ")))
 	if err != nil {
 		c.Progress.Send(label + ": failed")
 		return "", fmt.Errorf("fan_in %s: %w", in.Name, err)

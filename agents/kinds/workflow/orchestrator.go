@@ -1,4 +1,4 @@
-package agents
+package workflow
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/pallasgw/pallasgw/agents"
 	"github.com/pallasgw/pallasgw/agents/endpoint"
 	"github.com/pallasgw/pallasgw/agents/llm"
 	"github.com/pallasgw/pallasgw/gateway/config"
@@ -26,8 +27,8 @@ import (
 // max_iterations steps run in all. A last model turn writes the answer from
 // the steps' results. Nothing survives the call.
 type orchestratorRunner struct {
-	a     *Agent
-	model *modelRef
+	a     *agent
+	model agents.Model
 }
 
 // planStep is one step of a plan as the planner writes it.
@@ -128,7 +129,7 @@ func (r *orchestratorRunner) plan(ctx context.Context, o *orchestration, maxStep
 	problem := ""
 	for attempt := 1; ; attempt++ {
 		o.c.Progress.Send(fmt.Sprintf("%s step %d (llm)", r.a.Name, o.nextStep()))
-		resp, err := r.model.chat(ctx, r.a, r.planRequest(o, maxSteps, problem), o.c)
+		resp, err := r.model.Chat(ctx, r.planRequest(o, maxSteps, problem), o.c)
 		if err != nil {
 			return nil, err
 		}
@@ -153,7 +154,7 @@ func (r *orchestratorRunner) planRequest(o *orchestration, maxSteps int, problem
 	sys.WriteString(strings.TrimSpace(cfg.Instruction))
 	sys.WriteString("\n\nYou plan work for these agents; each step is one task for one agent:\n")
 	for _, n := range cfg.Agents {
-		fmt.Fprintf(&sys, "- %s: %s\n", n, r.a.set.Get(n).Config.Description)
+		fmt.Fprintf(&sys, "- %s: %s\n", n, r.a.Agent(n).Config.Description)
 	}
 	fmt.Fprintf(&sys, "\nCall %s with the steps (at most %d). Give each step an id; a step that needs the results of others lists their ids in depends_on, and steps without pending dependencies run in parallel. ", planTool, maxSteps)
 	if cfg.Plan == config.PlanIterative {
@@ -325,7 +326,7 @@ func (r *orchestratorRunner) execute(ctx context.Context, o *orchestration, step
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				defer r.a.recoverCall(o.c.RequestID, "step "+s.ID, func(err error) { o.record(s.ID, "", err) })
+				defer r.a.Recover(o.c.RequestID, "step "+s.ID, func(err error) { o.record(s.ID, "", err) })
 				out, err := r.a.delegate(stepScope(ctx, o.c, "step-"+scopeName(s.ID)), o.c, step, s.Agent, turn, nil)
 				if ctx.Err() == nil {
 					o.record(s.ID, out, err)
@@ -449,11 +450,11 @@ func writeResults(b *strings.Builder, o *orchestration, maxBytes int) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	for _, s := range o.order {
-		fmt.Fprintf(b, "\n### %s: %s — %s\n%s\n", s.ID, s.Agent, s.Task, cut(o.results[s.ID], maxBytes))
+		fmt.Fprintf(b, "\n### %s: %s — %s\n%s\n", s.ID, s.Agent, s.Task, agents.Cut(o.results[s.ID], maxBytes))
 	}
 }
 
-func (r *orchestratorRunner) maxBytes() int { return r.a.set.deps.Config.Limits.MaxToolResultBytes }
+func (r *orchestratorRunner) maxBytes() int { return r.a.Gateway().Limits.MaxToolResultBytes }
 
 // synthesize is the last model turn: the answer from the steps' results.
 func (r *orchestratorRunner) synthesize(ctx context.Context, o *orchestration) (string, error) {
@@ -469,12 +470,12 @@ func (r *orchestratorRunner) synthesize(ctx context.Context, o *orchestration) (
 	u.WriteString("\nWrite the final answer to the request from these results.")
 	o.c.Progress.Send(fmt.Sprintf("%s step %d (llm)", r.a.Name, o.nextStep()))
 	msgs := append(append([]llm.Message{}, o.c.History...), llm.Message{Role: llm.RoleUser, Text: u.String(), Images: o.c.Images})
-	resp, err := r.model.chat(ctx, r.a, llm.Request{System: r.a.Config.Instruction, Messages: msgs}, o.c)
+	resp, err := r.model.Chat(ctx, llm.Request{System: r.a.Config.Instruction, Messages: msgs}, o.c)
 	if err != nil {
 		return "", err
 	}
 	if o.limit {
-		r.a.set.deps.Metrics.AgentIterationLimit.WithLabelValues(r.a.Name).Inc()
+		r.a.Metrics().AgentIterationLimit.WithLabelValues(r.a.Name).Inc()
 	}
 	return resp.Text, nil
 }
