@@ -65,9 +65,9 @@ func ratchet(t *testing.T, list string, known, found []string, hint string) {
 }
 
 // kindPackage reports whether the package in directory rel is a kind's
-// (a kind family's package, today's or under agents/kinds/).
+// (a kind family's package, under agents/kinds/).
 func kindPackage(rel string) bool {
-	return rel == "agents/proxy" || rel == "agents/toolbox" || strings.HasPrefix(rel, "agents/kinds/")
+	return strings.HasPrefix(rel, "agents/kinds/")
 }
 
 // knownFuncFields are today's function-typed fields of a Host or of a
