@@ -7,7 +7,7 @@
 // It is handed what it needs of an agent (Deps, and the interfaces of
 // kinds.go that the kinds implement); it does not build agents, run their
 // kinds or decide policy, and it imports no agent kind: agents and
-// agents/proxy import it; of the project it imports agents/wire,
+// the kinds (agents/kinds/...) import it; of the project it imports agents/wire,
 // agents/mcpclient, agents/sessions, policy and metrics.
 package endpoint
 
