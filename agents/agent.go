@@ -61,6 +61,12 @@ type Call struct {
 	extras *mcpclient.CallExtras
 }
 
+// Sub derives the call a sub-agent runs: a fresh turn, same caller.
+func (c *Call) Sub(message string, progress *Reporter) *Call {
+	return &Call{Turn: Turn{Message: message, ConversationID: c.ConversationID}, Inbound: c.Inbound,
+		Progress: progress, RequestID: c.RequestID, Caller: c.Caller, Depth: c.Depth + 1, asWorkflow: c.asWorkflow, extras: c.extras}
+}
+
 const sendMessageSchema = `{
   "type": "object",
   "properties": {
@@ -175,7 +181,10 @@ func (a *Agent) self() mcp.Implementation {
 	return mcp.Implementation{Name: a.Name, Version: a.set.deps.Config.Version, Title: a.Config.Title, Description: a.Config.Description}
 }
 
-func (a *Agent) toolDescription() string {
+// ToolDescription is the description of the agent's send_message (or its
+// tool_name), as its MCP server and the agents that call it as a tool
+// offer it.
+func (a *Agent) ToolDescription() string {
 	if a.Config.Description != "" {
 		return fmt.Sprintf("Send a message to %s: %s", a.Config.Title, a.Config.Description)
 	}

@@ -3,9 +3,10 @@
 // prompt for the kinds that answer it), progress reporting and health. A
 // kind is a plug-in (kind.go): its package registers a Factory, which is
 // handed the agent's Host (host.go) and returns what the agent offers; the
-// proxy, toolbox and workflow kinds are agents/kinds/proxy, toolbox and
-// workflow, which it never names (the llm tool loop still lives here and
-// registers the same way). Each agent's HTTP endpoint is
+// kinds are agents/kinds/toolloop (llm), workflow, proxy and toolbox,
+// which it never names. It keeps what every kind shares: model selection
+// (model.go) and a call's overrides and arguments (overrides.go, turn.go)
+// for the kinds with send_message. Each agent's HTTP endpoint is
 // agents/endpoint, which it constructs with the agent's MCP server and
 // the kind's fast-path target. It consults policy for outbound headers and
 // tool rules and uses mcpclient for downstream servers and llm for models.

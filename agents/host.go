@@ -97,6 +97,10 @@ type Host interface {
 	SearchEmbeddings() (toolsearch.Embedder, *toolsearch.Vectors)
 	// Script is the runner of the agent's run_script (nil: not offered).
 	Script() *codemode.Runner
+	// Requests is the Relay of a downstream call that takes the
+	// downstream's elicitation, sampling and roots requests to the agent's
+	// caller, ordered after what progress has sent (Host.Request).
+	Requests(progress *Reporter) *mcpclient.Relay
 	// Model is the agent's model (its config's model), as the core's
 	// model selection makes it; an error when it cannot be used.
 	Model() (Model, error)
@@ -188,6 +192,8 @@ func (h host) SearchEmbeddings() (toolsearch.Embedder, *toolsearch.Vectors) {
 
 func (h host) Script() *codemode.Runner { return h.a.toolboxScript() }
 
+func (h host) Requests(progress *Reporter) *mcpclient.Relay { return h.a.relayRequests(progress) }
+
 func (h host) Model() (Model, error) {
 	m, err := newModelRef(h.a, h.a.Config.Model)
 	if err != nil {
@@ -202,4 +208,41 @@ func sequencer(relay *relay.Relay) endpoint.Sequencer {
 		return nil
 	}
 	return relay
+}
+
+// scriptRequest takes one request from the caller's requests_per_minute
+// for a script's tool call, so that a script calls no more than its caller
+// could one call at a time.
+func (a *Agent) scriptRequest(ctx context.Context) error {
+	id := policy.IdentityFrom(ctx)
+	key, label := id.QuotaKey()
+	return a.set.deps.Quotas.Request(ctx, key, label, a.set.deps.Callers.Limits(id.PolicyKey()))
+}
+
+// toolboxScript is a toolbox's run_script runner; nil, with a warning, when
+// two of its servers (or one and a builtin) take one name in a script: a
+// toolbox offers run_script without being asked to, so such a config still
+// serves the other tools.
+func (a *Agent) toolboxScript() *codemode.Runner {
+	if err := codemode.CheckServers(a.Config.Servers); err != nil {
+		a.log.Warn("run_script not offered", zap.Error(err))
+		return nil
+	}
+	return codemode.NewRunner(a.Config.CodeMode)
+}
+
+// relayRequests is the Relay of a downstream call that takes the
+// downstream's elicitation, sampling and roots requests to the agent's caller
+// (endpoint.Request): relayed on the response stream of a session-based
+// caller that declared the capability, an input-required round for a
+// 2026-07-28 caller that declared it, -32021 for one that did not, and an
+// error for the downstream otherwise (never a wait).
+func (a *Agent) relayRequests(progress *Reporter) *mcpclient.Relay {
+	return &mcpclient.Relay{Request: func(dctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
+		// dctx derives from the call's context: the caller's request state,
+		// stream and input-required call are found in it. The call's
+		// progress reporter orders the request after the progress sent so
+		// far.
+		return a.handler.Request(dctx, progress, method, params)
+	}}
 }

@@ -8,6 +8,7 @@ package agents
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"sort"
@@ -18,7 +19,7 @@ import (
 
 	"github.com/pallasgw/pallasgw/agents/endpoint"
 	"github.com/pallasgw/pallasgw/agents/llm"
-	"github.com/pallasgw/pallasgw/gateway/config"
+	"github.com/pallasgw/pallasgw/agents/mcpclient"
 )
 
 // Factory builds the kind of one agent, handed its Host.
@@ -106,7 +107,7 @@ func (k *sendMessage) ServerOptions(*server.Hooks) []server.ServerOption { retur
 func (k *sendMessage) Register(srv *server.MCPServer) server.ToolHandlerFunc {
 	a := k.a
 	a.run = k.r
-	srv.AddTool(mcp.NewToolWithRawSchema(a.Config.ToolName, a.toolDescription(), sendMessageSchemaFor(a.Config.Overrides)), a.handleSendMessage)
+	srv.AddTool(mcp.NewToolWithRawSchema(a.Config.ToolName, a.ToolDescription(), sendMessageSchemaFor(a.Config.Overrides)), a.handleSendMessage)
 	srv.AddPrompt(mcp.NewPrompt(a.Name+"_history", mcp.WithPromptDescription("Conversation history (always empty: history lives on the client).")),
 		func(context.Context, mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
 			return mcp.NewGetPromptResult("History lives on the client; pass it in send_message's history.", []mcp.PromptMessage{}), nil
@@ -123,24 +124,15 @@ func (k *sendMessage) Endpoint(d *endpoint.Deps) {
 	d.Rounds = d.Fast
 }
 
-// The llm kind still lives in the core (loop.go) and registers as every
-// kind does.
-func init() {
-	Register(config.KindLLM, func(h Host) (Kind, error) {
-		r, err := newLLMRunner(h.(host).a)
-		if err != nil {
-			return nil, err
-		}
-		return h.SendMessage(r), nil
-	})
-}
-
 // Model is an agent's model as the core's model selection made it (its
 // config's model: provider, parameters, limits, price): Chat sends one
 // request of call c, counted, traced and charged to the agent and the
 // caller as the llm kind's model calls are.
 type Model interface {
 	Chat(ctx context.Context, req llm.Request, c *Call) (*llm.Response, error)
+	// For is the model with c's params overrides merged over the agent's
+	// (itself when c has none); an ArgumentError when they do not parse.
+	For(c *Call) (Model, error)
 }
 
 // agentModel is a modelRef bound to the agent it answers for.
@@ -153,14 +145,39 @@ func (m agentModel) Chat(ctx context.Context, req llm.Request, c *Call) (*llm.Re
 	return m.m.chat(ctx, m.a, req, c)
 }
 
+func (m agentModel) For(c *Call) (Model, error) {
+	ref, err := c.overrides.model(m.m, m.a.Config.Params)
+	if err != nil {
+		return nil, err
+	}
+	return agentModel{m: ref, a: m.a}, nil
+}
+
 // SetSchema asks the model of the agent c runs for its answer as JSON of
 // schema (an evaluator's rating); a call's own, like its overrides.
 func (c *Call) SetSchema(schema *llm.OutputSchema) { c.schema = schema }
 
-// ErrUnanswered ends a run whose caller was asked for input and never
-// answered (a workflow's steps stop on it as the tool loop does).
-var ErrUnanswered = errUnanswered
+// Schema is the schema of the answer the call asks for (nil: text).
+func (c *Call) Schema() *llm.OutputSchema { return c.schema }
 
-// Cut is s cut to max bytes (a UTF-8 boundary), with a note of how much
-// was shown: how a tool's or a step's result is bounded for a model.
-func Cut(s string, max int) string { return cut(s, max) }
+// Extras are the members the downstream tools/calls of the call's tool
+// loop add (mcpclient.CallOptions.Extras; nil: none).
+func (c *Call) Extras() *mcpclient.CallExtras { return c.extras }
+
+// ErrUnanswered ends a run whose caller was asked for input and never
+// answered (endpoint.Unanswered): the tool loop and the workflows stop on
+// it, since nobody will read the run's answer.
+var ErrUnanswered = errors.New("the caller did not answer the input request in time")
+
+// Cut shortens s to max bytes (on a UTF-8 boundary) with a note of how
+// much was shown: how a tool's or a step's result is bounded for a model.
+func Cut(s string, max int) string {
+	if max <= 0 || len(s) <= max {
+		return s
+	}
+	i := max
+	for i > 0 && s[i]&0xC0 == 0x80 {
+		i--
+	}
+	return s[:i] + fmt.Sprintf("\n[truncated: %d of %d bytes shown]", i, len(s))
+}

@@ -37,10 +37,6 @@ type progressState struct {
 // progress messages themselves are the same with or without it.
 const ToolDetailMeta = "io.pallasgw/toolDetail"
 
-// toolDetailResult is how much of a tool's result text a detailed
-// progress notification carries.
-const toolDetailResult = 2048
-
 func newReporter(ctx context.Context, meta *mcp.Meta, m *metrics.Metrics) *Reporter {
 	if meta == nil || meta.ProgressToken == nil {
 		return nil

@@ -12,6 +12,7 @@ import (
 	"github.com/pallasgw/pallasgw/agents"
 	_ "github.com/pallasgw/pallasgw/agents/kinds/proxy"
 	_ "github.com/pallasgw/pallasgw/agents/kinds/toolbox"
+	_ "github.com/pallasgw/pallasgw/agents/kinds/toolloop"
 	_ "github.com/pallasgw/pallasgw/agents/kinds/workflow"
 	"github.com/pallasgw/pallasgw/gateway/config"
 )

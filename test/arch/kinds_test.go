@@ -19,11 +19,8 @@ import (
 var neutral = []string{"agents", "agents/endpoint"}
 
 // knownKindNames are today's sites where a neutral package names a kind
-// ("pkg: config.KindX"): the llm kind still lives in the core (loop.go and
-// its helpers) and registers there.
-var knownKindNames = []string{
-	"agents: config.KindLLM",
-}
+// ("pkg: config.KindX"); none since the llm kind left the core.
+var knownKindNames = []string{}
 
 // The agents core and the endpoint import no kind's package and name no
 // config.Kind* constant: a kind is reached through the Kind its factory

@@ -1,10 +1,9 @@
-package agents
+package toolloop
 
 import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -16,6 +15,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"go.uber.org/zap"
 
+	"github.com/pallasgw/pallasgw/agents"
 	"github.com/pallasgw/pallasgw/agents/codemode"
 	"github.com/pallasgw/pallasgw/agents/endpoint"
 	"github.com/pallasgw/pallasgw/agents/llm"
@@ -28,8 +28,8 @@ import (
 
 // llmRunner is the llm kind: the tool loop.
 type llmRunner struct {
-	a        *Agent
-	model    *modelRef
+	a        *agent
+	model    agents.Model
 	filter   policy.ToolFilter
 	search   *modelSearch     // tool_search (search.go); nil: off
 	code     *codemode.Runner // tool_mode code (codemode.go); nil: off
@@ -39,15 +39,15 @@ type llmRunner struct {
 
 func (r *llmRunner) Run(ctx context.Context, c *Call) (string, error) {
 	a := r.a
-	model, err := c.overrides.model(r.model, a.Config.Params)
+	model, err := r.model.For(c)
 	if err != nil {
 		return "", err
 	}
 	tools, problems := a.buildToolset(ctx, c.Inbound, r.filter, c.Caller)
-	tools = c.overrides.narrow(tools)
+	tools = narrow(c, tools)
 	r.search.prepare(tools)
 	msgs := append(append([]llm.Message{}, c.History...), llm.Message{Role: llm.RoleUser, Text: c.Message, Images: c.Images})
-	system := c.overrides.systemPrompt(a.Config.Instruction)
+	system := c.SystemPrompt(a.Config.Instruction)
 	if tools.search != nil {
 		system = strings.TrimSpace(system + "\n\n" + fmt.Sprintf(searchNote, len(tools.defs)))
 	}
@@ -58,7 +58,7 @@ func (r *llmRunner) Run(ctx context.Context, c *Call) (string, error) {
 	text := newTextStream(c.Progress, a.Name, a.Config.StreamText)
 	iterations := 0
 	// One observation per run: the number of model turns it took.
-	defer func() { a.set.deps.Metrics.AgentIterations.Observe(float64(iterations)) }()
+	defer func() { a.Metrics().AgentIterations.Observe(float64(iterations)) }()
 	resumed, err := resumeOf(ctx, c) // resume.go
 	if err != nil {
 		return "", err
@@ -77,7 +77,7 @@ func (r *llmRunner) Run(ctx context.Context, c *Call) (string, error) {
 			calls, done, last = turn.ToolCalls, resumed.Done, turn.Text
 		} else {
 			c.Progress.Send(fmt.Sprintf("%s step %d (llm)", a.Name, i))
-			resp, err := model.chat(ctx, a, llm.Request{System: system, Messages: msgs, Tools: r.modelTools(tools, msgs), OnText: text.onText(), Schema: c.schema}, c)
+			resp, err := model.Chat(ctx, llm.Request{System: system, Messages: msgs, Tools: r.modelTools(tools, msgs), OnText: text.onText(), Schema: c.Schema()}, c)
 			text.flush()
 			if err != nil {
 				return "", err
@@ -101,20 +101,16 @@ func (r *llmRunner) Run(ctx context.Context, c *Call) (string, error) {
 		if c.Depth == 0 && endpoint.Unanswered(ctx) {
 			// The caller was asked for input and never answered: nobody
 			// will read this run's answer, so no more model turns.
-			return "", errUnanswered
+			return "", agents.ErrUnanswered
 		}
 	}
-	a.set.deps.Metrics.AgentIterationLimit.WithLabelValues(a.Name).Inc()
+	a.Metrics().AgentIterationLimit.WithLabelValues(a.Name).Inc()
 	note := fmt.Sprintf("Iteration limit reached: %s stopped after %d model turns without a final answer.", a.Name, r.maxIter)
 	if last != "" {
 		note += "\n\n" + last
 	}
 	return note, nil
 }
-
-// errUnanswered ends a run whose caller was asked for input and never
-// answered (endpoint.Unanswered).
-var errUnanswered = errors.New("the caller did not answer the input request in time")
 
 // runTools runs the model's tool calls in parallel; every outcome, including
 // unknown and denied tools, becomes a tool result for the model. Those in
@@ -127,7 +123,7 @@ func (r *llmRunner) runTools(ctx context.Context, c *Call, ts *toolset, calls []
 			out[i] = m
 			return
 		}
-		defer r.a.recoverCall(c.RequestID, "tool call "+tc.Name, func(err error) {
+		defer r.a.Recover(c.RequestID, "tool call "+tc.Name, func(err error) {
 			out[i] = llm.Message{Role: llm.RoleTool, ToolCallID: tc.ID, IsError: true, Text: err.Error()}
 		})
 		tctx := ctx
@@ -206,7 +202,7 @@ func objectArguments(raw json.RawMessage) (json.RawMessage, error) {
 }
 
 func (r *llmRunner) callServer(ctx context.Context, c *Call, ref toolRef, tc llm.ToolCall, args json.RawMessage) llm.Message {
-	msg, _, _, _ := r.governedCall(ctx, c, ref, args, r.a.relayRequests(c.Progress), func(res *mcp.CallToolResult, d policy.Decision, err error) llm.Message {
+	msg, _, _, _ := r.governedCall(ctx, c, ref, args, r.a.Requests(c.Progress), func(res *mcp.CallToolResult, d policy.Decision, err error) llm.Message {
 		switch {
 		case !d.Allowed:
 			return deniedResult(tc, d)
@@ -238,7 +234,7 @@ func (r *llmRunner) governedCall(ctx context.Context, c *Call, ref toolRef, args
 	audit := policy.AuditEvent{RequestID: c.RequestID, Caller: c.Caller, Agent: r.a.Name, Server: ref.server, Tool: ref.tool, Decision: d}
 	defer func() {
 		audit.Latency = time.Since(start)
-		r.a.set.deps.Auditor.Record(ctx, audit)
+		r.a.Auditor().Record(ctx, audit)
 	}()
 	c.Progress.SendTool(label+": started", func() map[string]any {
 		return map[string]any{"server": ref.server, "tool": ref.tool, "arguments": args}
@@ -249,14 +245,14 @@ func (r *llmRunner) governedCall(ctx context.Context, c *Call, ref toolRef, args
 	}
 	// relay: a server with oauth may ask the caller to connect, relayed
 	// like the downstream's own requests (upstream.go).
-	hdr, err := a.set.outbound(ctx, ref.server, c.Inbound, relay)
+	hdr, err := a.Outbound(ctx, ref.server, c.Inbound, relay)
 	if err != nil {
 		err = &credentialsError{err}
 	} else {
-		res, err = a.callTool(ctx, ref.server, ref.tool, args, hdr, onProgress, mcpclient.CallOptions{Relay: relay, Extras: c.extras})
+		res, err = a.callTool(ctx, ref.server, ref.tool, args, hdr, onProgress, mcpclient.CallOptions{Relay: relay, Extras: c.Extras()})
 	}
 	if err != nil {
-		a.set.upstreamRejected(ctx, ref.server, err)
+		a.Rejected(ctx, ref.server, err)
 		audit.Outcome = policy.AuditOutcome(mcpclient.Outcome(err))
 		a.log.Warn("downstream tool failed", zap.String("request_id", c.RequestID), zap.String("server", ref.server),
 			zap.String("tool", ref.tool), zap.String("outcome", mcpclient.Outcome(err)), zap.Error(err), tracing.LogField(ctx))
@@ -283,6 +279,10 @@ type credentialsError struct{ err error }
 
 func (e *credentialsError) Error() string { return e.err.Error() }
 func (e *credentialsError) Unwrap() error { return e.err }
+
+// toolDetailResult is how much of a tool's result text a detailed
+// progress notification carries.
+const toolDetailResult = 2048
 
 // toolOutcome is the detail of a finished downstream call's progress
 // (Reporter.SendTool): the start of the result as the model gets it.
@@ -313,28 +313,12 @@ func messageBytes(m llm.Message) int {
 	return n
 }
 
-// relayRequests is the Relay of a downstream call that takes the
-// downstream's elicitation, sampling and roots requests to the agent's caller
-// (endpoint.Request): relayed on the response stream of a session-based
-// caller that declared the capability, an input-required round for a
-// 2026-07-28 caller that declared it, -32021 for one that did not, and an
-// error for the downstream otherwise (never a wait).
-func (a *Agent) relayRequests(progress *Reporter) *mcpclient.Relay {
-	return &mcpclient.Relay{Request: func(dctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
-		// dctx derives from the call's context: the caller's request state,
-		// stream and input-required call are found in it. The call's
-		// progress reporter orders the request after the progress sent so
-		// far.
-		return a.handler.Request(dctx, progress, method, params)
-	}}
-}
-
 // callTool is one tools/call of a downstream tool for the tool loop, with
 // opts' relay and the caller's members. With the wire switch off
 // (wire.Fast) it goes through mcp-go's client, which adds no members.
-func (a *Agent) callTool(ctx context.Context, server, tool string, args json.RawMessage, hdr http.Header, onProgress mcpclient.ProgressFunc, opts mcpclient.CallOptions) (*mcp.CallToolResult, error) {
+func (a *agent) callTool(ctx context.Context, server, tool string, args json.RawMessage, hdr http.Header, onProgress mcpclient.ProgressFunc, opts mcpclient.CallOptions) (*mcp.CallToolResult, error) {
 	if wire.Fast() { // the arguments as the model gave them (test/bench/README.md P17)
-		return a.set.deps.Downstream.CallToolJSON(ctx, server, tool, args, hdr, onProgress, opts)
+		return a.Downstream().CallToolJSON(ctx, server, tool, args, hdr, onProgress, opts)
 	}
 	var m map[string]any
 	if len(args) > 0 {
@@ -342,7 +326,7 @@ func (a *Agent) callTool(ctx context.Context, server, tool string, args json.Raw
 			return nil, err
 		}
 	}
-	return a.set.deps.Downstream.CallTool(ctx, server, tool, m, hdr, onProgress, mcpclient.CallOptions{Relay: opts.Relay})
+	return a.Downstream().CallTool(ctx, server, tool, m, hdr, onProgress, mcpclient.CallOptions{Relay: opts.Relay})
 }
 
 // downstreamProgress is the text relayed for one downstream progress
@@ -359,7 +343,7 @@ func downstreamProgress(progress float64, total *float64, msg string) string {
 }
 
 func (r *llmRunner) decision(c *Call, server, tool string) policy.Decision {
-	d := r.a.set.deps.Callers.AllowTool(c.Caller, server, tool)
+	d := r.a.Callers().AllowTool(c.Caller, server, tool)
 	if !d.Allowed {
 		return d
 	}
@@ -374,7 +358,7 @@ func (r *llmRunner) decision(c *Call, server, tool string) policy.Decision {
 }
 
 func (r *llmRunner) audit(ctx context.Context, c *Call, server, tool string, d policy.Decision, start time.Time) {
-	r.a.set.deps.Auditor.Record(ctx, policy.AuditEvent{RequestID: c.RequestID, Caller: c.Caller, Agent: r.a.Name,
+	r.a.Auditor().Record(ctx, policy.AuditEvent{RequestID: c.RequestID, Caller: c.Caller, Agent: r.a.Name,
 		Server: server, Tool: tool, Decision: d, Latency: time.Since(start)})
 }
 
@@ -400,7 +384,7 @@ func deniedResult(tc llm.ToolCall, d policy.Decision) llm.Message {
 }
 
 func (r *llmRunner) callAgent(ctx context.Context, c *Call, name string, tc llm.ToolCall, args json.RawMessage) llm.Message {
-	sub := r.a.set.Get(name)
+	sub := r.a.Agent(name)
 	label := name + "/" + sub.Config.ToolName
 	var in map[string]any
 	_ = json.Unmarshal(args, &in) // an object or nil (objectArguments)
@@ -415,20 +399,11 @@ func (r *llmRunner) callAgent(ctx context.Context, c *Call, name string, tc llm.
 		return llm.Message{Role: llm.RoleTool, ToolCallID: tc.ID, IsError: true, Text: fmt.Sprintf("agent %s failed: %v", name, err)}
 	}
 	c.Progress.Send(label + ": completed")
-	return llm.Message{Role: llm.RoleTool, ToolCallID: tc.ID, Text: cut(answer, r.maxBytes)}
+	return llm.Message{Role: llm.RoleTool, ToolCallID: tc.ID, Text: agents.Cut(answer, r.maxBytes)}
 }
 
-// Sub derives the call a sub-agent runs: a fresh turn, same caller.
-func (c *Call) Sub(message string, progress *Reporter) *Call {
-	return &Call{Turn: Turn{Message: message, ConversationID: c.ConversationID}, Inbound: c.Inbound,
-		Progress: progress, RequestID: c.RequestID, Caller: c.Caller, Depth: c.Depth + 1, asWorkflow: c.asWorkflow, extras: c.extras}
-}
-
-// errProvider marks errors of the model provider, for the caller's message.
-var errProvider = errors.New("LLM provider failed")
-
-func newLLMRunner(a *Agent) (*llmRunner, error) {
-	m, err := newModelRef(a, a.Config.Model)
+func newLLMRunner(a *agent) (*llmRunner, error) {
+	m, err := a.Model()
 	if err != nil {
 		return nil, err
 	}
@@ -437,12 +412,12 @@ func newLLMRunner(a *Agent) (*llmRunner, error) {
 		return nil, err
 	}
 	f.Name = "agents." + a.Name + ".tools"
-	emb, vecs := a.searchEmbeddings()
+	emb, vecs := a.SearchEmbeddings()
 	s, err := newModelSearch(a.Config.ToolSearch, emb, vecs)
 	if err != nil {
 		return nil, err
 	}
-	r := &llmRunner{a: a, model: m, filter: f, search: s, maxIter: a.Config.MaxIterations, maxBytes: a.set.deps.Config.Limits.MaxToolResultBytes}
+	r := &llmRunner{a: a, model: m, filter: f, search: s, maxIter: a.Config.MaxIterations, maxBytes: a.Gateway().Limits.MaxToolResultBytes}
 	if a.Config.ToolMode == config.ToolModeCode {
 		if err := codemode.CheckServers(a.Config.Servers); err != nil {
 			return nil, err

@@ -1,4 +1,4 @@
-package agents
+package toolloop
 
 // Code mode of an llm agent (tool_mode: code): the model is offered one
 // tool, run_script (package codemode), whose description lists the tools
@@ -15,8 +15,8 @@ import (
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
-	"go.uber.org/zap"
 
+	"github.com/pallasgw/pallasgw/agents"
 	"github.com/pallasgw/pallasgw/agents/codemode"
 	"github.com/pallasgw/pallasgw/agents/llm"
 	"github.com/pallasgw/pallasgw/agents/pins"
@@ -52,7 +52,7 @@ func (r *llmRunner) bind(offered []llm.Tool, ts *toolset) (b *codemode.Bindings,
 // runScript runs the model's run_script call.
 func (r *llmRunner) runScript(ctx context.Context, c *Call, ts *toolset, tc llm.ToolCall) llm.Message {
 	fail := func(text string) llm.Message {
-		return llm.Message{Role: llm.RoleTool, ToolCallID: tc.ID, IsError: true, Text: cut(text, r.maxBytes)}
+		return llm.Message{Role: llm.RoleTool, ToolCallID: tc.ID, IsError: true, Text: agents.Cut(text, r.maxBytes)}
 	}
 	raw, err := objectArguments(tc.Arguments)
 	var args struct {
@@ -77,13 +77,13 @@ func (r *llmRunner) runScript(ctx context.Context, c *Call, ts *toolset, tc llm.
 		}
 		return fail(text)
 	}
-	return llm.Message{Role: llm.RoleTool, ToolCallID: tc.ID, Text: cut(out.Text(), r.maxBytes)}
+	return llm.Message{Role: llm.RoleTool, ToolCallID: tc.ID, Text: agents.Cut(out.Text(), r.maxBytes)}
 }
 
 // scriptCaller is the governed call a script of c makes.
 func (r *llmRunner) scriptCaller(c *Call) codemode.Caller {
 	return func(ctx context.Context, server, tool string, args json.RawMessage) (*mcp.CallToolResult, error) {
-		if err := r.a.scriptRequest(ctx); err != nil {
+		if err := r.a.Quota(ctx); err != nil {
 			return nil, err
 		}
 		relay, asked := codemode.NoInput()
@@ -127,21 +127,12 @@ func scriptOutcome(server, tool string, res *mcp.CallToolResult, d policy.Decisi
 	return mcp.NewToolResultError(fmt.Sprintf("tool %q of server %q failed: %v", tool, server, err)), nil
 }
 
-// scriptRequest takes one request from the caller's requests_per_minute
-// for a script's tool call, so that a script calls no more than its caller
-// could one call at a time.
-func (a *Agent) scriptRequest(ctx context.Context) error {
-	id := policy.IdentityFrom(ctx)
-	key, label := id.QuotaKey()
-	return a.set.deps.Quotas.Request(ctx, key, label, a.set.deps.Callers.Limits(id.PolicyKey()))
-}
-
 // scriptHidden says why a tool a script names is not among its tools:
 // pins hide it (awaiting approval), or policy denies it to the caller (the
 // refusal audited, as the tool loop's refuseHidden does); nil: no such
 // tool.
 func (r *llmRunner) scriptHidden(ctx context.Context, c *Call, server, tool string) error {
-	if err := r.a.set.deps.Downstream.Hidden(server, tool); err != nil {
+	if err := r.a.Downstream().Hidden(server, tool); err != nil {
 		return err
 	}
 	if d := r.decision(c, server, tool); !d.Allowed {
@@ -149,16 +140,4 @@ func (r *llmRunner) scriptHidden(ctx context.Context, c *Call, server, tool stri
 		return fmt.Errorf("tool %q of server %q is denied by policy (%s)", tool, server, d.Reason)
 	}
 	return nil
-}
-
-// toolboxScript is a toolbox's run_script runner; nil, with a warning, when
-// two of its servers (or one and a builtin) take one name in a script: a
-// toolbox offers run_script without being asked to, so such a config still
-// serves the other tools.
-func (a *Agent) toolboxScript() *codemode.Runner {
-	if err := codemode.CheckServers(a.Config.Servers); err != nil {
-		a.log.Warn("run_script not offered", zap.Error(err))
-		return nil
-	}
-	return codemode.NewRunner(a.Config.CodeMode)
 }

@@ -1,4 +1,4 @@
-package agents
+package toolloop
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/pallasgw/pallasgw/agents"
 	"github.com/pallasgw/pallasgw/agents/codemode"
 	"github.com/pallasgw/pallasgw/agents/llm"
 	"github.com/pallasgw/pallasgw/agents/toolsearch"
@@ -49,17 +50,17 @@ type toolset struct {
 // buildToolset lists the allowed tools of the agent's servers (as
 // <server>__<tool>) and its sub-agents. A server whose tools cannot be
 // listed is skipped; its failure is returned so the model can be told.
-func (a *Agent) buildToolset(ctx context.Context, inbound http.Header, filter policy.ToolFilter, caller string) (*toolset, []string) {
+func (a *agent) buildToolset(ctx context.Context, inbound http.Header, filter policy.ToolFilter, caller string) (*toolset, []string) {
 	ts := &toolset{refs: map[string]toolRef{}}
 	var problems []string
 	for _, srv := range a.Config.Servers {
-		if d := a.set.deps.Callers.AllowServer(caller, srv); !d.Allowed {
+		if d := a.Callers().AllowServer(caller, srv); !d.Allowed {
 			continue
 		}
-		hdr, err := a.set.outbound(ctx, srv, inbound, nil)
+		hdr, err := a.Outbound(ctx, srv, inbound, nil)
 		var tools []mcp.Tool
 		if err == nil {
-			tools, err = a.set.deps.Downstream.Tools(ctx, srv, hdr)
+			tools, err = a.Downstream().Tools(ctx, srv, hdr)
 		}
 		if err != nil {
 			problems = append(problems, fmt.Sprintf("server %s is unavailable: %v", srv, err))
@@ -67,7 +68,7 @@ func (a *Agent) buildToolset(ctx context.Context, inbound http.Header, filter po
 		}
 		for _, t := range tools {
 			full := srv + "__" + t.Name
-			if !filter.Allowed(full) || !a.set.deps.Callers.AllowTool(caller, srv, t.Name).Allowed {
+			if !filter.Allowed(full) || !a.Callers().AllowTool(caller, srv, t.Name).Allowed {
 				continue
 			}
 			name := config.SanitizeToolName(full)
@@ -81,9 +82,9 @@ func (a *Agent) buildToolset(ctx context.Context, inbound http.Header, filter po
 	}
 	for _, sub := range a.Config.Agents {
 		name := config.SanitizeToolName(sub)
-		sa := a.set.Get(sub)
+		sa := a.Agent(sub)
 		ts.refs[name] = toolRef{agent: sub}
-		ts.defs = append(ts.defs, llm.Tool{Name: name, Description: sa.toolDescription(), InputSchema: json.RawMessage(subAgentSchema)})
+		ts.defs = append(ts.defs, llm.Tool{Name: name, Description: sa.ToolDescription(), InputSchema: json.RawMessage(subAgentSchema)})
 	}
 	sort.Slice(ts.defs, func(i, j int) bool { return ts.defs[i].Name < ts.defs[j].Name })
 	return ts, problems
@@ -124,7 +125,7 @@ func resultToMessage(callID string, r *mcp.CallToolResult, max int) llm.Message 
 		b, _ := json.Marshal(r.StructuredContent)
 		text = appendPart(text, string(b))
 	}
-	m.Text = cut(string(text), max)
+	m.Text = agents.Cut(string(text), max)
 	return m
 }
 
@@ -135,14 +136,19 @@ func appendPart(b []byte, s string) []byte {
 	return append(b, s...)
 }
 
-// cut shortens s to max bytes (on a UTF-8 boundary) with a note.
-func cut(s string, max int) string {
-	if max <= 0 || len(s) <= max {
-		return s
+// narrow keeps the tools whose name (<server>__<tool>, or the agent's name
+// for a sub-agent) the call's tools globs match (overrides.tools).
+func narrow(c *Call, ts *toolset) *toolset {
+	if !c.ToolsNarrowed() {
+		return ts
 	}
-	i := max
-	for i > 0 && s[i]&0xC0 == 0x80 {
-		i--
+	out := &toolset{refs: map[string]toolRef{}}
+	for _, d := range ts.defs {
+		ref := ts.refs[d.Name]
+		if c.ToolOffered(ref.fullName()) {
+			out.defs = append(out.defs, d)
+			out.refs[d.Name] = ref
+		}
 	}
-	return s[:i] + fmt.Sprintf("\n[truncated: %d of %d bytes shown]", i, len(s))
+	return out
 }

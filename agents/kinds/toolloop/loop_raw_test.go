@@ -1,4 +1,4 @@
-package agents
+package toolloop
 
 import (
 	"encoding/json"

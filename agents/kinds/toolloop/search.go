@@ -1,4 +1,4 @@
-package agents
+package toolloop
 
 // An llm agent's tool search (tool_search on kind llm). When a run
 // searches (mode always, or auto with more tools than max_tools), the

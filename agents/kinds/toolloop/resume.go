@@ -1,4 +1,4 @@
-package agents
+package toolloop
 
 // The llm tool loop's checkpoint for MCP 2026-07-28 input-required rounds
 // (agents/endpoint, inputbridge.go). When a downstream tool that the loop

@@ -1,4 +1,4 @@
-package agents
+package toolloop
 
 import (
 	"strings"
@@ -17,7 +17,7 @@ func TestCodeModeListsWhatSearchFound(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &llmRunner{a: &Agent{Config: &config.Agent{Servers: []string{"s.x"}}}, search: s, code: codemode.NewRunner(config.CodeMode{})}
+	r := &llmRunner{a: &agent{Config: &config.Agent{Servers: []string{"s.x"}}}, search: s, code: codemode.NewRunner(config.CodeMode{})}
 	ts := searchToolset(30)
 	s.prepare(ts)
 	msgs := []llm.Message{{Role: llm.RoleUser, Text: "go"},
