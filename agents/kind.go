@@ -118,9 +118,10 @@ func (k *sendMessage) Register(srv *server.MCPServer) server.ToolHandlerFunc {
 func (k *sendMessage) Endpoint(d *endpoint.Deps) {
 	a := k.a
 	d.Fast = endpoint.Tool{Name: a.Config.ToolName, Handler: a.answerSendMessage, Self: a.self()}
-	// Every kind with send_message continues from a checkpoint
-	// (resume.go), so an input-required round never runs a model turn
-	// or a step that has finished twice.
+	// Every kind with send_message continues from a checkpoint (the
+	// resume.go of agents/kinds/toolloop and workflow), so an
+	// input-required round never runs a model turn or a step that has
+	// finished twice.
 	d.Rounds = d.Fast
 }
 
