@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -18,8 +17,7 @@ import (
 	"github.com/pallasgw/pallasgw/agents/internal/ctxvalue"
 	"github.com/pallasgw/pallasgw/agents/llm"
 	"github.com/pallasgw/pallasgw/agents/mcpclient"
-	"github.com/pallasgw/pallasgw/agents/proxy"
-	"github.com/pallasgw/pallasgw/agents/toolbox"
+	"github.com/pallasgw/pallasgw/agents/relay"
 	"github.com/pallasgw/pallasgw/agents/wire"
 	"github.com/pallasgw/pallasgw/gateway/config"
 	"github.com/pallasgw/pallasgw/metrics/tracing"
@@ -28,25 +26,18 @@ import (
 )
 
 // Agent is one served agent: its config, its MCP server and HTTP handler,
-// and the runner of its kind.
+// and its kind (kind.go).
 type Agent struct {
 	Name    string
 	Config  *config.Agent
 	set     *Set
 	mcp     *server.MCPServer
 	handler *endpoint.Endpoint
-	run     runner
+	run     Runner // send_message (nil: the kind has none)
+	router  Router // the kind's, when it routes tools/calls itself (nil: by name)
 	log     *zap.Logger
 	health  healthCache
 	latency *latencyWindow // durations of the agent's recent model calls (get_health)
-	proxy   *proxy.Proxy   // kind proxy only
-	// executeTool is a toolbox's execute_tool (kind toolbox only).
-	executeTool *toolbox.Target
-}
-
-// runner executes one send_message for a kind.
-type runner interface {
-	run(ctx context.Context, c *Call) (string, error)
 }
 
 // Call is one send_message invocation, possibly nested (a sub-agent call).
@@ -75,6 +66,12 @@ type Call struct {
 	Rounds wire.Rounds
 }
 
+// Sub derives the call a sub-agent runs: a fresh turn, same caller.
+func (c *Call) Sub(message string, progress *Reporter) *Call {
+	return &Call{Turn: Turn{Message: message, ConversationID: c.ConversationID}, Inbound: c.Inbound,
+		Progress: progress, RequestID: c.RequestID, Caller: c.Caller, Depth: c.Depth + 1, asWorkflow: c.asWorkflow, extras: c.extras, Rounds: c.Rounds}
+}
+
 const sendMessageSchema = `{
   "type": "object",
   "properties": {
@@ -100,11 +97,15 @@ const healthSchema = `{"type": "object", "properties": {}, "additionalProperties
 func newAgent(s *Set, c *config.Agent) (*Agent, error) {
 	a := &Agent{Name: c.Name, Config: c, set: s, log: s.deps.Logger.With(zap.String("agent", c.Name)),
 		latency: newLatencyWindow(c.Health.Window)}
-	r, err := newRunner(a)
+	factory := factoryOf(c.Kind)
+	if factory == nil {
+		return nil, fmt.Errorf("kind %q has no registered factory (its package is not imported)", c.Kind)
+	}
+	k, err := factory(host{a})
 	if err != nil {
 		return nil, err
 	}
-	a.run = r
+	a.router, _ = k.(Router)
 	hooks := &server.Hooks{}
 	endpoint.AwaitListenAck(hooks)
 	opts := []server.ServerOption{
@@ -123,14 +124,9 @@ func newAgent(s *Set, c *config.Agent) (*Agent, error) {
 		// sets its own: its lists are built per caller).
 		server.WithCacheHints(listCacheTTL, mcp.CacheScopePrivate),
 	}
-	if c.Kind == config.KindProxy {
-		if a.proxy, err = proxy.New(a.proxyDeps()); err != nil {
-			return nil, err
-		}
-		opts = append(opts, a.proxy.ServerOptions(hooks)...)
-	}
+	opts = append(opts, k.ServerOptions(hooks)...)
 	a.mcp = server.NewMCPServer(c.Name, s.deps.Config.Version, opts...)
-	a.registerTools()
+	a.registerTools(k)
 	d := endpoint.Deps{Agent: a.Name, Requests: s.deps.CallerRequests,
 		MCP: server.NewStreamableHTTPServer(a.mcp,
 			server.WithStateLess(true),
@@ -139,18 +135,7 @@ func newAgent(s *Set, c *config.Agent) (*Agent, error) {
 			server.WithStreamableHTTPLogger(mcpclient.SlogLogger(a.log)),
 		)}
 	d.Route = a.route
-	switch {
-	case a.proxy != nil:
-		d.Fast, d.SetLevel, d.Rounds, d.Tasks = a.proxy, a.proxy, a.proxy, a.proxy
-	case a.executeTool != nil:
-		d.Fast, d.Rounds = a.executeTool, a.executeTool
-	case a.run != nil:
-		d.Fast = endpoint.Tool{Name: c.ToolName, Handler: a.answerSendMessage, Self: a.self()}
-		// Every kind with send_message continues from a checkpoint
-		// (resume.go), so an input-required round never runs a model turn
-		// or a step that has finished twice.
-		d.Rounds = d.Fast
-	}
+	k.Endpoint(&d)
 	a.handler = endpoint.New(d)
 	return a, nil
 }
@@ -161,8 +146,8 @@ func newAgent(s *Set, c *config.Agent) (*Agent, error) {
 func (a *Agent) route(ctx context.Context, name string, inbound http.Header) error {
 	var err error
 	switch {
-	case a.proxy != nil:
-		err = a.proxy.Route(ctx, name, inbound)
+	case a.router != nil:
+		err = a.router.Route(ctx, name, inbound)
 	case a.mcp.GetTool(name) == nil:
 		err = fmt.Errorf("tool %q not found", name)
 	}
@@ -175,20 +160,12 @@ func (a *Agent) route(ctx context.Context, name string, inbound http.Header) err
 // Handler is the agent's Streamable HTTP endpoint (agents/endpoint).
 func (a *Agent) Handler() http.Handler { return a.handler }
 
-func (a *Agent) registerTools() {
-	health := a.handleHealth
-	switch a.Config.Kind {
-	case config.KindProxy:
-		a.proxy.Register(a.mcp)
-		health = a.proxy.CallTool // a downstream tool named get_health wins
-	case config.KindToolbox:
-		a.executeTool = toolbox.Register(a.mcp, a.toolboxDeps())
-	default:
-		a.mcp.AddTool(mcp.NewToolWithRawSchema(a.Config.ToolName, a.toolDescription(), sendMessageSchemaFor(a.Config.Overrides)), a.handleSendMessage)
-		a.mcp.AddPrompt(mcp.NewPrompt(a.Name+"_history", mcp.WithPromptDescription("Conversation history (always empty: history lives on the client).")),
-			func(context.Context, mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
-				return mcp.NewGetPromptResult("History lives on the client; pass it in send_message's history.", []mcp.PromptMessage{}), nil
-			})
+// registerTools adds the kind's tools, prompts and resources and
+// get_health to the agent's MCP server.
+func (a *Agent) registerTools(k Kind) {
+	health := k.Register(a.mcp) // a proxy's: a downstream tool named get_health wins
+	if health == nil {
+		health = a.handleHealth
 	}
 	tool := mcp.NewToolWithRawSchema("get_health", "Returns the health status of this agent and its downstream dependencies.", json.RawMessage(healthSchema))
 	// It reads and changes nothing; asked twice, it answers alike (cached).
@@ -196,57 +173,8 @@ func (a *Agent) registerTools() {
 	a.mcp.AddTool(tool, health)
 }
 
-// toolboxDeps is what the toolbox kind is handed of the agent.
-func (a *Agent) toolboxDeps() toolbox.Deps {
-	d := a.set.deps
-	emb, vecs := a.searchEmbeddings()
-	return toolbox.Deps{SearchEmbedder: emb, SearchVectors: vecs, Agent: a.Name, Self: a.self(), Servers: a.Config.Servers, Tools: a.Config.Tools, Transports: d.Config.MCP.Servers,
-		Passthrough: d.Config.Auth.Mode == policy.ModePassthrough, Logger: a.log, Downstream: d.Downstream,
-		Callers: d.Callers, Auditor: d.Auditor, Outbound: a.set.outbound, Rejected: a.set.upstreamRejected, Observe: a.observe, RequestID: RequestID,
-		GatewayStatus: a.Config.GatewayStatus, Status: d.Status, Script: a.toolboxScript(), Quota: a.scriptRequest,
-		Relay: func(ctx context.Context, token mcp.ProgressToken, rounds wire.Rounds) (*mcpclient.Relay, mcpclient.ProgressFunc, func()) {
-			relay := proxy.NewCallRelay(ctx, streamOf(ctx), token, d.Metrics)
-			requests := &mcpclient.Relay{Request: func(dctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
-				return a.handler.Request(dctx, rounds, sequencer(relay), method, params)
-			}}
-			return requests, relay.ProgressFunc(), func() {
-				relay.Flush(2 * time.Second)
-				relay.End()
-			}
-		}}
-}
-
-// proxyDeps is what the proxy kind is handed of the agent.
-func (a *Agent) proxyDeps() proxy.Deps {
-	d := a.set.deps
-	emb, vecs := a.searchEmbeddings()
-	return proxy.Deps{SearchEmbedder: emb, SearchVectors: vecs, Agent: a.Name, Self: a.self(), Servers: a.Config.Servers, Tools: a.Config.Tools, Logger: a.log,
-		Metrics: d.Metrics, Downstream: d.Downstream, Callers: d.Callers, Auditor: d.Auditor, Outbound: a.set.outbound,
-		Rejected: a.set.upstreamRejected, Observe: a.observe, Outcome: outcomeOf, RequestID: RequestID, Health: a.handleHealth, StreamOf: streamOf, TaskTag: taskTag(d.CallerRequests),
-		TaskIndex: d.TaskIndex, ToolSearch: a.Config.ToolSearch.On(),
-		Request: func(ctx context.Context, relay *proxy.Relay, rounds wire.Rounds, method string, params json.RawMessage) (json.RawMessage, error) {
-			return a.handler.Request(ctx, rounds, sequencer(relay), method, params) // the endpoint is built after the proxy
-		}}
-}
-
-// taskTag is c's Tag, or nil without c.
-func taskTag(c *endpoint.CallerRequests) func(...string) string {
-	if c == nil {
-		return nil
-	}
-	return c.Tag
-}
-
-// sequencer is relay as the endpoint takes it: nil stays nil.
-func sequencer(relay *proxy.Relay) endpoint.Sequencer {
-	if relay == nil {
-		return nil
-	}
-	return relay
-}
-
 // streamOf is the tracked response of the request of ctx, or nil.
-func streamOf(ctx context.Context) proxy.Stream {
+func streamOf(ctx context.Context) relay.Stream {
 	if t := endpoint.ScopeFrom(ctx).Tracker; t != nil {
 		return t
 	}
@@ -258,7 +186,10 @@ func (a *Agent) self() mcp.Implementation {
 	return mcp.Implementation{Name: a.Name, Version: a.set.deps.Config.Version, Title: a.Config.Title, Description: a.Config.Description}
 }
 
-func (a *Agent) toolDescription() string {
+// ToolDescription is the description of the agent's send_message (or its
+// tool_name), as its MCP server and the agents that call it as a tool
+// offer it.
+func (a *Agent) ToolDescription() string {
 	if a.Config.Description != "" {
 		return fmt.Sprintf("Send a message to %s: %s", a.Config.Title, a.Config.Description)
 	}
@@ -364,7 +295,7 @@ func (a *Agent) Run(ctx context.Context, c *Call) (string, error) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, a.Config.Timeout)
 	defer cancel()
-	answer, err := a.run.run(ctx, c)
+	answer, err := a.run.Run(ctx, c)
 	if err == nil && c.Depth == 0 {
 		c.Progress.Done(a.Name + ": done")
 	}
@@ -381,9 +312,14 @@ func (a *Agent) Run(ctx context.Context, c *Call) (string, error) {
 // the process.
 func (a *Agent) recoverCall(rid, what string, fail func(error)) {
 	if p := recover(); p != nil {
-		a.log.Error("panic in "+what, zap.String("request_id", rid), zap.Any("panic", p), zap.Stack("stack"))
-		fail(fmt.Errorf("internal error in %s", what)) // the caller's answer names the request id
+		a.recovered(rid, what, p, fail)
 	}
+}
+
+// recovered logs the panic p recovered in what and fails the call.
+func (a *Agent) recovered(rid, what string, p any, fail func(error)) {
+	a.log.Error("panic in "+what, zap.String("request_id", rid), zap.Any("panic", p), zap.Stack("stack"))
+	fail(fmt.Errorf("internal error in %s", what)) // the caller's answer names the request id
 }
 
 // observe counts one call of the agent's own tool; caller is the caller's
@@ -409,10 +345,3 @@ func outcomeOf(ctx context.Context, err error) string {
 }
 
 var errDenied = errors.New("denied by policy")
-
-func trimForLog(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return strings.ToValidUTF8(s[:n], "") + "…"
-}

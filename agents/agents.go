@@ -1,13 +1,17 @@
 // Package agents owns the agents of one snapshot: each agent's MCP server
-// (send_message or its tool_name, get_health, the {agent}_history prompt),
-// the agent kinds (llm tool loop, chain, router, parallel; the proxy
-// and toolbox kinds are agents/proxy and agents/toolbox, which it
-// constructs), progress reporting and health. Each agent's HTTP endpoint
-// is agents/endpoint, which it constructs with the agent's MCP server and
-// fast-path target. It consults policy for outbound headers and tool rules
-// and uses mcpclient for downstream servers and llm for models. It does not
-// route HTTP, watch files or swap snapshots: the gateway builds a Set per
-// config and serves its handlers.
+// (get_health, and send_message or its tool_name with the {agent}_history
+// prompt for the kinds that answer it), progress reporting and health. A
+// kind is a plug-in (kind.go): its package registers a Factory, which is
+// handed the agent's Host (host.go) and returns what the agent offers; the
+// kinds are agents/kinds/toolloop (llm), workflow, proxy and toolbox,
+// which it never names. It keeps what every kind shares: model selection
+// (model.go) and a call's overrides and arguments (overrides.go, turn.go)
+// for the kinds with send_message. Each agent's HTTP endpoint is
+// agents/endpoint, which it constructs with the agent's MCP server and
+// the kind's fast-path target. It consults policy for outbound headers and
+// tool rules and uses mcpclient for downstream servers and llm for models.
+// It does not route HTTP, watch files or swap snapshots: the gateway builds
+// a Set per config and serves its handlers.
 package agents
 
 import (
@@ -22,7 +26,6 @@ import (
 	"github.com/pallasgw/pallasgw/agents/endpoint"
 	"github.com/pallasgw/pallasgw/agents/llm"
 	"github.com/pallasgw/pallasgw/agents/mcpclient"
-	"github.com/pallasgw/pallasgw/agents/proxy"
 	"github.com/pallasgw/pallasgw/agents/toolsearch"
 	"github.com/pallasgw/pallasgw/gateway/config"
 	"github.com/pallasgw/pallasgw/metrics"
@@ -83,7 +86,7 @@ type Deps struct {
 	CallerRequests *endpoint.CallerRequests
 	// TaskIndex records proxies' tasks for every replica (the shared
 	// session store; nil: each replica its own).
-	TaskIndex proxy.TaskIndex
+	TaskIndex TaskIndex
 	// Status is the gateway's status document (what GET /-/status
 	// answers), for toolboxes with gateway_status (nil: none).
 	Status func() any

@@ -113,7 +113,7 @@ agents: {px: {kind: proxy, servers: [files]}}
 `
 
 // The fast path does not check Mcp-Param-* headers: it relies on no tool
-// of a proxy's mcp-go registry binding one (agents/proxy, fast.go).
+// of a proxy's mcp-go registry binding one (agents/kinds/proxy, fast.go).
 func TestProxyRegistryHasNoHeaderBindings(t *testing.T) {
 	down := &agenttest.FakeDown{ToolLists: map[string][]mcpgo.Tool{"files": nil}}
 	proxied := []string{"text", "image", "structured", "progress", "block"}

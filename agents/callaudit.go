@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/pallasgw/pallasgw/agents/pins"
-	"github.com/pallasgw/pallasgw/agents/proxy"
 	"github.com/pallasgw/pallasgw/policy"
 )
 
@@ -43,10 +42,10 @@ func (a *Agent) auditRefusal(ctx context.Context, name string, err error) {
 		return
 	}
 	ev := policy.AuditEvent{RequestID: RequestID(ctx), Agent: a.Name, Tool: name}
-	var unavailable *proxy.UnavailableError
+	var unavailable unavailableError
 	switch {
 	case errors.As(err, &unavailable):
-		ev.Server, ev.Tool = unavailable.Server, unavailable.Tool
+		ev.Server, ev.Tool = unavailable.Unavailable()
 		ev.Decision, ev.Outcome = policy.Decision{Allowed: true, Reason: reasonServerUnavailable}, policy.OutcomeError
 	case pins.RefusalReason(err) != "":
 		ev.Decision = policy.Decision{Reason: pins.RefusalReason(err)}
@@ -54,4 +53,11 @@ func (a *Agent) auditRefusal(ctx context.Context, name string, err error) {
 		ev.Decision = policy.Decision{Reason: reasonToolNotFound}
 	}
 	a.set.deps.Auditor.Record(ctx, ev)
+}
+
+// unavailableError is a refusal of a tool whose server cannot be reached
+// (a proxy's): the audit line names the server and its tool.
+type unavailableError interface {
+	error
+	Unavailable() (server, tool string)
 }

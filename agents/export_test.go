@@ -16,6 +16,3 @@ func HealthEntries(a *Agent) int {
 
 // MaxHealthEntries bounds HealthEntries.
 const MaxHealthEntries = maxHealthEntries
-
-// ScopeName is the key prefix of an orchestrator step's input requests.
-var ScopeName = scopeName

@@ -32,6 +32,9 @@ type modelRef struct {
 	textOnly, dropImages bool
 }
 
+// errProvider marks errors of the model provider, for the caller's message.
+var errProvider = errors.New("LLM provider failed")
+
 func newModelRef(a *Agent, ref string) (*modelRef, error) {
 	d := a.set.deps
 	provName, model := config.SplitModel(ref)

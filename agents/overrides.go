@@ -113,6 +113,19 @@ func (o *callOverrides) systemPrompt(instruction string) string {
 	return instruction
 }
 
+// ToolsNarrowed reports whether the call narrows the agent's tools
+// (overrides.tools), and ToolOffered whether it keeps the tool of
+// fullName (<server>__<tool>, or a sub-agent's name).
+func (c *Call) ToolsNarrowed() bool { return c.overrides != nil && c.overrides.tools != nil }
+
+func (c *Call) ToolOffered(fullName string) bool {
+	return !c.ToolsNarrowed() || c.overrides.tools.Match(fullName)
+}
+
+// SystemPrompt is instruction with the call's system_override and
+// system_append applied.
+func (c *Call) SystemPrompt(instruction string) string { return c.overrides.systemPrompt(instruction) }
+
 // model is m with the call's params merged over the agent's.
 func (o *callOverrides) model(m *modelRef, agentParams map[string]any) (*modelRef, error) {
 	if o == nil || o.params == nil {
@@ -136,23 +149,6 @@ func (o *callOverrides) model(m *modelRef, agentParams map[string]any) (*modelRe
 	cp := *m
 	cp.params = m.clamp(p)
 	return &cp, nil
-}
-
-// narrow keeps the tools whose name (<server>__<tool>, or the agent's name
-// for a sub-agent) matches the call's tools globs.
-func (o *callOverrides) narrow(ts *toolset) *toolset {
-	if o == nil || o.tools == nil {
-		return ts
-	}
-	out := &toolset{refs: map[string]toolRef{}}
-	for _, d := range ts.defs {
-		ref := ts.refs[d.Name]
-		if o.tools.Match(ref.fullName()) {
-			out.defs = append(out.defs, d)
-			out.refs[d.Name] = ref
-		}
-	}
-	return out
 }
 
 // sendMessageSchemaFor is send_message's input schema with the override

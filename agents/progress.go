@@ -7,7 +7,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
-	"github.com/pallasgw/pallasgw/agents/proxy"
+	"github.com/pallasgw/pallasgw/agents/relay"
 	"github.com/pallasgw/pallasgw/agents/wire"
 	"github.com/pallasgw/pallasgw/metrics"
 )
@@ -25,7 +25,7 @@ type progressState struct {
 	mu      sync.Mutex
 	token   mcp.ProgressToken
 	counter float64
-	relay   *proxy.Relay // delivers, as a downstream's progress is (nil: nowhere to send)
+	relay   *relay.Relay // delivers, as a downstream's progress is (nil: nowhere to send)
 	detail  bool         // the caller asked for tool details (ToolDetailMeta)
 }
 
@@ -37,17 +37,13 @@ type progressState struct {
 // progress messages themselves are the same with or without it.
 const ToolDetailMeta = "io.pallasgw/toolDetail"
 
-// toolDetailResult is how much of a tool's result text a detailed
-// progress notification carries.
-const toolDetailResult = 2048
-
 func newReporter(ctx context.Context, meta *mcp.Meta, m *metrics.Metrics) *Reporter {
 	if meta == nil || meta.ProgressToken == nil {
 		return nil
 	}
 	detail, _ := meta.AdditionalFields[ToolDetailMeta].(bool)
 	return &Reporter{shared: &progressState{token: meta.ProgressToken, detail: detail,
-		relay: proxy.NewProgressRelay(ctx, streamOf(ctx), wire.Notifier(ctx), m)}}
+		relay: relay.NewProgressRelay(ctx, streamOf(ctx), wire.Notifier(ctx), m)}}
 }
 
 // Prefixed returns a reporter whose messages start with prefix.
@@ -90,7 +86,7 @@ func (r *Reporter) send(message string, last bool, detail map[string]any) {
 		params["_meta"] = map[string]any{ToolDetailMeta: detail}
 	}
 	if s.relay != nil {
-		s.relay.Send("notifications/progress", params) // waits for room in the buffer as proxy.Relay does
+		s.relay.Send("notifications/progress", params) // waits for room in the buffer as relay.Relay does
 	}
 }
 
@@ -98,7 +94,7 @@ func (r *Reporter) send(message string, last bool, detail map[string]any) {
 // call's response (endpoint.Request), once every notification sent so far
 // has been written, holding further ones back meanwhile, so that mcp-go's
 // writer is idle and not touching the response's headers
-// (proxy.Relay.Exclusive). Without a reporter (no token) nothing else is
+// (relay.Relay.Exclusive). Without a reporter (no token) nothing else is
 // written during the call. It refuses once ctx has ended.
 func (r *Reporter) Exclusive(ctx context.Context, write func() error) error {
 	if ctx.Err() != nil {

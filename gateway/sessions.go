@@ -10,8 +10,8 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/pallasgw/pallasgw/agents"
 	"github.com/pallasgw/pallasgw/agents/mcpclient"
-	"github.com/pallasgw/pallasgw/agents/proxy"
 	"github.com/pallasgw/pallasgw/agents/sessions"
 	"github.com/pallasgw/pallasgw/gateway/config"
 	"github.com/pallasgw/pallasgw/metrics"
@@ -57,7 +57,7 @@ func (g *Gateway) downstreamStore() mcpclient.SessionStore {
 
 // taskIndex is where proxies record callers' tasks for every replica, nil
 // with memory.
-func (g *Gateway) taskIndex() proxy.TaskIndex {
+func (g *Gateway) taskIndex() agents.TaskIndex {
 	if g.sessions == nil {
 		return nil
 	}

@@ -7,8 +7,8 @@
 // It is handed what it needs of an agent (Deps, and the interfaces of
 // kinds.go that the kinds implement); it does not build agents, run their
 // kinds or decide policy, and it imports no agent kind: agents and
-// agents/proxy import it; of the project it imports agents/bridge (the
-// input-required bridge of 2026-07-28 calls), agents/wire,
+// the kinds (agents/kinds/...) import it; of the project it imports
+// agents/bridge (the input-required bridge of 2026-07-28 calls), agents/wire,
 // agents/mcpclient, agents/sessions, policy and metrics.
 package endpoint
 

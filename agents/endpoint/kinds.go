@@ -1,7 +1,7 @@
 package endpoint
 
 // What the endpoint needs of an agent kind beyond a wire.Target: one small
-// interface per capability, which a kind implements (agents/proxy asserts
+// interface per capability, which a kind implements (agents/kinds/proxy asserts
 // its own). The endpoint asks for a capability, never for a kind, as
 // CoreDNS's server calls plugin.Handler and never asks which plugin it
 // holds. Deps names the capabilities it is handed (SetLevel, Tasks); the

@@ -6,6 +6,7 @@
 package config
 
 import (
+	"sort"
 	"time"
 )
 
@@ -411,6 +412,17 @@ const (
 	// them and synthesizes the answer.
 	KindOrchestrator = "orchestrator"
 )
+
+// Kinds lists the agent kinds a config may name, sorted: each has a
+// factory registered with the agents core by its kind's package.
+func Kinds() []string {
+	out := make([]string, 0, len(knownKinds))
+	for k := range knownKinds {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
 
 // Ratings of an evaluator, worst first.
 var Ratings = []string{"POOR", "FAIR", "GOOD", "EXCELLENT"}

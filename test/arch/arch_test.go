@@ -65,31 +65,14 @@ func ratchet(t *testing.T, list string, known, found []string, hint string) {
 }
 
 // kindPackage reports whether the package in directory rel is a kind's
-// (a kind family's package, today's or under agents/kinds/).
+// (a kind family's package, under agents/kinds/).
 func kindPackage(rel string) bool {
-	return rel == "agents/proxy" || rel == "agents/toolbox" || strings.HasPrefix(rel, "agents/kinds/")
+	return strings.HasPrefix(rel, "agents/kinds/")
 }
 
 // knownFuncFields are today's function-typed fields of a Host or of a
 // kind's dependencies ("pkg.Struct.Field").
-var knownFuncFields = []string{
-	"agents/proxy.Deps.Outbound",
-	"agents/proxy.Deps.Observe",
-	"agents/proxy.Deps.Outcome",
-	"agents/proxy.Deps.RequestID",
-	"agents/proxy.Deps.TaskTag",
-	"agents/proxy.Deps.Health",
-	"agents/proxy.Deps.StreamOf",
-	"agents/proxy.Deps.Request",
-	"agents/proxy.Deps.Rejected", // upstream OAuth: a downstream 401 renews the caller's token before the next call
-	"agents/toolbox.Deps.Outbound",
-	"agents/toolbox.Deps.Observe",
-	"agents/toolbox.Deps.RequestID",
-	"agents/toolbox.Deps.Status",
-	"agents/toolbox.Deps.Relay",
-	"agents/toolbox.Deps.Quota",
-	"agents/toolbox.Deps.Rejected",
-}
+var knownFuncFields = []string{}
 
 // No function-typed field in a struct named Host, or in a kind's
 // dependencies (a struct named Deps or ending in Deps in a kind's

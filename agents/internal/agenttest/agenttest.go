@@ -28,6 +28,10 @@ import (
 
 	"github.com/pallasgw/pallasgw/agents"
 	"github.com/pallasgw/pallasgw/agents/endpoint"
+	_ "github.com/pallasgw/pallasgw/agents/kinds/proxy"   // the kinds the tests build
+	_ "github.com/pallasgw/pallasgw/agents/kinds/toolbox" // (as the gateway imports them)
+	_ "github.com/pallasgw/pallasgw/agents/kinds/toolloop"
+	_ "github.com/pallasgw/pallasgw/agents/kinds/workflow"
 	"github.com/pallasgw/pallasgw/agents/llm"
 	"github.com/pallasgw/pallasgw/agents/mcpclient"
 	"github.com/pallasgw/pallasgw/agents/wire"

@@ -1,0 +1,255 @@
+package agents
+
+// The Host: what an agent kind needs of the gateway, as methods of one
+// interface it is handed (kind.go's Factory). A kind never reaches the
+// agent set, the endpoint or the gateway any other way.
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"go.uber.org/zap"
+
+	"github.com/pallasgw/pallasgw/agents/codemode"
+	"github.com/pallasgw/pallasgw/agents/endpoint"
+	"github.com/pallasgw/pallasgw/agents/mcpclient"
+	"github.com/pallasgw/pallasgw/agents/relay"
+	"github.com/pallasgw/pallasgw/agents/toolsearch"
+	"github.com/pallasgw/pallasgw/agents/wire"
+	"github.com/pallasgw/pallasgw/gateway/config"
+	"github.com/pallasgw/pallasgw/metrics"
+	"github.com/pallasgw/pallasgw/policy"
+)
+
+// Host is what a kind is handed of the gateway for one agent: its config
+// and identity, the other agents, the downstream, the policy's parts, the
+// metrics, and the calls back a kind makes (outbound headers, the caller's
+// requests, panic recovery). Every method is safe for concurrent use.
+type Host interface {
+	// Name is the agent's name.
+	Name() string
+	// Config is the agent's config; Gateway the whole config it is part
+	// of (servers, auth, limits). Neither may be written.
+	Config() *config.Agent
+	Gateway() *config.Config
+	// Self is the agent's identity as its MCP server gives it.
+	Self() mcp.Implementation
+	// Logger is the agent's logger.
+	Logger() *zap.Logger
+	Metrics() *metrics.Metrics
+	// Downstream is the one downstream the kinds call (mcpclient).
+	Downstream() mcpclient.Downstream
+	Callers() *policy.CallerPolicy
+	Auditor() *policy.Auditor
+	// TaskIndex records the tasks callers create for every replica (nil:
+	// each replica its own).
+	TaskIndex() TaskIndex
+	// Agent is another agent of the same set, for delegation (nil: none
+	// of that name).
+	Agent(name string) *Agent
+
+	// Outbound composes the headers server receives for a call that
+	// arrived with inbound headers; relay (nil: none) is the call's, by
+	// which a server with oauth may ask the caller to connect.
+	Outbound(ctx context.Context, server string, inbound http.Header, relay *mcpclient.Relay) (http.Header, error)
+	// Rejected is told of a call server refused for its credentials (401),
+	// so that a caller's own token is renewed before the next.
+	Rejected(ctx context.Context, server string, err error)
+	// Observe records one call's outcome in the tool metrics; caller is
+	// the caller's policy key (the metric keeps only names the config
+	// knows). Outcome names the outcome of a call that ended with err.
+	Observe(caller, tool, outcome string, start time.Time)
+	Outcome(ctx context.Context, err error) string
+	// RequestID is the request id of ctx.
+	RequestID(ctx context.Context) string
+	// TaskTag is a MAC of parts under a key the replicas share
+	// (endpoint.CallerRequests.Tag): it binds task ids to their creator.
+	TaskTag(parts ...string) string
+	// Health answers the agent's own get_health.
+	Health(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error)
+	// StreamOf is the response the request of ctx writes its events to
+	// (nil: none is tracked).
+	StreamOf(ctx context.Context) relay.Stream
+	// Request sends a downstream's server-to-client request to the caller
+	// of the request of ctx, on that request's response stream, between
+	// the notifications of relay (the endpoint's; nil: none); for a call
+	// the input-required bridge runs, to its round-trip state rounds
+	// (wire.Call.Rounds; nil: not bridged).
+	Request(ctx context.Context, relay *relay.Relay, rounds wire.Rounds, method string, params json.RawMessage) (json.RawMessage, error)
+	// Relay prepares one downstream call for the caller: the returned
+	// Relay takes the downstream's server-to-client requests (elicitation,
+	// sampling, roots) to the caller (mcpclient.CallOptions; to rounds,
+	// the call's round-trip state, when the input-required bridge runs
+	// it), onProgress relays its progress under token (nil: none asked),
+	// and done waits until what was relayed is written and ends the relay
+	// (nothing is written to the caller after it).
+	Relay(ctx context.Context, token mcp.ProgressToken, rounds wire.Rounds) (requests *mcpclient.Relay, onProgress mcpclient.ProgressFunc, done func())
+	// Quota takes one request from the caller's requests_per_minute.
+	Quota(ctx context.Context) error
+	// Recover, deferred on a goroutine that a call starts, turns a panic
+	// there into an error for the call (fail), logged with its stack.
+	Recover(rid, what string, fail func(error))
+	// HasStatus reports whether the gateway has a status document, and
+	// Status is that document (what GET /-/status answers).
+	HasStatus() bool
+	Status() any
+	// SearchEmbeddings are the embedder and the vector space of the
+	// agent's tool_search.embeddings (nil, nil: lexical ranking only).
+	SearchEmbeddings() (toolsearch.Embedder, *toolsearch.Vectors)
+	// Script is the runner of the agent's run_script (nil: not offered).
+	Script() *codemode.Runner
+	// Requests is the Relay of a downstream call that takes the
+	// downstream's elicitation, sampling and roots requests to the agent's
+	// caller, ordered after what progress has sent, or to rounds, the
+	// call's round-trip state (Host.Request).
+	Requests(progress *Reporter, rounds wire.Rounds) *mcpclient.Relay
+	// Model is the agent's model (its config's model), as the core's
+	// model selection makes it; an error when it cannot be used.
+	Model() (Model, error)
+	// SendMessage is the Kind of an agent whose one tool is send_message
+	// (or its tool_name), answered by r: the llm kind and the workflows.
+	SendMessage(r Runner) Kind
+}
+
+// TaskIndex records who created which task where every replica reads it
+// (sessions.Store implements it). Without one, tasks/list shows the tasks
+// created through this replica.
+type TaskIndex interface {
+	IndexAdd(ctx context.Context, key, member string, max int, ttl time.Duration) error
+	IndexHas(ctx context.Context, key string, members []string) ([]bool, error)
+}
+
+// host is an agent's Host.
+type host struct{ a *Agent }
+
+var _ Host = host{}
+
+func (h host) Name() string                     { return h.a.Name }
+func (h host) Config() *config.Agent            { return h.a.Config }
+func (h host) Gateway() *config.Config          { return h.a.set.deps.Config }
+func (h host) Self() mcp.Implementation         { return h.a.self() }
+func (h host) Logger() *zap.Logger              { return h.a.log }
+func (h host) Metrics() *metrics.Metrics        { return h.a.set.deps.Metrics }
+func (h host) Downstream() mcpclient.Downstream { return h.a.set.deps.Downstream }
+func (h host) Callers() *policy.CallerPolicy    { return h.a.set.deps.Callers }
+func (h host) Auditor() *policy.Auditor         { return h.a.set.deps.Auditor }
+func (h host) TaskIndex() TaskIndex             { return h.a.set.deps.TaskIndex }
+func (h host) Agent(name string) *Agent         { return h.a.set.Get(name) }
+
+func (h host) Outbound(ctx context.Context, server string, inbound http.Header, relay *mcpclient.Relay) (http.Header, error) {
+	return h.a.set.outbound(ctx, server, inbound, relay)
+}
+
+func (h host) Rejected(ctx context.Context, server string, err error) {
+	h.a.set.upstreamRejected(ctx, server, err)
+}
+
+func (h host) Observe(caller, tool, outcome string, start time.Time) {
+	h.a.observe(caller, tool, outcome, start)
+}
+
+func (h host) Outcome(ctx context.Context, err error) string { return outcomeOf(ctx, err) }
+func (h host) RequestID(ctx context.Context) string          { return RequestID(ctx) }
+
+func (h host) TaskTag(parts ...string) string {
+	return h.a.set.deps.CallerRequests.Tag(parts...)
+}
+
+func (h host) Health(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	return h.a.handleHealth(ctx, req)
+}
+
+func (h host) StreamOf(ctx context.Context) relay.Stream { return streamOf(ctx) }
+
+func (h host) Request(ctx context.Context, relay *relay.Relay, rounds wire.Rounds, method string, params json.RawMessage) (json.RawMessage, error) {
+	return h.a.handler.Request(ctx, rounds, sequencer(relay), method, params) // the endpoint is built after the kind
+}
+
+func (h host) Relay(ctx context.Context, token mcp.ProgressToken, rounds wire.Rounds) (*mcpclient.Relay, mcpclient.ProgressFunc, func()) {
+	relay := relay.NewCallRelay(ctx, streamOf(ctx), token, h.a.set.deps.Metrics)
+	requests := &mcpclient.Relay{Request: func(dctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
+		return h.a.handler.Request(dctx, rounds, sequencer(relay), method, params)
+	}}
+	return requests, relay.ProgressFunc(), func() {
+		relay.Flush(2 * time.Second)
+		relay.End()
+	}
+}
+
+func (h host) Quota(ctx context.Context) error { return h.a.scriptRequest(ctx) }
+
+func (h host) Recover(rid, what string, fail func(error)) {
+	// recoverCall's recover must run in the deferred function itself.
+	if p := recover(); p != nil {
+		h.a.recovered(rid, what, p, fail)
+	}
+}
+
+func (h host) HasStatus() bool { return h.a.set.deps.Status != nil }
+func (h host) Status() any     { return h.a.set.deps.Status() }
+
+func (h host) SearchEmbeddings() (toolsearch.Embedder, *toolsearch.Vectors) {
+	return h.a.searchEmbeddings()
+}
+
+func (h host) Script() *codemode.Runner { return h.a.toolboxScript() }
+
+func (h host) Requests(progress *Reporter, rounds wire.Rounds) *mcpclient.Relay {
+	return h.a.relayRequests(progress, rounds)
+}
+
+func (h host) Model() (Model, error) {
+	m, err := newModelRef(h.a, h.a.Config.Model)
+	if err != nil {
+		return nil, err
+	}
+	return agentModel{m: m, a: h.a}, nil
+}
+
+// sequencer is relay as the endpoint takes it: nil stays nil.
+func sequencer(relay *relay.Relay) endpoint.Sequencer {
+	if relay == nil {
+		return nil
+	}
+	return relay
+}
+
+// scriptRequest takes one request from the caller's requests_per_minute
+// for a script's tool call, so that a script calls no more than its caller
+// could one call at a time.
+func (a *Agent) scriptRequest(ctx context.Context) error {
+	id := policy.IdentityFrom(ctx)
+	key, label := id.QuotaKey()
+	return a.set.deps.Quotas.Request(ctx, key, label, a.set.deps.Callers.Limits(id.PolicyKey()))
+}
+
+// toolboxScript is a toolbox's run_script runner; nil, with a warning, when
+// two of its servers (or one and a builtin) take one name in a script: a
+// toolbox offers run_script without being asked to, so such a config still
+// serves the other tools.
+func (a *Agent) toolboxScript() *codemode.Runner {
+	if err := codemode.CheckServers(a.Config.Servers); err != nil {
+		a.log.Warn("run_script not offered", zap.Error(err))
+		return nil
+	}
+	return codemode.NewRunner(a.Config.CodeMode)
+}
+
+// relayRequests is the Relay of a downstream call that takes the
+// downstream's elicitation, sampling and roots requests to the agent's caller
+// (endpoint.Request): relayed on the response stream of a session-based
+// caller that declared the capability, an input-required round of rounds
+// (the call's round-trip state) for a 2026-07-28 caller that declared it,
+// -32021 for one that did not, and an error for the downstream otherwise
+// (never a wait).
+func (a *Agent) relayRequests(progress *Reporter, rounds wire.Rounds) *mcpclient.Relay {
+	return &mcpclient.Relay{Request: func(dctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
+		// dctx derives from the call's context: the caller's request state
+		// and stream are found in it. The call's progress reporter orders
+		// the request after the progress sent so far.
+		return a.handler.Request(dctx, rounds, progress, method, params)
+	}}
+}

@@ -1,0 +1,4 @@
+package workflow
+
+// ScopeName is the key prefix of an orchestrator step's input requests.
+var ScopeName = scopeName
