@@ -68,6 +68,9 @@ type Call struct {
 	// add (mcpclient.CallOptions.Extras), the caller's call's; sub-calls
 	// keep them. nil: none.
 	extras *mcpclient.CallExtras
+	// notify sends a notification to the caller (wire.Call.Notifier, "_meta"
+	// kept), the caller's call's; sub-calls keep it. nil: none.
+	notify func(method string, params map[string]any) error
 }
 
 const sendMessageSchema = `{
@@ -199,9 +202,10 @@ func (a *Agent) toolboxDeps() toolbox.Deps {
 		Passthrough: d.Config.Auth.Mode == policy.ModePassthrough, Logger: a.log, Downstream: d.Downstream,
 		Callers: d.Callers, Auditor: d.Auditor, Outbound: a.set.outbound, Rejected: a.set.upstreamRejected, Observe: a.observe, RequestID: RequestID,
 		GatewayStatus: a.Config.GatewayStatus, Status: d.Status, Script: a.toolboxScript(), Quota: a.scriptRequest,
-		Relay: func(ctx context.Context, token mcp.ProgressToken) (*mcpclient.Relay, mcpclient.ProgressFunc, func()) {
-			relay := proxy.NewCallRelay(ctx, streamOf(ctx), token, d.Metrics)
-			requests := &mcpclient.Relay{Request: func(dctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
+		Relay: func(ctx context.Context, wc *wire.Call, token mcp.ProgressToken) (*mcpclient.Relay, mcpclient.ProgressFunc, func()) {
+			relay := proxy.NewCallRelay(ctx, wc, streamOf(ctx), token, d.Metrics)
+			notify, _ := wc.Notifier(ctx, true)
+			requests := &mcpclient.Relay{Notify: notify, Request: func(dctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
 				return a.handler.Request(dctx, sequencer(relay), method, params)
 			}}
 			return requests, relay.ProgressFunc(), func() {
@@ -285,20 +289,21 @@ func (a *Agent) handleSendMessage(ctx context.Context, req mcp.CallToolRequest) 
 	return a.sendMessage(ctx, req, nil)
 }
 
-// answerSendMessage is send_message for the fast path's call c: the
-// downstream tools/calls of its tool loops add c's members (the
-// input-required bridge's).
+// answerSendMessage is send_message for the fast path's call c: its
+// notifications go to c's stream, and the downstream tools/calls of its
+// tool loops add c's members (the input-required bridge's).
 func (a *Agent) answerSendMessage(ctx context.Context, c *wire.Call) (*mcp.CallToolResult, error) {
-	return a.sendMessage(ctx, c.Req, mcpclient.ExtrasOf(c))
+	return a.sendMessage(ctx, c.Req, c)
 }
 
-// sendMessage runs send_message; extras are the members the downstream
-// tools/calls of its tool loops add (nil: none).
-func (a *Agent) sendMessage(ctx context.Context, req mcp.CallToolRequest, extras *mcpclient.CallExtras) (*mcp.CallToolResult, error) {
+// sendMessage runs send_message for wc, the fast path's call (nil: mcp-go's
+// handler's): where its notifications go, and the members the downstream
+// tools/calls of its tool loops add.
+func (a *Agent) sendMessage(ctx context.Context, req mcp.CallToolRequest, wc *wire.Call) (*mcp.CallToolResult, error) {
 	start := time.Now()
 	m := a.set.deps.Metrics
 	rid := RequestID(ctx)
-	progress := newReporter(ctx, req.Params.Meta, m)
+	progress := newReporter(ctx, wc, req.Params.Meta, m)
 	// The call's fields are passed to each line rather than bound with
 	// Logger.With, which copies the encoder and a 1 KB buffer per call.
 	ridField, toolField := zap.String("request_id", rid), zap.String("tool", a.Config.ToolName)
@@ -320,7 +325,9 @@ func (a *Agent) sendMessage(ctx context.Context, req mcp.CallToolRequest, extras
 		a.auditCall(ctx, rid, policy.CallerFrom(ctx), "error", 0, start)
 		return mcp.NewToolResultError(fmt.Sprintf("%v (request id %s)", err, rid)), nil
 	}
-	call := &Call{Turn: turn, Inbound: req.Header, Progress: progress, RequestID: rid, Caller: policy.CallerFrom(ctx), overrides: ov, extras: extras}
+	notify, _ := wc.Notifier(ctx, true)
+	call := &Call{Turn: turn, Inbound: req.Header, Progress: progress, RequestID: rid, Caller: policy.CallerFrom(ctx), overrides: ov,
+		extras: mcpclient.ExtrasOf(wc), notify: notify}
 	answer, err := a.Run(ctx, call)
 	progress.flush(2 * time.Second)
 	outcome := outcomeOf(ctx, err)

@@ -206,7 +206,7 @@ func objectArguments(raw json.RawMessage) (json.RawMessage, error) {
 }
 
 func (r *llmRunner) callServer(ctx context.Context, c *Call, ref toolRef, tc llm.ToolCall, args json.RawMessage) llm.Message {
-	msg, _, _, _ := r.governedCall(ctx, c, ref, args, r.a.relayRequests(c.Progress), func(res *mcp.CallToolResult, d policy.Decision, err error) llm.Message {
+	msg, _, _, _ := r.governedCall(ctx, c, ref, args, r.a.relayRequests(c.Progress, c.notify), func(res *mcp.CallToolResult, d policy.Decision, err error) llm.Message {
 		switch {
 		case !d.Allowed:
 			return deniedResult(tc, d)
@@ -318,9 +318,10 @@ func messageBytes(m llm.Message) int {
 // (endpoint.Request): relayed on the response stream of a session-based
 // caller that declared the capability, an input-required round for a
 // 2026-07-28 caller that declared it, -32021 for one that did not, and an
-// error for the downstream otherwise (never a wait).
-func (a *Agent) relayRequests(progress *Reporter) *mcpclient.Relay {
-	return &mcpclient.Relay{Request: func(dctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
+// error for the downstream otherwise (never a wait). notify sends the
+// gateway's own notifications to the caller (nil: none).
+func (a *Agent) relayRequests(progress *Reporter, notify func(string, map[string]any) error) *mcpclient.Relay {
+	return &mcpclient.Relay{Notify: notify, Request: func(dctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
 		// dctx derives from the call's context: the caller's request state,
 		// stream and input-required call are found in it. The call's
 		// progress reporter orders the request after the progress sent so
@@ -421,7 +422,7 @@ func (r *llmRunner) callAgent(ctx context.Context, c *Call, name string, tc llm.
 // sub derives the call a sub-agent runs: a fresh turn, same caller.
 func (c *Call) sub(message string, progress *Reporter) *Call {
 	return &Call{Turn: Turn{Message: message, ConversationID: c.ConversationID}, Inbound: c.Inbound,
-		Progress: progress, RequestID: c.RequestID, Caller: c.Caller, Depth: c.Depth + 1, asWorkflow: c.asWorkflow, extras: c.extras}
+		Progress: progress, RequestID: c.RequestID, Caller: c.Caller, Depth: c.Depth + 1, asWorkflow: c.asWorkflow, extras: c.extras, notify: c.notify}
 }
 
 // errProvider marks errors of the model provider, for the caller's message.

@@ -41,13 +41,13 @@ const ToolDetailMeta = "io.pallasgw/toolDetail"
 // progress notification carries.
 const toolDetailResult = 2048
 
-func newReporter(ctx context.Context, meta *mcp.Meta, m *metrics.Metrics) *Reporter {
+func newReporter(ctx context.Context, wc *wire.Call, meta *mcp.Meta, m *metrics.Metrics) *Reporter {
 	if meta == nil || meta.ProgressToken == nil {
 		return nil
 	}
 	detail, _ := meta.AdditionalFields[ToolDetailMeta].(bool)
 	return &Reporter{shared: &progressState{token: meta.ProgressToken, detail: detail,
-		relay: proxy.NewProgressRelay(ctx, streamOf(ctx), wire.Notifier(ctx), m)}}
+		relay: proxy.NewProgressRelay(ctx, wc, streamOf(ctx), m)}}
 }
 
 // Prefixed returns a reporter whose messages start with prefix.

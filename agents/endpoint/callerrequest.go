@@ -77,10 +77,10 @@ func (e *Endpoint) Request(ctx context.Context, seq Sequencer, method string, pa
 	if call := ScopeFrom(ctx).call; call != nil { // a 2026-07-28 caller's: input-required (inputbridge.go)
 		return call.ask(ctx, method, params)
 	}
-	sc, fs := ScopeFrom(ctx), wire.StreamFrom(ctx)
+	sc := ScopeFrom(ctx)
 	rs, t := sc.state, sc.Tracker
 	err := canRequest(rs, t, method)
-	if err == nil && seq == nil && fs == nil {
+	if err == nil && seq == nil && !t.w.FastCall() {
 		// Without a sequencer the write cannot be ordered with mcp-go's
 		// writes of the call's notifications. The fast path's stream
 		// orders it itself: after the notifications it took, never after

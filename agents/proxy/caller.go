@@ -75,14 +75,14 @@ func (p *Proxy) AnswerSetLevel(w http.ResponseWriter, r *http.Request, id json.R
 // caller's token, log messages when the caller wants them (a session-based
 // caller always: the downstream session's level decides; a 2026-07-28 caller
 // when its request states a level), and server-to-client requests.
-func (p *Proxy) relayFor(ctx context.Context, req mcp.CallToolRequest) (*Relay, *mcpclient.Relay) {
+func (p *Proxy) relayFor(ctx context.Context, req mcp.CallToolRequest, call *wire.Call) (*Relay, *mcpclient.Relay) {
 	var level mcp.LoggingLevel
 	logs := true
 	if info := server.RequestProtocolInfoFromContext(ctx); info != nil && info.Modern {
 		level, logs = info.LogLevel, info.LogLevel != ""
 	}
-	relay := newRelay(ctx, p.d.StreamOf(ctx), progressToken(req.Params.Meta), logs, level, p.d.Metrics)
-	return relay, &mcpclient.Relay{Log: relay.logFunc(), LogLevel: level,
+	relay := newRelay(ctx, call, p.d.StreamOf(ctx), progressToken(req.Params.Meta), logs, level, p.d.Metrics)
+	return relay, &mcpclient.Relay{Log: relay.logFunc(), LogLevel: level, Notify: relay.notifyFunc(),
 		Request: func(dctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
 			// dctx derives from ctx (the downstream client hands the call's
 			// context to the handler): the caller's request state and

@@ -38,6 +38,7 @@ import (
 	"github.com/pallasgw/pallasgw/agents/pins"
 	"github.com/pallasgw/pallasgw/agents/sessions"
 	"github.com/pallasgw/pallasgw/agents/toolsearch"
+	"github.com/pallasgw/pallasgw/agents/wire"
 	"github.com/pallasgw/pallasgw/gateway/config"
 	"github.com/pallasgw/pallasgw/policy"
 )
@@ -100,8 +101,9 @@ type Deps struct {
 	// (elicitation, sampling, roots) to the caller (mcpclient.CallOptions),
 	// onProgress relays its progress under token (nil: none asked), and
 	// done waits until what was relayed is written and ends the relay
-	// (nothing is written to the caller after it).
-	Relay func(ctx context.Context, token mcp.ProgressToken) (relay *mcpclient.Relay, onProgress mcpclient.ProgressFunc, done func())
+	// (nothing is written to the caller after it). wc is the caller's
+	// fast-path call, where its notifications go (nil: mcp-go's handler's).
+	Relay func(ctx context.Context, wc *wire.Call, token mcp.ProgressToken) (relay *mcpclient.Relay, onProgress mcpclient.ProgressFunc, done func())
 	// Script runs run_script (script.go); nil: not offered.
 	Script *codemode.Runner
 	// Quota takes one request from the caller's requests_per_minute for
@@ -131,6 +133,7 @@ type tbCall struct {
 	start    time.Time
 	timeout  time.Duration // execute_tool's timeout_ms; 0: none
 	deadline time.Time     // when timeout_ms ends the call
+	wc       *wire.Call    // the fast path's call (fast.go); nil: mcp-go's handler's
 }
 
 // Register adds the toolbox's tools to srv, the agent's server, and
@@ -170,7 +173,7 @@ func Register(srv *server.MCPServer, d Deps) *Target {
 			"Returns the gateway's status: its config file and hash, agents, listeners, reloads and warnings (what GET /-/status answers).",
 			tb.schema(listServersSchema)), tb.handle(StatusTool, tb.gatewayStatus))
 	}
-	return &Target{tb: tb, typed: executeTool}
+	return &Target{tb: tb}
 }
 
 // StatusTool is the name of the toolbox's diagnostic tool.
@@ -512,7 +515,7 @@ func (tb *toolbox) executeTool(ctx context.Context, c *tbCall, req mcp.CallToolR
 		return nil, err
 	}
 	defer call.cancel()
-	relay, onProgress, done := tb.d.Relay(call.ctx, call.token)
+	relay, onProgress, done := tb.d.Relay(call.ctx, c.wc, call.token)
 	res, err := tb.d.Downstream.CallTool(call.ctx, c.server, c.target, toolArgs, call.hdr, onProgress, mcpclient.CallOptions{Relay: relay})
 	done()
 	if err != nil {

@@ -99,7 +99,7 @@ func (w *Response) Write(p []byte) (int, error) {
 		}
 	} else if strings.HasPrefix(w.Header().Get("Content-Type"), "application/json") {
 		// An error answer is one write (json.Encoder's); a later write is
-		// a piece of a large answer passed through (passthrough.go).
+		// a piece of a large streamed answer (body.go).
 		if w.bodyWrites++; w.bodyWrites == 1 {
 			out = withRequestID(p, w.rid)
 		}
@@ -165,6 +165,15 @@ func (w *Response) Inject(msg []byte) error {
 	}
 	w.flushLocked()
 	return nil
+}
+
+// FastCall reports that a fast-path call (Serve) writes w's answer: its
+// stream orders an Inject after the notifications it took, never after
+// the answer.
+func (w *Response) FastCall() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.stream != nil
 }
 
 // attach records s, the fast path's call, as the writer of w's answer

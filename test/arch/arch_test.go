@@ -152,8 +152,6 @@ var knownContextAccessors = []string{
 	"agents/endpoint.TakeResume",
 	"agents/endpoint.Unanswered",
 	"agents/endpoint.WithAskScope",
-	"agents/wire.Notifier",
-	"agents/wire.StreamFrom",
 }
 
 // No exported context accessor outside allowedContextAccessors: an exported

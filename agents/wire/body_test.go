@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"io"
@@ -14,24 +15,25 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 )
 
-// passStream is a fast call's response for request id 7, and the call's
-// pass-through.
-func passStream(t *testing.T, modern bool) (*Stream, *httptest.ResponseRecorder, *PassThrough) {
-	t.Helper()
-	s, rec, c := passCall(modern)
-	pt := c.PassThrough(SelfJSON(testSelf), nil)
-	if pt == nil {
-		t.Fatal("no pass-through on a fast call")
-	}
-	return s, rec, pt
-}
-
 // passCall is a fast call whose response is for request id 7.
 func passCall(modern bool) (*Stream, *httptest.ResponseRecorder, *Call) {
 	rec := httptest.NewRecorder()
 	s := newStream(rec, httptest.NewRequest(http.MethodPost, "/mcp", nil))
 	s.modern, s.id = modern, 7
 	return s, rec, &Call{Modern: modern, stream: s}
+}
+
+// streamedResult is body, the answer to request id, opened as a streamed
+// result (ClientCall.streamed), or its msg or error; aborted counts the
+// aborts of its response.
+func streamedResult(body io.Reader, id string, limit int64) (res *RawResult, msg []byte, aborted *int, err error) {
+	b, msg, err := openBody(body, id, limit)
+	if b == nil {
+		return nil, msg, nil, err
+	}
+	n := 0
+	b.abort = func() { n++ }
+	return &RawResult{body: b}, nil, &n, nil
 }
 
 // decoded is a JSON text as Go values, for comparing two texts whatever
@@ -45,10 +47,11 @@ func decoded(t *testing.T, b []byte) any {
 	return v
 }
 
-// A passed-through answer is the answer the held path writes (RawResponse),
-// but for member order and spacing, for callers of either protocol, and
-// the facts returned are peekResult's.
-func TestRelayAsHeld(t *testing.T) {
+// A streamed answer is the answer the held path writes (RawResponse), but
+// for member order and spacing, for callers of either protocol, and the
+// facts it leaves are peekResult's; OnClose's functions run once, after
+// the copy, with no error.
+func TestBodyAsHeld(t *testing.T) {
 	big := strings.Repeat("0123456789abcdef\\n\\u00e9", 3000)
 	for _, result := range []string{
 		`{"content":[{"type":"text","text":"` + big + `"}]}`,
@@ -59,13 +62,23 @@ func TestRelayAsHeld(t *testing.T) {
 		`{}`,
 	} {
 		for _, modern := range []bool{false, true} {
-			s, rec, pt := passStream(t, modern)
+			s, rec, _ := passCall(modern)
 			body := `{"jsonrpc":"2.0","id":"pgw-call-1","result":` + result + "}\n"
-			res, msg, err := pt.Relay(iotest.HalfReader(strings.NewReader(body)), "pgw-call-1", 1<<30)
-			if err != nil || msg != nil {
-				t.Fatalf("%.60s: Relay: %v, msg %q", result, err, msg)
+			res, msg, _, err := streamedResult(iotest.HalfReader(strings.NewReader(body)), "pgw-call-1", 1<<30)
+			if err != nil || msg != nil || !res.Streamed() {
+				t.Fatalf("%.60s: openBody: %v, msg %q", result, err, msg)
 			}
-			s.finish(nil)
+			closed := 0
+			res.OnClose(func(err error) {
+				closed++
+				if err != nil {
+					t.Errorf("%.60s: closed with %v", result, err)
+				}
+			})
+			s.finish(&BodyAnswer{ID: 7, Result: res, Modern: modern, Self: SelfJSON(testSelf)})
+			if closed != 1 {
+				t.Errorf("%.60s: OnClose ran %d times", result, closed)
+			}
 			peek, err := peekResult(json.RawMessage(result))
 			if err != nil {
 				t.Fatal(err)
@@ -80,7 +93,7 @@ func TestRelayAsHeld(t *testing.T) {
 			if !strings.HasSuffix(rec.Body.String(), "}\n") || strings.Count(rec.Body.String(), "\n") != 1 {
 				t.Errorf("%.60s: not one compact line: %.100q", result, rec.Body.String())
 			}
-			if !res.Passed || res.IsError != peek.IsError || res.ResultType != peek.ResultType || string(res.Meta) != string(peek.Meta) {
+			if res.IsError != peek.IsError || res.ResultType != peek.ResultType || string(res.Meta) != string(peek.Meta) || res.Size == 0 {
 				t.Errorf("%.60s: facts %+v, want %+v", result, res, peek)
 			}
 			if ct := rec.Header().Get("Content-Type"); ct != "application/json" {
@@ -91,16 +104,17 @@ func TestRelayAsHeld(t *testing.T) {
 }
 
 // After a notification the answer is the stream's last event, on one line.
-func TestRelayOnStream(t *testing.T) {
-	s, rec, pt := passStream(t, false)
+func TestBodyOnStream(t *testing.T) {
+	s, rec, _ := passCall(false)
 	if err := s.Notify("notifications/progress", map[string]any{"progress": 1}); err != nil {
 		t.Fatal(err)
 	}
 	body := "{\"id\":\"pgw-call-2\",\"jsonrpc\":\"2.0\",\"result\":{\"content\":\n[{\"type\":\"text\",\"text\":\"x\"}]}}"
-	if _, _, err := pt.Relay(strings.NewReader(body), "pgw-call-2", 1<<20); err != nil {
+	res, _, _, err := streamedResult(strings.NewReader(body), "pgw-call-2", 1<<20)
+	if err != nil {
 		t.Fatal(err)
 	}
-	s.finish(nil)
+	s.finish(&BodyAnswer{ID: 7, Result: res})
 	events := strings.Split(strings.TrimSuffix(rec.Body.String(), "\n\n"), "\n\n")
 	if len(events) != 2 || !strings.Contains(events[0], "notifications/progress") {
 		t.Fatalf("events %q", events)
@@ -115,9 +129,9 @@ func TestRelayOnStream(t *testing.T) {
 	}
 }
 
-// What Relay refuses before the answer began is an error and nothing is
-// written; an answer without a result comes back whole to be read as any.
-func TestRelayBeforeAnswer(t *testing.T) {
+// What openBody refuses before the result is an error; an answer without
+// a result comes back whole to be read as any.
+func TestBodyBeforeResult(t *testing.T) {
 	for _, c := range []struct{ body, want string }{
 		{`{"jsonrpc":"2.0","id":"other","result":{}}`, "not the answer to request pgw-call-1"},
 		{`{"jsonrpc":"2.0","method":"ping","result":{}}`, "a request where the answer was expected"},
@@ -126,19 +140,13 @@ func TestRelayBeforeAnswer(t *testing.T) {
 		{`[]`, "invalid character '['"},
 		{`{"jsonrpc":"2.0","id":"pgw-call-1"`, "unexpected end of JSON input"},
 	} {
-		s, rec, pt := passStream(t, false)
-		_, _, err := pt.Relay(strings.NewReader(c.body), "pgw-call-1", 1<<20)
+		_, _, _, err := streamedResult(strings.NewReader(c.body), "pgw-call-1", 1<<20)
 		if err == nil || !strings.Contains(err.Error(), c.want) || errors.Is(err, ErrAnswerBroken) {
 			t.Errorf("%s: error %v, want %q", c.body, err, c.want)
 		}
-		s.finish(mustJSONRPCError())
-		if !strings.Contains(rec.Body.String(), `"error"`) {
-			t.Errorf("%s: the call's own answer was not written: %q", c.body, rec.Body.String())
-		}
 	}
-	_, _, pt := passStream(t, false)
 	errAnswer := `{"jsonrpc":"2.0","id":"pgw-call-1","error":{"code":-32602,"message":"no"}}`
-	_, msg, err := pt.Relay(strings.NewReader(errAnswer), "pgw-call-1", 1<<20)
+	_, msg, _, err := streamedResult(strings.NewReader(errAnswer), "pgw-call-1", 1<<20)
 	if err != nil || !reflect.DeepEqual(decoded(t, msg), decoded(t, []byte(errAnswer))) {
 		t.Errorf("error answer: %v, %s", err, msg)
 	}
@@ -166,9 +174,10 @@ func peekResult(raw json.RawMessage) (*RawResult, error) {
 	return &RawResult{JSON: raw, IsError: peek.IsError, ResultType: peek.ResultType, Meta: peek.Meta}, nil
 }
 
-// An answer that breaks after it began aborts the caller's response: its
-// client sees a failed response, not a short one.
-func TestRelayBroken(t *testing.T) {
+// An answer that breaks after the copy began aborts the caller's response:
+// its client sees a failed response, not a short one; OnClose's functions
+// get the error.
+func TestBodyBroken(t *testing.T) {
 	for _, c := range []struct {
 		name string
 		body io.Reader
@@ -179,54 +188,79 @@ func TestRelayBroken(t *testing.T) {
 		{"isError not a bool", strings.NewReader(`{"jsonrpc":"2.0","id":"pgw-call-1","result":{"isError":"yes"}}`)},
 		{"id after the result", strings.NewReader(`{"jsonrpc":"2.0","result":{},"id":"other"}`)},
 	} {
-		s, _, pt := passStream(t, false)
-		_, _, err := pt.Relay(c.body, "pgw-call-1", 1000)
-		if !errors.Is(err, ErrAnswerBroken) {
-			t.Errorf("%s: error %v, want ErrAnswerBroken", c.name, err)
+		s, _, _ := passCall(false)
+		res, _, aborted, err := streamedResult(c.body, "pgw-call-1", 1000)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
 		}
+		var closeErr error
+		res.OnClose(func(err error) { closeErr = err })
 		func() {
 			defer func() {
 				if p := recover(); p != http.ErrAbortHandler {
 					t.Errorf("%s: finish: panic %v, want http.ErrAbortHandler", c.name, p)
 				}
 			}()
-			s.finish(nil)
+			s.finish(&BodyAnswer{ID: 7, Result: res})
 		}()
+		if !errors.Is(closeErr, ErrAnswerBroken) || *aborted == 0 {
+			t.Errorf("%s: closed with %v (aborted %d), want ErrAnswerBroken", c.name, closeErr, *aborted)
+		}
 	}
 }
 
-// Off, or outside a fast call, nothing is passed through; a closed gate
-// or an answered call holds the result.
-func TestPassThroughOff(t *testing.T) {
-	if (&Call{}).PassThrough(nil, nil) != nil || (*Call)(nil).PassThrough(nil, nil) != nil {
-		t.Error("a pass-through without a fast call")
+// Off, or outside a fast call, nothing streams. A streamed result that is
+// not copied is released: closed, when the caller's request has ended,
+// its context, or held whole.
+func TestBodyNotCopied(t *testing.T) {
+	if (&Call{}).Streams() || (*Call)(nil).Streams() {
+		t.Error("streams without a fast call")
 	}
 	func() {
 		defer SetFast(true)
 		SetFast(false)
-		if (&Call{stream: &Stream{}}).PassThrough(nil, nil) != nil {
-			t.Error("a pass-through with the switch off")
+		if (&Call{stream: &Stream{}}).Streams() {
+			t.Error("streams with the switch off")
 		}
 	}()
 	body := `{"jsonrpc":"2.0","id":"c","result":{"isError":true, "content":[]}}`
-	for _, c := range []struct {
-		name  string
-		setup func(s *Stream, c *Call) *Call
-	}{
-		{"gate closed", func(_ *Stream, c *Call) *Call {
-			return c.Gated(func() bool { return false })
-		}},
-		{"answered", func(s *Stream, c *Call) *Call { s.finish(mustJSONRPCError()); return c }},
-	} {
-		s, rec, call := passCall(false)
-		pt := c.setup(s, call).PassThrough(SelfJSON(testSelf), nil)
-		before := rec.Body.Len()
-		res, _, err := pt.Relay(strings.NewReader(body), "c", 1<<20)
-		if err != nil || res.Passed || string(res.JSON) != `{"content":[],"isError":true}` || !res.IsError {
-			t.Errorf("%s: %+v, %v", c.name, res, err)
+	open := func(t *testing.T) (*RawResult, *int, *error) {
+		res, _, aborted, err := streamedResult(strings.NewReader(body), "c", 1<<20)
+		if err != nil {
+			t.Fatal(err)
 		}
-		if rec.Body.Len() != before {
-			t.Errorf("%s: written: %q", c.name, rec.Body.String())
-		}
+		var closeErr error
+		res.OnClose(func(err error) { closeErr = err })
+		return res, aborted, &closeErr
 	}
+	t.Run("closed", func(t *testing.T) {
+		res, aborted, closeErr := open(t)
+		res.Close()
+		res.Close()
+		if !errors.Is(*closeErr, errBodyUnread) || *aborted != 1 {
+			t.Errorf("closed with %v, aborted %d", *closeErr, *aborted)
+		}
+	})
+	t.Run("caller gone", func(t *testing.T) {
+		res, aborted, closeErr := open(t)
+		rec := httptest.NewRecorder()
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		s := newStream(rec, httptest.NewRequest(http.MethodPost, "/mcp", nil).WithContext(ctx))
+		s.id = 7
+		s.finish(&BodyAnswer{ID: 7, Result: res})
+		if !errors.Is(*closeErr, errBodyUnread) || *aborted != 1 || rec.Body.Len() != 0 {
+			t.Errorf("closed with %v, aborted %d, written %q", *closeErr, *aborted, rec.Body.String())
+		}
+	})
+	t.Run("held", func(t *testing.T) {
+		res, aborted, closeErr := open(t)
+		ans := (&BodyAnswer{ID: 7, Result: res}).Held()
+		if res.Streamed() || string(res.JSON) != `{"content":[],"isError":true}` || !res.IsError || *closeErr != nil || *aborted != 1 {
+			t.Errorf("%+v, closed with %v, aborted %d", res, *closeErr, *aborted)
+		}
+		if raw, ok := ans.(RawAnswer); !ok || string(raw) != `{"jsonrpc":"2.0","id":7,"result":{"content":[],"isError":true}}` {
+			t.Errorf("answer %v", ans)
+		}
+	})
 }
