@@ -101,6 +101,12 @@ func (e *Endpoint) Request(ctx context.Context, seq Sequencer, method string, pa
 	if err != nil {
 		return nil, err
 	}
+	if ss, ok := server.ClientSessionFromContext(ctx).(server.SessionWithStreamableHTTPConfig); ok && !t.w.FastCall() {
+		// mcp-go's call: its answer must be a stream now, which mcp-go
+		// writes itself as an SSE event once its session is upgraded (as a
+		// notification of its own upgrades it), before the first injection.
+		ss.UpgradeToSSEWhenReceiveNotification()
+	}
 	write := func() error { return t.w.Inject(msg) } // on the fast path, ordered by its stream
 	send := write
 	if seq != nil {

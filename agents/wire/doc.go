@@ -78,9 +78,12 @@
 //     request's response, handed to mcp-go through Handle (a
 //     server.HTTPResponseWriter) and to the fast path: SSE headers for
 //     nginx, the SSE events counted, the request id in the message of a
-//     JSON-RPC error, and the endpoint's own server-to-client requests
-//     injected on a call's stream. Gap: mcp-go sends a request of its own
-//     on a call's stream for elicitation only, and its errors carry no
+//     JSON-RPC error (withRequestID, the one rewrite of mcp-go's output),
+//     and the endpoint's own server-to-client requests injected on a
+//     call's stream (Inject, the one writer of them: mcp-go's session is
+//     upgraded to SSE first, so mcp-go answers as an event itself; the
+//     fast path's Stream orders it). Gap: mcp-go sends a request of its
+//     own on a call's stream for elicitation only, and its errors carry no
 //     request id. Buys: correctness, not speed. Retired by: an mcp-go API
 //     to send a request on a call's stream, and a hook on its errors.
 //   - The refusals (refuse.go): what mcp-go would refuse with a text/plain

@@ -172,11 +172,11 @@ func (s *Stream) upgrade() {
 	s.upgraded = true
 }
 
-// inject writes msg, a server-to-client request of the endpoint's own
-// (endpoint.Request, through Response.Inject), as the next event: after
-// the notifications taken so far, switching the response to SSE if it is
-// the first.
-func (s *Stream) inject(msg json.RawMessage) error {
+// ordered runs inject, the write of a server-to-client request of the
+// endpoint's own (Response.Inject), as the next event: after the
+// notifications taken so far, never after the answer. The response is SSE
+// from then on.
+func (s *Stream) ordered(inject func() error) error {
 	if s.flusher == nil {
 		return errors.New("the response to the caller's request cannot stream")
 	}
@@ -188,7 +188,10 @@ func (s *Stream) inject(msg json.RawMessage) error {
 	if s.events != nil {
 		s.writeBuffered()
 	}
-	s.writeEvent(msg, true)
+	if err := inject(); err != nil {
+		return err
+	}
+	s.upgraded = true // Inject opened the response as SSE, if nothing had
 	return nil
 }
 
