@@ -111,13 +111,13 @@ type resultBody struct {
 	v       valueScan
 	members []passMember // the envelope's, read before the result
 	id      string
-	buf     *[]byte     // src's pooled piece
-	abort   func()      // ends the downstream's response: its context canceled, its body closed
-	free    func()      // returns what the reader holds, once it is not reading
-	stop    func() bool // the context.AfterFunc that closes it with the call's context
+	buf     *[]byte // src's pooled piece
+	abort   func()  // ends the downstream's response: its context canceled, its body closed
+	free    func()  // returns what the reader holds, once it is not reading
 
 	mu     sync.Mutex
-	busy   bool // being copied (copyOut)
+	stop   func() bool // the context.AfterFunc that closes it with the call's context; nil: none
+	busy   bool        // being copied (copyOut)
 	closed bool
 	err    error         // what the functions got, once closed
 	hooks  []func(error) // OnClose's
@@ -151,11 +151,11 @@ func (b *resultBody) close(err error, byCopy bool) {
 		return
 	}
 	b.closed, b.err = true, err
-	hooks := b.hooks
+	hooks, stop := b.hooks, b.stop
 	b.hooks = nil
 	b.mu.Unlock()
-	if b.stop != nil {
-		b.stop()
+	if stop != nil {
+		stop()
 	}
 	b.abort()
 	if b.free != nil {

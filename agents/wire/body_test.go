@@ -264,3 +264,44 @@ func TestBodyNotCopied(t *testing.T) {
 		}
 	})
 }
+
+// A client call that may stream gets a large JSON answer as a streamed
+// result, which its copy reads from the response body; the end of the
+// call's context closes one nobody copies, so that its connection and its
+// OnClose functions are not left waiting.
+func TestClientCallStreams(t *testing.T) {
+	blob := strings.Repeat("x", 3*StreamAbove)
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"jsonrpc":"2.0","id":"c1","result":{"content":[{"type":"text","text":"`+blob+`"}]}}`)
+	}))
+	t.Cleanup(ts.Close)
+	call := func(ctx context.Context) *RawResult {
+		ctx, cancel := context.WithCancel(ctx)
+		cc := &ClientCall{URL: ts.URL, Transport: ts.Client().Transport, ID: "c1", Limit: 64 << 20, Stream: true,
+			Debug: func(string, error) {}}
+		res, err := cc.Do(ctx, cancel, []byte(`{}`))
+		if err != nil || !res.Streamed() {
+			t.Fatalf("Do: %+v, %v", res, err)
+		}
+		return res
+	}
+	t.Run("copied", func(t *testing.T) {
+		res := call(context.Background())
+		s, rec, _ := passCall(false)
+		s.finish(&BodyAnswer{ID: 7, Result: res})
+		if !strings.Contains(rec.Body.String(), blob) || res.Size < len(blob) {
+			t.Errorf("copied %d bytes, size %d", rec.Body.Len(), res.Size)
+		}
+	})
+	t.Run("context ended", func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		res := call(ctx)
+		closed := make(chan error, 1)
+		res.OnClose(func(err error) { closed <- err })
+		cancel()
+		if err := <-closed; !errors.Is(err, errBodyUnread) {
+			t.Errorf("closed with %v", err)
+		}
+	})
+}

@@ -310,9 +310,10 @@ func (c *ClientCall) streamed(ctx context.Context, cancel context.CancelFunc, re
 	var once sync.Once
 	body.abort = func() { once.Do(func() { cancel(); resp.Body.Close() }) }
 	body.free = p.Free
-	res = &RawResult{body: body}
-	body.stop = context.AfterFunc(ctx, res.Close)
-	return res, nil, nil
+	body.mu.Lock() // the function may run at once, and reads stop
+	body.stop = context.AfterFunc(ctx, func() { body.close(errBodyUnread, false) })
+	body.mu.Unlock()
+	return &RawResult{body: body}, nil, nil
 }
 
 // refused is the error for an HTTP status other than 200 and 404: the
