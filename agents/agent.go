@@ -64,12 +64,16 @@ type Call struct {
 	// under the tool call or step that runs (resume.go); sub-calls keep it.
 	// nil: not bridged.
 	Rounds wire.Rounds
+	// notify sends a notification to the caller (wire.Call.Notifier, "_meta"
+	// kept), the caller's call's; sub-calls keep it. nil: none.
+	notify func(method string, params map[string]any) error
 }
 
 // Sub derives the call a sub-agent runs: a fresh turn, same caller.
 func (c *Call) Sub(message string, progress *Reporter) *Call {
 	return &Call{Turn: Turn{Message: message, ConversationID: c.ConversationID}, Inbound: c.Inbound,
-		Progress: progress, RequestID: c.RequestID, Caller: c.Caller, Depth: c.Depth + 1, asWorkflow: c.asWorkflow, extras: c.extras, Rounds: c.Rounds}
+		Progress: progress, RequestID: c.RequestID, Caller: c.Caller, Depth: c.Depth + 1, asWorkflow: c.asWorkflow, extras: c.extras, Rounds: c.Rounds,
+		notify: c.notify}
 }
 
 const sendMessageSchema = `{
@@ -218,25 +222,26 @@ func WithRequestID(ctx context.Context, id string) context.Context {
 func RequestID(ctx context.Context) string { return requestOf(ctx).id }
 
 func (a *Agent) handleSendMessage(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	return a.sendMessage(ctx, req, nil, nil)
+	return a.sendMessage(ctx, req, nil)
 }
 
-// answerSendMessage is send_message for the fast path's call c: the
-// downstream tools/calls of its tool loops add c's members and take their
-// requests to the caller to c's round-trip state (the input-required
-// bridge's).
+// answerSendMessage is send_message for the fast path's call c: its
+// notifications go to c's stream, and the downstream tools/calls of its
+// tool loops add c's members and take their requests to the caller to c's
+// round-trip state (the input-required bridge's).
 func (a *Agent) answerSendMessage(ctx context.Context, c *wire.Call) (*mcp.CallToolResult, error) {
-	return a.sendMessage(ctx, c.Req, mcpclient.ExtrasOf(c), c.Rounds)
+	return a.sendMessage(ctx, c.Req, c)
 }
 
-// sendMessage runs send_message; extras are the members the downstream
-// tools/calls of its tool loops add (nil: none), rounds the call's
-// round-trip state (nil: not bridged).
-func (a *Agent) sendMessage(ctx context.Context, req mcp.CallToolRequest, extras *mcpclient.CallExtras, rounds wire.Rounds) (*mcp.CallToolResult, error) {
+// sendMessage runs send_message for wc, the fast path's call (nil: mcp-go's
+// handler's): where its notifications go, the members the downstream
+// tools/calls of its tool loops add, and its round-trip state
+// (wc.Rounds; nil: not bridged).
+func (a *Agent) sendMessage(ctx context.Context, req mcp.CallToolRequest, wc *wire.Call) (*mcp.CallToolResult, error) {
 	start := time.Now()
 	m := a.set.deps.Metrics
 	rid := RequestID(ctx)
-	progress := newReporter(ctx, req.Params.Meta, m)
+	progress := newReporter(ctx, wc, req.Params.Meta, m)
 	// The call's fields are passed to each line rather than bound with
 	// Logger.With, which copies the encoder and a 1 KB buffer per call.
 	ridField, toolField := zap.String("request_id", rid), zap.String("tool", a.Config.ToolName)
@@ -258,7 +263,13 @@ func (a *Agent) sendMessage(ctx context.Context, req mcp.CallToolRequest, extras
 		a.auditCall(ctx, rid, policy.CallerFrom(ctx), "error", 0, start)
 		return mcp.NewToolResultError(fmt.Sprintf("%v (request id %s)", err, rid)), nil
 	}
-	call := &Call{Turn: turn, Inbound: req.Header, Progress: progress, RequestID: rid, Caller: policy.CallerFrom(ctx), overrides: ov, extras: extras, Rounds: rounds}
+	notify, _ := wc.Notifier(ctx, true)
+	var rounds wire.Rounds
+	if wc != nil {
+		rounds = wc.Rounds
+	}
+	call := &Call{Turn: turn, Inbound: req.Header, Progress: progress, RequestID: rid, Caller: policy.CallerFrom(ctx), overrides: ov,
+		extras: mcpclient.ExtrasOf(wc), Rounds: rounds, notify: notify}
 	answer, err := a.Run(ctx, call)
 	progress.flush(2 * time.Second)
 	outcome := outcomeOf(ctx, err)

@@ -79,14 +79,16 @@ type Host interface {
 	// the input-required bridge runs, to its round-trip state rounds
 	// (wire.Call.Rounds; nil: not bridged).
 	Request(ctx context.Context, relay *relay.Relay, rounds wire.Rounds, method string, params json.RawMessage) (json.RawMessage, error)
-	// Relay prepares one downstream call for the caller: the returned
-	// Relay takes the downstream's server-to-client requests (elicitation,
-	// sampling, roots) to the caller (mcpclient.CallOptions; to rounds,
-	// the call's round-trip state, when the input-required bridge runs
-	// it), onProgress relays its progress under token (nil: none asked),
-	// and done waits until what was relayed is written and ends the relay
-	// (nothing is written to the caller after it).
-	Relay(ctx context.Context, token mcp.ProgressToken, rounds wire.Rounds) (requests *mcpclient.Relay, onProgress mcpclient.ProgressFunc, done func())
+	// Relay prepares one downstream call for the caller of wc, the fast
+	// path's call (nil: mcp-go's handler's): the returned Relay takes the
+	// downstream's server-to-client requests (elicitation, sampling,
+	// roots) to the caller (mcpclient.CallOptions; to wc.Rounds, the call's
+	// round-trip state, when the input-required bridge runs it) and sends
+	// the gateway's own notifications to it (wc.Notifier), onProgress
+	// relays its progress under token (nil: none asked), and done waits
+	// until what was relayed is written and ends the relay (nothing is
+	// written to the caller after it).
+	Relay(ctx context.Context, wc *wire.Call, token mcp.ProgressToken) (requests *mcpclient.Relay, onProgress mcpclient.ProgressFunc, done func())
 	// Quota takes one request from the caller's requests_per_minute.
 	Quota(ctx context.Context) error
 	// Recover, deferred on a goroutine that a call starts, turns a panic
@@ -101,11 +103,12 @@ type Host interface {
 	SearchEmbeddings() (toolsearch.Embedder, *toolsearch.Vectors)
 	// Script is the runner of the agent's run_script (nil: not offered).
 	Script() *codemode.Runner
-	// Requests is the Relay of a downstream call that takes the
+	// Requests is the Relay of a downstream call of c that takes the
 	// downstream's elicitation, sampling and roots requests to the agent's
-	// caller, ordered after what progress has sent, or to rounds, the
-	// call's round-trip state (Host.Request).
-	Requests(progress *Reporter, rounds wire.Rounds) *mcpclient.Relay
+	// caller, ordered after what c.Progress has sent, or to c.Rounds, the
+	// call's round-trip state (Host.Request), and sends the gateway's own
+	// notifications to the caller of c (nil: none).
+	Requests(c *Call) *mcpclient.Relay
 	// Model is the agent's model (its config's model), as the core's
 	// model selection makes it; an error when it cannot be used.
 	Model() (Model, error)
@@ -168,9 +171,14 @@ func (h host) Request(ctx context.Context, relay *relay.Relay, rounds wire.Round
 	return h.a.handler.Request(ctx, rounds, sequencer(relay), method, params) // the endpoint is built after the kind
 }
 
-func (h host) Relay(ctx context.Context, token mcp.ProgressToken, rounds wire.Rounds) (*mcpclient.Relay, mcpclient.ProgressFunc, func()) {
-	relay := relay.NewCallRelay(ctx, streamOf(ctx), token, h.a.set.deps.Metrics)
-	requests := &mcpclient.Relay{Request: func(dctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
+func (h host) Relay(ctx context.Context, wc *wire.Call, token mcp.ProgressToken) (*mcpclient.Relay, mcpclient.ProgressFunc, func()) {
+	var rounds wire.Rounds // the bridge's, or none
+	if wc != nil {
+		rounds = wc.Rounds
+	}
+	relay := relay.NewCallRelay(ctx, wc, streamOf(ctx), token, h.a.set.deps.Metrics)
+	notify, _ := wc.Notifier(ctx, true)
+	requests := &mcpclient.Relay{Notify: notify, Request: func(dctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
 		return h.a.handler.Request(dctx, rounds, sequencer(relay), method, params)
 	}}
 	return requests, relay.ProgressFunc(), func() {
@@ -197,8 +205,8 @@ func (h host) SearchEmbeddings() (toolsearch.Embedder, *toolsearch.Vectors) {
 
 func (h host) Script() *codemode.Runner { return h.a.toolboxScript() }
 
-func (h host) Requests(progress *Reporter, rounds wire.Rounds) *mcpclient.Relay {
-	return h.a.relayRequests(progress, rounds)
+func (h host) Requests(c *Call) *mcpclient.Relay {
+	return h.a.relayRequests(c.Progress, c.Rounds, c.notify)
 }
 
 func (h host) Model() (Model, error) {
@@ -244,9 +252,10 @@ func (a *Agent) toolboxScript() *codemode.Runner {
 // caller that declared the capability, an input-required round of rounds
 // (the call's round-trip state) for a 2026-07-28 caller that declared it,
 // -32021 for one that did not, and an error for the downstream otherwise
-// (never a wait).
-func (a *Agent) relayRequests(progress *Reporter, rounds wire.Rounds) *mcpclient.Relay {
-	return &mcpclient.Relay{Request: func(dctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
+// (never a wait). notify sends the gateway's own notifications to the
+// caller (nil: none).
+func (a *Agent) relayRequests(progress *Reporter, rounds wire.Rounds, notify func(string, map[string]any) error) *mcpclient.Relay {
+	return &mcpclient.Relay{Notify: notify, Request: func(dctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
 		// dctx derives from the call's context: the caller's request state
 		// and stream are found in it. The call's progress reporter orders
 		// the request after the progress sent so far.

@@ -37,13 +37,13 @@ type progressState struct {
 // progress messages themselves are the same with or without it.
 const ToolDetailMeta = "io.pallasgw/toolDetail"
 
-func newReporter(ctx context.Context, meta *mcp.Meta, m *metrics.Metrics) *Reporter {
+func newReporter(ctx context.Context, wc *wire.Call, meta *mcp.Meta, m *metrics.Metrics) *Reporter {
 	if meta == nil || meta.ProgressToken == nil {
 		return nil
 	}
 	detail, _ := meta.AdditionalFields[ToolDetailMeta].(bool)
 	return &Reporter{shared: &progressState{token: meta.ProgressToken, detail: detail,
-		relay: relay.NewProgressRelay(ctx, streamOf(ctx), wire.Notifier(ctx), m)}}
+		relay: relay.NewProgressRelay(ctx, wc, streamOf(ctx), m)}}
 }
 
 // Prefixed returns a reporter whose messages start with prefix.

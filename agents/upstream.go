@@ -147,7 +147,7 @@ func (s *Set) elicitConnect(ctx context.Context, cr *ConnectRequired, principal 
 	if !s.deps.Upstream.WaitConnected(ctx, cr.Server, principal) {
 		return false, fmt.Errorf("server %s: the connection was not completed in time; open %s to connect, then call again", cr.Server, cr.URL)
 	}
-	if notify := wire.Notifier(ctx); notify != nil && !server.IsModernRequest(ctx) {
+	if notify := relay.Notify; notify != nil && !server.IsModernRequest(ctx) {
 		// The client may close what it showed for the elicitation (a
 		// 2026-07-28 retry is its own request: nothing to close).
 		_ = notify("notifications/elicitation/complete", map[string]any{"elicitationId": cr.ID})

@@ -59,15 +59,11 @@ func (c *inputCall) start(ctx context.Context, wc *wire.Call, extras *mcpclient.
 	c.id = newCallID()
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), maxCallLife)
 	c.cancel = cancel
-	// A large result may go to the caller as it arrives (wire.PassThrough)
-	// while this round is still the caller's request and nothing was asked:
-	// otherwise the bridge answers, maybe in a later round under another id.
-	inner := wc.Gated(c.mayPassThrough)
+	inner := *wc
 	inner.ExtraParams, inner.ExtraMeta = extras.Params, extras.Meta // the downstream call's members
 	inner.Rounds = round{c: c}                                      // where the kind's requests to the caller go (round.go)
 	go func() {
-		defer cancel()
-		ans := c.b.inner.Answer(cctx, inner)
+		ans := c.kept(c.b.inner.Answer(cctx, &inner), cancel)
 		c.mu.Lock()
 		c.final = ans
 		for _, a := range c.asks { // the call ended: nobody answers these
@@ -83,14 +79,27 @@ func (c *inputCall) start(ctx context.Context, wc *wire.Call, extras *mcpclient.
 	return c.serve(ctx, wc.ID, true)
 }
 
-// mayPassThrough reports that the call's result may be the answer to the
-// request it began on, written as it arrives: nothing was asked of the
-// caller and nothing failed (a round answered input_required finished that
-// request's response, which the pass-through sees itself).
-func (c *inputCall) mayPassThrough() bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.failed == nil && len(c.asks) == 0 && c.seq == nil
+// kept is ans, the target's answer, as the call keeps it, and ends the
+// call's context (cancel) unless that answer still reads from it. A large
+// result streamed from the downstream's body (wire.BodyAnswer) stays so
+// while it may be the answer to the request it began on, copied as it is
+// read: nothing was asked of the caller and nothing failed; its context
+// ends when it is closed (or when the call is given up: c.cancel).
+// Otherwise the bridge answers, maybe in a later round under another id:
+// the result is read whole first.
+func (c *inputCall) kept(ans any, cancel context.CancelFunc) any {
+	if ba, ok := ans.(*wire.BodyAnswer); ok {
+		c.mu.Lock()
+		first := c.failed == nil && len(c.asks) == 0 && c.seq == nil
+		c.mu.Unlock()
+		if first {
+			ba.Result.OnClose(func(error) { cancel() })
+			return ans
+		}
+		ans = ba.Held()
+	}
+	cancel()
+	return ans
 }
 
 // argsDigest is the digest of the call's arguments. c.mu is held.
@@ -330,8 +339,11 @@ func (c *inputCall) inputRequired(id any) any {
 // finished answers the call's end: its answer under id, or, when the
 // downstream itself answered input_required, that passed through.
 func (c *inputCall) finished(ans any, id any, first bool) any {
-	if ans == wire.Passed { // written to the request it began on (mayPassThrough)
-		return ans
+	if ba, ok := ans.(*wire.BodyAnswer); ok {
+		if first { // copied to the request it began on (kept)
+			return ans
+		}
+		ans = ba.Held()
 	}
 	if rf, ok := ans.(wire.Refusal); ok { // refused before it ran: its HTTP status kept
 		rf.ID = mcp.NewRequestId(id)

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/pallasgw/pallasgw/agents/bridge"
 	"github.com/pallasgw/pallasgw/agents/mcpclient"
@@ -47,10 +48,10 @@ func (e *Endpoint) Request(ctx context.Context, rounds wire.Rounds, seq Sequence
 	if rounds != nil { // a 2026-07-28 caller's bridged call: input-required (agents/bridge)
 		return rounds.Ask(ctx, method, params)
 	}
-	sc, fs := ScopeFrom(ctx), wire.StreamFrom(ctx)
+	sc := ScopeFrom(ctx)
 	rs, t := sc.state, sc.Tracker
 	err := canRequest(rs, t, method)
-	if err == nil && seq == nil && fs == nil {
+	if err == nil && seq == nil && !t.w.FastCall() {
 		// Without a sequencer the write cannot be ordered with mcp-go's
 		// writes of the call's notifications. The fast path's stream
 		// orders it itself: after the notifications it took, never after
@@ -70,6 +71,12 @@ func (e *Endpoint) Request(ctx context.Context, rounds wire.Rounds, seq Sequence
 	msg, err := wire.RequestJSON(id, method, params)
 	if err != nil {
 		return nil, err
+	}
+	if ss, ok := server.ClientSessionFromContext(ctx).(server.SessionWithStreamableHTTPConfig); ok && !t.w.FastCall() {
+		// mcp-go's call: its answer must be a stream now, which mcp-go
+		// writes itself as an SSE event once its session is upgraded (as a
+		// notification of its own upgrades it), before the first injection.
+		ss.UpgradeToSSEWhenReceiveNotification()
 	}
 	write := func() error { return t.w.Inject(msg) } // on the fast path, ordered by its stream
 	send := write

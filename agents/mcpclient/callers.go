@@ -25,8 +25,10 @@ type Downstream interface {
 	// CallTool is one tools/call through mcp-go's client, typed.
 	CallTool(ctx context.Context, server, tool string, args map[string]any, hdr http.Header, onProgress ProgressFunc, opts CallOptions) (*mcp.CallToolResult, error)
 	// CallToolRaw is CallTool with the result as the downstream sent it,
-	// for the fast path's raw pass-through (agents/wire, raw.go). args is
-	// the arguments object as JSON, or nil.
+	// for the fast path's raw answer (agents/wire, raw.go). args is the
+	// arguments object as JSON, or nil. With opts.Stream a large result may
+	// be streamed from the downstream's body (RawResult.Streamed): the
+	// caller copies it out (wire.BodyAnswer) or closes it.
 	CallToolRaw(ctx context.Context, server, tool string, args json.RawMessage, hdr http.Header, onProgress ProgressFunc, opts CallOptions) (*RawResult, error)
 	// CallToolJSON is CallTool with the arguments as JSON, as the tool
 	// loop has them from the model (test/bench/README.md P17).
@@ -55,10 +57,11 @@ type Downstream interface {
 // CallOptions are what a tools/call takes of the caller's side besides
 // its arguments.
 type CallOptions struct {
-	// PassThrough, when set, takes a large result to the caller's response
-	// as it arrives (the caller's wire.Call.PassThrough); the result then
-	// says Passed and holds no JSON.
-	PassThrough *wire.PassThrough
+	// Stream lets CallToolRaw return a large result streamed from the
+	// downstream's response body (RawResult.Streamed; the caller's
+	// wire.Call.Streams): the caller copies it out and closes it, and the
+	// call's metrics and context last until then.
+	Stream bool
 	// Extras are members the request adds (CallExtras; CallToolRaw and
 	// CallToolJSON only), or nil.
 	Extras *CallExtras

@@ -162,14 +162,27 @@ func (m *Manager) observe(server string, start time.Time, isError bool, err erro
 }
 
 // do runs fn on the session of (server, hdr) under the server's timeout.
-func (m *Manager) do(ctx context.Context, server, op string, hdr http.Header, fn opFunc) (err error) {
+func (m *Manager) do(ctx context.Context, server, op string, hdr http.Header, fn opFunc) error {
+	return m.doHeld(ctx, server, op, hdr, nil, fn)
+}
+
+// doHeld is do whose fn may leave a result streaming (*held, Streamed):
+// the call's context, and its place in Close's wait, then last until that
+// result is closed.
+func (m *Manager) doHeld(ctx context.Context, server, op string, hdr http.Header, held **RawResult, fn opFunc) (err error) {
 	srv, err := m.lookup(server)
 	if err != nil {
 		return err
 	}
 	defer func() { err = scrub(err, hdr, srv.secrets) }() // scrub.go
 	ctx, end, ok := m.begin(ctx, srv.spec.Timeout)
-	defer end()
+	defer func() {
+		if err == nil && held != nil && (*held).Streamed() {
+			(*held).OnClose(func(error) { end() })
+			return
+		}
+		end()
+	}()
 	if !ok {
 		return srv.wrap(ctx, op, errClosed)
 	}

@@ -70,7 +70,7 @@ func (m *Manager) CallToolRaw(ctx context.Context, server, tool string, args jso
 	r, done := m.rawRequest(ctx, tool, args, onProgress, opts)
 	defer done()
 	var res *RawResult
-	err := m.do(ctx, server, callOp(tool), hdr, func(ctx context.Context, s *session, cli *client.Client) error {
+	err := m.doHeld(ctx, server, callOp(tool), hdr, &res, func(ctx context.Context, s *session, cli *client.Client) error {
 		var err error
 		if w := s.wire.Load(); w != nil && w.cli == cli && wire.Fast() {
 			res, err = s.callRaw(ctx, cli, w, r)
@@ -79,9 +79,21 @@ func (m *Manager) CallToolRaw(ctx context.Context, server, tool string, args jso
 		}
 		return err
 	})
+	if err == nil && res.Streamed() {
+		// Observed once it has been copied (or given up): its facts and
+		// the copy's error are known then.
+		res.OnClose(func(err error) {
+			m.observe(server, start, err == nil && res.IsError, err)
+			endCall(span, err == nil && res.IsError, err)
+		})
+		return res, nil
+	}
 	m.observe(server, start, err == nil && res.IsError, err)
 	endCall(span, err == nil && res.IsError, err)
 	if err != nil {
+		if res != nil {
+			res.Close()
+		}
 		return nil, err
 	}
 	return res, nil
@@ -89,11 +101,11 @@ func (m *Manager) CallToolRaw(ctx context.Context, server, tool string, args jso
 
 // rawRequest is one raw tools/call as the caller asked for it.
 type rawRequest struct {
-	tool  string
-	args  json.RawMessage
-	token string // progress token; "" for none
-	relay *Relay
-	pass  *wire.PassThrough // CallOptions.PassThrough; nil: none
+	tool   string
+	args   json.RawMessage
+	token  string // progress token; "" for none
+	relay  *Relay
+	stream bool // CallOptions.Stream
 
 	traceparent, tracestate string      // the call span's W3C trace context, for _meta; "" for none
 	extra                   *CallExtras // nil: none
@@ -101,9 +113,9 @@ type rawRequest struct {
 
 // rawRequest is the request of a call of tool with args, with a progress
 // token for onProgress (nil: none) and opts' Relay, members and
-// pass-through; done unregisters the token once the call has returned.
+// Stream; done unregisters the token once the call has returned.
 func (m *Manager) rawRequest(ctx context.Context, tool string, args json.RawMessage, onProgress ProgressFunc, opts CallOptions) (r rawRequest, done func()) {
-	r = rawRequest{tool: tool, args: args, relay: opts.Relay, pass: opts.PassThrough, extra: opts.Extras}
+	r = rawRequest{tool: tool, args: args, relay: opts.Relay, stream: opts.Stream, extra: opts.Extras}
 	r.traceparent, r.tracestate = tracing.Context(ctx)
 	if onProgress == nil {
 		return r, func() {}
@@ -211,10 +223,16 @@ func (s *session) callRaw(ctx context.Context, cli *client.Client, w *wireInfo, 
 	}
 	s.raiseLevel(ctx, cli, r.relay)
 	// The cancellation goes out on the call's own context: the reader's
-	// ends with the call either way.
+	// ends with the call either way (a streamed result's, when it is
+	// closed).
 	id := s.callID()
-	defer s.cancelIfEnded(ctx, cli, id)
-	return s.callRawOn(ctx, w, id, r) // rawstream.go
+	res, err := s.callRawOn(ctx, w, id, r) // rawstream.go
+	if err == nil && res.Streamed() {
+		res.OnClose(func(error) { s.cancelIfEnded(ctx, cli, id) })
+	} else {
+		s.cancelIfEnded(ctx, cli, id)
+	}
+	return res, err
 }
 
 // callBody is the JSON-RPC request of r with id.

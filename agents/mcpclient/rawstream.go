@@ -51,9 +51,13 @@ func (s *session) callNotification(relay *Relay, method string, raw json.RawMess
 // callRawOn runs the raw tools/call r with id on the session of w (raw.go callRaw).
 func (s *session) callRawOn(ctx context.Context, w *wireInfo, id string, r rawRequest) (*RawResult, error) {
 	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
 	cc := s.clientCall(w, id, r.relay)
-	cc.Pass = r.pass
+	cc.Stream = r.stream
 	res, err := cc.Do(ctx, cancel, callBody(id, r))
+	if err == nil && res.Streamed() {
+		res.OnClose(func(error) { cancel() }) // the body reads on ctx
+	} else {
+		cancel()
+	}
 	return res, classified(err)
 }

@@ -47,6 +47,10 @@ type Relay struct {
 	// result as JSON, unchanged). An *RPCError it returns reaches the
 	// downstream as it is. nil: refused.
 	Request func(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error)
+	// Notify sends a notification of the gateway's own to the caller of
+	// the call (an oauth server's notifications/elicitation/complete once
+	// the caller connected), or is nil: none.
+	Notify func(method string, params map[string]any) error
 }
 
 // RPCError is a JSON-RPC error for the downstream, as a Relay function

@@ -80,21 +80,21 @@ const retryBlocked = 2 * time.Second
 // stream for a call whose downstream may also send server-to-client
 // requests to the caller (toolbox execute_tool): it returns a relay even
 // without a token, since the requests are written in order with the
-// progress (Exclusive); nil only when ctx has no MCP server. End it when
-// the call returns.
-func NewCallRelay(ctx context.Context, stream Stream, token mcp.ProgressToken, m *metrics.Metrics) *Relay {
-	return buildRelay(ctx, stream, token, false, "", m)
+// progress (Exclusive); nil only when the call has nowhere to send
+// notifications (call's Notifier). End it when the call returns.
+func NewCallRelay(ctx context.Context, call *wire.Call, stream Stream, token mcp.ProgressToken, m *metrics.Metrics) *Relay {
+	return buildRelay(ctx, call, stream, token, false, "", m)
 }
 
 // NewProgressRelay returns the relay of the progress an agent reports of
-// its own call (agents' Reporter), through notify (wire.Notifier: a
-// "_meta" in params is kept); nil when notify is nil. Its notifications
-// are queued and delivered as a downstream's are (Send).
-func NewProgressRelay(ctx context.Context, stream Stream, notify func(method string, params map[string]any) error, m *metrics.Metrics) *Relay {
+// its own call (agents' Reporter), through call's Notifier (a "_meta" in
+// params is kept); nil when the call has nowhere to send notifications.
+// Its notifications are queued and delivered as a downstream's are (Send).
+func NewProgressRelay(ctx context.Context, call *wire.Call, stream Stream, m *metrics.Metrics) *Relay {
+	notify, direct := call.Notifier(ctx, true)
 	if notify == nil {
 		return nil
 	}
-	_, direct := notifierFrom(ctx)
 	idle := make(chan struct{})
 	close(idle)
 	return &Relay{ctx: ctx, notify: notify, direct: direct, stream: stream, metrics: m, idle: idle}
@@ -115,17 +115,18 @@ func (r *Relay) End() { r.end() }
 // New returns the relay of a call's progress to the response stream,
 // and of its log messages when logs is set (those at level or more severe
 // when level is set); nil (a relay that asks for nothing) when there is
-// neither a token nor logs, or no MCP server in ctx.
-func New(ctx context.Context, stream Stream, token mcp.ProgressToken, logs bool, level mcp.LoggingLevel, m *metrics.Metrics) *Relay {
+// neither a token nor logs, or nowhere to send notifications (call's
+// Notifier: the fast path's call, or mcp-go's session for a nil call).
+func New(ctx context.Context, call *wire.Call, stream Stream, token mcp.ProgressToken, logs bool, level mcp.LoggingLevel, m *metrics.Metrics) *Relay {
 	if token == nil && !logs {
 		return nil
 	}
-	return buildRelay(ctx, stream, token, logs, level, m)
+	return buildRelay(ctx, call, stream, token, logs, level, m)
 }
 
 // buildRelay is New without its check that there is anything to relay.
-func buildRelay(ctx context.Context, stream Stream, token mcp.ProgressToken, logs bool, level mcp.LoggingLevel, m *metrics.Metrics) *Relay {
-	notify, direct := notifierFrom(ctx)
+func buildRelay(ctx context.Context, call *wire.Call, stream Stream, token mcp.ProgressToken, logs bool, level mcp.LoggingLevel, m *metrics.Metrics) *Relay {
+	notify, direct := call.Notifier(ctx, false)
 	if notify == nil {
 		return nil
 	}
@@ -141,20 +142,6 @@ func buildRelay(ctx context.Context, stream Stream, token mcp.ProgressToken, log
 // notification cannot be sent at all.
 type notifyFunc func(method string, params map[string]any) error
 
-// notifierFrom returns how the request of ctx sends notifications: the fast
-// path's stream (direct), or mcp-go's session; nil when it has neither.
-func notifierFrom(ctx context.Context) (notify notifyFunc, direct bool) {
-	if s := wire.StreamFrom(ctx); s != nil {
-		return s.Notify, true
-	}
-	if srv := server.ServerFromContext(ctx); srv != nil {
-		return func(method string, params map[string]any) error {
-			return srv.SendNotificationToClient(ctx, method, params)
-		}, false
-	}
-	return nil, false
-}
-
 // ProgressFunc is what the downstream call reports progress to; nil when
 // the caller asked for none, so the downstream is not asked either.
 func (r *Relay) ProgressFunc() mcpclient.ProgressFunc {
@@ -162,6 +149,15 @@ func (r *Relay) ProgressFunc() mcpclient.ProgressFunc {
 		return nil
 	}
 	return r.add
+}
+
+// NotifyFunc is how r sends a notification to the caller at once (not
+// queued), or nil when r is nil.
+func (r *Relay) NotifyFunc() func(method string, params map[string]any) error {
+	if r == nil {
+		return nil
+	}
+	return r.notify
 }
 
 // LogFunc is what the downstream call hands its log messages to; nil when

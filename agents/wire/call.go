@@ -5,12 +5,13 @@ import (
 	"encoding/json"
 
 	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
 )
 
 // Call is one tools/call as the server side hands it to the kind that
 // answers it (Target.Answer): the caller's request, its JSON-RPC id and
-// protocol, the multi round-trip members it carries, and the permission
-// to pass a large result through to the caller's response (PassThrough).
+// protocol, the multi round-trip members it carries, and whether a large
+// result may come back streamed (Streams).
 // What a call carries as behaviour travels here, not in its context; the
 // caller's identity, trace, deadline and request id stay in the context
 // (request-scoped data).
@@ -33,32 +34,40 @@ type Call struct {
 	// the caller go there, and its checkpoint.
 	Rounds Rounds
 
-	stream *Stream     // the caller's response (Serve), or nil
-	gate   func() bool // Gated's, or nil
+	stream *Stream // the caller's response (Serve), or nil
 }
 
-// PassThrough lets the downstream call made for c pass a large result
-// through to the caller's response (client.go, passthrough.go), or is nil
-// when a result must be returned whole: c is not a fast-path call's
-// (Serve), or the switch is off. self is the answering agent's identity
-// (SelfJSON); before runs just before the answer is written (a relay's
-// wait for the call's last notifications). A nil c has none.
-func (c *Call) PassThrough(self json.RawMessage, before func()) *PassThrough {
-	if c == nil || c.stream == nil || !Fast() {
-		return nil
+// Streams reports that the downstream call made for c may return a
+// large result streamed from its body (mcpclient.CallOptions.Stream), to
+// be answered as a BodyAnswer, which the caller's response copies as it
+// reads it (body.go): c is a fast-path call's (Serve) and the switch is
+// on. A nil c does not.
+func (c *Call) Streams() bool { return c != nil && c.stream != nil && Fast() }
+
+// Notifier is where the notifications of c's tools/call go: c's stream
+// (direct: it writes every notification it took before the answer), or,
+// for a nil c (a call mcp-go's server runs), the mcp-go session of ctx;
+// nil when there is neither. With keepMeta a "_meta" map in params is
+// sent as the notification's _meta (notify.go); without, it is dropped,
+// as mcp-go's SendNotificationToClient drops it (a proxy's relay of a
+// downstream's notifications keeps mcp-go's shape on both paths).
+func (c *Call) Notifier(ctx context.Context, keepMeta bool) (notify func(method string, params map[string]any) error, direct bool) {
+	if c != nil && c.stream != nil {
+		if keepMeta {
+			return c.stream.NotifyWithMeta, true
+		}
+		return c.stream.Notify, true
 	}
-	return &PassThrough{s: c.stream, self: self, before: before, gate: c.gate}
-}
-
-// Gated is c whose pass-through asks gate first, when its answer is about
-// to begin: false, and the result is held and returned as it would be
-// without a pass-through. The input-required bridge, which answers a
-// call's first round itself when the downstream asks for input
-// meanwhile, says so.
-func (c *Call) Gated(gate func() bool) *Call {
-	g := *c
-	g.gate = gate
-	return &g
+	srv := server.ServerFromContext(ctx)
+	if srv == nil {
+		return nil, false
+	}
+	return func(method string, params map[string]any) error {
+		if _, ok := params["_meta"]; !ok || !keepMeta {
+			return srv.SendNotificationToClient(ctx, method, params)
+		}
+		return sendWithMeta(ctx, notificationOf(method, params))
+	}, false
 }
 
 // Rounds is a 2026-07-28 call's round-trip state, as the input-required

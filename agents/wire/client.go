@@ -3,8 +3,8 @@ package wire
 // The client-side raw tools/call (ClientCall): a downstream's tools/call
 // POSTed by hand on its Streamable HTTP session, its answer (JSON, or an
 // SSE stream and what it carries before the answer) read as bytes, so that
-// a proxy writes the downstream's result through (raw.go) or passes a
-// large one on as it arrives (passthrough.go). It follows mcp-go v1.2.1's
+// a proxy writes the downstream's result through (raw.go) or has a large
+// one streamed from the body to copy out (body.go). It follows mcp-go v1.2.1's
 // StreamableHTTP (SendRequest, sendHTTP, handleSSEResponse,
 // readSSEWithCursor, resumeSSE, handleIncomingRequest), so that a
 // downstream sees the same requests and the caller the same errors.
@@ -13,7 +13,7 @@ package wire
 // requests, where notifications go. Gap: transport.SendRequest reads an
 // answer whole and decodes it (6.1-6.3 copies of a large result), and
 // hands a call's notifications to one handler per transport, without the
-// call. Buys: a large result passed through with no copy held
+// call. Buys: a large result streamed from the body with no copy held
 // (test/bench/README.md, "Large results"); a call's log messages reach
 // it. Retired by: a SendRequest that returns the answer's body as a
 // reader, and a notification handler per request.
@@ -95,9 +95,10 @@ type ClientCall struct {
 	// Debug logs what the call skipped or could not do; err is never a
 	// credential (the caller scrubs it).
 	Debug func(msg string, err error)
-	// Pass, when set, takes a large JSON answer's result to the caller's
-	// response as it arrives (the caller's Call.PassThrough).
-	Pass *PassThrough
+	// Stream: a JSON answer larger than StreamAbove comes back as a result
+	// streamed from its body (RawResult.Streamed; the caller's
+	// Call.Streams), which the caller copies out and closes.
+	Stream bool
 
 	handlers sync.WaitGroup // server-to-client requests being answered
 }
@@ -197,8 +198,13 @@ func (c *ClientCall) Do(ctx context.Context, cancel context.CancelFunc, body []b
 		cancel()
 		return nil, transport.NewError(fmt.Errorf("failed to send request: %w", err))
 	}
-	defer resp.Body.Close()
-	defer cancel() // first
+	kept := false // the body backs a streamed result, which releases it
+	defer func() {
+		if !kept {
+			cancel() // first
+			resp.Body.Close()
+		}
+	}()
 	switch resp.StatusCode {
 	case http.StatusOK:
 	case http.StatusNotFound:
@@ -211,11 +217,14 @@ func (c *ClientCall) Do(ctx context.Context, cancel context.CancelFunc, body []b
 	case "application/json":
 		var b []byte
 		var err error
-		if pt := c.Pass; pt != nil && (resp.ContentLength < 0 || resp.ContentLength > PassThroughAbove) {
+		if c.Stream && (resp.ContentLength < 0 || resp.ContentLength > StreamAbove) {
 			var res *RawResult
-			var passed bool
-			if res, b, passed, err = c.passThrough(pt, resp); passed {
-				return res, err
+			if res, b, err = c.streamed(ctx, cancel, resp); res != nil {
+				kept = true
+				return res, nil
+			}
+			if ae := (*AnswerError)(nil); errors.As(err, &ae) {
+				return nil, err
 			}
 		} else {
 			b, err = ReadMessage(resp, c.Limit)
@@ -267,34 +276,44 @@ func (c *ClientCall) newRequest(ctx context.Context, method string, body []byte,
 	return req, nil
 }
 
-// passThrough reads resp, an answer of unknown or large size, and passes
-// it through to the caller (PassThrough) when it is larger than
-// PassThroughAbove (passed true). A smaller answer, or the error reading
-// it, is returned to be taken as any other (b, err).
-func (c *ClientCall) passThrough(pt *PassThrough, resp *http.Response) (res *RawResult, b []byte, passed bool, err error) {
+// streamed reads resp, an answer of unknown or large size, up to its
+// result, and returns the result streamed from the rest of the body
+// (res) when the answer is larger than StreamAbove: it closes with ctx,
+// and its release cancels it and closes the body. A smaller answer, one
+// without a result, or the error reading it, is returned to be taken as
+// any other (b, err).
+func (c *ClientCall) streamed(ctx context.Context, cancel context.CancelFunc, resp *http.Response) (res *RawResult, b []byte, err error) {
 	if resp.ContentLength > int64(c.Limit) {
-		return nil, nil, false, &TooLargeError{Limit: c.Limit}
+		return nil, nil, &TooLargeError{Limit: c.Limit}
 	}
-	p, err := ReadPieces(resp.Body, c.Limit, PassThroughAbove)
-	defer p.Free()
+	p, err := ReadPieces(resp.Body, c.Limit, StreamAbove)
 	if err != nil || !p.More {
 		if err == nil {
 			b = p.Bytes()
 		}
-		return nil, b, false, err
+		p.Free()
+		return nil, b, err
 	}
 	readers := make([]io.Reader, 0, len(p.list)+1)
 	for _, piece := range p.Slices() {
 		readers = append(readers, bytes.NewReader(piece))
 	}
-	res, msg, err := pt.Relay(io.MultiReader(append(readers, resp.Body)...), c.ID, int64(c.Limit))
+	body, msg, err := openBody(io.MultiReader(append(readers, resp.Body)...), c.ID, int64(c.Limit))
 	switch {
 	case err != nil:
-		return nil, nil, true, &AnswerError{transport.NewError(fmt.Errorf("reading the answer: %w", err))}
+		p.Free()
+		return nil, nil, &AnswerError{transport.NewError(fmt.Errorf("reading the answer: %w", err))}
 	case msg != nil: // no result: an error answer, as any other
-		return nil, msg, false, nil
+		p.Free()
+		return nil, msg, nil
 	}
-	return res, nil, true, nil
+	var once sync.Once
+	body.abort = func() { once.Do(func() { cancel(); resp.Body.Close() }) }
+	body.free = p.Free
+	body.mu.Lock() // the function may run at once, and reads stop
+	body.stop = context.AfterFunc(ctx, func() { body.close(errBodyUnread, false) })
+	body.mu.Unlock()
+	return &RawResult{body: body}, nil, nil
 }
 
 // refused is the error for an HTTP status other than 200 and 404: the

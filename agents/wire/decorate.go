@@ -4,7 +4,7 @@ package wire
 // a result for a 2026-07-28 caller, resultType "complete" unless set and
 // the server's identity in _meta unless the result names one, for a typed
 // result (Decorate), a raw one (RawResponse, DecorateJSON) and the held
-// members of one passed through (passthrough.go). mcp-go decorates the
+// members of one streamed (body.go). mcp-go decorates the
 // results of its own handlers; these are the answers the gateway writes
 // itself.
 

@@ -36,9 +36,9 @@
 //     server's requests) read as bytes; agents/mcpclient hands it the
 //     session mcp-go opened. Gap: transport.SendRequest reads an answer
 //     whole and decodes it, and hands a call's notifications to one
-//     handler per transport, without the call. Buys: a large result passed
-//     through with no copy held (6.1-6.3 copies through SendRequest), a
-//     call's log messages routed to it. Retired by: a SendRequest that
+//     handler per transport, without the call. Buys: a large result
+//     streamed from the body with no copy held (6.1-6.3 copies through
+//     SendRequest), a call's log messages routed to it. Retired by: a SendRequest that
 //     returns the answer's body as a reader, and a notification handler
 //     per request.
 //   - The message bound (bound.go): a downstream's answer read within the
@@ -55,9 +55,10 @@
 //   - The wire-level result types (result.go): RawResult, a downstream's
 //     tools/call result as bytes, and RPCError, a JSON-RPC error for a
 //     downstream; agents/mcpclient uses them under its own names.
-//   - Large results passed through (passthrough.go, jsonscan.go): a
-//     proxy's downstream answer of more than 1 MiB is checked as it
-//     arrives and written to the caller in pieces, never held whole. Gap:
+//   - Large results streamed (body.go, jsonscan.go): a proxy's downstream
+//     answer of more than 1 MiB comes back as a result value backed by the
+//     response body, which the caller's response copies in pieces as it is
+//     read and checked, never held whole, and Close releases. Gap:
 //     mcp-go's client reads a result whole and decodes it; encoding/json
 //     reads a value whole before it hands any of it over. Buys: 8
 //     concurrent 60 MB results peak at 75 MB of RSS instead of 1.5 GB
@@ -77,9 +78,12 @@
 //     request's response, handed to mcp-go through Handle (a
 //     server.HTTPResponseWriter) and to the fast path: SSE headers for
 //     nginx, the SSE events counted, the request id in the message of a
-//     JSON-RPC error, and the endpoint's own server-to-client requests
-//     injected on a call's stream. Gap: mcp-go sends a request of its own
-//     on a call's stream for elicitation only, and its errors carry no
+//     JSON-RPC error (withRequestID, the one rewrite of mcp-go's output),
+//     and the endpoint's own server-to-client requests injected on a
+//     call's stream (Inject, the one writer of them: mcp-go's session is
+//     upgraded to SSE first, so mcp-go answers as an event itself; the
+//     fast path's Stream orders it). Gap: mcp-go sends a request of its
+//     own on a call's stream for elicitation only, and its errors carry no
 //     request id. Buys: correctness, not speed. Retired by: an mcp-go API
 //     to send a request on a call's stream, and a hook on its errors.
 //   - The refusals (refuse.go): what mcp-go would refuse with a text/plain
@@ -137,7 +141,7 @@
 // downstream tools/call goes through mcp-go's transport
 // (transport.SendRequest; a proxy's result still comes back as the
 // downstream's bytes, PeekResult), the toolbox's results and the tool loop's
-// downstream calls are typed, and no large result is passed through. One
+// downstream calls are typed, and no large result is streamed. One
 // server-side piece runs off too, since mcp-go's server cannot finish a
 // call its Target started: a 2026-07-28 call through the endpoint's
 // input-required bridge (ServeRoundTrip); its downstream call is mcp-go's.

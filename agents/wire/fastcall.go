@@ -123,7 +123,7 @@ func serve(w http.ResponseWriter, r *http.Request, msg *Message, t Target, sessi
 	}
 	out := newStream(w, r)
 	out.modern, out.id = info.Modern, id
-	ctx = withCall(server.WithRequestProtocolInfo(ctx, info), func(c *callContext) { c.stream = out })
+	ctx = server.WithRequestProtocolInfo(ctx, info)
 	out.finish(t.Answer(ctx, &Call{Req: req, ID: id, Modern: info.Modern, RoundTrip: trip, stream: out}))
 	return true
 }

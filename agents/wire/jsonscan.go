@@ -8,7 +8,7 @@ import (
 // valueScan checks one JSON value as its bytes arrive, in pieces, and
 // copies it compacted (whitespace outside strings dropped) to an output
 // buffer, so that a value can be passed on without being held whole
-// (passthrough.go). It accepts what encoding/json's Valid accepts, and its
+// (body.go). It accepts what encoding/json's Valid accepts, and its
 // output is what json.Compact makes of the value (FuzzValueScan). Gap:
 // encoding/json (and jsontext) read a value, or a string token, whole
 // before they hand any of it over.

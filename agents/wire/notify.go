@@ -26,27 +26,6 @@ func notificationOf(method string, params map[string]any) mcp.JSONRPCNotificatio
 	return mcp.JSONRPCNotification{JSONRPC: mcp.JSONRPC_VERSION, Notification: mcp.Notification{Method: method, Params: p}}
 }
 
-// Notifier is where the notifications of the tools/call of ctx go: the
-// fast path's Stream, or mcp-go's session; nil when there is neither. A
-// "_meta" map in params is sent as the notification's _meta on both (the
-// proxy's relay of a downstream's notifications keeps mcp-go's shape and
-// drops it, on both paths alike: Stream.Notify, SendNotificationToClient).
-func Notifier(ctx context.Context) func(method string, params map[string]any) error {
-	if fs := StreamFrom(ctx); fs != nil {
-		return fs.NotifyWithMeta
-	}
-	srv := server.ServerFromContext(ctx)
-	if srv == nil {
-		return nil
-	}
-	return func(method string, params map[string]any) error {
-		if _, ok := params["_meta"]; !ok {
-			return srv.SendNotificationToClient(ctx, method, params)
-		}
-		return sendWithMeta(ctx, notificationOf(method, params))
-	}
-}
-
 // sendWithMeta does what mcp-go's SendNotificationToClient does
 // (sendNotificationCore: switch a Streamable HTTP response to SSE, then
 // put n in the session's buffer without blocking), for a notification it

@@ -13,20 +13,27 @@ import (
 // StreamableHTTPServer writes to through Handle (it is a
 // server.HTTPResponseWriter), what the fast path's Stream writes to, and
 // what the endpoint sends its own server-to-client requests through
-// (Inject). Gap: mcp-go v1.2.1 sends a request of the server's own on a
-// call's response stream for elicitation only, routes its answer by
-// session id alone, and its error messages carry no request id. Buys:
+// (Inject). It observes what mcp-go writes (the SSE events, for the
+// endpoint's count) and changes one thing, the message of an error answer
+// (withRequestID, the one documented exception). It never reframes: a
+// call whose answer must be a stream because the endpoint injects a
+// request has its mcp-go session upgraded to SSE before the first
+// injection (endpoint.Request: UpgradeToSSEWhenReceiveNotification), so
+// mcp-go writes its answer as an SSE event itself. Gap: mcp-go v1.2.1
+// sends a request of the server's own on a call's response stream for
+// elicitation only, and routes its answer by session id alone. Buys:
 // correctness (the relays of elicitation, sampling and roots on mcp-go's
 // calls; errors a caller can match to the gateway's log), not speed.
 // Retired by: an mcp-go API to send a request on a call's response stream
-// and a hook on the JSON-RPC errors it answers.
+// (and withRequestID's own, below).
 //
 // What it relies on of mcp-go, and must be checked on an upgrade: an SSE
-// event is one Write (writeSSEEvent, as AppendEvent), and a JSON answer is
-// one json.Encoder write (writeJSONRPCMessage, handlePost's final encode).
-// Every answer mcp-go would write as text/plain is answered before mcp-go
-// sees the request (Refuse, the gateway's checks), so this writer never
-// sees one (docs/architecture.md).
+// event is one Write (writeSSEEvent, as AppendEvent), a JSON answer is one
+// json.Encoder write (writeJSONRPCMessage, handlePost's final encode), and
+// a session upgraded to SSE answers as an event (handlePost's
+// upgradeToSSE). Every answer mcp-go would write as text/plain is answered
+// before mcp-go sees the request (Refuse, the gateway's checks), so this
+// writer never sees one (docs/architecture.md).
 
 // ErrNotStreaming is Inject's error when the response went out as JSON
 // already: nothing more can be sent on it.
@@ -46,7 +53,6 @@ type Response struct {
 	stream      *Stream    // the fast path's call writing to this response (attach), or nil
 	wroteHeader bool
 	upgraded    bool // Inject sent the SSE headers
-	reframe     bool // after upgraded: mcp-go then began a JSON answer
 	bodyWrites  int  // writes of a JSON body so far
 }
 
@@ -64,9 +70,9 @@ func (w *Response) WriteHeader(code int) {
 
 func (w *Response) writeHeaderLocked(code int) {
 	if w.upgraded {
-		// mcp-go starting its own answer on a stream Inject already
-		// opened: the status went out; a JSON answer becomes an event.
-		w.reframe = strings.HasPrefix(w.Header().Get("Content-Type"), "application/json")
+		// mcp-go (its session upgraded to SSE) or the fast path's stream
+		// starting its answer on a stream Inject opened: the status and
+		// the SSE headers went out.
 		return
 	}
 	if !w.wroteHeader {
@@ -85,13 +91,6 @@ func (w *Response) Write(p []byte) (int, error) {
 	if !w.wroteHeader {
 		w.writeHeaderLocked(http.StatusOK)
 	}
-	if w.reframe {
-		// json.Encoder writes the whole answer, newline-terminated, at once.
-		if err := w.writeEventLocked(withRequestID(bytes.TrimRight(p, "\n"), w.rid)); err != nil {
-			return 0, err
-		}
-		return len(p), nil
-	}
 	out := p
 	if msg, ok := EventData(p); ok {
 		if with := withRequestID(msg, w.rid); len(with) != len(msg) {
@@ -99,7 +98,7 @@ func (w *Response) Write(p []byte) (int, error) {
 		}
 	} else if strings.HasPrefix(w.Header().Get("Content-Type"), "application/json") {
 		// An error answer is one write (json.Encoder's); a later write is
-		// a piece of a large answer passed through (passthrough.go).
+		// a piece of a large streamed answer (body.go).
 		if w.bodyWrites++; w.bodyWrites == 1 {
 			out = withRequestID(p, w.rid)
 		}
@@ -137,22 +136,31 @@ func (w *Response) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // Inject is the one way to write a request of the endpoint's own (one
 // JSON-RPC message) on a call's response: as an SSE event, flushed,
-// upgrading the response to SSE if nothing was written yet. On the fast
-// path's call (a Stream writing to w) the Stream orders it: after the
-// notifications it took, never after the answer (Stream.inject). On
-// mcp-go's, the caller makes sure mcp-go is not touching the response
-// headers meanwhile (no notification of the request is on its way:
-// proxy.Relay.Exclusive).
+// opening the response as SSE (mcp-go's headers, and X-Accel-Buffering)
+// if nothing was written yet. On the fast path's call (a Stream writing to
+// w) the Stream orders it: after the notifications it took, never after
+// the answer (Stream.ordered). On mcp-go's, the caller has upgraded the
+// call's session to SSE (so that mcp-go answers as an event) and makes
+// sure mcp-go is not touching the response meanwhile (no notification of
+// the request is on its way: proxy.Relay.Exclusive).
 func (w *Response) Inject(msg []byte) error {
 	w.mu.Lock()
-	if s := w.stream; s != nil {
-		w.mu.Unlock() // the stream's writes take mu
-		return s.inject(msg)
+	s := w.stream
+	w.mu.Unlock()
+	if s != nil {
+		return s.ordered(func() error { return w.inject(msg) })
 	}
+	return w.inject(msg)
+}
+
+// inject writes msg as Inject says.
+func (w *Response) inject(msg []byte) error {
+	w.mu.Lock()
 	defer w.mu.Unlock()
 	if !w.wroteHeader {
 		h := w.Header()
 		h.Set("Content-Type", "text/event-stream")
+		h.Set("Connection", "keep-alive")
 		h.Set("Cache-Control", "no-cache")
 		h.Set("X-Accel-Buffering", "no")
 		w.ResponseWriter.WriteHeader(http.StatusOK)
@@ -165,6 +173,15 @@ func (w *Response) Inject(msg []byte) error {
 	}
 	w.flushLocked()
 	return nil
+}
+
+// FastCall reports that a fast-path call (Serve) writes w's answer: its
+// stream orders an Inject after the notifications it took, never after
+// the answer.
+func (w *Response) FastCall() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.stream != nil
 }
 
 // attach records s, the fast path's call, as the writer of w's answer
@@ -192,6 +209,14 @@ func (w *Response) writeEventLocked(data []byte) error {
 // else comes back as it is: a result, an error whose message names a
 // request id already, a write that is not one whole JSON value. The
 // answer is written in mcp-go's member order, values as they were.
+//
+// It is the one place the gateway rewrites what mcp-go wrote, and the
+// documented exception to observing it: mcp-go v1.2.1 has no hook to
+// change an error answer's message (its handlePost builds and encodes the
+// error itself), and STYLE requires the id. Retired by: such a hook in
+// mcp-go (an error-message function on StreamableHTTPServer, or its
+// errors built through a server option), after which Response only
+// observes.
 func withRequestID(msg []byte, rid string) []byte {
 	// Cheap tests first: a result (which may well mention "error") is
 	// passed before the whole write is checked to be JSON.

@@ -1,33 +1,54 @@
 package wire
 
 import (
-	"encoding/json"
+	"context"
+	"errors"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
 )
 
-// An injected request opens the SSE stream; mcp-go's answer, which it
-// writes as JSON because it saw no notification, becomes the last event.
-func TestInjectUpgradesAndReframesTheJSONAnswer(t *testing.T) {
+// An injected request opens the SSE stream; mcp-go, its session upgraded
+// before the injection, writes its answer as the next event itself: the
+// writer reframes nothing.
+func TestInjectOnAnUpgradedSession(t *testing.T) {
+	type key struct{}
+	s := server.NewMCPServer("t", "1.0.0")
+	s.AddTool(mcp.NewTool("ask"), func(ctx context.Context, _ mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		ss, ok := server.ClientSessionFromContext(ctx).(server.SessionWithStreamableHTTPConfig)
+		if !ok {
+			return nil, errors.New("no streamable HTTP session")
+		}
+		ss.UpgradeToSSEWhenReceiveNotification() // as endpoint.Request does
+		if err := ctx.Value(key{}).(*Response).Inject([]byte(`{"jsonrpc":"2.0","id":"pgw-r-1","method":"roots/list"}`)); err != nil {
+			return nil, err
+		}
+		return mcp.NewToolResultText("ok"), nil
+	})
+	h := server.NewStreamableHTTPServer(s, server.WithStateLess(true))
 	rec := httptest.NewRecorder()
 	events := 0
 	w := NewResponse(rec, "", func() { events++ })
-	if err := w.Inject([]byte(`{"jsonrpc":"2.0","id":"pgw-r-1","method":"roots/list"}`)); err != nil {
-		t.Fatal(err)
+	body := `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"ask"}}`
+	r := httptest.NewRequest(http.MethodPost, "/mcp", strings.NewReader(body))
+	r.Header.Set("Content-Type", "application/json")
+	r.Header.Set("Accept", "application/json, text/event-stream")
+	h.Handle(w, &server.HTTPRequest{Method: r.Method, URL: r.URL, Header: r.Header, Body: []byte(body),
+		Context: context.WithValue(r.Context(), key{}, w)})
+	got := rec.Body.String()
+	want := "event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":\"pgw-r-1\",\"method\":\"roots/list\"}\n\n"
+	if !strings.HasPrefix(got, want) {
+		t.Fatalf("body\n%q\nwant it to begin with\n%q", got, want)
 	}
-	// What mcp-go's handlePost does for a JSON answer.
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(http.StatusOK)
-	if err := json.NewEncoder(w).Encode(map[string]any{"jsonrpc": "2.0", "id": 7, "result": map[string]any{}}); err != nil {
-		t.Fatal(err)
+	data, ok := EventData([]byte(strings.TrimPrefix(got, want)))
+	if !ok || !strings.Contains(string(data), `"id":7`) || !strings.Contains(string(data), `"text":"ok"`) {
+		t.Errorf("mcp-go's answer is not the next event: %q", strings.TrimPrefix(got, want))
 	}
-	want := "event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":\"pgw-r-1\",\"method\":\"roots/list\"}\n\n" +
-		"event: message\ndata: {\"id\":7,\"jsonrpc\":\"2.0\",\"result\":{}}\n\n"
-	if got := rec.Body.String(); got != want {
-		t.Errorf("body\n%q\nwant\n%q", got, want)
-	}
-	if ct := rec.Result().Header.Get("Content-Type"); ct != "text/event-stream" { // as sent
+	if ct := rec.Result().Header.Get("Content-Type"); ct != "text/event-stream" {
 		t.Errorf("Content-Type %q", ct)
 	}
 	if n := events; n != 2 {

@@ -46,9 +46,6 @@ type Stream struct {
 
 	mu       sync.Mutex // serialises writes to w
 	upgraded bool       // the text/event-stream headers are written; guarded by mu
-	answered bool       // the answer went out passed through (PassThrough); guarded by mu
-	broken   bool       // answered, but the answer broke off: the response is aborted; guarded by mu
-	finished bool       // finish ran; guarded by mu
 }
 
 // ErrCallEnded: the call a notification or a server-to-client request was
@@ -57,10 +54,6 @@ var ErrCallEnded = errors.New("the call has ended; its response stream is closed
 
 // notificationBuffer is mcp-go's per-request notification buffer size.
 const notificationBuffer = 100
-
-func StreamFrom(ctx context.Context) *Stream {
-	return callOf(ctx).stream
-}
 
 func newStream(w http.ResponseWriter, r *http.Request) *Stream {
 	f, _ := w.(http.Flusher)
@@ -179,11 +172,11 @@ func (s *Stream) upgrade() {
 	s.upgraded = true
 }
 
-// inject writes msg, a server-to-client request of the endpoint's own
-// (endpoint.Request, through Response.Inject), as the next event: after
-// the notifications taken so far, switching the response to SSE if it is
-// the first.
-func (s *Stream) inject(msg json.RawMessage) error {
+// ordered runs inject, the write of a server-to-client request of the
+// endpoint's own (Response.Inject), as the next event: after the
+// notifications taken so far, never after the answer. The response is SSE
+// from then on.
+func (s *Stream) ordered(inject func() error) error {
 	if s.flusher == nil {
 		return errors.New("the response to the caller's request cannot stream")
 	}
@@ -195,30 +188,28 @@ func (s *Stream) inject(msg json.RawMessage) error {
 	if s.events != nil {
 		s.writeBuffered()
 	}
-	s.writeEvent(msg, true)
+	if err := inject(); err != nil {
+		return err
+	}
+	s.upgraded = true // Inject opened the response as SSE, if nothing had
 	return nil
 }
 
 // finish writes the notifications still buffered, then answer (a JSON-RPC
-// response or error), unless the caller has gone away or the answer was
-// passed through. After it returns nothing touches the response writer.
+// response or error, or a BodyAnswer), unless the caller has gone away.
+// After it returns nothing touches the response writer.
 func (s *Stream) finish(answer any) {
 	s.closed.Store(true)
 	s.open.Do(func() {}) // after this, events is set for good or never will be
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.finished = true
-	if s.answered {
-		if s.broken {
-			// The caller's client must see a failed response, not a
-			// complete one that ends early (passthrough.go).
-			panic(http.ErrAbortHandler)
-		}
-		return
-	}
 	if s.events != nil {
 		s.writeBuffered()
 		close(s.done)
+	}
+	if ba, ok := answer.(*BodyAnswer); ok {
+		s.finishBody(ba)
+		return
 	}
 	if s.reqCtx.Err() != nil {
 		return
@@ -260,4 +251,34 @@ func (s *Stream) finish(answer any) {
 		return
 	}
 	_ = json.NewEncoder(s.w).Encode(answer)
+}
+
+// finishBody writes a, a result still in the downstream's body, as the
+// call's answer, copied as it is read (body.go), and closes it: an SSE
+// event when the response is a stream already, else a JSON body. A copy
+// that fails after it began aborts the response, so that the caller's
+// client sees a failed response, not a complete one that ends early.
+// Callers hold mu.
+func (s *Stream) finishBody(a *BodyAnswer) {
+	if s.reqCtx.Err() != nil {
+		a.Result.Close()
+		return
+	}
+	sse := s.flusher != nil && (s.upgraded || s.notified.Load())
+	w, err := newPassWriter(s.w, s.reqCtx, s.id, s.modern, sse, a.Self)
+	if err != nil {
+		a.Result.Close()
+		return // not reached: the id was decoded from JSON
+	}
+	if sse {
+		if !s.upgraded {
+			s.upgrade()
+		}
+	} else {
+		s.w.Header().Set("Content-Type", "application/json")
+		s.w.WriteHeader(http.StatusOK)
+	}
+	if err := a.Result.copyOut(w); err != nil {
+		panic(http.ErrAbortHandler)
+	}
 }

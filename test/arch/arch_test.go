@@ -131,8 +131,6 @@ var allowedContextAccessors = []string{
 // behaviour handed between packages in a context.
 var knownContextAccessors = []string{
 	"agents/endpoint.ScopeFrom",
-	"agents/wire.Notifier",
-	"agents/wire.StreamFrom",
 }
 
 // No exported context accessor outside allowedContextAccessors: an exported

@@ -71,8 +71,8 @@ func TestLargeResultCopies(t *testing.T) {
 				after, _ := g.metric(t, "go_memstats_alloc_bytes_total")
 				copies := (after - before) / calls / size
 				t.Logf("%s %s: the gateway allocated %.1f copies of the result per call", c.agent, st.name, copies)
-				// A proxy passes a result this large through (agents/wire,
-				// passthrough.go): what it allocates is the first MiB, read
+				// A proxy streams a result this large from the downstream's
+				// body (agents/wire, body.go): what it allocates is the first MiB, read
 				// before the answer is known to be large (0.5 measured; held,
 				// it was 3). A toolbox holds it (3.5 measured).
 				if want := map[string]float64{"px": 1, "tb": 5}[c.agent]; copies > want {
@@ -103,7 +103,7 @@ func TestLargeResultBrokenMidway(t *testing.T) {
 		mcpSrv.ServeHTTP(w, r)
 	}))
 	t.Cleanup(ts.Close)
-	// The pass-through's failure (the fast path's; mcp-go's path reads the answer
+	// The streamed result's failure (the fast path's; mcp-go's path reads the answer
 	// whole and the proxy reports the broken read as a tool error).
 	g := startGateway(t, fmt.Sprintf(largeResultCfg, ts.URL+"/mcp"), "PALLASGW_WIRE_FAST=on")
 	for _, st := range pxStyles {

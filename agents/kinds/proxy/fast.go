@@ -49,8 +49,8 @@ func (p *Proxy) RawArgs() bool { return true }
 func (p *Proxy) Answer(ctx context.Context, c *wire.Call) any {
 	req, id, modern := c.Req, c.ID, c.Modern
 	res, rr, err := p.callRecovered(ctx, c)
-	if err == nil && rr != nil && rr.Passed {
-		return wire.Passed
+	if err == nil && rr.Streamed() {
+		return &wire.BodyAnswer{ID: id, Result: rr, Modern: modern, Self: p.serverInfoJSON()}
 	}
 	if err == nil && rr != nil {
 		if msg, ok := wire.RawResponse(id, rr, modern, p.serverInfoJSON()); ok {

@@ -392,7 +392,8 @@ func (p *Proxy) CallTool(ctx context.Context, req mcp.CallToolRequest) (*mcp.Cal
 // result naming the failure and the request id. With raw set (the fast
 // path) a downstream result comes back as the downstream sent it (rr), any
 // other answer as res; call, the caller's fast-path call (nil: none), may
-// let a large result pass through to the caller (wire.Call.PassThrough).
+// let a large result come back streamed (wire.Call.Streams), which the
+// caller copies out and closes; it is accounted for then.
 func (p *Proxy) forward(ctx context.Context, req mcp.CallToolRequest, raw bool, call *wire.Call) (res *mcp.CallToolResult, rr *mcpclient.RawResult, err error) {
 	start := time.Now()
 	name := req.Params.Name
@@ -414,22 +415,17 @@ func (p *Proxy) forward(ctx context.Context, req mcp.CallToolRequest, raw bool, 
 		p.d.Observe(caller, name, "denied", start)
 		return mcp.NewToolResultError(fmt.Sprintf("tool %s is denied by policy (%s)", name, d.Reason)), nil, nil
 	}
-	var rounds wire.Rounds // the bridge's, or none
-	if call != nil {
-		rounds = call.Rounds
-	}
-	relay, rel := p.relayFor(ctx, req, rounds)
+	relay, rel := p.relayFor(ctx, req, call)
 	defer relay.End() // also on a panic: no request may be written after the call
 	outbound, err := p.d.Outbound(ctx, r.server, req.Header, rel)
 	isError := false
 	switch {
 	case err != nil:
 	case raw:
-		// A large result goes to the caller as it arrives (wire,
-		// passthrough.go), after the call's last notifications.
-		pass := call.PassThrough(p.serverInfoJSON(), func() { relay.Flush(2 * time.Second) })
+		// A large result may come back streamed from the downstream's
+		// body (wire, body.go), for the caller's response to copy.
 		rr, err = p.d.Downstream.CallToolRaw(ctx, r.server, r.name, rawArguments(req), outbound, relay.ProgressFunc(),
-			mcpclient.CallOptions{PassThrough: pass, Extras: mcpclient.ExtrasOf(call), Relay: rel})
+			mcpclient.CallOptions{Stream: call.Streams(), Extras: mcpclient.ExtrasOf(call), Relay: rel})
 		isError = err == nil && rr != nil && rr.IsError
 	default:
 		res, err = p.d.Downstream.CallTool(ctx, r.server, r.name, req.GetArguments(), outbound, relay.ProgressFunc(), mcpclient.CallOptions{Relay: rel})
@@ -439,18 +435,19 @@ func (p *Proxy) forward(ctx context.Context, req mcp.CallToolRequest, raw bool, 
 	if err != nil {
 		p.d.Rejected(ctx, r.server, err)
 	}
-	outcome := p.d.Outcome(ctx, err)
-	if isError {
-		outcome = "error"
+	if err == nil && rr.Streamed() {
+		// Accounted once the caller's response has copied it (or given it
+		// up): its size, isError and the copy's error are known then.
+		rr.OnClose(func(err error) {
+			if err != nil {
+				p.d.Logger.Warn("downstream tool failed", zap.String("request_id", rid), zap.String("server", r.server),
+					zap.String("tool", r.name), zap.String("outcome", mcpclient.Outcome(err)), zap.Error(err), tracing.LogField(ctx))
+			}
+			p.account(ctx, audit, name, start, nil, rr, err, err == nil && rr.IsError)
+		})
+		return nil, rr, nil
 	}
-	p.d.Observe(caller, name, outcome, start)
-	audit.Outcome, audit.ResultBytes, audit.Latency = policy.AuditOutcome(outcome), resultBytes(res, rr), time.Since(start)
-	if reason := pins.RefusalReason(err); reason != "" {
-		// The pins refused it at call time (a change seen since the tool
-		// was listed): a refusal, not a failed call.
-		audit.Decision, audit.Outcome = policy.Decision{Reason: reason}, policy.OutcomeDeny
-	}
-	p.d.Auditor.Record(ctx, audit)
+	p.account(ctx, audit, name, start, res, rr, err, isError)
 	switch {
 	case err == nil:
 		return res, rr, nil
@@ -465,6 +462,22 @@ func (p *Proxy) forward(ctx context.Context, req mcp.CallToolRequest, raw bool, 
 	p.d.Logger.Warn("downstream tool failed", zap.String("request_id", rid), zap.String("server", r.server),
 		zap.String("tool", r.name), zap.String("outcome", mcpclient.Outcome(err)), zap.Error(err), tracing.LogField(ctx))
 	return mcp.NewToolResultError(fmt.Sprintf("%s: %v (request id %s)", p.d.Agent, err, rid)), nil, nil
+}
+
+// account records one forwarded call in the metrics and the audit log.
+func (p *Proxy) account(ctx context.Context, audit policy.AuditEvent, name string, start time.Time, res *mcp.CallToolResult, rr *mcpclient.RawResult, err error, isError bool) {
+	outcome := p.d.Outcome(ctx, err)
+	if isError {
+		outcome = "error"
+	}
+	p.d.Observe(audit.Caller, name, outcome, start)
+	audit.Outcome, audit.ResultBytes, audit.Latency = policy.AuditOutcome(outcome), resultBytes(res, rr), time.Since(start)
+	if reason := pins.RefusalReason(err); reason != "" {
+		// The pins refused it at call time (a change seen since the tool
+		// was listed): a refusal, not a failed call.
+		audit.Decision, audit.Outcome = policy.Decision{Reason: reason}, policy.OutcomeDeny
+	}
+	p.d.Auditor.Record(ctx, audit)
 }
 
 // resultBytes is the size of a call's result as its caller gets it: the

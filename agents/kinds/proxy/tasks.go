@@ -147,7 +147,7 @@ func (p *Proxy) CallAsTask(ctx context.Context, req mcp.CallToolRequest, task js
 	if !p.serverHasTasks(ctx, srv, req.Header) {
 		return nil, taskError(mcp.METHOD_NOT_FOUND, fmt.Sprintf("tool %q does not support task augmentation: server %s does not declare tasks", req.Params.Name, srv))
 	}
-	call := &wire.Call{Req: req, ExtraParams: map[string]json.RawMessage{"task": task}} // no pass-through
+	call := &wire.Call{Req: req, ExtraParams: map[string]json.RawMessage{"task": task}} // no stream: its result is held
 	res, rr, err := p.forward(ctx, req, true, call)
 	switch {
 	case err != nil:

@@ -48,8 +48,8 @@ func (t *Target) RawArgs() bool { return true }
 // agent's server is built with it) and answers as mcp-go would, the result
 // written raw when it came so.
 func (t *Target) Answer(ctx context.Context, c *wire.Call) any {
-	req, id, modern := c.Req, c.ID, c.Modern
-	res, rr, err := t.recovered(ctx, req, mcpclient.ExtrasOf(c), c.Rounds)
+	id, modern := c.ID, c.Modern
+	res, rr, err := t.recovered(ctx, c)
 	if err == nil && res == nil {
 		if msg, ok := wire.RawResponse(id, rr, modern, t.selfJSON()); ok {
 			return msg
@@ -59,19 +59,21 @@ func (t *Target) Answer(ctx context.Context, c *wire.Call) any {
 	return wire.ToolAnswer(id, executeToolName, res, err, modern, t.tb.d.Self)
 }
 
-func (t *Target) recovered(ctx context.Context, req mcp.CallToolRequest, extras *mcpclient.CallExtras, rounds wire.Rounds) (res *mcp.CallToolResult, rr *mcpclient.RawResult, err error) {
+func (t *Target) recovered(ctx context.Context, wc *wire.Call) (res *mcp.CallToolResult, rr *mcpclient.RawResult, err error) {
 	defer wire.Recover(executeToolName, &err)
+	req, extras := wc.Req, mcpclient.ExtrasOf(wc)
 	ok := wire.Fast() // off: mcp-go's client, typed
 	members := map[string]json.RawMessage{}
 	if !ok || req.Params.Arguments != nil || !rawObject(req.Params.RawArguments) ||
 		json.Unmarshal(req.Params.RawArguments, &members) != nil {
-		// mcp-go's handler, with the arguments decoded as mcp-go decodes
-		// them (the fast path leaves an object undecoded: RawArgs).
+		// mcp-go's handler's path (tb.handle), with the arguments decoded
+		// as mcp-go decodes them (the fast path leaves an object
+		// undecoded: RawArgs), its notifications on wc's stream.
 		if req.Params.Arguments == nil && len(req.Params.RawArguments) > 0 {
 			_ = json.Unmarshal(req.Params.RawArguments, &req.Params.Arguments)
 		}
 		c := newCall(executeToolName)
-		c.rounds = rounds
+		c.wc = wc
 		res, err = t.tb.handled(ctx, c, req, t.tb.executeTool) // the handler mcp-go holds
 		return res, nil, err
 	}
@@ -85,7 +87,7 @@ func (t *Target) recovered(ctx context.Context, req mcp.CallToolRequest, extras 
 	}
 	req.Params.Arguments = args
 	c := newCall(executeToolName)
-	c.rounds = rounds
+	c.wc = wc
 	res, err = t.tb.run(ctx, c, req, func(ctx context.Context, c *tbCall, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		rr, err = t.tb.executeRaw(ctx, c, req, args, toolArgs, extras)
 		return nil, err
@@ -119,7 +121,7 @@ func (tb *toolbox) executeRaw(ctx context.Context, c *tbCall, req mcp.CallToolRe
 		return nil, err
 	}
 	defer call.cancel()
-	relay, onProgress, done := tb.d.Relay(call.ctx, call.token, c.rounds)
+	relay, onProgress, done := tb.d.Relay(call.ctx, c.wc, call.token)
 	rr, err := tb.d.Downstream.CallToolRaw(call.ctx, c.server, c.target, toolArgs, call.hdr, onProgress, mcpclient.CallOptions{Extras: extras, Relay: relay})
 	done()
 	if err != nil {

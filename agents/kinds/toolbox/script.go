@@ -47,7 +47,7 @@ func (tb *toolbox) runScript(ctx context.Context, c *tbCall, req mcp.CallToolReq
 	if req.Params.Meta != nil {
 		token = req.Params.Meta.ProgressToken
 	}
-	_, progress, done := tb.d.Relay(ctx, token, nil)
+	_, progress, done := tb.d.Relay(ctx, c.wc, token)
 	defer done()
 	s := codemode.Script{Code: code, Tools: codemode.Bind(servers, tools),
 		Call: func(ctx context.Context, server, tool string, args json.RawMessage) (*mcp.CallToolResult, error) {

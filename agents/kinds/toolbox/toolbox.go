@@ -111,7 +111,7 @@ type tbCall struct {
 	start    time.Time
 	timeout  time.Duration // execute_tool's timeout_ms; 0: none
 	deadline time.Time     // when timeout_ms ends the call
-	rounds   wire.Rounds   // the call's round-trip state (wire.Call.Rounds), or nil
+	wc       *wire.Call    // the fast path's call (fast.go); nil: mcp-go's handler's
 }
 
 // Register adds the toolbox's tools to srv, the agent's server, and
@@ -497,7 +497,7 @@ func (tb *toolbox) executeTool(ctx context.Context, c *tbCall, req mcp.CallToolR
 		return nil, err
 	}
 	defer call.cancel()
-	relay, onProgress, done := tb.d.Relay(call.ctx, call.token, c.rounds)
+	relay, onProgress, done := tb.d.Relay(call.ctx, c.wc, call.token)
 	res, err := tb.d.Downstream.CallTool(call.ctx, c.server, c.target, toolArgs, call.hdr, onProgress, mcpclient.CallOptions{Relay: relay})
 	done()
 	if err != nil {

@@ -201,7 +201,7 @@ func objectArguments(raw json.RawMessage) (json.RawMessage, error) {
 }
 
 func (r *llmRunner) callServer(ctx context.Context, c *Call, ref toolRef, tc llm.ToolCall, args json.RawMessage) llm.Message {
-	msg, _, _, _ := r.governedCall(ctx, c, ref, args, r.a.Requests(c.Progress, c.Rounds), func(res *mcp.CallToolResult, d policy.Decision, err error) llm.Message {
+	msg, _, _, _ := r.governedCall(ctx, c, ref, args, r.a.Requests(c), func(res *mcp.CallToolResult, d policy.Decision, err error) llm.Message {
 		switch {
 		case !d.Allowed:
 			return deniedResult(tc, d)
