@@ -29,7 +29,7 @@ const requestIDPrefix = "pgw-r-"
 // Sequencer orders a request the endpoint writes on a caller's response
 // with the call's notifications: Exclusive runs write once every
 // notification sent so far is written, holds further ones back meanwhile,
-// and refuses once the call has ended (*proxy.Relay; package agents'
+// and refuses once the call has ended (agents/relay's *Relay; package agents'
 // Reporter for the tool loop's progress).
 type Sequencer interface {
 	Exclusive(ctx context.Context, write func() error) error
