@@ -79,7 +79,7 @@ func (e *Endpoint) Request(ctx context.Context, seq Sequencer, method string, pa
 	}
 	sc, fs := ScopeFrom(ctx), wire.StreamFrom(ctx)
 	rs, t := sc.state, sc.Tracker
-	err := canRequest(rs, t, method)
+	err := canRequest(rs, t, method, params)
 	if err == nil && seq == nil && fs == nil {
 		// Without a sequencer the write cannot be ordered with mcp-go's
 		// writes of the call's notifications. The fast path's stream
@@ -145,7 +145,7 @@ var (
 		"to it before the result")
 )
 
-func canRequest(rs *requestState, t *StreamTracker, method string) error {
+func canRequest(rs *requestState, t *StreamTracker, method string, params json.RawMessage) error {
 	c, ok := callerCapability(method)
 	switch {
 	case !ok:
@@ -156,10 +156,20 @@ func canRequest(rs *requestState, t *StreamTracker, method string) error {
 		return errRequestNoSession
 	case !sessionDeclared(rs.sessionID, c):
 		return fmt.Errorf("the caller did not declare the %s capability when it initialized", capabilityName(c))
+	case c == capElicitation && urlMode(params) && !sessionDeclared(rs.sessionID, capElicitationURL):
+		return errors.New("the caller did not declare URL-mode elicitation (elicitation.url) when it initialized")
 	case !rs.acceptSSE || t == nil || t.w == nil:
 		return errRequestNoSSE
 	}
 	return nil
+}
+
+// urlMode reports an elicitation/create in URL mode.
+func urlMode(params json.RawMessage) bool {
+	var p struct {
+		Mode string `json:"mode"`
+	}
+	return json.Unmarshal(params, &p) == nil && p.Mode == string(mcp.ElicitationModeURL)
 }
 
 func capabilityName(c byte) string {
