@@ -111,19 +111,41 @@ func (s *Set) upstreamAuthorization(ctx context.Context, server string, inbound 
 	case mcp.IsModernProtocol(inbound.Get(mcp.HeaderProtocolVersion)) && !declaredURLElicitation(ctx):
 		return "", missingURLElicitation{cr}
 	case mcp.IsModernProtocol(inbound.Get(mcp.HeaderProtocolVersion)):
-		// An input-required round carrying the URL elicitation; the
-		// retry that answers it waits for the connection.
-		if done, err := s.elicitConnect(ctx, cr, principal, relay); done {
-			return up.Authorization(ctx, server, principal)
-		} else if err != nil {
-			return "", err
-		}
+		return s.connectByRounds(ctx, cr, principal, relay)
 	}
 	return auth, err
 }
 
+// connectByRounds asks a 2026-07-28 caller that declared URL-mode
+// elicitation to connect: an input-required round carrying the URL
+// elicitation (the relay is the input-required bridge's), and, while a
+// retry that accepts it finds the connection not made yet, the same round
+// again. Without a relay to ask by, the caller gets cr (the URL in words).
+func (s *Set) connectByRounds(ctx context.Context, cr *ConnectRequired, principal string, relay *mcpclient.Relay) (string, error) {
+	if relay == nil || relay.Request == nil {
+		return "", cr
+	}
+	for {
+		params, _ := json.Marshal(cr.Elicitation())
+		raw, err := relay.Request(ctx, string(mcp.MethodElicitationCreate), params)
+		var res mcp.ElicitationResult
+		if err != nil || json.Unmarshal(raw, &res) != nil {
+			return "", cr // the call ended, or the answer is not one
+		}
+		if res.Action != mcp.ElicitationResponseActionAccept {
+			return "", fmt.Errorf("server %s needs your own account connected, and the request to connect was not accepted (%s); open %s to connect it later", cr.Server, res.Action, cr.URL)
+		}
+		auth, err := s.deps.Upstream.Authorization(ctx, cr.Server, principal)
+		next, ok := err.(*ConnectRequired)
+		if !ok || next.URL == "" {
+			return auth, err
+		}
+		cr = next // not connected yet: the same link, asked again
+	}
+}
+
 // elicitConnect asks the caller of a call whose answers can be relayed (a
-// 2025-11-25 session that declared elicitation) to open the connect URL,
+// 2025-11-25 session that declared URL-mode elicitation) to open the connect URL,
 // by a URL-mode elicitation/create on the call's stream, then waits for the
 // connection (oauth.connect_wait). done: connected, the call goes on; err:
 // the person declined; neither: the caller cannot be asked (no relay, no

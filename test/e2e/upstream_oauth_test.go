@@ -367,7 +367,12 @@ func modernPost(t *testing.T, u, token string, id int, extra map[string]any) map
 // URL-mode elicitation and returns the input-required round's connect URL.
 func modernConnectRound(t *testing.T, u, token string) modernRound {
 	t.Helper()
-	res := modernPost(t, u, token, 1, nil)
+	return roundOf(t, modernPost(t, u, token, 1, nil))
+}
+
+// roundOf is the URL elicitation of an input-required result.
+func roundOf(t *testing.T, res map[string]json.RawMessage) modernRound {
+	t.Helper()
 	var reqs map[string]struct {
 		Method string `json:"method"`
 		Params struct{ Mode, URL string }
@@ -384,14 +389,19 @@ func modernConnectRound(t *testing.T, u, token string) modernRound {
 	return modernRound{}
 }
 
-// modernRetry answers the round (accept) and returns the subject whoami saw.
-func modernRetry(t *testing.T, u, token string, r modernRound) string {
-	t.Helper()
+// accepted is the retry of a call that accepts round r.
+func accepted(r modernRound) map[string]any {
 	extra := map[string]any{"inputResponses": map[string]any{r.key: map[string]any{"action": "accept"}}}
 	if len(r.state) > 0 {
 		extra["requestState"] = r.state
 	}
-	res := modernPost(t, u, token, 2, extra)
+	return extra
+}
+
+// modernRetry answers the round (accept) and returns the subject whoami saw.
+func modernRetry(t *testing.T, u, token string, r modernRound) string {
+	t.Helper()
+	res := modernPost(t, u, token, 2, accepted(r))
 	var id idp.Identity
 	if err := json.Unmarshal(res["structuredContent"], &id); err != nil {
 		t.Fatalf("the retry answered %v", res)
@@ -695,8 +705,15 @@ agents:
 	}
 
 	// erin, 2026-07-28 with elicitation.url: an input-required round with
-	// the URL elicitation; she connects, the retry answering it goes on.
+	// the URL elicitation; a retry that accepts it before she has connected
+	// gets the same round again; she connects, the retry answering it goes
+	// on.
 	erinURL := modernConnectRound(t, desk, erinTok)
+	if again := roundOf(t, modernPost(t, desk, erinTok, 2, accepted(erinURL))); again.url != erinURL.url {
+		t.Fatalf("erin's early retry asked %q, want the same round (%q)", again.url, erinURL.url)
+	} else {
+		erinURL = again
+	}
 	erinBrowser := person(t, "erin")
 	code, body = browse(t, erinBrowser, http.MethodGet, erinURL.url, nil)
 	if code, body = browse(t, erinBrowser, http.MethodPost, gw.Base+"/connect/signin", url.Values{"token": {erinTok},
