@@ -59,6 +59,20 @@ func (e *ConnectRequired) Error() string {
 	return fmt.Sprintf("server %s needs your own account connected (%s): open %s to connect it, then call again", e.Server, e.Reason, e.URL)
 }
 
+// ConnectURL is where the person connects ("" when the caller cannot):
+// what a kind that cannot name this type finds in an error's chain.
+func (e *ConnectRequired) ConnectURL() string { return e.URL }
+
+// connectNotMade is a ConnectRequired whose caller was asked to connect
+// and did not (declined, or did not finish in time): its text says so.
+type connectNotMade struct {
+	*ConnectRequired
+	text string
+}
+
+func (e connectNotMade) Error() string { return e.text }
+func (e connectNotMade) Unwrap() error { return e.ConnectRequired }
+
 // Elicitation is the URL-mode elicitation that asks the person to connect.
 func (e *ConnectRequired) Elicitation() mcp.ElicitationParams {
 	return mcp.ElicitationParams{Mode: mcp.ElicitationModeURL, ElicitationID: e.ID, URL: e.URL,
@@ -133,7 +147,7 @@ func (s *Set) connectByRounds(ctx context.Context, cr *ConnectRequired, principa
 			return "", cr // the call ended, or the answer is not one
 		}
 		if res.Action != mcp.ElicitationResponseActionAccept {
-			return "", fmt.Errorf("server %s needs your own account connected, and the request to connect was not accepted (%s); open %s to connect it later", cr.Server, res.Action, cr.URL)
+			return "", declined(cr, res.Action)
 		}
 		auth, err := s.deps.Upstream.Authorization(ctx, cr.Server, principal)
 		next, ok := err.(*ConnectRequired)
@@ -164,10 +178,10 @@ func (s *Set) elicitConnect(ctx context.Context, cr *ConnectRequired, principal 
 		return false, nil
 	}
 	if res.Action != mcp.ElicitationResponseActionAccept {
-		return false, fmt.Errorf("server %s needs your own account connected, and the request to connect was not accepted (%s); open %s to connect it later", cr.Server, res.Action, cr.URL)
+		return false, declined(cr, res.Action)
 	}
 	if !s.deps.Upstream.WaitConnected(ctx, cr.Server, principal) {
-		return false, fmt.Errorf("server %s: the connection was not completed in time; open %s to connect, then call again", cr.Server, cr.URL)
+		return false, connectNotMade{cr, fmt.Sprintf("server %s: the connection was not completed in time; open %s to connect, then call again", cr.Server, cr.URL)}
 	}
 	if notify := wire.Notifier(ctx); notify != nil && !server.IsModernRequest(ctx) {
 		// The client may close what it showed for the elicitation (a
@@ -175,6 +189,12 @@ func (s *Set) elicitConnect(ctx context.Context, cr *ConnectRequired, principal 
 		_ = notify("notifications/elicitation/complete", map[string]any{"elicitationId": cr.ID})
 	}
 	return true, nil
+}
+
+// declined is the error of a caller that did not accept the request to
+// connect (action: decline, cancel).
+func declined(cr *ConnectRequired, action mcp.ElicitationResponseAction) error {
+	return connectNotMade{cr, fmt.Sprintf("server %s needs your own account connected, and the request to connect was not accepted (%s); open %s to connect it later", cr.Server, action, cr.URL)}
 }
 
 // declaredURLElicitation reports a 2026-07-28 request whose client

@@ -217,6 +217,9 @@ func (e *Endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if e.d.Tasks != nil && isTaskRequest(method, msg) && e.serveTask(w, r, body, msg, rs) {
 		return // tasks.go
 	}
+	if method == string(mcp.MethodToolsList) && e.serveList(w, r, msg, rs) {
+		return // listguard.go
+	}
 	if method == string(mcp.MethodToolsCall) && !rs.legacy && e.bridge != nil {
 		// A bridged 2026-07-28 call runs through the input-required bridge,
 		// whatever the wire switch says: mcp-go could not finish a call

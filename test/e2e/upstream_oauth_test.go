@@ -324,21 +324,42 @@ type modernRound struct {
 // URL-mode elicitation declared, and its JSON-RPC result.
 func modernPost(t *testing.T, u, token string, id int, extra map[string]any) map[string]json.RawMessage {
 	t.Helper()
-	params := map[string]any{"name": "whoami", "arguments": map[string]any{}, "_meta": map[string]any{
+	res, rpcErr := modernRequest(t, u, token, id, "tools/call", urlElicitation, extra)
+	if res == nil {
+		t.Fatalf("2026-07-28 tools/call: %s", rpcErr)
+	}
+	return res
+}
+
+// urlElicitation is the client capabilities of a caller that takes
+// URL-mode elicitation.
+var urlElicitation = map[string]any{"elicitation": map[string]any{"url": map[string]any{}}}
+
+// modernRequest is one sessionless (2026-07-28) request: tools/call (of
+// whoami) or tools/list, from a client with caps; its JSON-RPC result, or
+// nil and its error.
+func modernRequest(t *testing.T, u, token string, id int, method string, caps map[string]any, extra map[string]any) (map[string]json.RawMessage, json.RawMessage) {
+	t.Helper()
+	params := map[string]any{"_meta": map[string]any{
 		"io.modelcontextprotocol/protocolVersion":    "2026-07-28",
 		"io.modelcontextprotocol/clientInfo":         map[string]any{"name": "e2e-oauth", "version": "1"},
-		"io.modelcontextprotocol/clientCapabilities": map[string]any{"elicitation": map[string]any{"url": map[string]any{}}},
+		"io.modelcontextprotocol/clientCapabilities": caps,
 	}}
+	if method == "tools/call" {
+		params["name"], params["arguments"] = "whoami", map[string]any{}
+	}
 	for k, v := range extra {
 		params[k] = v
 	}
-	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params})
+	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "method": method, "params": params})
 	req, _ := http.NewRequest(http.MethodPost, u, bytes.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	req.Header.Set("MCP-Protocol-Version", "2026-07-28")
-	req.Header.Set("Mcp-Method", "tools/call")
-	req.Header.Set("Mcp-Name", "whoami")
+	req.Header.Set("Mcp-Method", method)
+	if method == "tools/call" {
+		req.Header.Set("Mcp-Name", "whoami")
+	}
 	req.Header.Set("Authorization", "Bearer "+token)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -357,10 +378,10 @@ func modernPost(t *testing.T, u, token string, id int, extra map[string]any) map
 		Result map[string]json.RawMessage `json:"result"`
 		Error  json.RawMessage            `json:"error"`
 	}
-	if err := json.Unmarshal(raw, &a); err != nil || a.Result == nil {
-		t.Fatalf("2026-07-28 tools/call: HTTP %d %s", resp.StatusCode, raw)
+	if err := json.Unmarshal(raw, &a); err != nil || (a.Result == nil && a.Error == nil) {
+		t.Fatalf("2026-07-28 %s: HTTP %d %s", method, resp.StatusCode, raw)
 	}
-	return a.Result
+	return a.Result, a.Error
 }
 
 // modernConnectRound calls whoami as a 2026-07-28 caller that declared
@@ -495,6 +516,7 @@ agents:
 
 	model := fakellm.New(t)
 	aliceTok, bobTok, carolTok, daveTok, erinTok := "alice-"+randomHex(12), "bob-"+randomHex(12), "carol-"+randomHex(12), "dave-"+randomHex(12), "erin-"+randomHex(12)
+	fayTok, gusTok := "fay-"+randomHex(12), "gus-"+randomHex(12)
 	key := make([]byte, 32)
 	copy(key, randomHex(16))
 	gw := startGateway(t, strings.NewReplacer("{{DOWN}}", downURL, "{{MODEL}}", model.OpenAIBaseURL()).Replace(`
@@ -509,6 +531,8 @@ auth:
     - {name: carol, token: ${CAROL_TOKEN}}
     - {name: dave, token: ${DAVE_TOKEN}}
     - {name: erin, token: ${ERIN_TOKEN}}
+    - {name: fay, token: ${FAY_TOKEN}}
+    - {name: gus, token: ${GUS_TOKEN}}
 credentials: {key: ${CREDENTIALS_KEY}}
 mcp:
   servers:
@@ -523,13 +547,26 @@ agents:
   desk: {kind: proxy, servers: [team]}
   box: {kind: toolbox, servers: [team]}
   helper: {kind: llm, servers: [team]}
-`), "PALLASGW_WIRE_FAST="+wireFast, "ALICE_TOKEN="+aliceTok, "BOB_TOKEN="+bobTok, "CAROL_TOKEN="+carolTok, "DAVE_TOKEN="+daveTok, "ERIN_TOKEN="+erinTok, "CREDENTIALS_KEY="+base64.StdEncoding.EncodeToString(key))
+`), "PALLASGW_WIRE_FAST="+wireFast, "ALICE_TOKEN="+aliceTok, "BOB_TOKEN="+bobTok, "CAROL_TOKEN="+carolTok, "DAVE_TOKEN="+daveTok, "ERIN_TOKEN="+erinTok, "FAY_TOKEN="+fayTok, "GUS_TOKEN="+gusTok, "CREDENTIALS_KEY="+base64.StdEncoding.EncodeToString(key))
 	desk := gw.Base + "/agents/desk/mcp"
 
-	// alice, not connected: the server's tools are left out of her list.
+	// connect walks name's browser from link (a connect URL) through the
+	// sign-in with its token to the provider and back.
+	connect := func(name, token, link string) {
+		t.Helper()
+		b := person(t, name)
+		_, body := browse(t, b, http.MethodGet, link, nil)
+		if code, body := browse(t, b, http.MethodPost, gw.Base+"/connect/signin", url.Values{"token": {token},
+			"next": {strings.TrimPrefix(link, gw.Base)}, "csrf": {csrfOf(t, body)}}); code != http.StatusOK || !strings.Contains(body, "Connected to team") {
+			t.Errorf("%s connects: %d %s", name, code, body)
+		}
+	}
+
+	// alice, not connected (2025-11-25, no URL-mode elicitation): her
+	// tools/list asks her to connect as a call would, -32042 with the URL.
 	alice := openLegacy(t, desk, aliceTok, "2025-11-25")
-	if names := alice.tools(t); len(names) != 0 {
-		t.Fatalf("alice lists %v before connecting", names)
+	if a := alice.call(t, "tools/list", map[string]any{}); a.Error == nil || a.Error.Code != -32042 || !strings.Contains(string(a.Error.Data), gw.Base+"/connect/") {
+		t.Fatalf("alice lists before connecting: %+v %s", a.Error, a.Result)
 	}
 
 	// alice connects from the connect page: sign in with her gateway
@@ -585,10 +622,20 @@ agents:
 		t.Fatalf("bob's get_health: %+v %s", a.Error, a.Result)
 	}
 
-	// bob, 2025-06-18: a tool error whose text carries the URL.
+	// bob, 2025-06-18: a tool error whose text carries the URL; his
+	// tools/list, an error whose text carries it.
 	bob0618 := openLegacy(t, desk, bobTok, "2025-06-18")
 	if _, a, text = bob0618.whoami(t); a.Error != nil || !strings.Contains(text, gw.Base+"/connect/") {
 		t.Fatalf("bob (2025-06-18) got %+v, text %q", a.Error, text)
+	}
+	if a = bob0618.call(t, "tools/list", map[string]any{}); a.Error == nil || !strings.Contains(a.Error.Message, gw.Base+"/connect/") {
+		t.Fatalf("bob's tools/list (2025-06-18): %+v %s", a.Error, a.Result)
+	}
+	// bob, 2026-07-28 without elicitation.url: his tools/list is -32021
+	// naming the capability, with the URL.
+	if res, e := modernRequest(t, desk, bobTok, 1, "tools/list", map[string]any{}, nil); res != nil ||
+		!strings.Contains(string(e), `"code":-32021`) || !strings.Contains(string(e), gw.Base+"/connect/") {
+		t.Fatalf("bob's tools/list (2026-07-28, no elicitation.url): %s %s", res, e)
 	}
 
 	// bob with the Go SDK (2026-07-28, no elicitation.url declared): an
@@ -704,6 +751,47 @@ agents:
 		t.Errorf("dave's stream carried %q, want %q", dave.notes, want)
 	}
 
+	// fay, 2025-11-25 with URL-mode elicitation: her tools/list asks her
+	// on its stream; she accepts and connects, and the list goes on with
+	// the server's tools.
+	fay := openLegacyCaps(t, desk, fayTok, "2025-11-25", urlElicitation)
+	var fayLink string
+	a = fay.callAsked(t, "tools/list", map[string]any{},
+		func(method string, params json.RawMessage) any {
+			var p struct{ Mode, URL string }
+			if method != "elicitation/create" || json.Unmarshal(params, &p) != nil || p.Mode != "url" {
+				t.Errorf("fay's list asked %s %s", method, params)
+			}
+			fayLink = p.URL
+			return map[string]any{"action": "accept"}
+		},
+		func() { connect("fay", fayTok, fayLink) })
+	if a.Error != nil || !strings.Contains(string(a.Result), `"whoami"`) {
+		t.Fatalf("fay's tools/list after connecting through its elicitation: %+v %s", a.Error, a.Result)
+	}
+
+	// gus, 2026-07-28 with elicitation.url: his tools/list is an
+	// input-required round carrying the URL elicitation; a retry before he
+	// connects gets the same round; once connected, the retry lists.
+	listRound := func(id int, extra map[string]any) map[string]json.RawMessage {
+		t.Helper()
+		res, e := modernRequest(t, desk, gusTok, id, "tools/list", urlElicitation, extra)
+		if res == nil {
+			t.Fatalf("gus's tools/list: %s", e)
+		}
+		return res
+	}
+	gusRound := roundOf(t, listRound(1, nil))
+	if again := roundOf(t, listRound(2, accepted(gusRound))); again.url != gusRound.url {
+		t.Fatalf("gus's early retry asked %q, want the same round (%q)", again.url, gusRound.url)
+	} else {
+		gusRound = again
+	}
+	connect("gus", gusTok, gusRound.url)
+	if res := listRound(3, accepted(gusRound)); !strings.Contains(string(res["tools"]), `"whoami"`) {
+		t.Fatalf("gus's tools/list once connected: %v", res)
+	}
+
 	// erin, 2026-07-28 with elicitation.url: an input-required round with
 	// the URL elicitation; a retry that accepts it before she has connected
 	// gets the same round again; she connects, the retry answering it goes
@@ -766,9 +854,9 @@ agents:
 		time.Sleep(250 * time.Millisecond) // polling the gateway, not waiting for it
 	}
 
-	wantConnected := 4.0 // alice, bob, dave, erin
+	wantConnected := 6.0 // alice, bob, dave, erin, fay, gus
 	if wireFast == "on" {
-		wantConnected = 5 // and carol
+		wantConnected = 7 // and carol
 	}
 	if v, ok := gw.Metric(`pallasgw_upstream_connections{server="team",state="connected"}`); !ok || v != wantConnected {
 		t.Errorf("pallasgw_upstream_connections{connected} = %v (%v), want %v", v, ok, wantConnected)
@@ -804,7 +892,7 @@ agents:
 	down.Stop()
 	haystack := map[string]string{"log": gw.Logs(), "metrics": metricsText, "status": status}
 	for where, text := range haystack {
-		for _, needle := range append([]string{"ory_rt_", "ory_ac_", aliceTok, bobTok, carolTok, daveTok, erinTok}, seen...) {
+		for _, needle := range append([]string{"ory_rt_", "ory_ac_", aliceTok, bobTok, carolTok, daveTok, erinTok, fayTok, gusTok}, seen...) {
 			n := strings.TrimPrefix(needle, "Bearer ")
 			if parts := strings.Split(n, "."); len(parts) == 3 {
 				n = parts[2] // a JWT's signature: what makes it usable

@@ -1,0 +1,102 @@
+package endpoint
+
+// tools/list of a ListGuard (a proxy agent whose server acts with each
+// caller's own account): before the list, the kind may ask its caller to
+// connect, as a call would. A session-based caller that declared URL-mode
+// elicitation is asked on the list's response stream and the list goes on
+// once it has connected; one that cannot be asked gets the error a call
+// gets: -32042 with the URL (2025-11-25), or an error whose text carries
+// the URL. A 2026-07-28 caller's list then runs through the input-required
+// bridge as a prompts/get does (bridgecatalog.go): an input-required round
+// carrying the URL elicitation, or -32021 without elicitation.url.
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/pallasgw/pallasgw/agents/mcpclient"
+	"github.com/pallasgw/pallasgw/agents/wire"
+)
+
+// ListGuard is a target (Deps.Rounds) whose tools/list may need its
+// caller to act first.
+type ListGuard interface {
+	// GuardList asks the caller of ctx through relay where it can, and
+	// returns the error the list is answered with instead; nil: the list
+	// goes on.
+	GuardList(ctx context.Context, inbound http.Header, relay *mcpclient.Relay) error
+	// ListCall is the list of a 2026-07-28 caller run by the bridge; nil
+	// when there is nothing to ask (and roundTrip is false: the request
+	// continues no round), mcp-go then answers.
+	ListCall(ctx context.Context, inbound http.Header, roundTrip bool) BridgedCall
+}
+
+// serveList answers a tools/list the target's ListGuard refuses or runs,
+// and reports whether it did; when it reports false it has written
+// nothing.
+func (e *Endpoint) serveList(w http.ResponseWriter, r *http.Request, msg *wire.Message, rs *requestState) bool {
+	g, ok := e.d.Rounds.(ListGuard)
+	if !ok || wire.IsNull(msg.ID) {
+		return false
+	}
+	if !rs.legacy {
+		return e.serveListRounds(w, r, msg, g)
+	}
+	if !knownVersion(r.Header) {
+		return false // mcp-go refuses it
+	}
+	relay := &mcpclient.Relay{Request: func(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
+		return e.Request(ctx, listing{}, method, params)
+	}}
+	err := g.GuardList(r.Context(), r.Header, relay)
+	if err == nil {
+		return false
+	}
+	var required mcp.URLElicitationRequiredError
+	if errors.As(err, &required) {
+		d := required.JSONRPCError().Error
+		wire.WriteError(w, http.StatusOK, msg.ID, d.Code, err.Error(), d.Data)
+	} else {
+		writeRPCError(w, http.StatusOK, msg.ID, mcp.INTERNAL_ERROR, err.Error()) // as mcp-go answers a handler's error
+	}
+	return true
+}
+
+// listing is the Sequencer of a tools/list: nothing but the endpoint's
+// own request writes on its response before the answer.
+type listing struct{}
+
+func (listing) Exclusive(_ context.Context, write func() error) error { return write() }
+
+// serveListRounds runs a 2026-07-28 tools/list through the bridge when the
+// guard has something to ask, as serveCatalog runs a prompts/get: a
+// bridged call named "tools/list " (no tool name has a space).
+func (e *Endpoint) serveListRounds(w http.ResponseWriter, r *http.Request, msg *wire.Message, g ListGuard) bool {
+	if e.bridge == nil || e.bridge.catalog == nil {
+		return false
+	}
+	info, id, ok := modernRequest(r, msg, mcp.MethodToolsList)
+	if !ok {
+		return false
+	}
+	ctx := server.WithRequestProtocolInfo(r.Context(), info)
+	roundTrip := len(msg.Params.InputResponses) > 0 || len(msg.Params.RequestState) > 0
+	call := g.ListCall(ctx, r.Header, roundTrip)
+	if call == nil {
+		return false
+	}
+	var req mcp.CallToolRequest
+	req.Method, req.Header, req.Params.Name = string(mcp.MethodToolsCall), r.Header, string(mcp.MethodToolsList)+" "
+	c := &wire.Call{Req: req, ID: id, Modern: true}
+	if roundTrip {
+		c.RoundTrip = &wire.RoundTrip{InputResponses: msg.Params.InputResponses, RequestState: msg.Params.RequestState}
+	}
+	b := newInputBridge(e, catalogTarget{call: call, catalog: e.bridge.catalog})
+	writeAnswer(w, b.Answer(ctx, c))
+	return true
+}
