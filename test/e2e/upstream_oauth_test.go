@@ -5,7 +5,6 @@ package e2e
 import (
 	"bufio"
 	"bytes"
-	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -13,8 +12,6 @@ import (
 	"net/http/cookiejar"
 	"net/http/httptest"
 	"net/url"
-	"os"
-	"os/exec"
 	"slices"
 	"strings"
 	"testing"
@@ -76,27 +73,7 @@ ttl:
 log:
   level: warn
 `, ports[0], ports[1], h.Issuer, app.URL, app.URL, randomHex(16), h.Issuer, ttl)
-	path := writeFile(t, t.TempDir(), "hydra.yaml", cfg)
-	cmd := exec.Command(bin, "serve", "all", "--dev", "--sqa-opt-out", "--config", path)
-	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"), "TMPDIR=" + os.TempDir()}
-	h.p = startProc(t, "hydra", cmd)
-	waitFor(t, "hydra to be ready", 30*time.Second, h.p, func() error {
-		if err := httpGetOK(h.Admin + "/health/ready")(); err != nil {
-			return err
-		}
-		return httpGetOK(h.Issuer + "/.well-known/openid-configuration")()
-	})
-	// Hydra generates its access-token key set on first use, and requests
-	// racing there can leave two keys, one signing and the other named in
-	// refreshed tokens' kid (their signature then fails; ory/hydra#3573):
-	// the key set is made before any token.
-	req, _ := http.NewRequest(http.MethodPost, h.Admin+"/admin/keys/hydra.jwt.access-token", strings.NewReader(`{"alg":"RS256","use":"sig"}`))
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil || resp.StatusCode != http.StatusCreated {
-		t.Fatalf("creating Hydra's access-token key: %v %v", err, resp)
-	}
-	resp.Body.Close()
+	h.p = runHydra(t, bin, cfg, h.Issuer, h.Admin)
 	return h
 }
 
@@ -495,72 +472,25 @@ func TestUpstreamOAuth(t *testing.T) {
 }
 
 func upstreamOAuth(t *testing.T, wireFast string) {
-	h := startHydraAuthCode(t, "8s")
-	keys := &idp.KeySet{URL: h.Issuer + "/.well-known/jwks.json"}
-	who, whoURL := startWhoami(t, keys)
-
-	downPort := freePorts(t, 1)[0]
-	downURL := fmt.Sprintf("http://127.0.0.1:%d/agents/tools/mcp", downPort)
-	down := startGatewayOn(t, downPort, strings.NewReplacer("{{ISSUER}}", h.Issuer, "{{WHOAMI}}", whoURL).Replace(`
-name: e2e-team
-listen: "127.0.0.1:{{PORT}}"
-auth:
-  mode: jwt
-  jwt: {issuer: {{ISSUER}}, clock_skew: 1s}
-mcp:
-  servers:
-    whoami: {transport: http, url: {{WHOAMI}}, forward_inbound_auth: true}
-agents:
-  tools: {kind: proxy, servers: [whoami]}
-`))
+	rig := startOAuthRig(t, "8s", nil)
+	h, who, down, downURL := rig.hydra, rig.who, rig.down, rig.downURL
 
 	model := fakellm.New(t)
 	aliceTok, bobTok, carolTok, daveTok, erinTok := "alice-"+randomHex(12), "bob-"+randomHex(12), "carol-"+randomHex(12), "dave-"+randomHex(12), "erin-"+randomHex(12)
 	fayTok, gusTok := "fay-"+randomHex(12), "gus-"+randomHex(12)
-	key := make([]byte, 32)
-	copy(key, randomHex(16))
-	gw := startGateway(t, strings.NewReplacer("{{DOWN}}", downURL, "{{MODEL}}", model.OpenAIBaseURL()).Replace(`
-name: e2e-oauth
-listen: "127.0.0.1:{{PORT}}"
+	gw := startGateway(t, rig.config("e2e-oauth", `
 public_url: "http://127.0.0.1:{{PORT}}"
-auth:
-  mode: tokens
-  tokens:
-    - {name: alice, token: ${ALICE_TOKEN}}
-    - {name: bob, token: ${BOB_TOKEN}}
-    - {name: carol, token: ${CAROL_TOKEN}}
-    - {name: dave, token: ${DAVE_TOKEN}}
-    - {name: erin, token: ${ERIN_TOKEN}}
-    - {name: fay, token: ${FAY_TOKEN}}
-    - {name: gus, token: ${GUS_TOKEN}}
-credentials: {key: ${CREDENTIALS_KEY}}
-mcp:
-  servers:
-    team:
-      url: {{DOWN}}
-      oauth: {audience: {{DOWN}}}
 models:
   default: openai.fake-model
   providers:
-    openai: {base_url: "{{MODEL}}", api_key: "sk-test", timeout: 60s}
-agents:
+    openai: {base_url: "`+model.OpenAIBaseURL()+`", api_key: "sk-test", timeout: 60s}`,
+		[]string{"alice", "bob", "carol", "dave", "erin", "fay", "gus"}, `
   desk: {kind: proxy, servers: [team]}
   box: {kind: toolbox, servers: [team]}
-  helper: {kind: llm, servers: [team]}
-`), "PALLASGW_WIRE_FAST="+wireFast, "ALICE_TOKEN="+aliceTok, "BOB_TOKEN="+bobTok, "CAROL_TOKEN="+carolTok, "DAVE_TOKEN="+daveTok, "ERIN_TOKEN="+erinTok, "FAY_TOKEN="+fayTok, "GUS_TOKEN="+gusTok, "CREDENTIALS_KEY="+base64.StdEncoding.EncodeToString(key))
+  helper: {kind: llm, servers: [team]}`),
+		"PALLASGW_WIRE_FAST="+wireFast, "ALICE_TOKEN="+aliceTok, "BOB_TOKEN="+bobTok, "CAROL_TOKEN="+carolTok, "DAVE_TOKEN="+daveTok,
+		"ERIN_TOKEN="+erinTok, "FAY_TOKEN="+fayTok, "GUS_TOKEN="+gusTok, "CREDENTIALS_KEY="+credentialsKey())
 	desk := gw.Base + "/agents/desk/mcp"
-
-	// connect walks name's browser from link (a connect URL) through the
-	// sign-in with its token to the provider and back.
-	connect := func(name, token, link string) {
-		t.Helper()
-		b := person(t, name)
-		_, body := browse(t, b, http.MethodGet, link, nil)
-		if code, body := browse(t, b, http.MethodPost, gw.Base+"/connect/signin", url.Values{"token": {token},
-			"next": {strings.TrimPrefix(link, gw.Base)}, "csrf": {csrfOf(t, body)}}); code != http.StatusOK || !strings.Contains(body, "Connected to team") {
-			t.Errorf("%s connects: %d %s", name, code, body)
-		}
-	}
 
 	// alice, not connected (2025-11-25, no URL-mode elicitation): her
 	// tools/list asks her to connect as a call would, -32042 with the URL.
@@ -733,14 +663,7 @@ agents:
 			}
 			return map[string]any{"action": "accept"}
 		},
-		func() {
-			daveBrowser := person(t, "dave")
-			code, body := browse(t, daveBrowser, http.MethodGet, asked.URL, nil)
-			if code, body = browse(t, daveBrowser, http.MethodPost, gw.Base+"/connect/signin", url.Values{"token": {daveTok},
-				"next": {strings.TrimPrefix(asked.URL, gw.Base)}, "csrf": {csrfOf(t, body)}}); code != http.StatusOK || !strings.Contains(body, "Connected to team") {
-				t.Errorf("dave connects: %d %s", code, body)
-			}
-		})
+		func() { connectFromLink(t, gw.Base, "dave", daveTok, asked.URL) })
 	var daveRes struct {
 		StructuredContent idp.Identity `json:"structuredContent"`
 	}
@@ -765,7 +688,7 @@ agents:
 			fayLink = p.URL
 			return map[string]any{"action": "accept"}
 		},
-		func() { connect("fay", fayTok, fayLink) })
+		func() { connectFromLink(t, gw.Base, "fay", fayTok, fayLink) })
 	if a.Error != nil || !strings.Contains(string(a.Result), `"whoami"`) {
 		t.Fatalf("fay's tools/list after connecting through its elicitation: %+v %s", a.Error, a.Result)
 	}
@@ -787,7 +710,7 @@ agents:
 	} else {
 		gusRound = again
 	}
-	connect("gus", gusTok, gusRound.url)
+	connectFromLink(t, gw.Base, "gus", gusTok, gusRound.url)
 	if res := listRound(3, accepted(gusRound)); !strings.Contains(string(res["tools"]), `"whoami"`) {
 		t.Fatalf("gus's tools/list once connected: %v", res)
 	}
@@ -802,12 +725,7 @@ agents:
 	} else {
 		erinURL = again
 	}
-	erinBrowser := person(t, "erin")
-	code, body = browse(t, erinBrowser, http.MethodGet, erinURL.url, nil)
-	if code, body = browse(t, erinBrowser, http.MethodPost, gw.Base+"/connect/signin", url.Values{"token": {erinTok},
-		"next": {strings.TrimPrefix(erinURL.url, gw.Base)}, "csrf": {csrfOf(t, body)}}); code != http.StatusOK || !strings.Contains(body, "Connected to team") {
-		t.Fatalf("erin connects: %d %s", code, body)
-	}
+	connectFromLink(t, gw.Base, "erin", erinTok, erinURL.url)
 	if sub := modernRetry(t, desk, erinTok, erinURL); sub != "erin" {
 		t.Fatalf("erin's retry reached whoami as %q", sub)
 	}
@@ -890,17 +808,7 @@ agents:
 	}
 	gw.Stop()
 	down.Stop()
-	haystack := map[string]string{"log": gw.Logs(), "metrics": metricsText, "status": status}
-	for where, text := range haystack {
-		for _, needle := range append([]string{"ory_rt_", "ory_ac_", aliceTok, bobTok, carolTok, daveTok, erinTok, fayTok, gusTok}, seen...) {
-			n := strings.TrimPrefix(needle, "Bearer ")
-			if parts := strings.Split(n, "."); len(parts) == 3 {
-				n = parts[2] // a JWT's signature: what makes it usable
-			}
-			if n != "" && strings.Contains(text, n) {
-				t.Errorf("the gateway's %s holds a token (%.12s…)", where, n)
-			}
-		}
-	}
+	noTokensIn(t, map[string]string{"log": gw.Logs(), "metrics": metricsText, "status": status},
+		[]string{aliceTok, bobTok, carolTok, daveTok, erinTok, fayTok, gusTok}, seen)
 	t.Logf("whoami saw %d bearer values", len(seen))
 }
