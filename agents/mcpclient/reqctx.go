@@ -2,6 +2,7 @@ package mcpclient
 
 import (
 	"context"
+	"net/http"
 	"sync/atomic"
 
 	"github.com/pallasgw/pallasgw/agents/internal/ctxvalue"
@@ -19,6 +20,10 @@ type callContext struct {
 	// tooLarge is where the call's reads note a message past the bound
 	// (bound.go); nil outside a call: the session's own note.
 	tooLarge *atomic.Pointer[tooLargeError]
+	// auth is the Authorization of the call's principal on a CallerAuth
+	// server (callerauth.go): its requests carry it, whatever a later call
+	// set on the session; nil: the session's.
+	auth http.Header
 }
 
 func callOf(ctx context.Context) callContext { return ctxvalue.Of[callContext](ctx) }
