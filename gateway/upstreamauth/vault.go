@@ -354,13 +354,6 @@ func (v *vault) purge(ctx context.Context, server string) (int, error) {
 	return len(keys), v.kv.Set(ctx, indexKey(server), nil, time.Millisecond)
 }
 
-// remember caches c as k's entry.
-func (v *vault) remember(k string, c cached) {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	v.rememberLocked(k, c)
-}
-
 // readEpoch is the epoch a store read starts in (rememberRead).
 func (v *vault) readEpoch() uint64 {
 	v.mu.Lock()
