@@ -41,19 +41,15 @@ func (srv *remote) callerAuth(ctx context.Context, hdr http.Header) (principal, 
 	return principal, auth
 }
 
-// withCallerAuth is ctx, of a call with the headers hdr on srv, carrying
-// the call's Authorization when srv is a CallerAuth server and the call
-// has a principal (its requests then send that token: callHeader, the
-// session's round tripper).
-func (srv *remote) withCallerAuth(ctx context.Context, hdr http.Header) context.Context {
+// callerAuthOf is the Authorization of a call of ctx with the headers hdr
+// on srv when srv is a CallerAuth server and the call has a principal: the
+// call's requests send it (withOp; callHeader, the session's round
+// tripper). "" otherwise.
+func (srv *remote) callerAuthOf(ctx context.Context, hdr http.Header) string {
 	if !srv.spec.CallerAuth || srv.m.opts.PrincipalOf == nil || srv.m.opts.PrincipalOf(ctx) == "" {
-		return ctx
+		return ""
 	}
-	auth := hdr.Get("Authorization")
-	if auth == "" {
-		return ctx
-	}
-	return withCall(ctx, func(c *callContext) { c.auth = http.Header{"Authorization": {auth}} })
+	return hdr.Get("Authorization")
 }
 
 // principalKey is the pool key of principal's session on the header set
@@ -89,9 +85,9 @@ func authHeader(p *atomic.Pointer[http.Header]) http.Header {
 // callHeader is the header set a raw call of ctx on s sends: s's headers
 // and the call's Authorization, else the session's.
 func (s *session) callHeader(ctx context.Context) http.Header {
-	a := callOf(ctx).auth
-	if a == nil {
-		a = authHeader(&s.auth)
+	a := authHeader(&s.auth)
+	if auth := callOf(ctx).auth; auth != "" {
+		a = http.Header{"Authorization": {auth}}
 	}
 	if a == nil {
 		return s.hdr

@@ -371,6 +371,7 @@ func (v *vault) rememberRead(k string, c cached, epoch uint64) {
 	}
 }
 
+// rememberLocked caches c as k's entry; v.mu is held.
 func (v *vault) rememberLocked(k string, c cached) {
 	now := time.Now()
 	old, ok := v.cache[k]
