@@ -544,6 +544,11 @@ models:
 		t.Fatalf("-32042 data: %s", a.Error.Data)
 	}
 	bobLink := data.Elicitations[0].URL
+	// A session that declared form-mode elicitation only is not sent the
+	// URL-mode request: -32042 as well.
+	if _, a, _ = openLegacyCaps(t, desk, bobTok, "2025-11-25", map[string]any{"elicitation": map[string]any{}}).whoami(t); a.Error == nil || a.Error.Code != -32042 {
+		t.Fatalf("bob (2025-11-25, form-mode elicitation only) got %+v %s", a.Error, a.Result)
+	}
 
 	// bob's get_health (the toolbox's: the proxy's is the downstream's own,
 	// whose tool shadows it) says why the server's tools are not his yet.
