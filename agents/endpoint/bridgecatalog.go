@@ -1,7 +1,8 @@
 package endpoint
 
 // prompts/get and resources/read of a BridgedCatalog (a proxy agent) for
-// 2026-07-28 callers,
+// 2026-07-28 callers, and tools/list when it asks them to connect first
+// (ListGuard, listguard.go),
 // through the input-required bridge (inputbridge.go), as tools/call goes
 // through it: a downstream that asks for elicitation, sampling or roots
 // while it renders a prompt or reads a resource gets its answer from the
@@ -39,8 +40,8 @@ type catalogParams struct {
 	Arguments map[string]string `json:"arguments"`
 }
 
-// serveCatalog answers msg, a 2026-07-28 prompts/get or resources/read of a
-// proxy agent, through the bridge, and reports whether it did; when it
+// serveCatalog answers msg, a 2026-07-28 prompts/get, resources/read or
+// tools/list (ListGuard.ListCall) of a proxy agent, through the bridge, and reports whether it did; when it
 // reports false it has written nothing. The request runs as a bridged call
 // named "<method> <prompt name or uri>" (a tool name has no space, so the
 // requestState of one is never taken for the other) whose arguments are
@@ -72,6 +73,11 @@ func (e *Endpoint) serveCatalog(w http.ResponseWriter, r *http.Request, msg *wir
 	case mcp.MethodResourcesRead:
 		call = p.ResourceCall(ctx, params.URI, r.Header)
 		req.Params.Name = string(method) + " " + params.URI
+	case mcp.MethodToolsList:
+		if g, ok := e.d.Rounds.(ListGuard); ok {
+			call = g.ListCall(ctx, r.Header, len(msg.Params.InputResponses) > 0 || len(msg.Params.RequestState) > 0)
+		}
+		req.Params.Name = string(method) + " "
 	}
 	if call == nil {
 		return false

@@ -7,8 +7,9 @@ package endpoint
 // once it has connected; one that cannot be asked gets the error a call
 // gets: -32042 with the URL (2025-11-25), or an error whose text carries
 // the URL. A 2026-07-28 caller's list then runs through the input-required
-// bridge as a prompts/get does (bridgecatalog.go): an input-required round
-// carrying the URL elicitation, or -32021 without elicitation.url.
+// bridge as a prompts/get does (bridgecatalog.go, ListCall): an
+// input-required round carrying the URL elicitation, or -32021 without
+// elicitation.url.
 
 import (
 	"context"
@@ -17,7 +18,6 @@ import (
 	"net/http"
 
 	"github.com/mark3labs/mcp-go/mcp"
-	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/pallasgw/pallasgw/agents/mcpclient"
 	"github.com/pallasgw/pallasgw/agents/wire"
@@ -45,7 +45,7 @@ func (e *Endpoint) serveList(w http.ResponseWriter, r *http.Request, msg *wire.M
 		return false
 	}
 	if !rs.legacy {
-		return e.serveListRounds(w, r, msg, g)
+		return e.bridge != nil && e.serveCatalog(w, r, msg) // bridgecatalog.go: ListCall
 	}
 	if !knownVersion(r.Header) {
 		return false // mcp-go refuses it
@@ -72,31 +72,3 @@ func (e *Endpoint) serveList(w http.ResponseWriter, r *http.Request, msg *wire.M
 type listing struct{}
 
 func (listing) Exclusive(_ context.Context, write func() error) error { return write() }
-
-// serveListRounds runs a 2026-07-28 tools/list through the bridge when the
-// guard has something to ask, as serveCatalog runs a prompts/get: a
-// bridged call named "tools/list " (no tool name has a space).
-func (e *Endpoint) serveListRounds(w http.ResponseWriter, r *http.Request, msg *wire.Message, g ListGuard) bool {
-	if e.bridge == nil || e.bridge.catalog == nil {
-		return false
-	}
-	info, id, ok := modernRequest(r, msg, mcp.MethodToolsList)
-	if !ok {
-		return false
-	}
-	ctx := server.WithRequestProtocolInfo(r.Context(), info)
-	roundTrip := len(msg.Params.InputResponses) > 0 || len(msg.Params.RequestState) > 0
-	call := g.ListCall(ctx, r.Header, roundTrip)
-	if call == nil {
-		return false
-	}
-	var req mcp.CallToolRequest
-	req.Method, req.Header, req.Params.Name = string(mcp.MethodToolsCall), r.Header, string(mcp.MethodToolsList)+" "
-	c := &wire.Call{Req: req, ID: id, Modern: true}
-	if roundTrip {
-		c.RoundTrip = &wire.RoundTrip{InputResponses: msg.Params.InputResponses, RequestState: msg.Params.RequestState}
-	}
-	b := newInputBridge(e, catalogTarget{call: call, catalog: e.bridge.catalog})
-	writeAnswer(w, b.Answer(ctx, c))
-	return true
-}
