@@ -17,10 +17,10 @@ import (
 
 // clientCall is the raw call with id on the session of w, relaying to
 // relay (nil: none).
-func (s *session) clientCall(w *wireInfo, id string, relay *Relay) *wire.ClientCall {
+func (s *session) clientCall(ctx context.Context, w *wireInfo, id string, relay *Relay) *wire.ClientCall {
 	return &wire.ClientCall{
 		URL: s.srv.spec.URL, Transport: s.srv.transport,
-		Session: w.session, Version: w.version, Header: s.callHeader(),
+		Session: w.session, Version: w.version, Header: s.callHeader(ctx),
 		ID: id, Limit: s.srv.m.opts.MaxMessageBytes,
 		Notify:  func(method string, params json.RawMessage) { s.callNotification(relay, method, params) },
 		Request: s.serverRequest,
@@ -52,7 +52,7 @@ func (s *session) callNotification(relay *Relay, method string, raw json.RawMess
 func (s *session) callRawOn(ctx context.Context, w *wireInfo, id string, r rawRequest) (*RawResult, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	cc := s.clientCall(w, id, r.relay)
+	cc := s.clientCall(ctx, w, id, r.relay)
 	cc.Pass = r.pass
 	res, err := cc.Do(ctx, cancel, callBody(id, r))
 	return res, classified(err)
