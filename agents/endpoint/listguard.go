@@ -3,8 +3,9 @@ package endpoint
 // tools/list of a ListGuard (a proxy agent whose server acts with each
 // caller's own account): before the list, the kind may ask its caller to
 // connect, as a call would. A session-based caller that declared URL-mode
-// elicitation is asked on the list's response stream and the list goes on
-// once it has connected; one that cannot be asked gets the error a call
+// elicitation is asked on the list's response stream, and once it has
+// connected the list is answered on that stream, by the endpoint (mcp-go
+// never sees a request whose stream carries another writer's event); one that cannot be asked gets the error a call
 // gets: -32042 with the URL (2025-11-25), or an error whose text carries
 // the URL. A 2026-07-28 caller's list then runs through the input-required
 // bridge as a prompts/get does (bridge.ServeCatalog, bridge.Lister): an
@@ -30,6 +31,8 @@ type ListGuard interface {
 	// returns the error the list is answered with instead; nil: the list
 	// goes on.
 	GuardList(ctx context.Context, inbound http.Header, relay *mcpclient.Relay) error
+	// Tools is the caller's tools/list, as mcp-go would answer it.
+	Tools(ctx context.Context, inbound http.Header) []mcp.Tool
 }
 
 // serveList answers a tools/list the target's ListGuard refuses or runs,
@@ -46,21 +49,52 @@ func (e *Endpoint) serveList(w http.ResponseWriter, r *http.Request, msg *wire.M
 	if !knownVersion(r.Header) {
 		return false // mcp-go refuses it
 	}
+	ctx := r.Context()
 	relay := &mcpclient.Relay{Request: func(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
 		return e.Request(ctx, nil, listing{}, method, params)
 	}}
-	err := g.GuardList(r.Context(), r.Header, relay)
+	t := ScopeFrom(ctx).Tracker
+	before := 0
+	if t != nil {
+		before = t.Events()
+	}
+	err := g.GuardList(ctx, r.Header, relay)
+	if asked := t != nil && t.Events() > before; asked {
+		// The list's response is the stream the caller was asked on: its
+		// answer goes there too, as an event, built here (the caller is
+		// connected now: the list mcp-go would answer).
+		var ans []byte
+		if err == nil {
+			if ans, err = json.Marshal(map[string]any{"jsonrpc": "2.0", "id": msg.ID, "result": mcp.ListToolsResult{Tools: g.Tools(ctx, r.Header)}}); err != nil {
+				ans = nil
+			}
+		}
+		if ans == nil {
+			ans = listError(msg.ID, err)
+		}
+		_ = t.w.Inject(ans)
+		return true
+	}
 	if err == nil {
 		return false
 	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(append(listError(msg.ID, err), '\n'))
+	return true
+}
+
+// listError is the JSON-RPC error a tools/list of id is answered with when
+// the guard refused it with err: -32042 with its URL elicitation for a
+// 2025-11-25 caller, else an internal error whose message carries the URL
+// (as mcp-go answers a handler's error).
+func listError(id json.RawMessage, err error) []byte {
 	var required mcp.URLElicitationRequiredError
 	if errors.As(err, &required) {
 		d := required.JSONRPCError().Error
-		wire.WriteError(w, http.StatusOK, msg.ID, d.Code, err.Error(), d.Data)
-	} else {
-		writeRPCError(w, http.StatusOK, msg.ID, mcp.INTERNAL_ERROR, err.Error()) // as mcp-go answers a handler's error
+		return wire.ErrorJSON(id, d.Code, err.Error(), d.Data)
 	}
-	return true
+	return wire.ErrorJSON(id, mcp.INTERNAL_ERROR, err.Error(), nil)
 }
 
 // listing is the Sequencer of a tools/list: nothing but the endpoint's

@@ -477,19 +477,19 @@ func upstreamOAuth(t *testing.T, wireFast string) {
 
 	model := fakellm.New(t)
 	aliceTok, bobTok, carolTok, daveTok, erinTok := "alice-"+randomHex(12), "bob-"+randomHex(12), "carol-"+randomHex(12), "dave-"+randomHex(12), "erin-"+randomHex(12)
-	fayTok, gusTok := "fay-"+randomHex(12), "gus-"+randomHex(12)
+	fayTok, gusTok, halTok := "fay-"+randomHex(12), "gus-"+randomHex(12), "hal-"+randomHex(12)
 	gw := startGateway(t, rig.config("e2e-oauth", `
 public_url: "http://127.0.0.1:{{PORT}}"
 models:
   default: openai.fake-model
   providers:
     openai: {base_url: "`+model.OpenAIBaseURL()+`", api_key: "sk-test", timeout: 60s}`,
-		[]string{"alice", "bob", "carol", "dave", "erin", "fay", "gus"}, `
+		[]string{"alice", "bob", "carol", "dave", "erin", "fay", "gus", "hal"}, `
   desk: {kind: proxy, servers: [team]}
   box: {kind: toolbox, servers: [team]}
   helper: {kind: llm, servers: [team]}`),
 		"PALLASGW_WIRE_FAST="+wireFast, "ALICE_TOKEN="+aliceTok, "BOB_TOKEN="+bobTok, "CAROL_TOKEN="+carolTok, "DAVE_TOKEN="+daveTok,
-		"ERIN_TOKEN="+erinTok, "FAY_TOKEN="+fayTok, "GUS_TOKEN="+gusTok, "CREDENTIALS_KEY="+credentialsKey())
+		"ERIN_TOKEN="+erinTok, "FAY_TOKEN="+fayTok, "GUS_TOKEN="+gusTok, "HAL_TOKEN="+halTok, "CREDENTIALS_KEY="+credentialsKey())
 	desk := gw.Base + "/agents/desk/mcp"
 
 	// alice, not connected (2025-11-25, no URL-mode elicitation): her
@@ -698,6 +698,14 @@ models:
 		t.Fatalf("fay's tools/list after connecting through its elicitation: %+v %s", a.Error, a.Result)
 	}
 
+	// hal declines the same request: his list is an error with the URL,
+	// on the stream he was asked on.
+	hal := openLegacyCaps(t, desk, halTok, "2025-11-25", urlElicitation)
+	a = hal.callAsked(t, "tools/list", map[string]any{}, func(string, json.RawMessage) any { return map[string]any{"action": "decline"} }, nil)
+	if a.Error == nil || !strings.Contains(a.Error.Message, "not accepted") || !strings.Contains(a.Error.Message, gw.Base+"/connect/") {
+		t.Fatalf("hal's declined tools/list: %+v %s", a.Error, a.Result)
+	}
+
 	// gus, 2026-07-28 with elicitation.url: his tools/list is an
 	// input-required round carrying the URL elicitation; a retry before he
 	// connects gets the same round; once connected, the retry lists.
@@ -814,6 +822,6 @@ models:
 	gw.Stop()
 	down.Stop()
 	noTokensIn(t, map[string]string{"log": gw.Logs(), "metrics": metricsText, "status": status},
-		[]string{aliceTok, bobTok, carolTok, daveTok, erinTok, fayTok, gusTok}, seen)
+		[]string{aliceTok, bobTok, carolTok, daveTok, erinTok, fayTok, gusTok, halTok}, seen)
 	t.Logf("whoami saw %d bearer values", len(seen))
 }

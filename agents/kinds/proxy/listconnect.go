@@ -51,6 +51,11 @@ func (p *Proxy) GuardList(ctx context.Context, inbound http.Header, relay *mcpcl
 	return nil
 }
 
+// Tools is the caller's tools/list (toolView).
+func (p *Proxy) Tools(ctx context.Context, inbound http.Header) []mcp.Tool {
+	return p.toolView(ctx, inbound)
+}
+
 // ListCall is a 2026-07-28 caller's tools/list run through the
 // input-required bridge, so that the URL elicitation goes in an
 // input-required round: when a server of the caller needs it to connect,
