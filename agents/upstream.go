@@ -59,6 +59,20 @@ func (e *ConnectRequired) Error() string {
 	return fmt.Sprintf("server %s needs your own account connected (%s): open %s to connect it, then call again", e.Server, e.Reason, e.URL)
 }
 
+// ConnectURL is where the person connects ("" when the caller cannot):
+// what a kind that cannot name this type finds in an error's chain.
+func (e *ConnectRequired) ConnectURL() string { return e.URL }
+
+// connectNotMade is a ConnectRequired whose caller was asked to connect
+// and did not (declined, or did not finish in time): its text says so.
+type connectNotMade struct {
+	*ConnectRequired
+	text string
+}
+
+func (e connectNotMade) Error() string { return e.text }
+func (e connectNotMade) Unwrap() error { return e.ConnectRequired }
+
 // Elicitation is the URL-mode elicitation that asks the person to connect.
 func (e *ConnectRequired) Elicitation() mcp.ElicitationParams {
 	return mcp.ElicitationParams{Mode: mcp.ElicitationModeURL, ElicitationID: e.ID, URL: e.URL,
@@ -111,19 +125,41 @@ func (s *Set) upstreamAuthorization(ctx context.Context, server string, inbound 
 	case mcp.IsModernProtocol(inbound.Get(mcp.HeaderProtocolVersion)) && !declaredURLElicitation(ctx):
 		return "", missingURLElicitation{cr}
 	case mcp.IsModernProtocol(inbound.Get(mcp.HeaderProtocolVersion)):
-		// An input-required round carrying the URL elicitation; the
-		// retry that answers it waits for the connection.
-		if done, err := s.elicitConnect(ctx, cr, principal, relay); done {
-			return up.Authorization(ctx, server, principal)
-		} else if err != nil {
-			return "", err
-		}
+		return s.connectByRounds(ctx, cr, principal, relay)
 	}
 	return auth, err
 }
 
+// connectByRounds asks a 2026-07-28 caller that declared URL-mode
+// elicitation to connect: an input-required round carrying the URL
+// elicitation (the relay is the input-required bridge's), and, while a
+// retry that accepts it finds the connection not made yet, the same round
+// again. Without a relay to ask by, the caller gets cr (the URL in words).
+func (s *Set) connectByRounds(ctx context.Context, cr *ConnectRequired, principal string, relay *mcpclient.Relay) (string, error) {
+	if relay == nil || relay.Request == nil {
+		return "", cr
+	}
+	for {
+		params, _ := json.Marshal(cr.Elicitation())
+		raw, err := relay.Request(ctx, string(mcp.MethodElicitationCreate), params)
+		var res mcp.ElicitationResult
+		if err != nil || json.Unmarshal(raw, &res) != nil {
+			return "", cr // the call ended, or the answer is not one
+		}
+		if res.Action != mcp.ElicitationResponseActionAccept {
+			return "", declined(cr, res.Action)
+		}
+		auth, err := s.deps.Upstream.Authorization(ctx, cr.Server, principal)
+		next, ok := err.(*ConnectRequired)
+		if !ok || next.URL == "" {
+			return auth, err
+		}
+		cr = next // not connected yet: the same link, asked again
+	}
+}
+
 // elicitConnect asks the caller of a call whose answers can be relayed (a
-// 2025-11-25 session that declared elicitation) to open the connect URL,
+// 2025-11-25 session that declared URL-mode elicitation) to open the connect URL,
 // by a URL-mode elicitation/create on the call's stream, then waits for the
 // connection (oauth.connect_wait). done: connected, the call goes on; err:
 // the person declined; neither: the caller cannot be asked (no relay, no
@@ -142,10 +178,10 @@ func (s *Set) elicitConnect(ctx context.Context, cr *ConnectRequired, principal 
 		return false, nil
 	}
 	if res.Action != mcp.ElicitationResponseActionAccept {
-		return false, fmt.Errorf("server %s needs your own account connected, and the request to connect was not accepted (%s); open %s to connect it later", cr.Server, res.Action, cr.URL)
+		return false, declined(cr, res.Action)
 	}
 	if !s.deps.Upstream.WaitConnected(ctx, cr.Server, principal) {
-		return false, fmt.Errorf("server %s: the connection was not completed in time; open %s to connect, then call again", cr.Server, cr.URL)
+		return false, connectNotMade{cr, fmt.Sprintf("server %s: the connection was not completed in time; open %s to connect, then call again", cr.Server, cr.URL)}
 	}
 	if notify := relay.Notify; notify != nil && !server.IsModernRequest(ctx) {
 		// The client may close what it showed for the elicitation (a
@@ -153,6 +189,12 @@ func (s *Set) elicitConnect(ctx context.Context, cr *ConnectRequired, principal 
 		_ = notify("notifications/elicitation/complete", map[string]any{"elicitationId": cr.ID})
 	}
 	return true, nil
+}
+
+// declined is the error of a caller that did not accept the request to
+// connect (action: decline, cancel).
+func declined(cr *ConnectRequired, action mcp.ElicitationResponseAction) error {
+	return connectNotMade{cr, fmt.Sprintf("server %s needs your own account connected, and the request to connect was not accepted (%s); open %s to connect it later", cr.Server, action, cr.URL)}
 }
 
 // declaredURLElicitation reports a 2026-07-28 request whose client

@@ -2,7 +2,9 @@ package agents
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -10,6 +12,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/pallasgw/pallasgw/agents/mcpclient"
 	"github.com/pallasgw/pallasgw/agents/wire"
 	"github.com/pallasgw/pallasgw/policy"
 )
@@ -103,4 +106,64 @@ func TestUpstreamAuthorization(t *testing.T) {
 			t.Fatal("an anonymous caller was sent to connect")
 		}
 	})
+}
+
+// connectsAfter is an upstream whose caller is connected once asked has
+// reached n (the person completes the connection meanwhile).
+type connectsAfter struct {
+	asked *int
+	n     int
+}
+
+func (c connectsAfter) Rejected(context.Context, string, string)           {}
+func (c connectsAfter) WaitConnected(context.Context, string, string) bool { return false }
+func (c connectsAfter) Authorization(_ context.Context, server, _ string) (string, error) {
+	if *c.asked >= c.n {
+		return "Bearer B", nil
+	}
+	return "", &ConnectRequired{Server: server, URL: "https://gw.example/connect/abc", ID: "e1", Reason: "not connected yet"}
+}
+
+// A 2026-07-28 caller with elicitation.url gets an input-required round
+// carrying the URL elicitation (here: the relay's request); a retry that
+// accepts it before the connection completes gets the same round again,
+// and the call goes on once it has.
+func TestUpstreamConnectRounds(t *testing.T) {
+	bob := policy.WithIdentity(context.Background(), policy.Identity{Caller: "bob", Authenticated: true})
+	ctx := server.WithRequestProtocolInfo(bob, &server.RequestProtocolInfo{Modern: true, ProtocolVersion: "2026-07-28",
+		ClientCapabilities: &mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapability{URL: &struct{}{}}}})
+	hdr := http.Header{mcp.HeaderProtocolVersion: {"2026-07-28"}}
+	for _, tc := range []struct {
+		name, action string
+		want         string // the Authorization, or a part of the error
+	}{
+		{"accepted, connected after the third round", "accept", "Bearer B"},
+		{"declined", "decline", "was not accepted (decline)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var asked int
+			var rounds []string
+			relay := &mcpclient.Relay{Request: func(_ context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
+				asked++
+				rounds = append(rounds, method+" "+string(params))
+				return json.RawMessage(`{"action":"` + tc.action + `"}`), nil
+			}}
+			s := &Set{deps: Deps{Upstream: connectsAfter{asked: &asked, n: 3}}}
+			auth, err := s.upstreamAuthorization(ctx, "gh", hdr, relay)
+			if got := auth + fmt.Sprint(err); !strings.Contains(got, tc.want) {
+				t.Fatalf("got %q %v, want %q", auth, err, tc.want)
+			}
+			if tc.action == "decline" && len(rounds) != 1 {
+				t.Fatalf("declined, yet asked %d times", len(rounds))
+			}
+			for _, r := range rounds {
+				if r != rounds[0] || !strings.Contains(r, `"mode":"url"`) || !strings.Contains(r, "https://gw.example/connect/abc") {
+					t.Fatalf("rounds differ or carry no URL elicitation: %q", rounds)
+				}
+			}
+			if tc.action == "accept" && len(rounds) != 3 {
+				t.Fatalf("asked %d rounds, want 3 (two retries before the connection)", len(rounds))
+			}
+		})
+	}
 }

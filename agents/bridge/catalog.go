@@ -1,7 +1,8 @@
 package bridge
 
 // prompts/get and resources/read of a Catalog (a proxy agent) for
-// 2026-07-28 callers, through the input-required bridge, as tools/call
+// 2026-07-28 callers, and tools/list when it asks them to connect first
+// (Lister), through the input-required bridge, as tools/call
 // goes through it: a downstream that asks for elicitation, sampling or roots
 // while it renders a prompt or reads a resource gets its answer from the
 // caller's retry. The endpoint answers these requests itself (mcp-go could
@@ -54,6 +55,15 @@ type Catalog interface {
 	ReadCacheHints() (ttlMs int64, scope mcp.CacheScope)
 }
 
+// Lister is a Catalog whose tools/list may need to ask its caller first (a
+// proxy whose server acts with each caller's own account, not connected
+// yet): ListCall is the list run through the bridge; nil when there is
+// nothing to ask and the request continues no round (roundTrip false),
+// mcp-go then answers.
+type Lister interface {
+	ListCall(ctx context.Context, inbound http.Header, roundTrip bool) CatalogCall
+}
+
 // CatalogCall is one downstream request the bridge runs, its requests to
 // the caller going to rounds: the downstream's result
 // (*mcp.GetPromptResult, *mcp.ReadResourceResult) or the error a handler of
@@ -69,8 +79,8 @@ type InputRequiredPassThrough interface {
 	PassesInputRequired()
 }
 
-// ServeCatalog answers msg, a 2026-07-28 prompts/get or resources/read of a
-// proxy agent, through the bridge, and reports whether it did; when it
+// ServeCatalog answers msg, a 2026-07-28 prompts/get, resources/read or
+// tools/list (Lister) of a proxy agent, through the bridge, and reports whether it did; when it
 // reports false it has written nothing. The request runs as a bridged call
 // named "<method> <prompt name or uri>" (a tool name has no space, so the
 // requestState of one is never taken for the other) whose arguments are
@@ -102,6 +112,11 @@ func (b *Bridge) ServeCatalog(w http.ResponseWriter, r *http.Request, msg *wire.
 	case mcp.MethodResourcesRead:
 		call = p.ResourceCall(ctx, params.URI, r.Header)
 		req.Params.Name = string(method) + " " + params.URI
+	case mcp.MethodToolsList:
+		if l, ok := p.(Lister); ok {
+			call = l.ListCall(ctx, r.Header, len(msg.Params.InputResponses) > 0 || len(msg.Params.RequestState) > 0)
+		}
+		req.Params.Name = string(method) + " "
 	}
 	if call == nil {
 		return false

@@ -50,7 +50,7 @@ func (e *Endpoint) Request(ctx context.Context, rounds wire.Rounds, seq Sequence
 	}
 	sc := ScopeFrom(ctx)
 	rs, t := sc.state, sc.Tracker
-	err := canRequest(rs, t, method)
+	err := canRequest(rs, t, method, params)
 	if err == nil && seq == nil && !t.w.FastCall() {
 		// Without a sequencer the write cannot be ordered with mcp-go's
 		// writes of the call's notifications. The fast path's stream
@@ -122,7 +122,7 @@ var (
 		"to it before the result")
 )
 
-func canRequest(rs *requestState, t *StreamTracker, method string) error {
+func canRequest(rs *requestState, t *StreamTracker, method string, params json.RawMessage) error {
 	name, ok := bridge.Capability(method)
 	switch {
 	case !ok:
@@ -133,10 +133,20 @@ func canRequest(rs *requestState, t *StreamTracker, method string) error {
 		return errRequestNoSession
 	case !sessionDeclared(rs.sessionID, name[0]): // its letter: e, s, r
 		return fmt.Errorf("the caller did not declare the %s capability when it initialized", name)
+	case name == "elicitation" && urlMode(params) && !sessionDeclared(rs.sessionID, capElicitationURL):
+		return errors.New("the caller did not declare URL-mode elicitation (elicitation.url) when it initialized")
 	case !rs.acceptSSE || t == nil || t.w == nil:
 		return errRequestNoSSE
 	}
 	return nil
+}
+
+// urlMode reports an elicitation/create in URL mode.
+func urlMode(params json.RawMessage) bool {
+	var p struct {
+		Mode string `json:"mode"`
+	}
+	return json.Unmarshal(params, &p) == nil && p.Mode == string(mcp.ElicitationModeURL)
 }
 
 // answerResult returns the result of a caller's JSON-RPC response, or its

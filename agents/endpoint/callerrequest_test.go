@@ -1,6 +1,7 @@
 package endpoint
 
 import (
+	"encoding/json"
 	"errors"
 	"net/http"
 	"net/http/httptest"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/pallasgw/pallasgw/agents/mcpclient"
 	"github.com/pallasgw/pallasgw/agents/sessions"
+	"github.com/pallasgw/pallasgw/agents/wire"
 )
 
 func postAnswer(c *CallerRequests, session, id, body string) int {
@@ -74,5 +76,31 @@ func TestSessionIDsRecordCapabilities(t *testing.T) {
 	}
 	if sessionDeclared("other-e-1", capElicitation) {
 		t.Error("an id not minted here declares nothing")
+	}
+}
+
+// A URL-mode elicitation goes only to a session whose id records URL mode;
+// an id minted before the id recorded it (pgw-e-) is form mode only.
+func TestURLElicitationNeedsItsMode(t *testing.T) {
+	tag := NewCallerRequests().Tag
+	url := json.RawMessage(`{"mode":"url","url":"https://gw.example/connect/x","elicitationId":"x","message":"connect"}`)
+	form := json.RawMessage(`{"message":"name?","requestedSchema":{"type":"object"}}`)
+	for _, c := range []struct {
+		name, caps string
+		params     json.RawMessage
+		refused    bool
+	}{
+		{"URL mode declared", "eu", url, false},
+		{"form mode only (an id from before)", "e", url, true},
+		{"form request, form mode", "e", form, false},
+		{"form request, URL mode too", "eu", form, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			rs := &requestState{legacy: true, acceptSSE: true, sessionID: sessions.NewID(tag, "a", "token:alice", c.caps)}
+			err := canRequest(rs, &StreamTracker{w: &wire.Response{}}, "elicitation/create", c.params)
+			if (err != nil) != c.refused {
+				t.Errorf("canRequest = %v, want refused %v", err, c.refused)
+			}
+		})
 	}
 }

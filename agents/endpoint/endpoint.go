@@ -60,10 +60,10 @@ package endpoint
 //     notification to mcp-go as before (which cancels its own call of that
 //     key, if any, and answers 202).
 //
-// The session id records which of elicitation, sampling and roots the
-// caller declared when it initialized, and is sealed for the caller's
+// The session id records which of elicitation (and its URL mode), sampling
+// and roots the caller declared when it initialized, and is sealed for the caller's
 // principal (agents/sessions; sessionbind.go): "pgw-" + their letters +
-// "-" + 128 random bits in hex + "." + the seal ("pgw-es-…"), or "pgw-",
+// "-" + 128 random bits in hex + "." + the seal ("pgw-eus-…"), or "pgw-",
 // the hex and the seal when none.
 
 import (
@@ -225,6 +225,9 @@ func (e *Endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if e.d.Tasks != nil && isTaskRequest(method, msg) && e.serveTask(w, r, body, msg, rs) {
 		return // tasks.go
 	}
+	if method == string(mcp.MethodToolsList) && e.serveList(w, r, msg, rs) {
+		return // listguard.go
+	}
 	if method == string(mcp.MethodToolsCall) && !rs.legacy && e.bridge != nil {
 		// A bridged 2026-07-28 call runs through the input-required bridge,
 		// whatever the wire switch says: mcp-go could not finish a call
@@ -364,7 +367,8 @@ func knownVersion(h http.Header) bool {
 }
 
 // declared returns the letters of the client capabilities the caller
-// declared in its initialize: e (elicitation), s (sampling), r (roots).
+// declared in its initialize: e (elicitation), u (its URL mode, with e),
+// s (sampling), r (roots).
 func declared(msg *wire.Message) string {
 	c := &msg.Params.Capabilities
 	var caps []byte
@@ -375,8 +379,20 @@ func declared(msg *wire.Message) string {
 		if !wire.IsNull(c.v) {
 			caps = append(caps, c.letter)
 		}
+		if c.letter == capElicitation && urlModeDeclared(c.v) {
+			caps = append(caps, capElicitationURL)
+		}
 	}
 	return string(caps)
+}
+
+// urlModeDeclared reports an elicitation capability that names URL mode
+// ({"url": {}}); {} and {"form": {}} are form mode only.
+func urlModeDeclared(elicitation json.RawMessage) bool {
+	var modes struct {
+		URL json.RawMessage `json:"url"`
+	}
+	return !wire.IsNull(elicitation) && json.Unmarshal(elicitation, &modes) == nil && !wire.IsNull(modes.URL)
 }
 
 // answersUs reports a JSON-RPC response to one of the endpoint's own
@@ -391,23 +407,17 @@ func answerID(msg *wire.Message) string {
 	return id
 }
 
-// The client capabilities a session id records, one letter each.
+// The client capabilities a session id records (agents/sessions).
 const (
-	capElicitation = 'e'
-	capSampling    = 's'
-	capRoots       = 'r'
+	capElicitation    = sessions.CapElicitation
+	capElicitationURL = sessions.CapElicitationURL
+	capSampling       = sessions.CapSampling
+	capRoots          = sessions.CapRoots
 )
 
 // sessionDeclared reports whether the session id was minted for a caller
 // that declared capability c.
-func sessionDeclared(id string, c byte) bool {
-	rest, ok := strings.CutPrefix(id, sessions.Prefix)
-	if !ok {
-		return false
-	}
-	caps, _, ok := strings.Cut(rest, "-")
-	return ok && strings.IndexByte(caps, c) >= 0
-}
+func sessionDeclared(id string, c byte) bool { return sessions.Declared(id, c) }
 
 // writeRPCError answers a request with id by a JSON-RPC error, as mcp-go
 // answers one it refuses (application/json; status 200, or for 2026-07-28

@@ -58,6 +58,7 @@ const initBody = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"proto
 func TestEndpointSessionIDs(t *testing.T) {
 	ta := agenttest.New(t, agenttest.ProxyOneServer+"  talk: {model: passthrough}\n", agenttest.OneServerDown())
 	plain, elicit := regexp.MustCompile(`^pgw-[0-9a-f]{32}\.[0-9a-f]{32}$`), regexp.MustCompile(`^pgw-e-[0-9a-f]{32}\.[0-9a-f]{32}$`)
+	elicitURL := regexp.MustCompile(`^pgw-eus-[0-9a-f]{32}\.[0-9a-f]{32}$`)
 	for _, c := range []struct {
 		name, agent, body string
 		hdr               map[string]string
@@ -66,6 +67,8 @@ func TestEndpointSessionIDs(t *testing.T) {
 		{"initialize", "px", fmt.Sprintf(initBody, `{}`), nil, plain},
 		{"initialize declaring elicitation", "px", fmt.Sprintf(initBody, `{"elicitation":{}}`), nil, elicit},
 		{"initialize, llm agent", "talk", fmt.Sprintf(initBody, `{"elicitation":{"form":{}}}`), nil, elicit},
+		{"initialize declaring URL-mode elicitation", "px", fmt.Sprintf(initBody, `{"elicitation":{"form":{},"url":{}},"sampling":{}}`), nil, elicitURL},
+		{"initialize with a null URL mode", "px", fmt.Sprintf(initBody, `{"elicitation":{"url":null}}`), nil, elicit},
 		{"initialize with a version header", "px", fmt.Sprintf(initBody, `{}`), map[string]string{"Mcp-Protocol-Version": "2025-06-18"}, plain},
 		{"initialize claiming 2026-07-28", "px", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}`,
 			map[string]string{"Mcp-Protocol-Version": "2026-07-28"}, nil},

@@ -11,9 +11,11 @@ import (
 // principal, which is renewed while the caller stays the same) keys its
 // sessions by the principal (Options.PrincipalOf) and the other outbound
 // headers, never by the token: a renewed token goes on with the session it
-// had. The session's Authorization is its principal's latest token, set
-// when a call acquires the session and sent on every request of it (the
-// session's transports, its GET stream, its raw calls). Every operation
+// had. A call's requests carry the token the call was given (withCallerAuth),
+// so that a call that starts after a renewal never sends the token the
+// renewal replaced, even while an older call of the principal still runs;
+// the session's own requests (its GET stream, a reconnect) carry the
+// principal's latest token, set when a call acquires the session. Every operation
 // of such a server, the reads of what it offers among them, uses the
 // principal's session: one principal's session never carries another's
 // token. A request without a principal keeps its Authorization in the
@@ -37,6 +39,17 @@ func (srv *remote) callerAuth(ctx context.Context, hdr http.Header) (principal, 
 	auth = hdr.Get("Authorization")
 	delete(hdr, "Authorization")
 	return principal, auth
+}
+
+// callerAuthOf is the Authorization of a call of ctx with the headers hdr
+// on srv when srv is a CallerAuth server and the call has a principal: the
+// call's requests send it (withOp; callHeader, the session's round
+// tripper). "" otherwise.
+func (srv *remote) callerAuthOf(ctx context.Context, hdr http.Header) string {
+	if !srv.spec.CallerAuth || srv.m.opts.PrincipalOf == nil || srv.m.opts.PrincipalOf(ctx) == "" {
+		return ""
+	}
+	return hdr.Get("Authorization")
 }
 
 // principalKey is the pool key of principal's session on the header set
@@ -69,10 +82,13 @@ func authHeader(p *atomic.Pointer[http.Header]) http.Header {
 	return nil
 }
 
-// callHeader is the header set a raw call on s sends: s's headers and its
-// Authorization.
-func (s *session) callHeader() http.Header {
+// callHeader is the header set a raw call of ctx on s sends: s's headers
+// and the call's Authorization, else the session's.
+func (s *session) callHeader(ctx context.Context) http.Header {
 	a := authHeader(&s.auth)
+	if auth := callOf(ctx).auth; auth != "" {
+		a = http.Header{"Authorization": {auth}}
+	}
 	if a == nil {
 		return s.hdr
 	}

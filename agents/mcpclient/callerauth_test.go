@@ -170,3 +170,43 @@ func TestCallerAuthWithoutPrincipalKeysByToken(t *testing.T) {
 		t.Errorf("sessions %q (%q) and %q (%q): want two, each with its own token", one, seen1, two, seen2)
 	}
 }
+
+// roundTripFunc is an http.RoundTripper of a function.
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// A call's requests carry the token the call was given, not the one an
+// older call of the principal set on the shared session after it (a call
+// that started before a renewal and acquired the session later): a call
+// that starts after a renewal never sends the replaced token. The
+// session's own requests carry its latest.
+func TestCallerAuthRequestsCarryTheirCallsToken(t *testing.T) {
+	var sent string
+	base := roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		sent = r.Header.Get("Authorization")
+		return &http.Response{StatusCode: http.StatusAccepted, Body: io.NopCloser(strings.NewReader("")), Request: r}, nil
+	})
+	s := &session{}
+	s.setAuth("Bearer replaced") // set by the older call, last
+	rt := &headerRoundTripper{base: base, auth: &s.auth}
+	renewed := withOp(context.Background(), "tools/call", "Bearer renewed")
+	for _, tc := range []struct {
+		name string
+		ctx  context.Context
+		want string
+	}{
+		{"the renewed call's request", renewed, "Bearer renewed"},
+		{"the session's own request", context.Background(), "Bearer replaced"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			req, _ := http.NewRequestWithContext(tc.ctx, http.MethodPost, "http://127.0.0.1:1/mcp", nil)
+			if _, err := rt.RoundTrip(req); err != nil || sent != tc.want {
+				t.Errorf("sent %q (%v), want %q", sent, err, tc.want)
+			}
+			if got := s.callHeader(tc.ctx).Get("Authorization"); got != tc.want {
+				t.Errorf("a raw call's headers carry %q, want %q", got, tc.want)
+			}
+		})
+	}
+}

@@ -186,7 +186,7 @@ func (m *Manager) doHeld(ctx context.Context, server, op string, hdr http.Header
 	if !ok {
 		return srv.wrap(ctx, op, errClosed)
 	}
-	ctx = withOp(ctx, op) // reqctx.go
+	ctx = withOp(ctx, op, srv.callerAuthOf(ctx, hdr)) // reqctx.go, callerauth.go
 	s, err := srv.acquire(ctx, op, hdr)
 	if err != nil {
 		return srv.wrap(ctx, op, err)

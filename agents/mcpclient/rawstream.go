@@ -17,10 +17,10 @@ import (
 
 // clientCall is the raw call with id on the session of w, relaying to
 // relay (nil: none).
-func (s *session) clientCall(w *wireInfo, id string, relay *Relay) *wire.ClientCall {
+func (s *session) clientCall(ctx context.Context, w *wireInfo, id string, relay *Relay) *wire.ClientCall {
 	return &wire.ClientCall{
 		URL: s.srv.spec.URL, Transport: s.srv.transport,
-		Session: w.session, Version: w.version, Header: s.callHeader(),
+		Session: w.session, Version: w.version, Header: s.callHeader(ctx),
 		ID: id, Limit: s.srv.m.opts.MaxMessageBytes,
 		Notify:  func(method string, params json.RawMessage) { s.callNotification(relay, method, params) },
 		Request: s.serverRequest,
@@ -51,7 +51,7 @@ func (s *session) callNotification(relay *Relay, method string, raw json.RawMess
 // callRawOn runs the raw tools/call r with id on the session of w (raw.go callRaw).
 func (s *session) callRawOn(ctx context.Context, w *wireInfo, id string, r rawRequest) (*RawResult, error) {
 	ctx, cancel := context.WithCancel(ctx)
-	cc := s.clientCall(w, id, r.relay)
+	cc := s.clientCall(ctx, w, id, r.relay)
 	cc.Stream = r.stream
 	res, err := cc.Do(ctx, cancel, callBody(id, r))
 	if err == nil && res.Streamed() {

@@ -19,6 +19,10 @@ type callContext struct {
 	// tooLarge is where the call's reads note a message past the bound
 	// (bound.go); nil outside a call: the session's own note.
 	tooLarge *atomic.Pointer[tooLargeError]
+	// auth is the Authorization of the call's principal on a CallerAuth
+	// server (callerauth.go): its requests carry it, whatever a later call
+	// set on the session; "": the session's.
+	auth string
 }
 
 func callOf(ctx context.Context) callContext { return ctxvalue.Of[callContext](ctx) }
@@ -37,9 +41,10 @@ func withRelay(ctx context.Context, r *Relay) context.Context {
 }
 
 // withOp marks ctx as the context of a request made through do (op), with
-// a fresh note for its reads of a message past the bound (bound.go).
-func withOp(ctx context.Context, op string) context.Context {
-	return withCall(ctx, func(c *callContext) { c.op, c.tooLarge = op, new(atomic.Pointer[tooLargeError]) })
+// a fresh note for its reads of a message past the bound (bound.go), and
+// the call's own Authorization auth ("": none; callerauth.go).
+func withOp(ctx context.Context, op, auth string) context.Context {
+	return withCall(ctx, func(c *callContext) { c.op, c.tooLarge, c.auth = op, new(atomic.Pointer[tooLargeError]), auth })
 }
 
 // withListOp marks ctx as a tools/list made for do's callers (a fetch or a

@@ -448,7 +448,12 @@ func (rt *headerRoundTripper) roundTrip(req *http.Request) (*http.Response, erro
 		req = req.Clone(req.Context())
 		tracing.Inject(req.Context(), req.Header)
 	}
-	if a := authHeader(rt.auth); a != nil && req.Header.Get("Authorization") != a.Get("Authorization") {
+	if auth := callOf(req.Context()).auth; auth != "" { // the call's own token (callerauth.go)
+		if req.Header.Get("Authorization") != auth {
+			req = req.Clone(req.Context())
+			req.Header.Set("Authorization", auth)
+		}
+	} else if a := authHeader(rt.auth); a != nil && req.Header.Get("Authorization") != a.Get("Authorization") {
 		req = req.Clone(req.Context())
 		req.Header["Authorization"] = a["Authorization"]
 	}

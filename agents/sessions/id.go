@@ -13,7 +13,8 @@ package sessions
 //	"pgw-" [caps "-"] <32 hex digits: 128 random bits> "." <32 hex digits: tag>
 //
 // caps are the letters of the client capabilities it declared
-// (elicitation, sampling, roots: e, s, r), which the endpoint reads later;
+// (elicitation, its URL mode, sampling, roots: e, u, s, r; Declared), which
+// the endpoint reads later;
 // tag is a MAC, under a key derived from the gateway's state_key, of the
 // agent, the caps, the random part and the principal of the caller that
 // initialized (policy.Identity.Principal: a token's name, a JWT subject; ""
@@ -34,6 +35,29 @@ import (
 
 // Prefix starts every session id the gateway mints.
 const Prefix = "pgw-"
+
+// The client capabilities an id records, one letter each. A reader takes
+// the letters it knows and ignores others, so ids stay readable across
+// versions: one minted before u existed reads as form-mode elicitation
+// only, and an older gateway reads a newer id's e, s and r.
+const (
+	CapElicitation    = 'e'
+	CapElicitationURL = 'u' // elicitation's URL mode (MCP 2025-11-25), declared with e
+	CapSampling       = 's'
+	CapRoots          = 'r'
+)
+
+// Declared reports whether id was minted for a caller that declared
+// capability c (one of the Cap letters); false for an id without letters
+// or not minted by the gateway.
+func Declared(id string, c byte) bool {
+	rest, ok := strings.CutPrefix(id, Prefix)
+	if !ok {
+		return false
+	}
+	caps, _, ok := strings.Cut(rest, "-")
+	return ok && strings.IndexByte(caps, c) >= 0
+}
 
 // Tagger computes a MAC of parts under the state key
 // (endpoint.CallerRequests.Tag): replicas that share the key agree.

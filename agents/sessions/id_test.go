@@ -50,3 +50,25 @@ func TestSessionIDBelongsToItsPrincipal(t *testing.T) {
 		t.Error("two sessions got one id")
 	}
 }
+
+func TestDeclaredCapabilities(t *testing.T) {
+	k := tagger("k1")
+	for _, c := range []struct {
+		name, id string
+		want     map[byte]bool
+	}{
+		{"URL mode", NewID(k, "a", "token:alice", "eus"), map[byte]bool{CapElicitation: true, CapElicitationURL: true, CapSampling: true}},
+		{"minted before URL mode was recorded: form only", NewID(k, "a", "token:alice", "es"), map[byte]bool{CapElicitation: true, CapSampling: true}},
+		{"a letter of a later version is ignored", NewID(k, "a", "token:alice", "ezr"), map[byte]bool{CapElicitation: true, CapRoots: true}},
+		{"none", NewID(k, "a", "token:alice", ""), nil},
+		{"not the gateway's", "my-eu-session", nil},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			for _, letter := range []byte{CapElicitation, CapElicitationURL, CapSampling, CapRoots} {
+				if got := Declared(c.id, letter); got != c.want[letter] {
+					t.Errorf("Declared(%q, %c) = %v", c.id, letter, got)
+				}
+			}
+		})
+	}
+}

@@ -166,8 +166,8 @@ func (m *Manager) startFlow(w http.ResponseWriter, r *http.Request, st *settings
 		return
 	}
 	state, binder, verifier := randomToken(), randomToken(), oauth2.GenerateVerifier()
-	f, _ := json.Marshal(flow{Principal: l.Principal, Server: l.Server, Issuer: res.issuer, Verifier: verifier, Binder: digest(binder)})
-	if err := m.kv.Set(r.Context(), flowKey(state), m.vault.sealer.seal(f, aad("flow", "", "", state)), flowTTL); err != nil {
+	f := flow{Principal: l.Principal, Server: l.Server, Issuer: res.issuer, Verifier: verifier, Binder: digest(binder)}
+	if err := m.saveFlow(r.Context(), connectFlow, state, f); err != nil {
 		page(w, http.StatusServiceUnavailable, "Try again", "The gateway's session store is unavailable; reload this page in a moment.")
 		return
 	}
@@ -184,16 +184,9 @@ func (m *Manager) startFlow(w http.ResponseWriter, r *http.Request, st *settings
 func (m *Manager) callback(w http.ResponseWriter, r *http.Request) {
 	st := m.cfg.Load()
 	q := r.URL.Query()
-	state := q.Get("state")
-	raw, err := m.kv.Get(r.Context(), flowKey(state))
-	if err != nil {
-		page(w, http.StatusServiceUnavailable, "Try again", "The gateway's session store is unavailable.")
-		return
-	}
-	var f flow
-	plain, _, err := m.vault.sealer.open(raw, aad("flow", "", "", state))
-	if state == "" || len(raw) == 0 || err != nil || json.Unmarshal(plain, &f) != nil {
-		page(w, http.StatusBadRequest, "Nothing was connected", "This answer from the authorization server matches no connection in progress (it expired or was used).")
+	state, f, ok := openFlow[flow](m, w, r, connectFlow, "Nothing was connected",
+		"This answer from the authorization server matches no connection in progress (it expired or was used).")
+	if !ok {
 		return
 	}
 	c, err := r.Cookie(m.cookieName(st, flowCookieName(state)))
@@ -203,8 +196,7 @@ func (m *Manager) callback(w http.ResponseWriter, r *http.Request) {
 		page(w, http.StatusForbidden, "Nothing was connected", "This browser did not start this connection. Nothing was connected.")
 		return
 	}
-	_ = m.kv.Set(r.Context(), flowKey(state), nil, time.Millisecond) // single use
-	http.SetCookie(w, m.cookie(st, flowCookieName(state), "", -1, http.SameSiteLaxMode))
+	m.spendFlow(w, r, st, connectFlow, state, flowCookieName(state))
 	if e := q.Get("error"); e != "" {
 		m.countConnect(f.Server, "denied")
 		m.audit.Info("upstream connect declined at the authorization server", zap.String("server", f.Server), zap.String("principal", f.Principal), zap.String("reason", safeCode(e)))

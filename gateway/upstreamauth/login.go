@@ -13,7 +13,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"time"
 
 	"go.uber.org/zap"
 	"golang.org/x/oauth2"
@@ -85,8 +84,8 @@ func (m *Manager) login(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	state, binder, verifier := randomToken(), randomToken(), oauth2.GenerateVerifier()
-	f, _ := json.Marshal(loginFlow{Next: safeNext(r.URL.Query().Get("next")), Verifier: verifier, Binder: digest(binder)})
-	if err := m.kv.Set(r.Context(), loginKey(state), m.vault.sealer.seal(f, aad("login", "", "", state)), flowTTL); err != nil {
+	f := loginFlow{Next: safeNext(r.URL.Query().Get("next")), Verifier: verifier, Binder: digest(binder)}
+	if err := m.saveFlow(r.Context(), loginFlows, state, f); err != nil {
 		page(w, http.StatusServiceUnavailable, "Try again", "The gateway's session store is unavailable.")
 		return
 	}
@@ -99,16 +98,8 @@ func (m *Manager) login(w http.ResponseWriter, r *http.Request) {
 func (m *Manager) loginCallback(w http.ResponseWriter, r *http.Request) {
 	st := m.cfg.Load()
 	q := r.URL.Query()
-	state := q.Get("state")
-	raw, err := m.kv.Get(r.Context(), loginKey(state))
-	if err != nil {
-		page(w, http.StatusServiceUnavailable, "Try again", "The gateway's session store is unavailable.")
-		return
-	}
-	var f loginFlow
-	plain, _, err := m.vault.sealer.open(raw, aad("login", "", "", state))
-	if state == "" || len(raw) == 0 || err != nil || json.Unmarshal(plain, &f) != nil {
-		page(w, http.StatusBadRequest, "Not signed in", "This answer from the identity provider matches no sign-in in progress.")
+	state, f, ok := openFlow[loginFlow](m, w, r, loginFlows, "Not signed in", "This answer from the identity provider matches no sign-in in progress.")
+	if !ok {
 		return
 	}
 	c, err := r.Cookie(m.cookieName(st, loginCookie))
@@ -116,8 +107,7 @@ func (m *Manager) loginCallback(w http.ResponseWriter, r *http.Request) {
 		page(w, http.StatusForbidden, "Not signed in", "This browser did not start this sign-in.")
 		return
 	}
-	_ = m.kv.Set(r.Context(), loginKey(state), nil, time.Millisecond)
-	http.SetCookie(w, m.cookie(st, loginCookie, "", -1, http.SameSiteLaxMode))
+	m.spendFlow(w, r, st, loginFlows, state, loginCookie)
 	if e := q.Get("error"); e != "" {
 		page(w, http.StatusOK, "Not signed in", fmt.Sprintf("The identity provider answered %q.", safeCode(e)))
 		return

@@ -124,12 +124,16 @@ func (m *Manager) refresh(ctx context.Context, u *upstream, r *resolved, princip
 const refreshClaimTTL = 10 * time.Second
 
 // renewed is the store's token when another replica renewed old's
-// connection (a different, not yet due token), else nil.
+// connection (a different, not yet due token), else nil; this replica
+// caches it (unless it wrote the entry meanwhile), so that its next calls
+// read no store.
 func (m *Manager) renewed(ctx context.Context, server, issuer, principal string, old *Token) *Token {
+	epoch := m.vault.readEpoch()
 	cur, err := m.vault.load(ctx, principal, server, issuer)
 	if err != nil || cur == nil || cur.Access == old.Access || cur.refreshDue(time.Now()) {
 		return nil
 	}
+	m.vault.rememberRead(entryKey(principal, server), cached{tok: cur, issuer: issuer, at: time.Now(), server: server}, epoch)
 	return cur
 }
 
@@ -144,7 +148,6 @@ func (m *Manager) awaitRenewal(ctx context.Context, server, issuer, principal st
 	for {
 		changed := m.vault.changedCh()
 		if cur := m.renewed(ctx, server, issuer, principal, old); cur != nil {
-			m.vault.remember(entryKey(principal, server), cached{tok: cur, issuer: issuer, at: time.Now(), server: server})
 			return cur
 		}
 		select {

@@ -126,6 +126,12 @@ type vault struct {
 
 	mu    sync.Mutex
 	cache map[string]cached // by entryKey
+	// epoch counts the entries changed, by this replica's writes (write,
+	// expire, purge) or another's (drop). A store read during which it
+	// moved may predate the change and is not cached (rememberRead): a
+	// renewal's token, once written, is what every call that starts after
+	// it gets, never the token it replaced.
+	epoch uint64
 	// changes wakes the calls waiting for an entry to change (a person
 	// connecting): closed and replaced at each change of any entry.
 	changes chan struct{}
@@ -204,6 +210,7 @@ func (v *vault) listen(ctx context.Context) error {
 func (v *vault) drop(k string) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
+	v.epoch++
 	if old, ok := v.cache[k]; ok {
 		v.changed(old.server, old.state(time.Now()), "")
 		delete(v.cache, k)
@@ -237,6 +244,7 @@ func (v *vault) get(ctx context.Context, principal, server, issuer string) (*Tok
 	k := entryKey(principal, server)
 	v.mu.Lock()
 	c, ok := v.cache[k]
+	epoch := v.epoch
 	v.mu.Unlock()
 	if ok && c.issuer == issuer && (c.tok != nil || time.Since(c.at) < absentFor) {
 		return c.tok, nil
@@ -258,7 +266,7 @@ func (v *vault) get(ctx context.Context, principal, server, issuer string) (*Tok
 			_ = v.put(ctx, principal, server, issuer, tok) // sealed again with the current key
 		}
 	}
-	v.remember(k, cached{tok: tok, issuer: issuer, at: time.Now(), server: server})
+	v.rememberRead(k, cached{tok: tok, issuer: issuer, at: time.Now(), server: server}, epoch)
 	return tok, nil
 }
 
@@ -310,7 +318,10 @@ func (v *vault) write(ctx context.Context, principal, server, issuer string, tok
 		v.drop(k)
 		return err
 	}
-	v.remember(k, cached{tok: tok, issuer: issuer, at: time.Now(), server: server, failed: failed})
+	v.mu.Lock()
+	v.epoch++
+	v.rememberLocked(k, cached{tok: tok, issuer: issuer, at: time.Now(), server: server, failed: failed})
+	v.mu.Unlock()
 	_, _ = v.kv.Publish(ctx, invalidations, []byte(k)) // a replica that misses it reads the store on its next miss only
 	return nil
 }
@@ -331,6 +342,7 @@ func (v *vault) purge(ctx context.Context, server string) (int, error) {
 		_, _ = v.kv.Publish(ctx, invalidations, []byte(k))
 	}
 	v.mu.Lock()
+	v.epoch++
 	for k, c := range v.cache { // entries read before they were indexed among them
 		if c.server == server {
 			v.changed(server, c.state(time.Now()), "")
@@ -342,9 +354,25 @@ func (v *vault) purge(ctx context.Context, server string) (int, error) {
 	return len(keys), v.kv.Set(ctx, indexKey(server), nil, time.Millisecond)
 }
 
-func (v *vault) remember(k string, c cached) {
+// readEpoch is the epoch a store read starts in (rememberRead).
+func (v *vault) readEpoch() uint64 {
 	v.mu.Lock()
 	defer v.mu.Unlock()
+	return v.epoch
+}
+
+// rememberRead caches c, read from the store in epoch, unless an entry
+// changed since: the read may be older than that change.
+func (v *vault) rememberRead(k string, c cached, epoch uint64) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.epoch == epoch {
+		v.rememberLocked(k, c)
+	}
+}
+
+// rememberLocked caches c as k's entry; v.mu is held.
+func (v *vault) rememberLocked(k string, c cached) {
 	now := time.Now()
 	old, ok := v.cache[k]
 	if !ok && len(v.cache) >= maxCached {
@@ -392,6 +420,7 @@ func (v *vault) expire(principal, server, issuer string) {
 	k := entryKey(principal, server)
 	v.mu.Lock()
 	defer v.mu.Unlock()
+	v.epoch++ // a read of the refused token in flight must not cache it again
 	c, ok := v.cache[k]
 	if !ok || c.tok == nil || c.issuer != issuer {
 		return

@@ -189,3 +189,55 @@ func TestVault(t *testing.T) {
 		}
 	})
 }
+
+// slowGetKV holds the next Get after it has read the store, until let is
+// closed: a read that a write overtakes.
+type slowGetKV struct {
+	KV
+	read chan struct{} // closed once the held Get has read
+	let  chan struct{}
+	once sync.Once
+}
+
+func (s *slowGetKV) Get(ctx context.Context, key string) ([]byte, error) {
+	v, err := s.KV.Get(ctx, key)
+	held := false
+	s.once.Do(func() { held = true })
+	if held {
+		close(s.read)
+		<-s.let
+	}
+	return v, err
+}
+
+// TestVaultReadOvertakenByWrite: a store read of the token a renewal
+// replaces, finished after the renewal wrote its token, does not put the
+// replaced token back in the cache: calls that start after the renewal
+// get the new token, from memory.
+func TestVaultReadOvertakenByWrite(t *testing.T) {
+	s, _ := newSealer(randomKey(t), nil)
+	kv := &slowGetKV{KV: newMemoryKV(), read: make(chan struct{}), let: make(chan struct{})}
+	v := newVault(s, kv)
+	ctx := context.Background()
+	old, renewed := &Token{Access: "old-token", Expiry: time.Now().Add(time.Hour)}, &Token{Access: "new-token", Expiry: time.Now().Add(time.Hour)}
+	if err := newVault(s, kv.KV).put(ctx, "token:alice", "gh", "https://as", old); err != nil { // another replica's write
+		t.Fatal(err)
+	}
+	got := make(chan *Token, 1)
+	go func() {
+		tok, _ := v.get(ctx, "token:alice", "gh", "https://as") // a cache miss: reads the old token, held
+		got <- tok
+	}()
+	<-kv.read
+	if err := v.put(ctx, "token:alice", "gh", "https://as", renewed); err != nil { // the renewal
+		t.Fatal(err)
+	}
+	close(kv.let)
+	if tok := <-got; tok == nil || tok.Access != "old-token" {
+		t.Fatalf("the overtaken read answered %+v", tok)
+	}
+	tok, err := v.get(ctx, "token:alice", "gh", "https://as")
+	if err != nil || tok == nil || tok.Access != "new-token" {
+		t.Fatalf("a call after the renewal got %+v (%v), want the new token", tok, err)
+	}
+}

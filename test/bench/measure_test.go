@@ -148,3 +148,50 @@ func medianOrNaN(xs []float64) float64 {
 	}
 	return median(xs)
 }
+
+// abba is what alternated runs of two sides measured: side 0 (A, the
+// baseline) and side 1 (B).
+type abba struct {
+	rates [2][]float64 // calls/s by round
+	cost  [2]usage     // resource use summed over the rounds
+	calls [2]int       // calls summed over the rounds
+}
+
+// runABBA runs rounds() rounds of both sides, A then B, then B then A, and
+// so on, so that drift of a shared machine falls on both alike. run runs
+// one load of a side; use reads the side's resource use before and after
+// it.
+func runABBA(run func(side int) load.Result, use func(side int) usage) abba {
+	var m abba
+	for r := 0; r < rounds(); r++ {
+		order := []int{0, 1}
+		if r%2 == 1 {
+			slices.Reverse(order)
+		}
+		for _, i := range order {
+			before := use(i)
+			res := run(i)
+			after := use(i)
+			m.rates[i] = append(m.rates[i], res.Rate())
+			m.calls[i] += res.Calls
+			m.cost[i].cpu += after.cpu - before.cpu
+			m.cost[i].mallocs += after.mallocs - before.mallocs
+			m.cost[i].bytes += after.bytes - before.bytes
+		}
+	}
+	return m
+}
+
+// ratios is B's rate over A's, by round.
+func (m abba) ratios() []float64 {
+	var out []float64
+	for i := range m.rates[0] {
+		out = append(out, m.rates[1][i]/m.rates[0][i])
+	}
+	return out
+}
+
+// perCall is side i's resource use per call.
+func (m abba) perCall(i int) (cpu time.Duration, allocs, bytes float64) {
+	return perCall(usage{}, m.cost[i], m.calls[i])
+}

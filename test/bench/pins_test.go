@@ -6,7 +6,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -42,36 +41,16 @@ func BenchmarkPinCost(b *testing.B) {
 	if warmUpOnly(b) {
 		return
 	}
-	var rates [2][]float64 // off, enforce: calls/s by round
-	var cost [2]usage
-	var callsDone [2]int
-	for r := 0; r < rounds(); r++ {
-		order := []int{0, 1}
-		if r%2 == 1 {
-			slices.Reverse(order)
-		}
-		for _, i := range order {
-			g := []*gateway{off, on}[i]
-			before := g.usage()
-			res := runLoad(b, opts(g, calls(b)))
-			after := g.usage()
-			rates[i] = append(rates[i], res.Rate())
-			callsDone[i] += res.Calls
-			cost[i].cpu += after.cpu - before.cpu
-			cost[i].mallocs += after.mallocs - before.mallocs
-			cost[i].bytes += after.bytes - before.bytes
-		}
-	}
+	gws := []*gateway{off, on}
+	m := runABBA(func(i int) load.Result { return runLoad(b, opts(gws[i], calls(b))) }, func(i int) usage { return gws[i].usage() })
+	rates := m.rates // off, enforce: calls/s by round
 	if v := on.gauge(`pallasgw_tool_pins_pending{server="down"}`); v != 0 {
 		b.Errorf("%v tools await approval on the pinned gateway: pins init did not pin them all", v)
 	}
-	var ratios []float64
-	for i := range rates[0] {
-		ratios = append(ratios, rates[1][i]/rates[0][i])
-	}
+	ratios := m.ratios()
 	ratio := median(ratios)
-	offCPU, offAllocs, offBytes := perCall(usage{}, cost[0], callsDone[0])
-	onCPU, onAllocs, onBytes := perCall(usage{}, cost[1], callsDone[1])
+	offCPU, offAllocs, offBytes := m.perCall(0)
+	onCPU, onAllocs, onBytes := m.perCall(1)
 	reportGateway(b, onCPU, onAllocs, onBytes)
 	b.ReportMetric(ratio, "enforce/off-c64-throughput")
 	var perRound []string

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -50,33 +49,15 @@ func BenchmarkReplicasStore(b *testing.B) {
 	if warmUpOnly(b) {
 		return
 	}
-	var rates [2][]float64 // memory, redis: calls/s by round
-	var cpu [2]time.Duration
-	var done [2]int
-	for r := 0; r < rounds(); r++ {
-		order := []int{0, 1}
-		if r%2 == 1 {
-			slices.Reverse(order)
-		}
-		for _, i := range order {
-			gs := [][]*gateway{off, on}[i]
-			before := cpuOf(gs)
-			res := runLoad(b, opts(gs, calls(b)))
-			cpu[i] += cpuOf(gs) - before
-			rates[i] = append(rates[i], res.Rate())
-			done[i] += res.Calls
-		}
-	}
-	var ratios []float64
-	for i := range rates[0] {
-		ratios = append(ratios, rates[1][i]/rates[0][i])
-	}
-	ratio := median(ratios)
+	sides := [][]*gateway{off, on}
+	m := runABBA(func(i int) load.Result { return runLoad(b, opts(sides[i], calls(b))) }, func(i int) usage { return usage{cpu: cpuOf(sides[i])} })
+	rates := m.rates // memory, redis: calls/s by round
+	ratio := median(m.ratios())
 	var adopted float64
 	for _, g := range on {
 		adopted += g.metrics(`pallasgw_downstream_session_adoptions_total{server="down"}`)[`pallasgw_downstream_session_adoptions_total{server="down"}`]
 	}
-	perCallCPU := func(i int) time.Duration { return cpu[i] / time.Duration(max(done[i], 1)) }
+	perCallCPU := func(i int) time.Duration { return m.cost[i].cpu / time.Duration(max(m.calls[i], 1)) }
 	b.ReportMetric(ratio, "store/memory-c64-throughput")
 
 	// 200 callers, cap 64, one replica.

@@ -10,7 +10,6 @@ import (
 	"net/http/cookiejar"
 	"net/http/httptest"
 	"net/url"
-	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -51,36 +50,16 @@ func BenchmarkUpstreamOAuthCost(b *testing.B) {
 	if warmUpOnly(b) {
 		return
 	}
-	var rates [2][]float64 // static, oauth: calls/s by round
-	var cost [2]usage
-	var callsDone [2]int
-	for r := 0; r < rounds(); r++ {
-		order := []int{0, 1}
-		if r%2 == 1 {
-			slices.Reverse(order)
-		}
-		for _, i := range order {
-			g := []*gateway{static, connected}[i]
-			before := g.usage()
-			res := runLoad(b, opts(g, calls(b)))
-			after := g.usage()
-			rates[i] = append(rates[i], res.Rate())
-			callsDone[i] += res.Calls
-			cost[i].cpu += after.cpu - before.cpu
-			cost[i].mallocs += after.mallocs - before.mallocs
-			cost[i].bytes += after.bytes - before.bytes
-		}
-	}
+	gws := []*gateway{static, connected}
+	m := runABBA(func(i int) load.Result { return runLoad(b, opts(gws[i], calls(b))) }, func(i int) usage { return gws[i].usage() })
+	rates := m.rates // static, oauth: calls/s by round
 	if n := as.tokenRequests(); n != 1 {
 		b.Errorf("%d token requests during the run, want 1 (the connect): tokens must come from the gateway's memory", n)
 	}
-	var ratios []float64
-	for i := range rates[0] {
-		ratios = append(ratios, rates[1][i]/rates[0][i])
-	}
+	ratios := m.ratios()
 	ratio := median(ratios)
-	sCPU, sAllocs, sBytes := perCall(usage{}, cost[0], callsDone[0])
-	oCPU, oAllocs, oBytes := perCall(usage{}, cost[1], callsDone[1])
+	sCPU, sAllocs, sBytes := m.perCall(0)
+	oCPU, oAllocs, oBytes := m.perCall(1)
 	reportGateway(b, oCPU, oAllocs, oBytes)
 	cpuRatio := float64(oCPU) / float64(max(sCPU, time.Nanosecond))
 	b.ReportMetric(ratio, "oauth/static-c64-throughput")

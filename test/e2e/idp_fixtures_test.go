@@ -53,8 +53,7 @@ func randomHex(n int) string {
 //
 // What its client-credentials access tokens carry (checked by
 // TestIdentityRig): header {alg: RS256, kid: <uuid>, typ: JWT}, signed by the
-// key of /.well-known/jwks.json (generated on the first token request,
-// about 0.5 s); claims
+// key of /.well-known/jwks.json (made at start: runHydra); claims
 //
 //	iss        the issuer, exactly urls.self.issuer (no trailing slash)
 //	sub        the client id (no user in client_credentials)
@@ -112,19 +111,38 @@ log:
 `, ports[0], ports[1], h.Issuer, randomHex(16), hook.URL)
 	// oauth2.token_hook cannot be set from the environment (its schema is
 	// a oneOf, which the env mapping fails on): a config file it is.
+	h.p = runHydra(t, bin, cfg, h.Issuer, h.Admin)
+	return h
+}
+
+// runHydra runs the Hydra binary bin with the config file cfg and waits
+// until its admin API (admin) and its discovery at issuer answer.
+func runHydra(t *testing.T, bin, cfg, issuer, admin string) *proc {
+	t.Helper()
 	path := writeFile(t, t.TempDir(), "hydra.yaml", cfg)
 	cmd := exec.Command(bin, "serve", "all", "--dev", "--sqa-opt-out", "--config", path)
 	// Hydra also reads its settings from the environment: keep the test's
 	// from leaking in (DSN, URLS_*, SERVE_*), keep PATH and HOME.
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"), "TMPDIR=" + os.TempDir()}
-	h.p = startProc(t, "hydra", cmd)
-	waitFor(t, "hydra to be ready", 30*time.Second, h.p, func() error {
-		if err := httpGetOK(h.Admin + "/health/ready")(); err != nil {
+	p := startProc(t, "hydra", cmd)
+	waitFor(t, "hydra to be ready", 30*time.Second, p, func() error {
+		if err := httpGetOK(admin + "/health/ready")(); err != nil {
 			return err
 		}
-		return httpGetOK(h.Issuer + "/.well-known/openid-configuration")()
+		return httpGetOK(issuer + "/.well-known/openid-configuration")()
 	})
-	return h
+	// Hydra generates its access-token key set on first use, and requests
+	// racing there can leave two keys, one signing and the other named in
+	// tokens' kid (their signature then fails; ory/hydra#3573): the key set
+	// is made before any token.
+	req, _ := http.NewRequest(http.MethodPost, admin+"/admin/keys/hydra.jwt.access-token", strings.NewReader(`{"alg":"RS256","use":"sig"}`))
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil || resp.StatusCode != http.StatusCreated {
+		t.Fatalf("creating Hydra's access-token key: %v %v", err, resp)
+	}
+	resp.Body.Close()
+	return p
 }
 
 // tokenHook is Hydra's oauth2.token_hook: 200 with a `groups` claim for the

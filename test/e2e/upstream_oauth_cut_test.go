@@ -3,18 +3,12 @@
 package e2e
 
 import (
-	"encoding/base64"
-	"fmt"
 	"io"
 	"net"
-	"net/http"
-	"net/url"
 	"strings"
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/pallasgw/pallasgw/test/idp"
 )
 
 // tcpProxy forwards TCP connections to a target until cut: then it closes
@@ -143,55 +137,14 @@ func TestUpstreamOAuthUnreachableAS(t *testing.T) {
 
 func upstreamOAuthUnreachableAS(t *testing.T, wireFast string) {
 	front := startTCPProxy(t)
-	h := startHydraAuthCodeBehind(t, "8s", front)
-	keys := &idp.KeySet{URL: h.Issuer + "/.well-known/jwks.json"}
-	_, whoURL := startWhoami(t, keys)
-
-	downPort := freePorts(t, 1)[0]
-	downURL := fmt.Sprintf("http://127.0.0.1:%d/agents/tools/mcp", downPort)
-	startGatewayOn(t, downPort, strings.NewReplacer("{{ISSUER}}", h.Issuer, "{{WHOAMI}}", whoURL).Replace(`
-name: e2e-team
-listen: "127.0.0.1:{{PORT}}"
-auth:
-  mode: jwt
-  jwt: {issuer: {{ISSUER}}, clock_skew: 1s}
-mcp:
-  servers:
-    whoami: {transport: http, url: {{WHOAMI}}, forward_inbound_auth: true}
-agents:
-  tools: {kind: proxy, servers: [whoami]}
-`))
+	rig := startOAuthRig(t, "8s", front)
 	aliceTok := "alice-" + randomHex(12)
-	key := make([]byte, 32)
-	copy(key, randomHex(16))
-	gw := startGateway(t, strings.NewReplacer("{{DOWN}}", downURL).Replace(`
-name: e2e-oauth-cut
-listen: "127.0.0.1:{{PORT}}"
-public_url: "http://127.0.0.1:{{PORT}}"
-auth:
-  mode: tokens
-  tokens:
-    - {name: alice, token: ${ALICE_TOKEN}}
-credentials: {key: ${CREDENTIALS_KEY}}
-mcp:
-  servers:
-    team:
-      url: {{DOWN}}
-      oauth: {audience: {{DOWN}}}
-agents:
-  desk: {kind: proxy, servers: [team]}
-`), "PALLASGW_WIRE_FAST="+wireFast, "ALICE_TOKEN="+aliceTok, "CREDENTIALS_KEY="+base64.StdEncoding.EncodeToString(key))
+	gw := startGateway(t, rig.config("e2e-oauth-cut", `public_url: "http://127.0.0.1:{{PORT}}"`, []string{"alice"}, `  desk: {kind: proxy, servers: [team]}`),
+		"PALLASGW_WIRE_FAST="+wireFast, "ALICE_TOKEN="+aliceTok, "CREDENTIALS_KEY="+credentialsKey())
 	desk := gw.Base + "/agents/desk/mcp"
 
 	alice := openLegacy(t, desk, aliceTok, "2025-11-25")
-	browser := person(t, "alice")
-	_, body := browse(t, browser, http.MethodGet, gw.Base+"/connect/", nil)
-	if code, body := browse(t, browser, http.MethodPost, gw.Base+"/connect/signin", url.Values{"token": {aliceTok}, "next": {"/connect/"}, "csrf": {csrfOf(t, body)}}); code != http.StatusOK {
-		t.Fatalf("signed in: %d %s", code, body)
-	}
-	if code, body := browse(t, browser, http.MethodPost, gw.Base+"/connect/start", url.Values{"server": {"team"}}); code != http.StatusOK || !strings.Contains(body, "Connected to team") {
-		t.Fatalf("alice connects: %d %s", code, body)
-	}
+	connectFromList(t, gw.Base, "alice", aliceTok)
 	id, a, text := alice.whoami(t)
 	if !id.Verified || id.Sub != "alice" {
 		t.Fatalf("alice's call once connected: %+v (%+v %s)", id, a.Error, text)
@@ -219,7 +172,7 @@ agents:
 			time.Sleep(250 * time.Millisecond) // polling the gateway, not waiting for it
 		}
 	}
-	if !strings.Contains(failure, "server team") || !strings.Contains(failure, "cannot be reached") || !strings.Contains(failure, h.Issuer) ||
+	if !strings.Contains(failure, "server team") || !strings.Contains(failure, "cannot be reached") || !strings.Contains(failure, rig.hydra.Issuer) ||
 		strings.Contains(failure, "/connect/") {
 		t.Errorf("the failed call's error: %q, want one naming server team and its unreachable authorization server, without a connect link", failure)
 	}

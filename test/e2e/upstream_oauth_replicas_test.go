@@ -3,11 +3,8 @@
 package e2e
 
 import (
-	"crypto/rand"
-	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
@@ -26,22 +23,7 @@ import (
 // whichever replica the balancer picks (another one, two times in three);
 // every replica then serves each caller its own token.
 func TestUpstreamOAuthReplicas(t *testing.T) {
-	h := startHydraAuthCode(t, "1h")
-	who, whoURL := startWhoami(t, &idp.KeySet{URL: h.Issuer + "/.well-known/jwks.json"})
-	downPort := freePorts(t, 1)[0]
-	downURL := fmt.Sprintf("http://127.0.0.1:%d/agents/tools/mcp", downPort)
-	startGatewayOn(t, downPort, strings.NewReplacer("{{ISSUER}}", h.Issuer, "{{WHOAMI}}", whoURL).Replace(`
-name: e2e-team
-listen: "127.0.0.1:{{PORT}}"
-auth:
-  mode: jwt
-  jwt: {issuer: {{ISSUER}}, clock_skew: 1s}
-mcp:
-  servers:
-    whoami: {transport: http, url: {{WHOAMI}}, forward_inbound_auth: true}
-agents:
-  tools: {kind: proxy, servers: [whoami]}
-`))
+	rig := startOAuthRig(t, "1h", nil)
 	redisURL, _ := startRedis(t)
 
 	var backends []*url.URL
@@ -55,33 +37,12 @@ agents:
 	})
 	t.Cleanup(lb.Close)
 
-	key := func() string {
-		b := make([]byte, 32)
-		rand.Read(b)
-		return base64.StdEncoding.EncodeToString(b)
-	}
 	aliceTok, daveTok := "alice-"+randomHex(12), "dave-"+randomHex(12)
-	cfg := strings.NewReplacer("{{DOWN}}", downURL, "{{LB}}", lb.URL, "{{REDIS}}", redisURL, "{{STATE_KEY}}", key()).Replace(`
-name: e2e-oauth-replicas
-listen: "127.0.0.1:{{PORT}}"
+	cfg := strings.NewReplacer("{{LB}}", lb.URL, "{{REDIS}}", redisURL, "{{STATE_KEY}}", credentialsKey()).Replace(rig.config("e2e-oauth-replicas", `
 public_url: "{{LB}}"
 state_key: "{{STATE_KEY}}"
-sessions: {store: "{{REDIS}}"}
-auth:
-  mode: tokens
-  tokens:
-    - {name: alice, token: ${ALICE_TOKEN}}
-    - {name: dave, token: ${DAVE_TOKEN}}
-credentials: {key: ${CREDENTIALS_KEY}}
-mcp:
-  servers:
-    team:
-      url: {{DOWN}}
-      oauth: {audience: {{DOWN}}}
-agents:
-  desk: {kind: proxy, servers: [team]}
-`)
-	env := []string{"ALICE_TOKEN=" + aliceTok, "DAVE_TOKEN=" + daveTok, "CREDENTIALS_KEY=" + key()}
+sessions: {store: "{{REDIS}}"}`, []string{"alice", "dave"}, `  desk: {kind: proxy, servers: [team]}`))
+	env := []string{"ALICE_TOKEN=" + aliceTok, "DAVE_TOKEN=" + daveTok, "CREDENTIALS_KEY=" + credentialsKey()}
 	var gws []*gateway
 	for range 3 {
 		g := startGateway(t, cfg, env...)
@@ -92,14 +53,7 @@ agents:
 	desk := lb.URL + "/agents/desk/mcp"
 
 	// alice connects through the balancer: each step on the next replica.
-	alice := person(t, "alice")
-	_, body := browse(t, alice, http.MethodGet, lb.URL+"/connect/", nil)
-	if code, body := browse(t, alice, http.MethodPost, lb.URL+"/connect/signin", url.Values{"token": {aliceTok}, "next": {"/connect/"}, "csrf": {csrfOf(t, body)}}); code != http.StatusOK {
-		t.Fatalf("alice signs in: %d %s", code, body)
-	}
-	if code, body := browse(t, alice, http.MethodPost, lb.URL+"/connect/start", url.Values{"server": {"team"}}); code != http.StatusOK || !strings.Contains(body, "Connected to team") {
-		t.Fatalf("alice connects across replicas: %d %s", code, body)
-	}
+	connectFromList(t, lb.URL, "alice", aliceTok)
 	// Her session's calls, each on the next replica, carry her token.
 	s := openLegacy(t, desk, aliceTok, "2025-11-25")
 	if names := s.tools(t); !strings.Contains(strings.Join(names, ","), "whoami") {
@@ -121,14 +75,7 @@ agents:
 			}
 			return map[string]any{"action": "accept"}
 		},
-		func() {
-			b := person(t, "dave")
-			_, body := browse(t, b, http.MethodGet, asked.URL, nil)
-			if code, body := browse(t, b, http.MethodPost, lb.URL+"/connect/signin", url.Values{"token": {daveTok},
-				"next": {strings.TrimPrefix(asked.URL, lb.URL)}, "csrf": {csrfOf(t, body)}}); code != http.StatusOK || !strings.Contains(body, "Connected to team") {
-				t.Errorf("dave connects: %d %s", code, body)
-			}
-		})
+		func() { connectFromLink(t, lb.URL, "dave", daveTok, asked.URL) })
 	var res struct {
 		StructuredContent idp.Identity `json:"structuredContent"`
 	}
@@ -141,18 +88,9 @@ agents:
 		}
 	}
 
-	seen := who.Seen()
+	seen := rig.who.Seen()
 	for i, g := range gws {
 		g.Stop()
-		logs := g.Logs()
-		for _, needle := range append([]string{"ory_rt_", "ory_ac_", aliceTok, daveTok}, seen...) {
-			n := strings.TrimPrefix(needle, "Bearer ")
-			if parts := strings.Split(n, "."); len(parts) == 3 {
-				n = parts[2]
-			}
-			if n != "" && strings.Contains(logs, n) {
-				t.Errorf("replica %d's log holds a token (%.12s…)", i, n)
-			}
-		}
+		noTokensIn(t, map[string]string{fmt.Sprintf("replica %d's log", i): g.Logs()}, []string{aliceTok, daveTok}, seen)
 	}
 }
