@@ -17,7 +17,6 @@ import (
 	"github.com/pallasgw/pallasgw/agents/internal/ctxvalue"
 	"github.com/pallasgw/pallasgw/agents/llm"
 	"github.com/pallasgw/pallasgw/agents/mcpclient"
-	"github.com/pallasgw/pallasgw/agents/relay"
 	"github.com/pallasgw/pallasgw/agents/wire"
 	"github.com/pallasgw/pallasgw/gateway/config"
 	"github.com/pallasgw/pallasgw/metrics/tracing"
@@ -67,13 +66,16 @@ type Call struct {
 	// notify sends a notification to the caller (wire.Call.Notifier, "_meta"
 	// kept), the caller's call's; sub-calls keep it. nil: none.
 	notify func(method string, params map[string]any) error
+	// sink is the caller's tracked response (wire.Call.Sink), where the
+	// downstream's requests to the caller go; sub-calls keep it. nil: none.
+	sink wire.Sink
 }
 
 // Sub derives the call a sub-agent runs: a fresh turn, same caller.
 func (c *Call) Sub(message string, progress *Reporter) *Call {
 	return &Call{Turn: Turn{Message: message, ConversationID: c.ConversationID}, Inbound: c.Inbound,
 		Progress: progress, RequestID: c.RequestID, Caller: c.Caller, Depth: c.Depth + 1, asWorkflow: c.asWorkflow, extras: c.extras, Rounds: c.Rounds,
-		notify: c.notify}
+		notify: c.notify, sink: c.sink}
 }
 
 const sendMessageSchema = `{
@@ -177,14 +179,6 @@ func (a *Agent) registerTools(k Kind) {
 	a.mcp.AddTool(tool, health)
 }
 
-// streamOf is the tracked response of the request of ctx, or nil.
-func streamOf(ctx context.Context) relay.Stream {
-	if t := endpoint.ScopeFrom(ctx).Tracker; t != nil {
-		return t
-	}
-	return nil
-}
-
 // self is the agent's identity as its MCP server gives it.
 func (a *Agent) self() mcp.Implementation {
 	return mcp.Implementation{Name: a.Name, Version: a.set.deps.Config.Version, Title: a.Config.Title, Description: a.Config.Description}
@@ -221,8 +215,10 @@ func WithRequestID(ctx context.Context, id string) context.Context {
 // RequestID returns the request id of ctx or "".
 func RequestID(ctx context.Context) string { return requestOf(ctx).id }
 
-func (a *Agent) handleSendMessage(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	return a.sendMessage(ctx, req, nil)
+// handleSendMessage is send_message as mcp-go serves it (registered
+// through endpoint.ToolHandler, which makes wc).
+func (a *Agent) handleSendMessage(ctx context.Context, wc *wire.Call, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	return a.sendMessage(ctx, req, wc)
 }
 
 // answerSendMessage is send_message for the fast path's call c: its
@@ -233,8 +229,8 @@ func (a *Agent) answerSendMessage(ctx context.Context, c *wire.Call) (*mcp.CallT
 	return a.sendMessage(ctx, c.Req, c)
 }
 
-// sendMessage runs send_message for wc, the fast path's call (nil: mcp-go's
-// handler's): where its notifications go, the members the downstream
+// sendMessage runs send_message for wc, the fast path's call or mcp-go's
+// handler's (endpoint.ToolHandler): where its notifications go, the members the downstream
 // tools/calls of its tool loops add, and its round-trip state
 // (wc.Rounds; nil: not bridged).
 func (a *Agent) sendMessage(ctx context.Context, req mcp.CallToolRequest, wc *wire.Call) (*mcp.CallToolResult, error) {
@@ -269,7 +265,7 @@ func (a *Agent) sendMessage(ctx context.Context, req mcp.CallToolRequest, wc *wi
 		rounds = wc.Rounds
 	}
 	call := &Call{Turn: turn, Inbound: req.Header, Progress: progress, RequestID: rid, Caller: policy.CallerFrom(ctx), overrides: ov,
-		extras: mcpclient.ExtrasOf(wc), Rounds: rounds, notify: notify}
+		extras: mcpclient.ExtrasOf(wc), Rounds: rounds, notify: notify, sink: wc.Stream()}
 	answer, err := a.Run(ctx, call)
 	progress.flush(2 * time.Second)
 	outcome := outcomeOf(ctx, err)

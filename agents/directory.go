@@ -62,7 +62,7 @@ func (s *Set) NewDirectory() *Directory {
 			continue // names that sanitise alike: the first in order
 		}
 		byTool[tool] = a
-		srv.AddTool(mcp.NewToolWithRawSchema(tool, a.ToolDescription(), sendMessageSchemaFor(a.Config.Overrides)), a.handleSendMessage)
+		srv.AddTool(mcp.NewToolWithRawSchema(tool, a.ToolDescription(), sendMessageSchemaFor(a.Config.Overrides)), endpoint.ToolHandler(a.handleSendMessage))
 	}
 	return &Directory{handler: server.NewStreamableHTTPServer(srv,
 		server.WithStateLess(true),

@@ -70,15 +70,11 @@ type Host interface {
 	TaskTag(parts ...string) string
 	// Health answers the agent's own get_health.
 	Health(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error)
-	// StreamOf is the response the request of ctx writes its events to
-	// (nil: none is tracked).
-	StreamOf(ctx context.Context) relay.Stream
 	// Request sends a downstream's server-to-client request to the caller
-	// of the request of ctx, on that request's response stream, between
-	// the notifications of relay (the endpoint's; nil: none); for a call
-	// the input-required bridge runs, to its round-trip state rounds
-	// (wire.Call.Rounds; nil: not bridged).
-	Request(ctx context.Context, relay *relay.Relay, rounds wire.Rounds, method string, params json.RawMessage) (json.RawMessage, error)
+	// of wc, on its tracked response (wc.Sink), between the notifications
+	// of relay (the endpoint's; nil: none); for a call the input-required
+	// bridge runs, to its round-trip state (wc.Rounds; nil: not bridged).
+	Request(ctx context.Context, relay *relay.Relay, wc *wire.Call, method string, params json.RawMessage) (json.RawMessage, error)
 	// Relay prepares one downstream call for the caller of wc, the fast
 	// path's call (nil: mcp-go's handler's): the returned Relay takes the
 	// downstream's server-to-client requests (elicitation, sampling,
@@ -165,10 +161,12 @@ func (h host) Health(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToo
 	return h.a.handleHealth(ctx, req)
 }
 
-func (h host) StreamOf(ctx context.Context) relay.Stream { return streamOf(ctx) }
-
-func (h host) Request(ctx context.Context, relay *relay.Relay, rounds wire.Rounds, method string, params json.RawMessage) (json.RawMessage, error) {
-	return h.a.handler.Request(ctx, rounds, sequencer(relay), method, params) // the endpoint is built after the kind
+func (h host) Request(ctx context.Context, relay *relay.Relay, wc *wire.Call, method string, params json.RawMessage) (json.RawMessage, error) {
+	var rounds wire.Rounds // the bridge's, or none
+	if wc != nil {
+		rounds = wc.Rounds
+	}
+	return h.a.handler.Request(ctx, wc.Stream(), rounds, sequencer(relay), method, params) // the endpoint is built after the kind
 }
 
 func (h host) Relay(ctx context.Context, wc *wire.Call, token mcp.ProgressToken) (*mcpclient.Relay, mcpclient.ProgressFunc, func()) {
@@ -176,10 +174,10 @@ func (h host) Relay(ctx context.Context, wc *wire.Call, token mcp.ProgressToken)
 	if wc != nil {
 		rounds = wc.Rounds
 	}
-	relay := relay.NewCallRelay(ctx, wc, streamOf(ctx), token, h.a.set.deps.Metrics)
+	relay := relay.NewCallRelay(ctx, wc, wc.Stream(), token, h.a.set.deps.Metrics)
 	notify, _ := wc.Notifier(ctx, true)
 	requests := &mcpclient.Relay{Notify: notify, Request: func(dctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
-		return h.a.handler.Request(dctx, rounds, sequencer(relay), method, params)
+		return h.a.handler.Request(dctx, wc.Stream(), rounds, sequencer(relay), method, params)
 	}}
 	return requests, relay.ProgressFunc(), func() {
 		relay.Flush(2 * time.Second)
@@ -206,7 +204,7 @@ func (h host) SearchEmbeddings() (toolsearch.Embedder, *toolsearch.Vectors) {
 func (h host) Script() *codemode.Runner { return h.a.toolboxScript() }
 
 func (h host) Requests(c *Call) *mcpclient.Relay {
-	return h.a.relayRequests(c.Progress, c.Rounds, c.notify)
+	return h.a.relayRequests(c.Progress, c.Rounds, c.notify, c.sink)
 }
 
 func (h host) Model() (Model, error) {
@@ -253,12 +251,12 @@ func (a *Agent) toolboxScript() *codemode.Runner {
 // (the call's round-trip state) for a 2026-07-28 caller that declared it,
 // -32021 for one that did not, and an error for the downstream otherwise
 // (never a wait). notify sends the gateway's own notifications to the
-// caller (nil: none).
-func (a *Agent) relayRequests(progress *Reporter, rounds wire.Rounds, notify func(string, map[string]any) error) *mcpclient.Relay {
+// caller (nil: none); sink is the caller's tracked response
+// (wire.Call.Sink), where the requests are written (nil: none).
+func (a *Agent) relayRequests(progress *Reporter, rounds wire.Rounds, notify func(string, map[string]any) error, sink wire.Sink) *mcpclient.Relay {
 	return &mcpclient.Relay{Notify: notify, Request: func(dctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
-		// dctx derives from the call's context: the caller's request state
-		// and stream are found in it. The call's progress reporter orders
-		// the request after the progress sent so far.
-		return a.handler.Request(dctx, rounds, progress, method, params)
+		// The call's progress reporter orders the request after the
+		// progress sent so far.
+		return a.handler.Request(dctx, sink, rounds, progress, method, params)
 	}}
 }

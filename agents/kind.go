@@ -108,7 +108,7 @@ func (k *sendMessage) ServerOptions(*server.Hooks) []server.ServerOption { retur
 func (k *sendMessage) Register(srv *server.MCPServer) server.ToolHandlerFunc {
 	a := k.a
 	a.run = k.r
-	srv.AddTool(mcp.NewToolWithRawSchema(a.Config.ToolName, a.ToolDescription(), sendMessageSchemaFor(a.Config.Overrides)), a.handleSendMessage)
+	srv.AddTool(mcp.NewToolWithRawSchema(a.Config.ToolName, a.ToolDescription(), sendMessageSchemaFor(a.Config.Overrides)), endpoint.ToolHandler(a.handleSendMessage))
 	srv.AddPrompt(mcp.NewPrompt(a.Name+"_history", mcp.WithPromptDescription("Conversation history (always empty: history lives on the client).")),
 		func(context.Context, mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
 			return mcp.NewGetPromptResult("History lives on the client; pass it in send_message's history.", []mcp.PromptMessage{}), nil

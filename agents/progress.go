@@ -43,7 +43,7 @@ func newReporter(ctx context.Context, wc *wire.Call, meta *mcp.Meta, m *metrics.
 	}
 	detail, _ := meta.AdditionalFields[ToolDetailMeta].(bool)
 	return &Reporter{shared: &progressState{token: meta.ProgressToken, detail: detail,
-		relay: relay.NewProgressRelay(ctx, wc, streamOf(ctx), m)}}
+		relay: relay.NewProgressRelay(ctx, wc, wc.Stream(), m)}}
 }
 
 // Prefixed returns a reporter whose messages start with prefix.

@@ -35,8 +35,9 @@ type Sequencer interface {
 	Exclusive(ctx context.Context, write func() error) error
 }
 
-// Request sends method with params to the caller of the request of ctx, on
-// that request's response stream, and returns the caller's result; for a
+// Request sends method with params to the caller of a call, on sink, the
+// call's tracked response (wire.Call.Sink; nil: none, the request is
+// refused), and returns the caller's result; for a
 // 2026-07-28 caller of a bridged call (Deps.Rounds) it becomes an
 // input_required round instead: rounds, the call's round-trip state
 // (wire.Call.Rounds), asks it (nil: the call is not bridged). seq orders
@@ -44,12 +45,15 @@ type Sequencer interface {
 // nil on the fast path, whose stream orders the write itself. Reasons it
 // cannot be sent are *mcpclient.RPCError (for the downstream that asked),
 // as is the caller's own error answer.
-func (e *Endpoint) Request(ctx context.Context, rounds wire.Rounds, seq Sequencer, method string, params json.RawMessage) (json.RawMessage, error) {
+func (e *Endpoint) Request(ctx context.Context, sink wire.Sink, rounds wire.Rounds, seq Sequencer, method string, params json.RawMessage) (json.RawMessage, error) {
 	if rounds != nil { // a 2026-07-28 caller's bridged call: input-required (agents/bridge)
 		return rounds.Ask(ctx, method, params)
 	}
-	sc := ScopeFrom(ctx)
-	rs, t := sc.state, sc.Tracker
+	t, _ := sink.(*StreamTracker) // this package's (TrackStream)
+	var rs *requestState
+	if t != nil {
+		rs = t.state
+	}
 	err := canRequest(rs, t, method, params)
 	if err == nil && seq == nil && !t.w.FastCall() {
 		// Without a sequencer the write cannot be ordered with mcp-go's

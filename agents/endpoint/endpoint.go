@@ -221,7 +221,10 @@ func (e *Endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			rs.sessionID = r.Header.Get(server.HeaderKeySessionID)
 		}
 	}
-	r = r.WithContext(withScope(r.Context(), func(s *Scope) { s.state = rs }))
+	sc := scopeOf(r.Context())
+	if sc.tracker != nil {
+		sc.tracker.state = rs
+	}
 	if e.d.Tasks != nil && isTaskRequest(method, msg) && e.serveTask(w, r, body, msg, rs) {
 		return // tasks.go
 	}
@@ -242,7 +245,7 @@ func (e *Endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if e.paramHeadersRefused(w, r, msg) {
 			return
 		}
-		if wire.ServeRoundTrip(w, r, msg, e.bridge) {
+		if wire.ServeRoundTrip(w, r, msg, e.bridge, sc.sink()) {
 			return
 		}
 	}
@@ -262,7 +265,7 @@ func (e *Endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case method == string(mcp.MethodNotificationCancelled) && rs.sessionID != "":
 		e.cancelTracked(r, msg, body, rs.sessionID) // then mcp-go cancels its own, if any, and answers 202
 	case method == string(mcp.MethodToolsCall) && e.d.Fast != nil &&
-		wire.Serve(w, r, msg, e.d.Fast, rs.sessionID, e.trackFast):
+		wire.Serve(w, r, msg, e.d.Fast, rs.sessionID, e.trackFast, sc.sink()):
 		return
 	}
 	if method == string(mcp.MethodToolsCall) && e.d.Route != nil && !wire.IsNull(msg.ID) {

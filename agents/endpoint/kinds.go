@@ -14,6 +14,8 @@ import (
 	"net/http"
 
 	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/pallasgw/pallasgw/agents/wire"
 )
 
 // SetLevelAnswerer answers a session-based caller's logging/setLevel (id is
@@ -31,9 +33,9 @@ type TaskRouter interface {
 	SupportsTasks(ctx context.Context, inbound http.Header) bool
 	// Task answers tasks/get, tasks/result, tasks/cancel or tasks/list.
 	Task(ctx context.Context, method string, params json.RawMessage, inbound http.Header) (json.RawMessage, error)
-	// CallAsTask runs a task-augmented tools/call (task: the caller's task
-	// param).
-	CallAsTask(ctx context.Context, req mcp.CallToolRequest, task json.RawMessage) (json.RawMessage, error)
+	// CallAsTask runs a task-augmented tools/call c (task: the caller's
+	// task param).
+	CallAsTask(ctx context.Context, c *wire.Call, task json.RawMessage) (json.RawMessage, error)
 	ToolEnsurer
 }
 

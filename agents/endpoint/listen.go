@@ -30,7 +30,7 @@ const listenAckWait = time.Second
 // (TrackStream) lets the forwarder write the acknowledgement first.
 func AwaitListenAck(h *server.Hooks) {
 	h.AddAfterSubscriptionsListen(func(ctx context.Context, _ any, _ *mcp.SubscriptionsListenRequest, _ *mcp.SubscriptionsListenResult) {
-		if t := ScopeFrom(ctx).Tracker; t != nil {
+		if t := scopeOf(ctx).tracker; t != nil {
 			t.WaitEvents(ctx, 1, listenAckWait)
 		}
 	})

@@ -50,10 +50,11 @@ func (e *Endpoint) serveList(w http.ResponseWriter, r *http.Request, msg *wire.M
 		return false // mcp-go refuses it
 	}
 	ctx := r.Context()
+	sc := scopeOf(ctx)
 	relay := &mcpclient.Relay{Request: func(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
-		return e.Request(ctx, nil, listing{}, method, params)
+		return e.Request(ctx, sc.sink(), nil, listing{}, method, params)
 	}}
-	t := ScopeFrom(ctx).Tracker
+	t := sc.tracker
 	before := 0
 	if t != nil {
 		before = t.Events()

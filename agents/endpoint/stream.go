@@ -16,21 +16,24 @@ import (
 // StreamTracker counts the SSE events written to one HTTP response; the
 // gateway installs it per agent request with TrackStream.
 type StreamTracker struct {
-	w *wire.Response // the response the events go to
+	w     *wire.Response // the response the events go to
+	state *requestState  // ServeHTTP's, for a POST it decoded (before any handler runs); or nil
 
 	mu     sync.Mutex
 	events int
 	wake   chan struct{}
 }
 
+var _ wire.Sink = (*StreamTracker)(nil)
+
 // TrackStream wraps w so that the agent can wait for its notifications to
-// be written (the request's Scope.Tracker), marks SSE responses with X-Accel-Buffering: no so that nginx
+// be written (the call's wire.Call.Sink), marks SSE responses with X-Accel-Buffering: no so that nginx
 // streams them, and adds requestID to the message of a JSON-RPC error
 // answer (wire.Response).
 func TrackStream(w http.ResponseWriter, r *http.Request, requestID string) (http.ResponseWriter, *http.Request) {
 	t := &StreamTracker{wake: make(chan struct{})}
 	t.w = wire.NewResponse(w, requestID, t.wrote)
-	return t.w, r.WithContext(withScope(r.Context(), func(s *Scope) { s.Tracker = t }))
+	return t.w, r.WithContext(withScope(r.Context(), func(s *scope) { s.tracker = t }))
 }
 
 // wrote counts one event written.

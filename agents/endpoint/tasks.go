@@ -66,7 +66,7 @@ func (e *Endpoint) serveTask(w http.ResponseWriter, r *http.Request, body []byte
 		if e.bridge != nil && e.paramHeadersRefused(w, r, msg) {
 			return true
 		}
-		res, err = e.d.Tasks.CallAsTask(ctx, req, msg.Params.Task)
+		res, err = e.d.Tasks.CallAsTask(ctx, &wire.Call{Req: req, Sink: scopeOf(ctx).sink()}, msg.Params.Task)
 	} else {
 		params := msg.RawParams
 		if wire.IsNull(params) {

@@ -3,6 +3,7 @@ package wire
 import (
 	"context"
 	"encoding/json"
+	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
@@ -33,8 +34,29 @@ type Call struct {
 	// runs it (agents/bridge), else nil: the kind's downstream requests to
 	// the caller go there, and its checkpoint.
 	Rounds Rounds
+	// Sink is the caller's response as the endpoint that serves the call
+	// tracks it (agents/endpoint's StreamTracker), on both paths, or nil
+	// when none is tracked (Stream).
+	Sink Sink
 
 	stream *Stream // the caller's response (Serve), or nil
+}
+
+// Sink is the caller's tracked response: the events written to it so far,
+// and a wait for more (a relay waits there for its notifications to be
+// written before the call answers).
+type Sink interface {
+	Events() int
+	WaitEvents(ctx context.Context, n int, timeout time.Duration)
+}
+
+// Stream is c's tracked response (Sink); nil for a nil c or when none is
+// tracked.
+func (c *Call) Stream() Sink {
+	if c == nil {
+		return nil
+	}
+	return c.Sink
 }
 
 // Streams reports that the downstream call made for c may return a

@@ -38,20 +38,21 @@ type Track func(key string, cancel context.CancelFunc) (untrack func())
 // Serve answers msg, a tools/call, through t when the request is plain
 // (package comment), and reports whether it did. When it reports false it
 // has written nothing. session is the caller's session id (session-based
-// callers), and track records the call for its notifications/cancelled.
-func Serve(w http.ResponseWriter, r *http.Request, msg *Message, t Target, session string, track Track) bool {
+// callers), track records the call for its notifications/cancelled, and
+// sink is the caller's tracked response (Call.Sink; nil: none).
+func Serve(w http.ResponseWriter, r *http.Request, msg *Message, t Target, session string, track Track, sink Sink) bool {
 	if !Fast() {
 		return false
 	}
-	return serve(w, r, msg, t, session, track)
+	return serve(w, r, msg, t, session, track, sink)
 }
 
 // ServeRoundTrip is Serve for a Target that takes multi round-trip
 // members (RoundTripTarget): it also answers a 2026-07-28 call that carries
 // inputResponses or requestState (Call.RoundTrip), and it answers whatever
 // the switch says, since mcp-go cannot finish a call the Target started.
-func ServeRoundTrip(w http.ResponseWriter, r *http.Request, msg *Message, t RoundTripTarget) bool {
-	return serve(w, r, msg, t, "", nil)
+func ServeRoundTrip(w http.ResponseWriter, r *http.Request, msg *Message, t RoundTripTarget, sink Sink) bool {
+	return serve(w, r, msg, t, "", nil, sink)
 }
 
 // RoundTripTarget is a Target that answers 2026-07-28 calls with
@@ -66,7 +67,7 @@ type RoundTripTarget interface {
 // caller sent them (nil when absent).
 type RoundTrip struct{ InputResponses, RequestState json.RawMessage }
 
-func serve(w http.ResponseWriter, r *http.Request, msg *Message, t Target, session string, track Track) bool {
+func serve(w http.ResponseWriter, r *http.Request, msg *Message, t Target, session string, track Track, sink Sink) bool {
 	_, roundTrips := t.(RoundTripTarget)
 	rt := roundTrips && (len(msg.Params.InputResponses) > 0 || len(msg.Params.RequestState) > 0)
 	if msg.MethodName() != string(mcp.MethodToolsCall) || !JSONContent(r.Header.Get("Content-Type")) {
@@ -124,7 +125,7 @@ func serve(w http.ResponseWriter, r *http.Request, msg *Message, t Target, sessi
 	out := newStream(w, r)
 	out.modern, out.id = info.Modern, id
 	ctx = server.WithRequestProtocolInfo(ctx, info)
-	out.finish(t.Answer(ctx, &Call{Req: req, ID: id, Modern: info.Modern, RoundTrip: trip, stream: out}))
+	out.finish(t.Answer(ctx, &Call{Req: req, ID: id, Modern: info.Modern, RoundTrip: trip, Sink: sink, stream: out}))
 	return true
 }
 

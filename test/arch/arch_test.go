@@ -129,9 +129,7 @@ var allowedContextAccessors = []string{
 
 // knownContextAccessors are today's other exported context accessors:
 // behaviour handed between packages in a context.
-var knownContextAccessors = []string{
-	"agents/endpoint.ScopeFrom",
-}
+var knownContextAccessors = []string{}
 
 // No exported context accessor outside allowedContextAccessors: an exported
 // function that takes or returns a context.Context and puts a value in it

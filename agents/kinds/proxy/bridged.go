@@ -72,7 +72,7 @@ func (p *Proxy) relayRequests(rounds wire.Rounds) *mcpclient.Relay {
 	}
 	return &mcpclient.Relay{
 		Request: func(dctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
-			return p.d.Request(dctx, nil, rounds, method, params)
+			return p.d.Request(dctx, nil, &wire.Call{Rounds: rounds}, method, params)
 		}}
 }
 

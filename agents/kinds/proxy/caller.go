@@ -77,22 +77,17 @@ func (p *Proxy) AnswerSetLevel(w http.ResponseWriter, r *http.Request, id json.R
 // caller always: the downstream session's level decides; a 2026-07-28 caller
 // when its request states a level), and server-to-client requests.
 func (p *Proxy) relayFor(ctx context.Context, req mcp.CallToolRequest, call *wire.Call) (*relay.Relay, *mcpclient.Relay) {
-	var rounds wire.Rounds // the bridge's, or none
-	if call != nil {
-		rounds = call.Rounds
-	}
 	var level mcp.LoggingLevel
 	logs := true
 	if info := server.RequestProtocolInfoFromContext(ctx); info != nil && info.Modern {
 		level, logs = info.LogLevel, info.LogLevel != ""
 	}
-	relay := relay.New(ctx, call, p.d.StreamOf(ctx), progressToken(req.Params.Meta), logs, level, p.d.Metrics)
+	relay := relay.New(ctx, call, call.Stream(), progressToken(req.Params.Meta), logs, level, p.d.Metrics)
 	return relay, &mcpclient.Relay{Log: relay.LogFunc(), LogLevel: level, Notify: relay.NotifyFunc(),
 		Request: func(dctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
-			// dctx derives from ctx (the downstream client hands the call's
-			// context to the handler): the caller's request state and
-			// response stream are found in it.
-			return p.d.Request(dctx, relay, rounds, method, params)
+			// Written on call's tracked response (call.Sink), or asked of
+			// its round-trip state (call.Rounds).
+			return p.d.Request(dctx, relay, call, method, params)
 		}}
 }
 

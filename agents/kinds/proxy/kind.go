@@ -38,7 +38,7 @@ func newKind(h agents.Host) (agents.Kind, error) {
 // downstream tool named get_health wins over the agent's own.
 func (k kind) Register(srv *server.MCPServer) server.ToolHandlerFunc {
 	k.Proxy.Register(srv)
-	return k.CallTool
+	return endpoint.ToolHandler(k.CallTool)
 }
 
 // Endpoint makes the proxy the endpoint's fast and bridged target, the

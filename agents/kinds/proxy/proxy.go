@@ -75,6 +75,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/pallasgw/pallasgw/agents"
+	"github.com/pallasgw/pallasgw/agents/endpoint"
 	"github.com/pallasgw/pallasgw/agents/mcpclient"
 	"github.com/pallasgw/pallasgw/agents/pins"
 	"github.com/pallasgw/pallasgw/agents/sessions"
@@ -322,7 +323,7 @@ func (p *Proxy) registerTools(names []string) {
 	var missing []server.ServerTool
 	for _, n := range names {
 		if _, ok := p.registered.Load(n); !ok {
-			missing = append(missing, server.ServerTool{Tool: mcp.NewToolWithRawSchema(n, "", placeholderSchema), Handler: p.CallTool})
+			missing = append(missing, server.ServerTool{Tool: mcp.NewToolWithRawSchema(n, "", placeholderSchema), Handler: endpoint.ToolHandler(p.CallTool)})
 		}
 	}
 	if len(missing) == 0 {
@@ -379,10 +380,11 @@ func (p *Proxy) ensureTool(ctx context.Context, name string, inbound http.Header
 	p.toolView(ctx, inbound)
 }
 
-// CallTool forwards one tools/call and returns the downstream result
-// unchanged (mcp-go's handler of every exposed tool).
-func (p *Proxy) CallTool(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	res, _, err := p.forward(ctx, req, false, nil)
+// CallTool forwards one tools/call c and returns the downstream result
+// unchanged (mcp-go's handler of every exposed tool, through
+// endpoint.ToolHandler).
+func (p *Proxy) CallTool(ctx context.Context, c *wire.Call, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	res, _, err := p.forward(ctx, req, false, c)
 	return res, err
 }
 

@@ -138,7 +138,8 @@ func (p *Proxy) advertiseTasks(ctx context.Context, inbound http.Header, caps *m
 // CallAsTask runs a task-augmented tools/call (task is the caller's task
 // param) and returns the downstream's result with its task id named for
 // the caller. The call is decided, audited and counted as any tools/call.
-func (p *Proxy) CallAsTask(ctx context.Context, req mcp.CallToolRequest, task json.RawMessage) (json.RawMessage, error) {
+func (p *Proxy) CallAsTask(ctx context.Context, c *wire.Call, task json.RawMessage) (json.RawMessage, error) {
+	req := c.Req
 	v, ok := p.tools.Load(req.Params.Name)
 	if !ok {
 		return nil, taskError(mcp.INVALID_PARAMS, fmt.Sprintf("tool %q not found", req.Params.Name))
@@ -147,7 +148,7 @@ func (p *Proxy) CallAsTask(ctx context.Context, req mcp.CallToolRequest, task js
 	if !p.serverHasTasks(ctx, srv, req.Header) {
 		return nil, taskError(mcp.METHOD_NOT_FOUND, fmt.Sprintf("tool %q does not support task augmentation: server %s does not declare tasks", req.Params.Name, srv))
 	}
-	call := &wire.Call{Req: req, ExtraParams: map[string]json.RawMessage{"task": task}} // no stream: its result is held
+	call := &wire.Call{Req: req, Sink: c.Sink, ExtraParams: map[string]json.RawMessage{"task": task}} // no stream: its result is held
 	res, rr, err := p.forward(ctx, req, true, call)
 	switch {
 	case err != nil:

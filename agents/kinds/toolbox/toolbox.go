@@ -36,6 +36,7 @@ import (
 
 	"github.com/pallasgw/pallasgw/agents"
 	"github.com/pallasgw/pallasgw/agents/codemode"
+	"github.com/pallasgw/pallasgw/agents/endpoint"
 	"github.com/pallasgw/pallasgw/agents/mcpclient"
 	"github.com/pallasgw/pallasgw/agents/pins"
 	"github.com/pallasgw/pallasgw/agents/sessions"
@@ -111,7 +112,7 @@ type tbCall struct {
 	start    time.Time
 	timeout  time.Duration // execute_tool's timeout_ms; 0: none
 	deadline time.Time     // when timeout_ms ends the call
-	wc       *wire.Call    // the fast path's call (fast.go); nil: mcp-go's handler's
+	wc       *wire.Call    // the fast path's call (fast.go) or mcp-go's handler's (handle)
 }
 
 // Register adds the toolbox's tools to srv, the agent's server, and
@@ -224,11 +225,14 @@ const maxAgentID = 256
 type tbHandler func(ctx context.Context, c *tbCall, req mcp.CallToolRequest) (*mcp.CallToolResult, error)
 
 // handle wraps a toolbox tool: identity and agent rule first, then the
-// tool, then one audit line and the metrics, whatever happened.
-func (tb *toolbox) handle(name string, h tbHandler) func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		return tb.handled(ctx, newCall(name), req, h)
-	}
+// tool, then one audit line and the metrics, whatever happened. mcp-go
+// runs it with the call value endpoint.ToolHandler makes (wc).
+func (tb *toolbox) handle(name string, h tbHandler) server.ToolHandlerFunc {
+	return endpoint.ToolHandler(func(ctx context.Context, wc *wire.Call, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		c := newCall(name)
+		c.wc = wc
+		return tb.handled(ctx, c, req, h)
+	})
 }
 
 // handled is call c of h with req, its error a coded result.
