@@ -24,6 +24,20 @@ import (
 	"github.com/pallasgw/pallasgw/policy"
 )
 
+// Base is what most kinds keep of their agent: its Host, and its name,
+// config and logger read once (NewBase).
+type Base struct {
+	Host
+	Name   string
+	Config *config.Agent
+	Log    *zap.Logger
+}
+
+// NewBase reads h's name, config and logger once.
+func NewBase(h Host) *Base {
+	return &Base{Host: h, Name: h.Name(), Config: h.Config(), Log: h.Logger()}
+}
+
 // Host is what a kind is handed of the gateway for one agent: its config
 // and identity, the other agents, the downstream, the policy's parts, the
 // metrics, and the calls back a kind makes (outbound headers, the caller's

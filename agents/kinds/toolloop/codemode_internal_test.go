@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/pallasgw/pallasgw/agents"
 	"github.com/pallasgw/pallasgw/agents/codemode"
 	"github.com/pallasgw/pallasgw/agents/llm"
 	"github.com/pallasgw/pallasgw/gateway/config"
@@ -17,7 +18,7 @@ func TestCodeModeListsWhatSearchFound(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &llmRunner{a: &agent{Config: &config.Agent{Servers: []string{"s.x"}}}, search: s, code: codemode.NewRunner(config.CodeMode{})}
+	r := &llmRunner{a: &agent{&agents.Base{Config: &config.Agent{Servers: []string{"s.x"}}}}, search: s, code: codemode.NewRunner(config.CodeMode{})}
 	ts := searchToolset(30)
 	s.prepare(ts)
 	msgs := []llm.Message{{Role: llm.RoleUser, Text: "go"},

@@ -253,7 +253,7 @@ func (r *llmRunner) governedCall(ctx context.Context, c *Call, ref toolRef, args
 	if err != nil {
 		a.Rejected(ctx, ref.server, err)
 		audit.Outcome = policy.AuditOutcome(mcpclient.Outcome(err))
-		a.log.Warn("downstream tool failed", zap.String("request_id", c.RequestID), zap.String("server", ref.server),
+		a.Log.Warn("downstream tool failed", zap.String("request_id", c.RequestID), zap.String("server", ref.server),
 			zap.String("tool", ref.tool), zap.String("outcome", mcpclient.Outcome(err)), zap.Error(err), tracing.LogField(ctx))
 		msg = toMsg(nil, d, err)
 		c.Progress.SendTool(label+": failed", toolOutcome(ref, msg))

@@ -15,15 +15,13 @@
 package toolloop
 
 import (
-	"go.uber.org/zap"
-
 	"github.com/pallasgw/pallasgw/agents"
 	"github.com/pallasgw/pallasgw/gateway/config"
 )
 
 func init() {
 	agents.Register(config.KindLLM, func(h agents.Host) (agents.Kind, error) {
-		r, err := newLLMRunner(&agent{Host: h, Name: h.Name(), Config: h.Config(), log: h.Logger()})
+		r, err := newLLMRunner(&agent{agents.NewBase(h)})
 		if err != nil {
 			return nil, err
 		}
@@ -31,14 +29,8 @@ func init() {
 	})
 }
 
-// agent is an llm agent as its loop sees it: its Host, and its name,
-// config and logger read once.
-type agent struct {
-	agents.Host
-	Name   string
-	Config *config.Agent
-	log    *zap.Logger
-}
+// agent is an llm agent as its loop sees it.
+type agent struct{ *agents.Base }
 
 // Call, Turn and Reporter are the core's: a send_message call, its turn
 // and its progress.

@@ -82,7 +82,7 @@ func (r *evalOptRunner) Run(ctx context.Context, c *Call) (string, error) {
 			best, bestRank = draft, ev.rank
 		}
 		c.Progress.Send(fmt.Sprintf("%s round %d: %s rated %s (min %s)", r.a.Name, round+1, cfg.Evaluator, ev.rating, cfg.MinRating))
-		r.a.log.Debug("evaluated", zap.String("request_id", c.RequestID), zap.Int("round", round+1), zap.String("rating", ev.rating))
+		r.a.Log.Debug("evaluated", zap.String("request_id", c.RequestID), zap.Int("round", round+1), zap.String("rating", ev.rating))
 		if ev.rank >= r.min {
 			return draft, nil
 		}

@@ -137,7 +137,7 @@ func (r *orchestratorRunner) plan(ctx context.Context, o *orchestration, maxStep
 			err = r.check(o, p, maxSteps)
 		}
 		if err == nil {
-			r.a.log.Debug("planned", zap.String("request_id", o.c.RequestID), zap.Int("steps", len(p.Steps)))
+			r.a.Log.Debug("planned", zap.String("request_id", o.c.RequestID), zap.Int("steps", len(p.Steps)))
 			return p, nil
 		}
 		if attempt >= planAttempts {

@@ -14,8 +14,6 @@ package workflow
 import (
 	"strings"
 
-	"go.uber.org/zap"
-
 	"github.com/pallasgw/pallasgw/agents"
 	"github.com/pallasgw/pallasgw/gateway/config"
 )
@@ -23,7 +21,7 @@ import (
 func init() {
 	register := func(kind string, newRunner func(a *agent) (agents.Runner, error)) {
 		agents.Register(kind, func(h agents.Host) (agents.Kind, error) {
-			r, err := newRunner(&agent{Host: h, Name: h.Name(), Config: h.Config(), log: h.Logger()})
+			r, err := newRunner(&agent{agents.NewBase(h)})
 			if err != nil {
 				return nil, err
 			}
@@ -51,14 +49,8 @@ func init() {
 	})
 }
 
-// agent is a workflow agent as its runners see it: its Host, and its name,
-// config and logger read once.
-type agent struct {
-	agents.Host
-	Name   string
-	Config *config.Agent
-	log    *zap.Logger
-}
+// agent is a workflow agent as its runners see it.
+type agent struct{ *agents.Base }
 
 // Call and Turn are the core's: a send_message call and its turn.
 type (

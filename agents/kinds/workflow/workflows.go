@@ -110,7 +110,7 @@ func (r *routerRunner) Run(ctx context.Context, c *Call) (string, error) {
 		}
 		var reason string
 		choice, reason = pickRoute(resp, names)
-		r.a.log.Info("routed", zap.String("request_id", c.RequestID), zap.String("to", choice), zap.String("reason", trimForLog(reason, 200)))
+		r.a.Log.Info("routed", zap.String("request_id", c.RequestID), zap.String("to", choice), zap.String("reason", trimForLog(reason, 200)))
 	}
 	(&stepCheckpoint{Kind: config.KindRouter, Route: choice}).record(ctx, c, cp == nil)
 	sub := r.a.Agent(choice)
