@@ -18,6 +18,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"net/http"
 	"sync"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -116,18 +117,9 @@ func (tb *toolbox) executeRaw(ctx context.Context, c *tbCall, req mcp.CallToolRe
 	case toolArgs[0] != '{':
 		return nil, tbErr(CodeInvalidArgument, "args must be an object")
 	}
-	call, err := tb.prepareExecute(ctx, c, req, args)
-	if err != nil {
-		return nil, err
-	}
-	defer call.cancel()
-	relay, onProgress, done := tb.d.Relay(call.ctx, c.wc, call.token)
-	rr, err := tb.d.Downstream.CallToolRaw(call.ctx, c.server, c.target, toolArgs, call.hdr, onProgress, mcpclient.CallOptions{Extras: extras, Relay: relay})
-	done()
-	if err != nil {
-		return nil, tb.downstreamError(ctx, c, err)
-	}
-	return rr, nil
+	return execute(tb, ctx, c, req, args, func(ctx context.Context, hdr http.Header, onProgress mcpclient.ProgressFunc, relay *mcpclient.Relay) (*mcpclient.RawResult, error) {
+		return tb.d.Downstream.CallToolRaw(ctx, c.server, c.target, toolArgs, hdr, onProgress, mcpclient.CallOptions{Extras: extras, Relay: relay})
+	})
 }
 
 // rawObject reports arguments sent as a JSON object.

@@ -496,16 +496,27 @@ func (tb *toolbox) executeTool(ctx context.Context, c *tbCall, req mcp.CallToolR
 			return nil, tbErr(CodeInvalidArgument, "args must be an object")
 		}
 	}
+	return execute(tb, ctx, c, req, args, func(ctx context.Context, hdr http.Header, onProgress mcpclient.ProgressFunc, relay *mcpclient.Relay) (*mcp.CallToolResult, error) {
+		return tb.d.Downstream.CallTool(ctx, c.server, c.target, toolArgs, hdr, onProgress, mcpclient.CallOptions{Relay: relay})
+	})
+}
+
+// execute checks an execute_tool call (prepareExecute) and makes its
+// downstream call, typed or raw, with the call's headers, progress and
+// relay; a downstream's error becomes the toolbox's.
+func execute[T any](tb *toolbox, ctx context.Context, c *tbCall, req mcp.CallToolRequest, args map[string]any,
+	do func(ctx context.Context, hdr http.Header, onProgress mcpclient.ProgressFunc, relay *mcpclient.Relay) (T, error)) (T, error) {
+	var zero T
 	call, err := tb.prepareExecute(ctx, c, req, args)
 	if err != nil {
-		return nil, err
+		return zero, err
 	}
 	defer call.cancel()
 	relay, onProgress, done := tb.d.Relay(call.ctx, c.wc, call.token)
-	res, err := tb.d.Downstream.CallTool(call.ctx, c.server, c.target, toolArgs, call.hdr, onProgress, mcpclient.CallOptions{Relay: relay})
+	res, err := do(call.ctx, call.hdr, onProgress, relay)
 	done()
 	if err != nil {
-		return nil, tb.downstreamError(ctx, c, err)
+		return zero, tb.downstreamError(ctx, c, err)
 	}
 	return res, nil
 }
