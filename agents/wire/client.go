@@ -235,18 +235,24 @@ func (c *ClientCall) Do(ctx context.Context, cancel context.CancelFunc, body []b
 		if err != nil {
 			return nil, transport.NewError(fmt.Errorf("failed to read response: %w", err))
 		}
-		var msg clientMessage
-		if err := json.Unmarshal(b, &msg); err != nil {
-			return nil, &AnswerError{transport.NewError(fmt.Errorf("failed to decode response: %w", err))}
-		}
-		if !c.answers(&msg) {
-			return nil, &AnswerError{transport.NewError(fmt.Errorf("malformed response: not the answer to request %s: %.80s", c.ID, b))}
-		}
-		return answer(&msg)
+		return c.decodeAnswer(b)
 	case "text/event-stream":
 		return c.stream(ctx, resp.Body)
 	}
 	return nil, transport.NewError(fmt.Errorf("unexpected content type: %s", resp.Header.Get("Content-Type")))
+}
+
+// decodeAnswer decodes b, the downstream's application/json answer to the
+// call, into its result or error.
+func (c *ClientCall) decodeAnswer(b []byte) (*RawResult, error) {
+	var msg clientMessage
+	if err := json.Unmarshal(b, &msg); err != nil {
+		return nil, &AnswerError{transport.NewError(fmt.Errorf("failed to decode response: %w", err))}
+	}
+	if !c.answers(&msg) {
+		return nil, &AnswerError{transport.NewError(fmt.Errorf("malformed response: not the answer to request %s: %.80s", c.ID, b))}
+	}
+	return answer(&msg)
 }
 
 // newRequest is a request to the downstream session with mcp-go's headers:

@@ -1,0 +1,81 @@
+package wire
+
+import (
+	"encoding/json"
+	"reflect"
+	"testing"
+)
+
+// parseSeeds are messages of the shapes parseFast reads and of those it
+// leaves to encoding/json.
+var parseSeeds = []string{
+	string(benchCall),
+	`{"jsonrpc":"2.0","id":"a","method":"tools/call","params":{"name":"x","arguments":{"a":[1,2,{"b":null}]}}}`,
+	`{"JSONRPC":"2.0","Id":1,"METHOD":"initialize","params":{"capabilities":{"Elicitation":{},"roots":{"listChanged":true}}}}`,
+	`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"capabilities":5}}`,
+	`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"capabilities":null,"level":"info"}}`,
+	`{"jsonrpc":"2.0","id":1,"id":2,"method":"x"}`,
+	`{"jsonrpc":"2.0","\u0069d":1,"method":"x"}`,
+	`{"jsonrpc":"2.0","ſd":1,"method":"x"}`,
+	` {"jsonrpc":"2.0","id":null,"method":"x\ud800","params":[1]} `,
+	`{"jsonrpc":"2.0","id":1,"method":"x","params":{"_meta":{"k":"v","k":"w"}}}`,
+	`{"jsonrpc":"2.0","id":1,"method":"x","params":{"_meta":{"progressToken":3,"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}`,
+	`{"jsonrpc":"2.0","id":1,"method":"x","params":{"_meta":[]}}`,
+	`{"jsonrpc":"2.0","id":1,"method":"x","params":{"_meta":{}}} {}`,
+	`{"jsonrpc":"2.0","id":1,"method":"x","params":{"name":"a\u00e9\"b"}}`,
+	"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"\xff\"}",
+	`{"jsonrpc":"2.0","result":{"a":1},"error":null}`,
+	`[1]`, `{`, `{"a":}`, `"x"`, ``, `{"a":1,}`, `{"a" 1}`,
+}
+
+// FuzzParse checks that Parse (jsontext where it reads a message) accepts,
+// reads and refuses what encoding/json's decode (parseSlow) does, with the
+// same error, and that Meta, MetaString and ToolName read the same.
+func FuzzParse(f *testing.F) {
+	for _, s := range parseSeeds {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		got, gotErr := Parse(body)
+		want, wantErr := parseSlow(body)
+		if (gotErr == nil) != (wantErr == nil) || gotErr != nil && gotErr.Error() != wantErr.Error() {
+			t.Fatalf("%q: error %v, encoding/json %v", body, gotErr, wantErr)
+		}
+		if gotErr != nil {
+			return
+		}
+		gotMeta, gotOK := got.Meta()
+		wantMeta, wantOK := want.Meta()
+		if gotOK != wantOK || !reflect.DeepEqual(rawMap(gotMeta), rawMap(wantMeta)) {
+			t.Fatalf("%q: _meta %v %q, encoding/json %v %q", body, gotOK, gotMeta, wantOK, wantMeta)
+		}
+		for _, k := range []string{"progressToken", "io.modelcontextprotocol/protocolVersion"} {
+			if g, w := got.MetaString(k), want.MetaString(k); g != w {
+				t.Fatalf("%q: MetaString(%s) %q, encoding/json %q", body, k, g, w)
+			}
+		}
+		gn, gok := got.Params.ToolName()
+		wn, wok := want.Params.ToolName()
+		if gn != wn || gok != wok {
+			t.Fatalf("%q: name %q %v, encoding/json %q %v", body, gn, gok, wn, wok)
+		}
+		// compare the exported members and what is derived from them
+		got.meta, want.meta = nil, nil
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("%q:\n got %+v\nwant %+v", body, got, want)
+		}
+	})
+}
+
+// rawMap makes a nil map and an empty one differ, and compares values
+// as bytes.
+func rawMap(m map[string]json.RawMessage) map[string]string {
+	if m == nil {
+		return nil
+	}
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		out[k] = string(v)
+	}
+	return out
+}
