@@ -79,3 +79,51 @@ func rawMap(m map[string]json.RawMessage) map[string]string {
 	}
 	return out
 }
+
+// answerSeeds are downstream answers of the shapes readFast and peekFast
+// read and of those they leave to encoding/json.
+var answerSeeds = []string{
+	string(benchAnswer),
+	`{"jsonrpc":"2.0","id":"pgw-1f","result":{"content":[],"isError":true,"_meta":{"a":1}}}`,
+	`{"jsonrpc":"2.0","id":"pgw-1f","result":{"isError":null,"resultType":null,"_meta":null}}`,
+	`{"jsonrpc":"2.0","id":"pgw-1f","result":{"isError":1}}`,
+	`{"jsonrpc":"2.0","id":"pgw-1f","result":{"resultType":5}}`,
+	`{"jsonrpc":"2.0","id":"pgw-1f","result":{"resultType":"a","resultType":"b"}}`,
+	`{"jsonrpc":"2.0","id":"pgw-1f","result":{"IsError":true,"ResultType":"input_required"}}`,
+	`{"jsonrpc":"2.0","id":"pgw-1f","result":{"\u0069sError":true}}`,
+	`{"jsonrpc":"2.0","id":"pgw-1f","result":[1]}`,
+	`{"jsonrpc":"2.0","id":"pgw-1f","result":null}`,
+	`{"jsonrpc":"2.0","id":"pgw-1f","error":{"code":-32000,"message":"no"}}`,
+	`{"jsonrpc":"2.0","id":"pgw-1f","error":null,"result":{}}`,
+	`{"jsonrpc":"2.0","id":null,"result":{}}`,
+	`{"jsonrpc":"2.0","id":7,"result":{}}`,
+	`{"jsonrpc":"2.0","id":"pgw-\u0031f","result":{}}`,
+	`{"jsonrpc":"2.0","method":"notifications/progress","params":{}}`,
+	`{"jsonrpc":"2.0","method":5,"id":"pgw-1f","result":{}}`,
+	`{"jsonrpc":"2.0","id":"pgw-1f","id":"x","result":{}}`,
+	`{"jsonrpc":"2.0","id":"pgw-1f","result":{}} x`,
+	`{"jsonrpc":"2.0","id":"pgw-1f","result":{}`, `[]`, `null`, ``,
+}
+
+// FuzzDecodeAnswer checks that the wire client's decode of an answer
+// (jsontext where it reads one) returns what encoding/json's decode
+// (decodeAnswerSlow) returns: the same result members, or the same error.
+func FuzzDecodeAnswer(f *testing.F) {
+	for _, s := range answerSeeds {
+		f.Add([]byte(s))
+	}
+	c := &ClientCall{ID: "pgw-1f"}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		got, gotErr := c.decodeAnswer(b)
+		want, wantErr := c.decodeAnswerSlow(b)
+		if (gotErr == nil) != (wantErr == nil) || gotErr != nil && (gotErr.Error() != wantErr.Error() || reflect.TypeOf(gotErr) != reflect.TypeOf(wantErr)) {
+			t.Fatalf("%q: error %v, encoding/json %v", b, gotErr, wantErr)
+		}
+		if gotErr != nil {
+			return
+		}
+		if string(got.JSON) != string(want.JSON) || got.IsError != want.IsError || got.ResultType != want.ResultType || string(got.Meta) != string(want.Meta) {
+			t.Fatalf("%q:\n got %+v\nwant %+v", b, got, want)
+		}
+	})
+}
