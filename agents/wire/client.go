@@ -310,18 +310,6 @@ func (msg *clientMessage) readFast(b []byte) bool {
 	return true
 }
 
-// decodeAnswerSlow is decodeAnswer with encoding/json, for the tests.
-func (c *ClientCall) decodeAnswerSlow(b []byte) (*RawResult, error) {
-	var msg clientMessage
-	if err := json.Unmarshal(b, &msg); err != nil {
-		return nil, &AnswerError{transport.NewError(fmt.Errorf("failed to decode response: %w", err))}
-	}
-	if !c.answers(&msg) {
-		return nil, &AnswerError{transport.NewError(fmt.Errorf("malformed response: not the answer to request %s: %.80s", c.ID, b))}
-	}
-	return answer(&msg)
-}
-
 // newRequest is a request to the downstream session with mcp-go's headers:
 // its own, then the session's outbound headers (which win, as in sendHTTP).
 func (c *ClientCall) newRequest(ctx context.Context, method string, body []byte, accept string) (*http.Request, error) {

@@ -2,8 +2,11 @@ package wire
 
 import (
 	"encoding/json"
+	"fmt"
 	"reflect"
 	"testing"
+
+	"github.com/mark3labs/mcp-go/client/transport"
 )
 
 // parseSeeds are messages of the shapes parseFast reads and of those it
@@ -126,4 +129,46 @@ func FuzzDecodeAnswer(f *testing.F) {
 			t.Fatalf("%q:\n got %+v\nwant %+v", b, got, want)
 		}
 	})
+}
+
+// decodeAnswerSlow is decodeAnswer with encoding/json, as it was before readFast.
+func (c *ClientCall) decodeAnswerSlow(b []byte) (*RawResult, error) {
+	var msg clientMessage
+	if err := json.Unmarshal(b, &msg); err != nil {
+		return nil, &AnswerError{transport.NewError(fmt.Errorf("failed to decode response: %w", err))}
+	}
+	var id string // answers, as it was
+	if msg.Method != "" || json.Unmarshal(msg.ID, &id) != nil || id != c.ID {
+		return nil, &AnswerError{transport.NewError(fmt.Errorf("malformed response: not the answer to request %s: %.80s", c.ID, b))}
+	}
+	if msg.Error != nil {
+		return nil, &ErrorAnswer{Details: *msg.Error}
+	}
+	res, err := peekResultSlow(msg.Result)
+	if err != nil {
+		return nil, &AnswerError{transport.NewError(err)}
+	}
+	return res, nil
+}
+
+// peekResultSlow is PeekResult as it was before peekFast.
+func peekResultSlow(raw json.RawMessage) (*RawResult, error) {
+	var peek struct {
+		IsError    bool            `json:"isError"`
+		ResultType string          `json:"resultType"`
+		Meta       json.RawMessage `json:"_meta"`
+	}
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil, ErrNoResult
+	}
+	if raw[0] != '{' {
+		return nil, fmt.Errorf("malformed response: the result is not an object: %.40s", raw)
+	}
+	if err := json.Unmarshal(raw, &peek); err != nil {
+		return nil, fmt.Errorf("malformed response: the result: %w", err)
+	}
+	if string(peek.Meta) == "null" {
+		peek.Meta = nil
+	}
+	return &RawResult{JSON: raw, IsError: peek.IsError, ResultType: peek.ResultType, Meta: peek.Meta}, nil
 }
