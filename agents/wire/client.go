@@ -430,7 +430,7 @@ func PeekResult(raw json.RawMessage) (*RawResult, error) {
 	if raw[0] != '{' {
 		return nil, fmt.Errorf("malformed response: the result is not an object: %.40s", raw)
 	}
-	if !peekFast(raw, &peek.IsError, &peek.ResultType, &peek.Meta) {
+	if !Fast() || !peekFast(raw, &peek.IsError, &peek.ResultType, &peek.Meta) {
 		peek.IsError, peek.ResultType, peek.Meta = false, "", nil
 		if err := json.Unmarshal(raw, &peek); err != nil {
 			return nil, fmt.Errorf("malformed response: the result: %w", err)

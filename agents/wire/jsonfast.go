@@ -18,7 +18,8 @@ import (
 // type that the reflective decode refuses; JSON that jsontext refuses) is
 // decoded as before with encoding/json, so that what is accepted, the
 // values read and the errors are the same both ways (FuzzParse,
-// FuzzDecodeAnswer).
+// FuzzDecodeAnswer). With the switch off (Fast), Parse, Meta and
+// PeekResult decode with encoding/json alone.
 
 // memberReader reads one JSON object's members; pooled with its decoder.
 type memberReader struct {

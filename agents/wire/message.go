@@ -13,9 +13,10 @@ import (
 // endpoint dispatches on its method (agents/endpoint) and the fast path reads
 // its params (fastcall.go) without decoding the body again. Members are
 // kept raw: a member of the wrong type is the checker's to name, not a
-// decoding error. Decoding is encoding/json's, which matches member names
-// as mcp-go's decoding does (case-insensitively, the last of a name
-// winning), so both read the same message.
+// decoding error. Decoding is encoding/json's, or jsontext's where it reads
+// the same (jsonfast.go), which matches member names as mcp-go's decoding
+// does (case-insensitively, the last of a name winning), so both read the
+// same message.
 type Message struct {
 	JSONRPC   json.RawMessage `json:"jsonrpc"`
 	ID        json.RawMessage `json:"id"`
@@ -60,9 +61,14 @@ type MessageParams struct {
 // when it is not JSON, ErrNotObject when it is not an object. A params that
 // is not an object is not an error here (the gateway answers it before
 // mcp-go would), but the message then serves no fast path.
+//
+// With the switch on (Fast), the message is read with jsontext where it can
+// be (parseFast); off, with encoding/json alone, as before.
 func Parse(body []byte) (*Message, error) {
-	if m := parseFast(body); m != nil {
-		return m, nil
+	if Fast() {
+		if m := parseFast(body); m != nil {
+			return m, nil
+		}
 	}
 	return parseSlow(body)
 }
@@ -345,7 +351,7 @@ func (m *Message) Meta() (map[string]json.RawMessage, bool) {
 		switch {
 		case IsNull(m.Params.Meta):
 			m.metaOK = true
-		case m.Params.Meta[0] == '{':
+		case m.Params.Meta[0] == '{' && Fast():
 			m.meta, m.metaOK = metaFast(m.Params.Meta)
 			if !m.metaOK {
 				m.meta = nil
