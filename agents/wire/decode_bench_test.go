@@ -14,7 +14,18 @@ var benchAnswer = []byte(`{"jsonrpc":"2.0","id":"pgw-1f","result":{"content":[{"
 
 // BenchmarkDecodeCall is the gateway's decoding of a call: the envelope
 // (Parse), its check, and the fast path's _meta (decodeMeta).
+// With the switch off, encoding/json decodes as before jsontext did.
 func BenchmarkDecodeCall(b *testing.B) {
+	for _, on := range []bool{true, false} {
+		b.Run(map[bool]string{true: "fast", false: "off"}[on], func(b *testing.B) {
+			SetFast(on)
+			defer SetFast(true)
+			decodeCalls(b)
+		})
+	}
+}
+
+func decodeCalls(b *testing.B) {
 	b.ReportAllocs()
 	h := http.Header{}
 	for b.Loop() {
