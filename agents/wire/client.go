@@ -235,18 +235,79 @@ func (c *ClientCall) Do(ctx context.Context, cancel context.CancelFunc, body []b
 		if err != nil {
 			return nil, transport.NewError(fmt.Errorf("failed to read response: %w", err))
 		}
-		var msg clientMessage
-		if err := json.Unmarshal(b, &msg); err != nil {
-			return nil, &AnswerError{transport.NewError(fmt.Errorf("failed to decode response: %w", err))}
-		}
-		if !c.answers(&msg) {
-			return nil, &AnswerError{transport.NewError(fmt.Errorf("malformed response: not the answer to request %s: %.80s", c.ID, b))}
-		}
-		return answer(&msg)
+		return c.decodeAnswer(b)
 	case "text/event-stream":
 		return c.stream(ctx, resp.Body)
 	}
 	return nil, transport.NewError(fmt.Errorf("unexpected content type: %s", resp.Header.Get("Content-Type")))
+}
+
+// decodeAnswer decodes b, the downstream's application/json answer to the
+// call, into its result or error.
+func (c *ClientCall) decodeAnswer(b []byte) (*RawResult, error) {
+	var msg clientMessage
+	if !msg.readFast(b) {
+		msg = clientMessage{}
+		if err := json.Unmarshal(b, &msg); err != nil {
+			return nil, &AnswerError{transport.NewError(fmt.Errorf("failed to decode response: %w", err))}
+		}
+	}
+	if !c.answers(&msg) {
+		return nil, &AnswerError{transport.NewError(fmt.Errorf("malformed response: not the answer to request %s: %.80s", c.ID, b))}
+	}
+	return answer(&msg)
+}
+
+// readFast reads b into msg as encoding/json does, with jsontext
+// (jsonfast.go); false when b is not of the shapes it reads: a name
+// escaped, not in ASCII or given twice, a method that is not a string or
+// null, an error that is not null (decoded by its UnmarshalJSON).
+func (msg *clientMessage) readFast(b []byte) bool {
+	r, ok := openObject(b)
+	if !ok {
+		return false
+	}
+	defer r.close()
+	var method json.RawMessage
+	for {
+		name, simple, v, more, bad := r.next()
+		if !more {
+			if bad {
+				return false
+			}
+			break
+		}
+		if !simple {
+			return false
+		}
+		var field *json.RawMessage
+		switch {
+		case foldIs(name, "ID"):
+			field = &msg.ID
+		case foldIs(name, "METHOD"):
+			field = &method
+		case foldIs(name, "PARAMS"):
+			field = &msg.Params
+		case foldIs(name, "RESULT"):
+			field = &msg.Result
+		case foldIs(name, "ERROR"):
+			if string(v) != "null" {
+				return false
+			}
+			field = new(json.RawMessage)
+		default:
+			continue
+		}
+		if !set(field, v) {
+			return false
+		}
+	}
+	if method != nil && string(method) != "null" {
+		if msg.Method, ok = rawString(method); !ok {
+			return false
+		}
+	}
+	return true
 }
 
 // newRequest is a request to the downstream session with mcp-go's headers:
@@ -330,8 +391,14 @@ func refused(resp *http.Response) error {
 
 // answers reports whether msg is the response to this call.
 func (c *ClientCall) answers(msg *clientMessage) bool {
-	var id string
-	return msg.Method == "" && json.Unmarshal(msg.ID, &id) == nil && id == c.ID
+	if msg.Method != "" {
+		return false
+	}
+	if string(msg.ID) == "null" {
+		return c.ID == "" // encoding/json leaves the string empty
+	}
+	id, ok := rawString(msg.ID)
+	return ok && id == c.ID
 }
 
 // answer turns the call's response into its result or error.
@@ -363,13 +430,66 @@ func PeekResult(raw json.RawMessage) (*RawResult, error) {
 	if raw[0] != '{' {
 		return nil, fmt.Errorf("malformed response: the result is not an object: %.40s", raw)
 	}
-	if err := json.Unmarshal(raw, &peek); err != nil {
-		return nil, fmt.Errorf("malformed response: the result: %w", err)
+	if !Fast() || !peekFast(raw, &peek.IsError, &peek.ResultType, &peek.Meta) {
+		peek.IsError, peek.ResultType, peek.Meta = false, "", nil
+		if err := json.Unmarshal(raw, &peek); err != nil {
+			return nil, fmt.Errorf("malformed response: the result: %w", err)
+		}
 	}
 	if string(peek.Meta) == "null" {
 		peek.Meta = nil
 	}
 	return &RawResult{JSON: raw, IsError: peek.IsError, ResultType: peek.ResultType, Meta: peek.Meta}, nil
+}
+
+// peekFast is PeekResult's read of raw, an object, with jsontext
+// (jsonfast.go); false when it is not of the shapes it reads (a name
+// escaped, not in ASCII or given twice; isError not a boolean or null;
+// resultType not a string or null).
+func peekFast(raw []byte, isError *bool, resultType *string, meta *json.RawMessage) bool {
+	r, ok := openObject(raw)
+	if !ok {
+		return false
+	}
+	defer r.close()
+	seen := 0
+	for {
+		name, simple, v, more, bad := r.next()
+		if !more {
+			return !bad
+		}
+		if !simple {
+			return false
+		}
+		var bit int
+		switch {
+		case foldIs(name, "ISERROR"):
+			bit = 1
+			switch string(v) {
+			case "true":
+				*isError = true
+			case "false", "null":
+			default:
+				return false
+			}
+		case foldIs(name, "RESULTTYPE"):
+			bit = 2
+			if string(v) != "null" {
+				if *resultType, ok = rawString(v); !ok {
+					return false
+				}
+			}
+		case foldIs(name, "_META"):
+			bit = 4
+			*meta = v
+		default:
+			continue
+		}
+		if seen&bit != 0 {
+			return false
+		}
+		seen |= bit
+	}
 }
 
 // stream reads the call's SSE response until the answer, resuming the stream

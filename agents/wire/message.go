@@ -13,9 +13,10 @@ import (
 // endpoint dispatches on its method (agents/endpoint) and the fast path reads
 // its params (fastcall.go) without decoding the body again. Members are
 // kept raw: a member of the wrong type is the checker's to name, not a
-// decoding error. Decoding is encoding/json's, which matches member names
-// as mcp-go's decoding does (case-insensitively, the last of a name
-// winning), so both read the same message.
+// decoding error. Decoding is encoding/json's, or jsontext's where it reads
+// the same (jsonfast.go), which matches member names as mcp-go's decoding
+// does (case-insensitively, the last of a name winning), so both read the
+// same message.
 type Message struct {
 	JSONRPC   json.RawMessage `json:"jsonrpc"`
 	ID        json.RawMessage `json:"id"`
@@ -60,7 +61,174 @@ type MessageParams struct {
 // when it is not JSON, ErrNotObject when it is not an object. A params that
 // is not an object is not an error here (the gateway answers it before
 // mcp-go would), but the message then serves no fast path.
+//
+// With the switch on (Fast), the message is read with jsontext where it can
+// be (parseFast); off, with encoding/json alone, as before.
 func Parse(body []byte) (*Message, error) {
+	if Fast() {
+		if m := parseFast(body); m != nil {
+			return m, nil
+		}
+	}
+	return parseSlow(body)
+}
+
+// parseFast is Parse with jsontext (jsonfast.go) on a copy of body, or nil
+// when the message is not of the shapes it reads.
+func parseFast(body []byte) *Message {
+	b := bytes.Clone(body)
+	r, ok := openObject(b)
+	if !ok {
+		return nil
+	}
+	m := new(Message)
+	for {
+		name, simple, v, ok, bad := r.next()
+		if !ok {
+			r.close()
+			if bad {
+				return nil
+			}
+			break
+		}
+		if !simple {
+			r.close()
+			return nil
+		}
+		var field *json.RawMessage
+		switch {
+		case foldIs(name, "JSONRPC"):
+			field = &m.JSONRPC
+		case foldIs(name, "ID"):
+			field = &m.ID
+		case foldIs(name, "METHOD"):
+			field = &m.Method
+		case foldIs(name, "RESULT"):
+			field = &m.Result
+		case foldIs(name, "ERROR"):
+			field = &m.Error
+		case foldIs(name, "PARAMS"):
+			field = &m.RawParams
+		default:
+			continue
+		}
+		if !set(field, v) {
+			r.close()
+			return nil
+		}
+	}
+	if len(m.Method) > 0 && m.Method[0] == '"' {
+		m.method, _ = rawString(m.Method)
+	}
+	switch {
+	case IsNull(m.RawParams):
+		m.paramsRead = true
+	case m.RawParams[0] == '{':
+		read, ok := m.Params.readFast(m.RawParams)
+		if !ok {
+			return nil
+		}
+		m.paramsRead = read
+		if !read {
+			m.Params = MessageParams{}
+		}
+	}
+	return m
+}
+
+// readFast reads params, an object, as encoding/json would into p: read
+// false for a member of the wrong type, ok false when it is not of the
+// shapes parseFast reads.
+func (p *MessageParams) readFast(params []byte) (read, ok bool) {
+	r, ok := openObject(params)
+	if !ok {
+		return false, false
+	}
+	defer r.close()
+	read, caps := true, 0
+	for {
+		name, simple, v, more, bad := r.next()
+		if !more {
+			return read, !bad
+		}
+		if !simple {
+			return false, false
+		}
+		var field *json.RawMessage
+		switch {
+		case foldIs(name, "NAME"):
+			field = &p.Name
+		case foldIs(name, "ARGUMENTS"):
+			field = &p.Arguments
+		case foldIs(name, "_META"):
+			field = &p.Meta
+		case foldIs(name, "TASK"):
+			field = &p.Task
+		case foldIs(name, "INPUTRESPONSES"):
+			field = &p.InputResponses
+		case foldIs(name, "REQUESTSTATE"):
+			field = &p.RequestState
+		case foldIs(name, "LEVEL"):
+			field = &p.Level
+		case foldIs(name, "REQUESTID"):
+			field = &p.RequestID
+		case foldIs(name, "CAPABILITIES"):
+			if caps++; caps > 1 {
+				return false, false
+			}
+			switch {
+			case string(v) == "null":
+			case v[0] != '{':
+				read = false // encoding/json's type error
+			case !p.readCapabilities(v):
+				return false, false
+			}
+			continue
+		default:
+			continue
+		}
+		if !set(field, v) {
+			return false, false
+		}
+	}
+}
+
+// readCapabilities reads params.capabilities, an object; false when it is
+// not of the shapes parseFast reads.
+func (p *MessageParams) readCapabilities(caps []byte) bool {
+	r, ok := openObject(caps)
+	if !ok {
+		return false
+	}
+	defer r.close()
+	c := &p.Capabilities
+	for {
+		name, simple, v, more, bad := r.next()
+		if !more {
+			return !bad
+		}
+		if !simple {
+			return false
+		}
+		var field *json.RawMessage
+		switch {
+		case foldIs(name, "ELICITATION"):
+			field = &c.Elicitation
+		case foldIs(name, "SAMPLING"):
+			field = &c.Sampling
+		case foldIs(name, "ROOTS"):
+			field = &c.Roots
+		default:
+			continue
+		}
+		if !set(field, v) {
+			return false
+		}
+	}
+}
+
+// parseSlow is Parse with encoding/json, for every message.
+func parseSlow(body []byte) (*Message, error) {
 	if !json.Valid(body) {
 		var v any
 		return nil, json.Unmarshal(body, &v) // the *json.SyntaxError, with its offset
@@ -166,7 +334,7 @@ func (m *Message) ParamsRead() bool { return m.paramsRead }
 func (p *MessageParams) ToolName() (string, bool) {
 	if !p.nameRead {
 		p.nameRead = true
-		p.nameOK = len(p.Name) > 0 && p.Name[0] == '"' && json.Unmarshal(p.Name, &p.name) == nil
+		p.name, p.nameOK = rawString(p.Name)
 	}
 	return p.name, p.nameOK
 }
@@ -180,7 +348,18 @@ func IsNull(raw json.RawMessage) bool { return len(raw) == 0 || string(raw) == "
 func (m *Message) Meta() (map[string]json.RawMessage, bool) {
 	if !m.metaRead {
 		m.metaRead = true
-		m.metaOK = IsNull(m.Params.Meta) || json.Unmarshal(m.Params.Meta, &m.meta) == nil
+		switch {
+		case IsNull(m.Params.Meta):
+			m.metaOK = true
+		case m.Params.Meta[0] == '{' && Fast():
+			m.meta, m.metaOK = metaFast(m.Params.Meta)
+			if !m.metaOK {
+				m.meta = nil
+				m.metaOK = json.Unmarshal(m.Params.Meta, &m.meta) == nil
+			}
+		default:
+			m.metaOK = json.Unmarshal(m.Params.Meta, &m.meta) == nil
+		}
 	}
 	return m.meta, m.metaOK
 }
@@ -191,9 +370,31 @@ func (m *Message) MetaString(key string) string {
 		return "" // the key is not there, even escaped: no need to decode _meta
 	}
 	meta, _ := m.Meta()
-	var s string
-	if raw := meta[key]; len(raw) > 0 && raw[0] == '"' {
-		_ = json.Unmarshal(raw, &s)
-	}
+	s, _ := rawString(meta[key])
 	return s
+}
+
+// metaFast reads _meta, an object, into a map as encoding/json does (exact
+// names, values kept raw), and false when it is not of the shapes jsonfast.go
+// reads: a name with an escape or not in ASCII, or given twice.
+func metaFast(b []byte) (map[string]json.RawMessage, bool) {
+	r, ok := openObject(b)
+	if !ok {
+		return nil, false
+	}
+	defer r.close()
+	meta := make(map[string]json.RawMessage, 4)
+	for {
+		name, simple, v, more, bad := r.next()
+		if !more {
+			return meta, !bad
+		}
+		if !simple {
+			return nil, false
+		}
+		if _, twice := meta[string(name)]; twice {
+			return nil, false
+		}
+		meta[string(name)] = v
+	}
 }
