@@ -30,6 +30,7 @@ type inputCall struct {
 	caller string // the caller's principal: only it may continue the call
 	caps   capSet
 	cancel context.CancelFunc
+	inline bool          // running on the request's goroutine (startInline); set before the call starts
 	wake   chan struct{} // buffered 1: an ask arrived, or the call ended
 
 	mu         sync.Mutex
@@ -54,14 +55,18 @@ type inputAsk struct {
 }
 
 // start runs the downstream call detached from the caller's request and
-// serves its first round.
+// serves its first round; a call that cannot ask its caller anything runs
+// on the request's goroutine instead (startInline).
 func (c *inputCall) start(ctx context.Context, wc *wire.Call, extras *mcpclient.CallExtras) any {
-	c.id = newCallID()
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), maxCallLife)
-	c.cancel = cancel
 	inner := *wc
 	inner.ExtraParams, inner.ExtraMeta = extras.Params, extras.Meta // the downstream call's members
 	inner.Rounds = round{c: c}                                      // where the kind's requests to the caller go (round.go)
+	if c.caps == (capSet{}) && c.replay == nil && c.resume == nil {
+		return c.startInline(ctx, &inner, wc.ID)
+	}
+	c.id = newCallID()
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), maxCallLife)
+	c.cancel = cancel
 	go func() {
 		ans := c.kept(c.b.inner.Answer(cctx, &inner), cancel)
 		c.mu.Lock()
@@ -77,6 +82,35 @@ func (c *inputCall) start(ctx context.Context, wc *wire.Call, extras *mcpclient.
 		c.signal()
 	}()
 	return c.serve(ctx, wc.ID, true)
+}
+
+// startInline runs a fresh call whose caller declared none of the
+// capabilities a downstream's request needs (elicitation, sampling,
+// roots) on the request's goroutine: every ask fails at once (ask: -32021
+// to the caller, the call cancelled), so nothing of the call outlives its
+// request, and no goroutine nor random id is needed. The caller's answer is
+// the one serve gives such a call: the missing capability's error when
+// one was asked for, else the target's answer (finished).
+func (c *inputCall) startInline(ctx context.Context, inner *wire.Call, id any) any {
+	cctx, cancel := context.WithTimeout(ctx, maxCallLife)
+	c.cancel, c.inline = cancel, true
+	ans := c.b.inner.Answer(cctx, inner)
+	c.mu.Lock()
+	failed := c.failed
+	c.mu.Unlock()
+	if failed != nil {
+		cancel()
+		if ba, ok := ans.(*wire.BodyAnswer); ok {
+			ba.Result.Close()
+		}
+		return errAnswer(id, failed.Code, failed.Message, failed.Data)
+	}
+	if ba, ok := ans.(*wire.BodyAnswer); ok { // copied to this request, which ends the context when closed (kept)
+		ba.Result.OnClose(func(error) { cancel() })
+		return c.finished(ans, id, true)
+	}
+	cancel()
+	return c.finished(ans, id, true)
 }
 
 // kept is ans, the target's answer, as the call keeps it, and ends the
@@ -134,6 +168,9 @@ func (c *inputCall) ask(ctx context.Context, scope, method string, params json.R
 		}
 		c.mu.Unlock()
 		c.signal()
+		if c.inline { // no serve loop to end the call: end it here (startInline)
+			c.cancel()
+		}
 		return nil, &mcpclient.RPCError{Code: mcp.MISSING_REQUIRED_CLIENT_CAPABILITY,
 			Message: fmt.Sprintf("the caller did not declare the %s capability", name)}
 	}
