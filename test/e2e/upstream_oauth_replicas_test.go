@@ -5,6 +5,7 @@ package e2e
 import (
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
@@ -28,13 +29,27 @@ func TestUpstreamOAuthReplicas(t *testing.T) {
 
 	var backends []*url.URL
 	var next atomic.Int64
-	lb := httptest.NewServer(&httputil.ReverseProxy{
+	proxy := &httputil.ReverseProxy{
 		Rewrite: func(r *httputil.ProxyRequest) {
 			r.SetURL(backends[int(next.Add(1))%len(backends)])
 			r.Out.Host = r.In.Host
 		},
 		FlushInterval: -1,
-	})
+	}
+	lb := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// Full duplex, as a balancer must be: a replica may answer (a
+		// waiting call's stream starts with its elicitation) while the
+		// proxy's transport still reads the caller's body to its end.
+		// Without it net/http discards and closes that body when the
+		// proxy writes the answer's headers (golang/go#15527), the
+		// transport's read then fails and it closes the connection to
+		// the replica mid-stream: the caller's stream ends without an
+		// answer.
+		if err := http.NewResponseController(w).EnableFullDuplex(); err != nil {
+			t.Errorf("the balancer cannot go full duplex: %v", err)
+		}
+		proxy.ServeHTTP(w, r)
+	}))
 	t.Cleanup(lb.Close)
 
 	aliceTok, daveTok := "alice-"+randomHex(12), "dave-"+randomHex(12)
