@@ -18,6 +18,7 @@ import (
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
+	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 
 	"github.com/pallasgw/pallasgw/agents/wire"
@@ -49,11 +50,6 @@ func (m *Manager) Tools(ctx context.Context, server string, hdr http.Header) ([]
 // The result is the downstream's, unchanged; a result with isError is not an
 // error here.
 func (m *Manager) CallTool(ctx context.Context, server, tool string, args map[string]any, hdr http.Header, onProgress ProgressFunc, opts CallOptions) (*mcp.CallToolResult, error) {
-	if err := m.allowCall(ctx, server, tool, hdr); err != nil {
-		return nil, err
-	}
-	start := time.Now()
-	ctx, span := m.startCall(ctx, server, tool) // trace.go
 	var raw json.RawMessage
 	var argsErr error // failed as mcp-go's transport fails a request it cannot encode
 	if args != nil {
@@ -61,21 +57,63 @@ func (m *Manager) CallTool(ctx context.Context, server, tool string, args map[st
 			argsErr = transport.NewError(fmt.Errorf("failed to marshal request: %w", argsErr))
 		}
 	}
+	// The caller's members go on CallToolRaw and CallToolJSON only.
+	return m.typedCall(ctx, server, tool, raw, hdr, onProgress, CallOptions{Relay: opts.Relay},
+		func(ctx context.Context, s *session, cli *client.Client, r rawRequest) (*mcp.CallToolResult, error) {
+			if argsErr != nil {
+				return nil, argsErr
+			}
+			return s.callTyped(ctx, cli, r)
+		})
+}
+
+// toolCall is one downstream tools/call between its checks and its count:
+// begun by beginTool, observed and ended by finish.
+type toolCall struct {
+	m      *Manager
+	server string
+	start  time.Time
+	span   trace.Span
+	r      rawRequest
+	done   func() // unregisters the progress token: deferred by the caller
+}
+
+// beginTool checks a call of tool on server (the guard: allowCall), starts
+// its span and builds its request; ctx is the call's from then on. Every
+// begun call is finished once, and its done deferred.
+func (m *Manager) beginTool(ctx context.Context, server, tool string, args json.RawMessage, hdr http.Header, onProgress ProgressFunc, opts CallOptions) (context.Context, *toolCall, error) {
+	if err := m.allowCall(ctx, server, tool, hdr); err != nil {
+		return ctx, nil, err
+	}
+	c := &toolCall{m: m, server: server, start: time.Now()}
+	ctx, c.span = m.startCall(ctx, server, tool) // trace.go
 	ctx = withRelay(ctx, opts.Relay)
-	r, done := m.rawRequest(ctx, tool, raw, onProgress, CallOptions{Relay: opts.Relay}) // the caller's members go on CallToolRaw and CallToolJSON only
-	defer done()
+	c.r, c.done = m.rawRequest(ctx, tool, args, onProgress, opts)
+	return ctx, c, nil
+}
+
+// finish counts the call (metrics, span) with its outcome.
+func (c *toolCall) finish(isError bool, err error) {
+	c.m.observe(c.server, c.start, isError, err)
+	endCall(c.span, isError, err)
+}
+
+// typedCall is a tools/call whose result is mcp-go's type: begun, run
+// through do by fn, finished.
+func (m *Manager) typedCall(ctx context.Context, server, tool string, args json.RawMessage, hdr http.Header, onProgress ProgressFunc, opts CallOptions,
+	fn func(ctx context.Context, s *session, cli *client.Client, r rawRequest) (*mcp.CallToolResult, error)) (*mcp.CallToolResult, error) {
+	ctx, c, err := m.beginTool(ctx, server, tool, args, hdr, onProgress, opts)
+	if err != nil {
+		return nil, err
+	}
+	defer c.done()
 	var res *mcp.CallToolResult
-	op := callOp(tool)
-	err := m.do(ctx, server, op, hdr, func(ctx context.Context, s *session, cli *client.Client) error {
-		if argsErr != nil {
-			return argsErr
-		}
+	err = m.do(ctx, server, callOp(tool), hdr, func(ctx context.Context, s *session, cli *client.Client) error {
 		var err error
-		res, err = s.callTyped(ctx, cli, r)
+		res, err = fn(ctx, s, cli, c.r)
 		return err
 	})
-	m.observe(server, start, err == nil && res != nil && res.IsError, err)
-	endCall(span, err == nil && res != nil && res.IsError, err)
+	c.finish(err == nil && res != nil && res.IsError, err)
 	if err != nil {
 		return nil, err
 	}

@@ -24,7 +24,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"time"
 
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
@@ -61,35 +60,28 @@ func (s *session) noteWire(cli *client.Client, version string) {
 // outcomes and metrics are CallTool's; a result with isError is not an
 // error here.
 func (m *Manager) CallToolRaw(ctx context.Context, server, tool string, args json.RawMessage, hdr http.Header, onProgress ProgressFunc, opts CallOptions) (*RawResult, error) {
-	if err := m.allowCall(ctx, server, tool, hdr); err != nil {
+	ctx, c, err := m.beginTool(ctx, server, tool, args, hdr, onProgress, opts)
+	if err != nil {
 		return nil, err
 	}
-	start := time.Now()
-	ctx, span := m.startCall(ctx, server, tool) // trace.go
-	ctx = withRelay(ctx, opts.Relay)
-	r, done := m.rawRequest(ctx, tool, args, onProgress, opts)
-	defer done()
+	defer c.done()
 	var res *RawResult
-	err := m.doHeld(ctx, server, callOp(tool), hdr, &res, func(ctx context.Context, s *session, cli *client.Client) error {
+	err = m.doHeld(ctx, server, callOp(tool), hdr, &res, func(ctx context.Context, s *session, cli *client.Client) error {
 		var err error
 		if w := s.wire.Load(); w != nil && w.cli == cli && wire.Fast() {
-			res, err = s.callRaw(ctx, cli, w, r)
+			res, err = s.callRaw(ctx, cli, w, c.r)
 		} else {
-			res, err = s.callSent(ctx, cli, r)
+			res, err = s.callSent(ctx, cli, c.r)
 		}
 		return err
 	})
 	if err == nil && res.Streamed() {
-		// Observed once it has been copied (or given up): its facts and
+		// Counted once it has been copied (or given up): its facts and
 		// the copy's error are known then.
-		res.OnClose(func(err error) {
-			m.observe(server, start, err == nil && res.IsError, err)
-			endCall(span, err == nil && res.IsError, err)
-		})
+		res.OnClose(func(err error) { c.finish(err == nil && res.IsError, err) })
 		return res, nil
 	}
-	m.observe(server, start, err == nil && res.IsError, err)
-	endCall(span, err == nil && res.IsError, err)
+	c.finish(err == nil && res.IsError, err)
 	if err != nil {
 		if res != nil {
 			res.Close()
@@ -134,47 +126,29 @@ func (m *Manager) rawRequest(ctx context.Context, tool string, args json.RawMess
 // for again through mcp-go's client: by the protocol a first round that
 // asks for input has not done the work. Other sessions take mcp-go's path.
 func (m *Manager) CallToolJSON(ctx context.Context, server, tool string, args json.RawMessage, hdr http.Header, onProgress ProgressFunc, opts CallOptions) (*mcp.CallToolResult, error) {
-	if err := m.allowCall(ctx, server, tool, hdr); err != nil {
-		return nil, err
-	}
-	start := time.Now()
-	ctx, span := m.startCall(ctx, server, tool) // trace.go
-	ctx = withRelay(ctx, opts.Relay)
-	r, done := m.rawRequest(ctx, tool, args, onProgress, opts)
-	defer done()
-	var res *mcp.CallToolResult
-	err := m.do(ctx, server, callOp(tool), hdr, func(ctx context.Context, s *session, cli *client.Client) error {
-		if w := s.wire.Load(); w != nil && w.cli == cli {
-			rr, err := s.callRaw(ctx, cli, w, r)
-			if err != nil {
-				return err
-			}
-			if rr.ResultType != string(mcp.ResultTypeInputRequired) {
-				res, err = mcp.ParseCallToolResult(&rr.JSON)
-				return err
-			}
-			// A result that asks for input: mcp-go's client runs the
-			// rounds (its multi round-trip loop: a server shedding load
-			// is asked again after a pause).
-			req, err := typedRequest(r)
-			if err != nil {
-				return err
-			}
-			call, done := s.relayed(ctx, cli, r.relay)
-			defer done()
-			res, err = call.CallTool(ctx, req)
-			return err
+	return m.typedCall(ctx, server, tool, args, hdr, onProgress, opts, func(ctx context.Context, s *session, cli *client.Client, r rawRequest) (*mcp.CallToolResult, error) {
+		w := s.wire.Load()
+		if w == nil || w.cli != cli {
+			return s.callTyped(ctx, cli, r)
 		}
-		var err error
-		res, err = s.callTyped(ctx, cli, r)
-		return err
+		rr, err := s.callRaw(ctx, cli, w, r)
+		if err != nil {
+			return nil, err
+		}
+		if rr.ResultType != string(mcp.ResultTypeInputRequired) {
+			return mcp.ParseCallToolResult(&rr.JSON)
+		}
+		// A result that asks for input: mcp-go's client runs the rounds
+		// (its multi round-trip loop: a server shedding load is asked
+		// again after a pause).
+		req, err := typedRequest(r)
+		if err != nil {
+			return nil, err
+		}
+		call, done := s.relayed(ctx, cli, r.relay)
+		defer done()
+		return call.CallTool(ctx, req)
 	})
-	m.observe(server, start, err == nil && res != nil && res.IsError, err)
-	endCall(span, err == nil && res != nil && res.IsError, err)
-	if err != nil {
-		return nil, err
-	}
-	return res, nil
 }
 
 // typedRequest is r for mcp-go's client (its multi round-trip loop, which
