@@ -107,35 +107,44 @@ func (p *Proxy) allowServer(ctx context.Context, srv, what string) error {
 // resourceView lists the resources of the servers the caller may use; names
 // are prefixed like tools, URIs unchanged.
 func (p *Proxy) resourceView(ctx context.Context, inbound http.Header) []mcp.Resource {
-	out := []mcp.Resource{}
-	for _, srv := range p.servers(policy.CallerFrom(ctx)) {
-		res, err := p.d.Downstream.ListResources(ctx, srv, p.outbound(ctx, srv, inbound, nil))
+	return listView(ctx, p, inbound, "resources/list", func(ctx context.Context, srv string, hdr http.Header) ([]mcp.Resource, error) {
+		res, err := p.d.Downstream.ListResources(ctx, srv, hdr)
 		if err != nil {
-			p.listFailed(ctx, "resources/list", srv, err)
-			continue
+			return nil, err
 		}
-		for _, r := range res.Resources {
-			r.Name = p.exposed(srv, r.Name)
-			out = append(out, r)
+		for i := range res.Resources {
+			res.Resources[i].Name = p.exposed(srv, res.Resources[i].Name)
 		}
-	}
-	return out
+		return res.Resources, nil
+	})
 }
 
 // templateView lists the resource templates of the servers the caller may
 // use (the catch-all template of the registry is never shown).
 func (p *Proxy) templateView(ctx context.Context, inbound http.Header) []mcp.ResourceTemplate {
-	out := []mcp.ResourceTemplate{}
-	for _, srv := range p.servers(policy.CallerFrom(ctx)) {
-		res, err := p.d.Downstream.ListResourceTemplates(ctx, srv, p.outbound(ctx, srv, inbound, nil))
+	return listView(ctx, p, inbound, "resources/templates/list", func(ctx context.Context, srv string, hdr http.Header) ([]mcp.ResourceTemplate, error) {
+		res, err := p.d.Downstream.ListResourceTemplates(ctx, srv, hdr)
 		if err != nil {
-			p.listFailed(ctx, "resources/templates/list", srv, err)
+			return nil, err
+		}
+		for i := range res.ResourceTemplates {
+			res.ResourceTemplates[i].Name = p.exposed(srv, res.ResourceTemplates[i].Name)
+		}
+		return res.ResourceTemplates, nil
+	})
+}
+
+// listView is what list (method) answers for each server the caller may
+// use, in the servers' order; a server that fails is logged and left out.
+func listView[T any](ctx context.Context, p *Proxy, inbound http.Header, method string, list func(ctx context.Context, srv string, hdr http.Header) ([]T, error)) []T {
+	out := []T{}
+	for _, srv := range p.servers(policy.CallerFrom(ctx)) {
+		items, err := list(ctx, srv, p.outbound(ctx, srv, inbound, nil))
+		if err != nil {
+			p.listFailed(ctx, method, srv, err)
 			continue
 		}
-		for _, t := range res.ResourceTemplates {
-			t.Name = p.exposed(srv, t.Name)
-			out = append(out, t)
-		}
+		out = append(out, items...)
 	}
 	return out
 }
