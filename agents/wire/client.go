@@ -25,7 +25,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"mime"
 	"net/http"
 	"slices"
@@ -136,37 +135,48 @@ func (r *ToolCallRequest) ParamsJSON() json.RawMessage {
 }
 
 func (r *ToolCallRequest) appendParams(b []byte) []byte {
-	name, _ := json.Marshal(r.Tool)
-	b = append(b, `{"name":`...)
-	b = append(b, name...)
+	b = appendString(append(b, `{"name":`...), r.Tool)
 	if len(r.Arguments) > 0 {
 		b = append(b, `,"arguments":`...)
 		b = append(b, r.Arguments...)
 	}
-	for _, k := range slices.Sorted(maps.Keys(r.Params)) {
-		b = append(append(strconv.AppendQuote(append(b, ','), k), ':'), r.Params[k]...)
+	var keys [8]string // the members' names, sorted: on the stack for a few
+	for _, k := range sortedKeys(keys[:0], r.Params) {
+		b = append(appendString(append(b, ','), k), ':')
+		b = append(b, r.Params[k]...)
 	}
 	if r.ProgressToken != "" || r.Traceparent != "" || len(r.Meta) > 0 {
 		b = append(b, `,"_meta":{`...)
 		sep := false
-		member := func(key string, raw []byte) {
+		member := func(key string) {
 			if sep {
 				b = append(b, ',')
 			}
 			sep = true
-			b = append(append(strconv.AppendQuote(b, key), ':'), raw...)
+			b = append(appendString(b, key), ':')
 		}
-		for _, m := range [][2]string{{"progressToken", r.ProgressToken}, {tracing.KeyTraceparent, r.Traceparent}, {tracing.KeyTracestate, r.Tracestate}} {
+		for _, m := range [...][2]string{{"progressToken", r.ProgressToken}, {tracing.KeyTraceparent, r.Traceparent}, {tracing.KeyTracestate, r.Tracestate}} {
 			if m[1] != "" {
-				member(m[0], strconv.AppendQuote(nil, m[1]))
+				member(m[0])
+				b = appendString(b, m[1])
 			}
 		}
-		for _, k := range slices.Sorted(maps.Keys(r.Meta)) {
-			member(k, r.Meta[k])
+		for _, k := range sortedKeys(keys[:0], r.Meta) {
+			member(k)
+			b = append(b, r.Meta[k]...)
 		}
 		b = append(b, '}')
 	}
 	return append(b, '}')
+}
+
+// sortedKeys appends m's keys to keys, sorted.
+func sortedKeys(keys []string, m map[string]json.RawMessage) []string {
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
 }
 
 // clientMessage is a JSON-RPC message from the downstream, decoded once

@@ -133,3 +133,18 @@ func set(field *json.RawMessage, value []byte) bool {
 	*field = value
 	return true
 }
+
+// appendString appends s as a JSON string, as encoding/json writes it: a
+// string of printable ASCII that needs no escape is copied between quotes,
+// any other through json.Marshal (escapes, invalid UTF-8).
+func appendString(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			q, _ := json.Marshal(s)
+			return append(b, q...)
+		}
+	}
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"')
+}
