@@ -280,9 +280,12 @@ func (srv *remote) run(ctx context.Context, s *session, op string, fn opFunc) er
 // net/http's own error, `Post "<url>": <cause>`. The chain is kept for
 // errors.Is and errors.As (isLost, notDelivered, Outcome).
 func plainSend(err error) error {
+	if err == nil {
+		return nil
+	}
 	var te *transport.Error
 	var ue *url.Error
-	if err == nil || !errors.As(err, &te) || te.Err == nil || !errors.As(err, &ue) ||
+	if !errors.As(err, &te) || te.Err == nil || !errors.As(err, &ue) ||
 		!strings.HasPrefix(te.Err.Error(), "failed to send request: ") {
 		return err
 	}

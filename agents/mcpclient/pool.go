@@ -91,8 +91,11 @@ func newHTTPTransport() *http.Transport {
 }
 
 // canonical returns a copy of h with canonical names, merging names that
-// differ only in case.
+// differ only in case; nil for none.
 func canonical(h http.Header) http.Header {
+	if len(h) == 0 {
+		return nil
+	}
 	out := make(http.Header, len(h))
 	for name, vals := range h {
 		key := http.CanonicalHeaderKey(name)
@@ -101,25 +104,36 @@ func canonical(h http.Header) http.Header {
 	return out
 }
 
+// noHeaders is the fingerprint of an empty header set, the commonest.
+var noHeaders = fingerprintOf(nil)
+
 // fingerprint is the pool key of a canonical header set: sha256 over the
 // sorted names and their values. Values never appear in the key's text.
 func fingerprint(h http.Header) string {
-	names := make([]string, 0, len(h))
+	if len(h) == 0 {
+		return noHeaders
+	}
+	return fingerprintOf(h)
+}
+
+func fingerprintOf(h http.Header) string {
+	var buf [16]string // the names, sorted: on the stack for a few
+	names := buf[:0]
 	for name := range h {
 		names = append(names, name)
 	}
 	slices.Sort(names)
-	sum := sha256.New()
+	var in [512]byte
+	b := in[:0]
 	for _, name := range names {
-		sum.Write([]byte(name))
-		sum.Write([]byte{0})
+		b = append(append(b, name...), 0)
 		for _, v := range h[name] {
-			sum.Write([]byte(v))
-			sum.Write([]byte{0})
+			b = append(append(b, v...), 0)
 		}
-		sum.Write([]byte{1})
+		b = append(b, 1)
 	}
-	return hex.EncodeToString(sum.Sum(nil))
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
 }
 
 // flatten turns h into the single-valued map mcp-go's transports take,

@@ -176,7 +176,7 @@ func decodeMeta(msg *Message) (callMeta, bool) {
 	fm.logLevel = mcp.LoggingLevel(msg.MetaString(mcp.MetaKeyLogLevel))
 	if caps := members[mcp.MetaKeyClientCapabilities]; !IsNull(caps) {
 		var c mcp.ClientCapabilities
-		if json.Unmarshal(caps, &c) == nil {
+		if string(caps) == "{}" || json.Unmarshal(caps, &c) == nil { // none declared: nothing to decode
 			fm.caps = &c
 		}
 	}

@@ -370,7 +370,15 @@ func (m *Message) MetaString(key string) string {
 		return "" // the key is not there, even escaped: no need to decode _meta
 	}
 	meta, _ := m.Meta()
-	s, _ := rawString(meta[key])
+	raw := meta[key]
+	if len(raw) > 2 && raw[0] == '"' {
+		for _, v := range mcp.ValidProtocolVersions { // asked for on every call: no copy
+			if string(raw[1:len(raw)-1]) == v {
+				return v
+			}
+		}
+	}
+	s, _ := rawString(raw)
 	return s
 }
 
@@ -392,9 +400,28 @@ func metaFast(b []byte) (map[string]json.RawMessage, bool) {
 		if !simple {
 			return nil, false
 		}
-		if _, twice := meta[string(name)]; twice {
+		key := metaKey(name)
+		if _, twice := meta[key]; twice {
 			return nil, false
 		}
-		meta[string(name)] = v
+		meta[key] = v
 	}
+}
+
+// metaKey is name as a string, the protocol's own _meta names without an
+// allocation (a 2026-07-28 call carries three of them).
+func metaKey(name []byte) string {
+	switch string(name) { // compared without a copy
+	case mcp.MetaKeyProtocolVersion:
+		return mcp.MetaKeyProtocolVersion
+	case mcp.MetaKeyClientInfo:
+		return mcp.MetaKeyClientInfo
+	case mcp.MetaKeyClientCapabilities:
+		return mcp.MetaKeyClientCapabilities
+	case mcp.MetaKeyLogLevel:
+		return mcp.MetaKeyLogLevel
+	case "progressToken":
+		return "progressToken"
+	}
+	return string(name)
 }
