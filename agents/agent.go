@@ -57,7 +57,7 @@ type Call struct {
 	// extras are the members the downstream tools/calls of the tool loop
 	// add (mcpclient.CallOptions.Extras), the caller's call's; sub-calls
 	// keep them. nil: none.
-	extras *mcpclient.CallExtras
+	extras mcpclient.CallExtras
 	// Rounds is the caller's call's round-trip state when the
 	// input-required bridge runs it (wire.Call.Rounds), its asks keyed
 	// under the tool call or step that runs (resume.go); sub-calls keep it.

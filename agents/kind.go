@@ -163,8 +163,8 @@ func (c *Call) SetSchema(schema *llm.OutputSchema) { c.schema = schema }
 func (c *Call) Schema() *llm.OutputSchema { return c.schema }
 
 // Extras are the members the downstream tools/calls of the call's tool
-// loop add (mcpclient.CallOptions.Extras; nil: none).
-func (c *Call) Extras() *mcpclient.CallExtras { return c.extras }
+// loop add (mcpclient.CallOptions.Extras; zero: none).
+func (c *Call) Extras() mcpclient.CallExtras { return c.extras }
 
 // Step is next, a sub-call of c that runs one of c's steps (a tool call of
 // its loop, a workflow's step), whose input requests to the caller are

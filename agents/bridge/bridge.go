@@ -193,7 +193,7 @@ func (b *Bridge) Answer(ctx context.Context, wc *wire.Call) any {
 		// Without a requestState the answers answer nothing this gateway
 		// asked: they are ignored (the call starts afresh).
 	}
-	extras := &mcpclient.CallExtras{}
+	var extras mcpclient.CallExtras
 	if rawCaps != nil {
 		extras.Meta = map[string]json.RawMessage{mcp.MetaKeyClientCapabilities: rawCaps}
 	}

@@ -57,7 +57,7 @@ type inputAsk struct {
 // start runs the downstream call detached from the caller's request and
 // serves its first round; a call that cannot ask its caller anything runs
 // on the request's goroutine instead (startInline).
-func (c *inputCall) start(ctx context.Context, wc *wire.Call, extras *mcpclient.CallExtras) any {
+func (c *inputCall) start(ctx context.Context, wc *wire.Call, extras mcpclient.CallExtras) any {
 	inner := *wc
 	inner.ExtraParams, inner.ExtraMeta = extras.Params, extras.Meta // the downstream call's members
 	inner.Rounds = round{c: c}                                      // where the kind's requests to the caller go (round.go)

@@ -64,19 +64,19 @@ type CallOptions struct {
 	Stream bool
 	// Extras are members the request adds (CallExtras; CallToolRaw and
 	// CallToolJSON only), or nil.
-	Extras *CallExtras
+	Extras CallExtras
 	// Relay takes the downstream's log messages and server-to-client
 	// requests during the call to the caller, or is nil: none.
 	Relay *Relay
 }
 
 // ExtrasOf are the members c's downstream tools/call adds
-// (wire.Call.ExtraParams and ExtraMeta), or nil: c is nil or adds none.
-func ExtrasOf(c *wire.Call) *CallExtras {
-	if c == nil || (c.ExtraParams == nil && c.ExtraMeta == nil) {
-		return nil
+// (wire.Call.ExtraParams and ExtraMeta); zero when c is nil or adds none.
+func ExtrasOf(c *wire.Call) CallExtras {
+	if c == nil {
+		return CallExtras{}
 	}
-	return &CallExtras{Params: c.ExtraParams, Meta: c.ExtraMeta}
+	return CallExtras{Params: c.ExtraParams, Meta: c.ExtraMeta}
 }
 
 var (

@@ -100,7 +100,7 @@ type rawRequest struct {
 	stream bool // CallOptions.Stream
 
 	traceparent, tracestate string      // the call span's W3C trace context, for _meta; "" for none
-	extra                   *CallExtras // nil: none
+	extra                   CallExtras
 }
 
 // rawRequest is the request of a call of tool with args, with a progress
@@ -157,9 +157,9 @@ func (m *Manager) CallToolJSON(ctx context.Context, server, tool string, args js
 // of the caller's members only a task.
 func typedRequest(r rawRequest) (mcp.CallToolRequest, error) {
 	t := r
-	t.extra = nil
+	t.extra = CallExtras{}
 	if task := r.extra.task(); task != nil {
-		t.extra = &CallExtras{Params: map[string]json.RawMessage{"task": task}}
+		t.extra = CallExtras{Params: map[string]json.RawMessage{"task": task}}
 	}
 	var req mcp.CallToolRequest
 	tc := t.toolCall("")
@@ -220,8 +220,6 @@ func callBody(id string, r rawRequest) []byte {
 func (r rawRequest) toolCall(id string) wire.ToolCallRequest {
 	req := wire.ToolCallRequest{ID: id, Tool: r.tool, Arguments: r.args,
 		ProgressToken: r.token, Traceparent: r.traceparent, Tracestate: r.tracestate}
-	if r.extra != nil {
-		req.Params, req.Meta = r.extra.Params, r.extra.Meta
-	}
+	req.Params, req.Meta = r.extra.Params, r.extra.Meta
 	return req
 }

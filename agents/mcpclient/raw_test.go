@@ -608,7 +608,7 @@ func TestSentCall(t *testing.T) {
 	m := newManager(t, Options{}, d.spec())
 	var logs []any
 	ctx, relay := testCtx(t), &Relay{Log: func(p map[string]any) { logs = append(logs, p["data"]) }}
-	extras := &CallExtras{
+	extras := CallExtras{
 		Params: map[string]json.RawMessage{"task": json.RawMessage(`{"ttl":60000}`), "requestState": json.RawMessage(`"st"`)},
 		Meta:   map[string]json.RawMessage{"io.example/caps": json.RawMessage(`{"elicitation":{}}`)},
 	}

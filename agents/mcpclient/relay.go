@@ -70,10 +70,7 @@ type CallExtras struct {
 }
 
 // task is the caller's task param (a task-augmented call), or nil.
-func (x *CallExtras) task() json.RawMessage {
-	if x == nil {
-		return nil
-	}
+func (x CallExtras) task() json.RawMessage {
 	return x.Params["task"]
 }
 

@@ -198,7 +198,7 @@ type clientMessage struct {
 // the server-to-client requests it was answering.
 func (c *ClientCall) Do(ctx context.Context, cancel context.CancelFunc, body []byte) (*RawResult, error) {
 	defer c.handlers.Wait() // after cancel: a pending server-to-client request gives up
-	req, err := c.newRequest(ctx, http.MethodPost, body, "application/json, text/event-stream")
+	req, err := c.newRequest(ctx, http.MethodPost, body, acceptAnswer)
 	if err != nil {
 		cancel()
 		return nil, err
@@ -320,6 +320,15 @@ func (msg *clientMessage) readFast(b []byte) bool {
 	return true
 }
 
+// The values of newRequest's fixed headers, shared by every request (net/http
+// reads a request's header values and never writes them).
+const acceptAnswer = "application/json, text/event-stream"
+
+var (
+	contentJSON       = []string{"application/json"}
+	acceptAnswerValue = []string{acceptAnswer}
+)
+
 // newRequest is a request to the downstream session with mcp-go's headers:
 // its own, then the session's outbound headers (which win, as in sendHTTP).
 func (c *ClientCall) newRequest(ctx context.Context, method string, body []byte, accept string) (*http.Request, error) {
@@ -333,9 +342,14 @@ func (c *ClientCall) newRequest(ctx context.Context, method string, body []byte,
 	}
 	h := req.Header
 	if body != nil {
-		h["Content-Type"] = []string{"application/json"}
+		h["Content-Type"] = contentJSON
 	}
-	h["Accept"] = []string{accept}
+	switch accept {
+	case acceptAnswer:
+		h["Accept"] = acceptAnswerValue
+	default:
+		h["Accept"] = []string{accept}
+	}
 	if c.Session != "" {
 		h[transport.HeaderKeySessionID] = []string{c.Session}
 	}
@@ -644,7 +658,7 @@ func (c *ClientCall) reply(ctx context.Context, resp *transport.JSONRPCResponse)
 	if err != nil {
 		return err
 	}
-	req, err := c.newRequest(ctx, http.MethodPost, body, "application/json, text/event-stream")
+	req, err := c.newRequest(ctx, http.MethodPost, body, acceptAnswer)
 	if err != nil {
 		return err
 	}

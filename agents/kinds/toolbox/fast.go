@@ -109,7 +109,7 @@ func (t *Target) recovered(ctx context.Context, wc *wire.Call) (res *mcp.CallToo
 
 // executeRaw is executeTool with the result raw; the downstream call adds
 // the caller's members extras (nil: none).
-func (tb *toolbox) executeRaw(ctx context.Context, c *tbCall, req mcp.CallToolRequest, args map[string]any, toolArgs json.RawMessage, extras *mcpclient.CallExtras) (*mcpclient.RawResult, error) {
+func (tb *toolbox) executeRaw(ctx context.Context, c *tbCall, req mcp.CallToolRequest, args map[string]any, toolArgs json.RawMessage, extras mcpclient.CallExtras) (*mcpclient.RawResult, error) {
 	toolArgs = bytes.TrimSpace(toolArgs)
 	switch {
 	case len(toolArgs) == 0 || string(toolArgs) == "null":
