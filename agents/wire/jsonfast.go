@@ -22,8 +22,11 @@ import (
 // PeekResult decode with encoding/json alone.
 
 // memberReader reads one JSON object's members; pooled with its decoder.
+// The decoder reads from a bytes.Buffer over b, which jsontext parses in
+// place: a bytes.Reader would be copied into the decoder's own buffer, a
+// copy of every large result the gateway reads (TestLargeResultCopies).
 type memberReader struct {
-	src bytes.Reader
+	src bytes.Buffer
 	dec jsontext.Decoder
 	b   []byte
 }
@@ -39,7 +42,7 @@ var fastOptions = []jsontext.Options{jsontext.AllowDuplicateNames(true), jsontex
 func openObject(b []byte) (*memberReader, bool) {
 	r := memberReaders.Get().(*memberReader)
 	r.b = b
-	r.src.Reset(b)
+	r.src = *bytes.NewBuffer(b)
 	r.dec.Reset(&r.src, fastOptions...)
 	if tok, err := r.dec.ReadToken(); err != nil || tok.Kind() != '{' {
 		r.close()
@@ -50,7 +53,7 @@ func openObject(b []byte) (*memberReader, bool) {
 
 func (r *memberReader) close() {
 	r.b = nil
-	r.src.Reset(nil)
+	r.src = bytes.Buffer{}
 	r.dec.Reset(&r.src, fastOptions...) // drops the decoder's hold on the input
 	memberReaders.Put(r)
 }
