@@ -27,6 +27,7 @@ import (
 	"errors"
 	"fmt"
 	"hash"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -106,7 +107,7 @@ func (s *Sealer) open(text, agent string, now time.Time) (*roundState, error) {
 type sealer struct {
 	aead cipher.AEAD
 	mac  []byte    // HMAC-SHA256 key of Tag
-	macs sync.Pool // of hash.Hash: HMAC-SHA256 under mac, reset before use (tag runs per session-based request)
+	macs sync.Pool // of *tagger: HMAC-SHA256 under mac, reset before use (tag runs per session-based request)
 }
 
 // newSealer returns the sealer of key (32 bytes); a nil key is a random one.
@@ -126,7 +127,7 @@ func newSealer(key []byte) *sealer {
 	mac := hmac.New(sha256.New, key)
 	mac.Write([]byte("pallasgw tags v1"))
 	s := &sealer{aead: aead, mac: mac.Sum(nil)}
-	s.macs.New = func() any { return hmac.New(sha256.New, s.mac) }
+	s.macs.New = func() any { return &tagger{mac: hmac.New(sha256.New, s.mac)} }
 	return s
 }
 
@@ -137,18 +138,28 @@ func (s *sealer) tag(parts ...string) string {
 	for _, p := range parts {
 		size += 8 + len(p)
 	}
-	msg := make([]byte, 0, size)
+	t := s.macs.Get().(*tagger)
+	msg := slices.Grow(t.msg[:0], size)
 	for _, p := range parts {
 		msg = binary.BigEndian.AppendUint64(msg, uint64(len(p)))
 		msg = append(msg, p...)
 	}
-	mac := s.macs.Get().(hash.Hash)
-	mac.Reset()
-	mac.Write(msg)
-	var sum [sha256.Size]byte
-	out := mac.Sum(sum[:0])
-	s.macs.Put(mac)
-	return base64.RawURLEncoding.EncodeToString(out[:16])
+	t.mac.Reset()
+	t.mac.Write(msg)
+	out := t.mac.Sum(t.sum[:0])
+	tag := base64.RawURLEncoding.EncodeToString(out[:16])
+	if cap(msg) <= 4096 { // a few parts of a request; a larger one is not kept
+		t.msg = msg
+		s.macs.Put(t)
+	}
+	return tag
+}
+
+// tagger is one HMAC of tag with its buffers, reused.
+type tagger struct {
+	mac hash.Hash
+	msg []byte
+	sum [sha256.Size]byte
 }
 
 func stateAAD(agent string) []byte { return []byte("pallasgw requestState v1\x00" + agent) }

@@ -70,7 +70,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -309,7 +308,7 @@ func (e *Endpoint) trackRequest(msg *wire.Message, session string) (untrack func
 	if msg.MethodName() == "" || json.Unmarshal(msg.ID, &id) != nil || id == nil {
 		return func() {} // not a request
 	}
-	if untrack = e.track(fmt.Sprintf("%s:%v", session, id), &runningCall{owner: e}); untrack == nil {
+	if untrack = e.track(wire.InflightKey(session, id), &runningCall{owner: e}); untrack == nil {
 		return func() {}
 	}
 	return untrack
@@ -340,7 +339,7 @@ func (e *Endpoint) cancelTracked(r *http.Request, msg *wire.Message, body []byte
 		mcp.IsModernProtocol(msg.MetaString(mcp.MetaKeyProtocolVersion)) {
 		return
 	}
-	call := e.d.Requests.running.remove(e.d.Agent + "\x00" + fmt.Sprintf("%s:%v", session, id))
+	call := e.d.Requests.running.remove(e.d.Agent + "\x00" + wire.InflightKey(session, id))
 	switch {
 	case call == nil:
 	case call.cancel != nil: // a fast call

@@ -23,11 +23,14 @@ func (s *session) clientCall(ctx context.Context, w *wireInfo, id string, relay 
 		Session: w.session, Version: w.version, Header: s.callHeader(ctx),
 		ID: id, Limit: s.srv.m.opts.MaxMessageBytes,
 		Notify:  func(method string, params json.RawMessage) { s.callNotification(relay, method, params) },
-		Request: s.serverRequest,
-		Debug: func(msg string, err error) {
-			s.srv.m.log.Debug(msg, zap.String(fieldServer, s.srv.spec.Name), zap.Error(s.scrub(err)))
-		},
+		Request: s.rawRequest,
+		Debug:   s.rawDebug,
 	}
+}
+
+// debugCall logs what a raw call's client noticed and let pass.
+func (s *session) debugCall(msg string, err error) {
+	s.srv.m.log.Debug(msg, zap.String(fieldServer, s.srv.spec.Name), zap.Error(s.scrub(err)))
 }
 
 // callNotification routes one notification of a raw call's stream: log

@@ -43,6 +43,10 @@ type session struct {
 
 	tools toolCache
 	wire  atomic.Pointer[wireInfo] // Streamable HTTP: what a raw call sends (raw.go); set by connect
+	// rawRequest and rawDebug are serverRequest and debugCall as the
+	// functions each raw call's client takes, made once (rawstream.go).
+	rawRequest func(ctx context.Context, req transport.JSONRPCRequest) (*transport.JSONRPCResponse, error)
+	rawDebug   func(msg string, err error)
 	// streamTooLarge is set when a message on one of the session's
 	// long-lived streams passed the bound (bound.go), which ended the
 	// stream: the next call that fails says why.
@@ -66,7 +70,9 @@ type session struct {
 }
 
 func newSession(srv *remote, key string, hdr http.Header) *session {
-	return &session{srv: srv, key: key, hdr: hdr, conn: make(chan struct{}, 1)}
+	s := &session{srv: srv, key: key, hdr: hdr, conn: make(chan struct{}, 1)}
+	s.rawRequest, s.rawDebug = s.serverRequest, s.debugCall // made once, handed to each raw call (rawstream.go)
+	return s
 }
 
 // lock takes the connection lock unless ctx ends first: a caller must not

@@ -443,27 +443,36 @@ var ErrNoResult = errors.New("malformed response: neither a result nor an error"
 // PeekResult reads the members a caller acts on out of a result. A result
 // that is not a JSON object is a malformed response.
 func PeekResult(raw json.RawMessage) (*RawResult, error) {
-	var peek struct {
-		IsError    bool            `json:"isError"`
-		ResultType string          `json:"resultType"`
-		Meta       json.RawMessage `json:"_meta"`
-	}
 	if len(raw) == 0 || string(raw) == "null" {
 		return nil, ErrNoResult
 	}
 	if raw[0] != '{' {
 		return nil, fmt.Errorf("malformed response: the result is not an object: %.40s", raw)
 	}
-	if !Fast() || !peekFast(raw, &peek.IsError, &peek.ResultType, &peek.Meta) {
-		peek.IsError, peek.ResultType, peek.Meta = false, "", nil
-		if err := json.Unmarshal(raw, &peek); err != nil {
-			return nil, fmt.Errorf("malformed response: the result: %w", err)
+	rr := &RawResult{JSON: raw}
+	if !Fast() || !peekFast(raw, &rr.IsError, &rr.ResultType, &rr.Meta) {
+		var err error
+		if rr.IsError, rr.ResultType, rr.Meta, err = peekSlow(raw); err != nil {
+			return nil, err
 		}
 	}
-	if string(peek.Meta) == "null" {
-		peek.Meta = nil
+	if string(rr.Meta) == "null" {
+		rr.Meta = nil
 	}
-	return &RawResult{JSON: raw, IsError: peek.IsError, ResultType: peek.ResultType, Meta: peek.Meta}, nil
+	return rr, nil
+}
+
+// peekSlow is PeekResult's read of raw with encoding/json.
+func peekSlow(raw json.RawMessage) (isError bool, resultType string, meta json.RawMessage, err error) {
+	var peek struct {
+		IsError    bool            `json:"isError"`
+		ResultType string          `json:"resultType"`
+		Meta       json.RawMessage `json:"_meta"`
+	}
+	if err := json.Unmarshal(raw, &peek); err != nil {
+		return false, "", nil, fmt.Errorf("malformed response: the result: %w", err)
+	}
+	return peek.IsError, peek.ResultType, peek.Meta, nil
 }
 
 // peekFast is PeekResult's read of raw, an object, with jsontext

@@ -116,7 +116,7 @@ func serve(w http.ResponseWriter, r *http.Request, msg *Message, t Target, sessi
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithCancel(ctx)
 		defer cancel()
-		untrack := track(fmt.Sprintf("%s:%v", session, id), cancel)
+		untrack := track(InflightKey(session, id), cancel)
 		if untrack == nil {
 			return false
 		}
@@ -169,8 +169,12 @@ func decodeMeta(msg *Message) (callMeta, bool) {
 		return fm, ok
 	}
 	fm.present = true
-	if token := members["progressToken"]; token != nil && json.Unmarshal(token, &fm.progressToken) != nil {
-		return fm, false
+	if token := members["progressToken"]; token != nil {
+		var pt any // not fm's own member: fm would then live on the heap
+		if json.Unmarshal(token, &pt) != nil {
+			return fm, false
+		}
+		fm.progressToken = pt
 	}
 	fm.version = msg.MetaString(mcp.MetaKeyProtocolVersion)
 	fm.logLevel = mcp.LoggingLevel(msg.MetaString(mcp.MetaKeyLogLevel))
@@ -257,6 +261,19 @@ func toCallRequest(m *Message, name string, meta callMeta, h http.Header, rawArg
 
 // decodeID is a JSON-RPC id as encoding/json decodes it into an any: a
 // string, or a number as float64.
+// InflightKey is the key of a session-based call in flight,
+// "<session>:<id>" as mcp-go's server keys it (inflightKey, fmt's %v), for
+// the notifications/cancelled that name it.
+func InflightKey(session string, id any) string {
+	switch id := id.(type) {
+	case float64:
+		return session + ":" + strconv.FormatFloat(id, 'g', -1, 64)
+	case string:
+		return session + ":" + id
+	}
+	return fmt.Sprintf("%s:%v", session, id)
+}
+
 func decodeID(raw json.RawMessage) (any, bool) {
 	if len(raw) > 0 && raw[0] == '"' {
 		var s string

@@ -366,7 +366,7 @@ func (m *Message) Meta() (map[string]json.RawMessage, bool) {
 
 // MetaString is the _meta member key when it is a string, else "".
 func (m *Message) MetaString(key string) string {
-	if !m.metaRead && !bytes.Contains(m.Params.Meta, []byte(key)) && bytes.IndexByte(m.Params.Meta, '\\') < 0 {
+	if !m.metaRead && !bytes.Contains(m.Params.Meta, keyBytes(key)) && bytes.IndexByte(m.Params.Meta, '\\') < 0 {
 		return "" // the key is not there, even escaped: no need to decode _meta
 	}
 	meta, _ := m.Meta()
@@ -424,4 +424,18 @@ func metaKey(name []byte) string {
 		return "progressToken"
 	}
 	return string(name)
+}
+
+// metaKeyBytes are the _meta names MetaString is asked for on every call,
+// as bytes made once.
+var metaKeyBytes = map[string][]byte{
+	mcp.MetaKeyProtocolVersion: []byte(mcp.MetaKeyProtocolVersion),
+	mcp.MetaKeyLogLevel:        []byte(mcp.MetaKeyLogLevel),
+}
+
+func keyBytes(key string) []byte {
+	if b, ok := metaKeyBytes[key]; ok {
+		return b
+	}
+	return []byte(key)
 }

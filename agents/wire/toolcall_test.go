@@ -2,6 +2,7 @@ package wire
 
 import (
 	"encoding/json"
+	"fmt"
 	"reflect"
 	"testing"
 )
@@ -39,6 +40,16 @@ func TestToolCallRequestJSON(t *testing.T) {
 		}
 		if again := r.Body(); string(again) != string(body) {
 			t.Errorf("%q: two encodings differ:\n%s\n%s", name, body, again)
+		}
+	}
+}
+
+// TestInflightKey: the key is fmt's %v of the id, as mcp-go's server keys
+// a call in flight, for every id a request can carry.
+func TestInflightKey(t *testing.T) {
+	for _, id := range []any{1.0, 0.0, -3.0, 1e6, 1e21, 123456789.0, 0.5, 1e-7, "abc", "", int64(7), nil} {
+		if got, want := InflightKey("s1", id), fmt.Sprintf("%s:%v", "s1", id); got != want {
+			t.Errorf("InflightKey(%#v) = %q, want %q", id, got, want)
 		}
 	}
 }
