@@ -323,7 +323,11 @@ func (g *Gateway) agentRoute(w http.ResponseWriter, r *http.Request) {
 // (nil: none). A refused token's reason is logged and counted, the token
 // never.
 func (g *Gateway) authorize(w http.ResponseWriter, r *http.Request, s *Snapshot, agent, rid string, start time.Time) (policy.Identity, *policy.AuditEvent, bool) {
-	id, status, reason, err := s.auth.CheckFor(r, agent, s.resourceURL(r, agent))
+	resource := "" // what a JWT's audience is checked against: built only for one
+	if s.auth.JWT() != nil {
+		resource = s.resourceURL(r, agent)
+	}
+	id, status, reason, err := s.auth.CheckFor(r, agent, resource)
 	if id.Claims != nil {
 		id.Rule = s.callers.MatchRule(id.Claims)
 	}

@@ -32,11 +32,10 @@ type rpcError struct {
 // an envelope wire's Check refuses.
 func checkMessage(body []byte) (*wire.Message, *rpcError) {
 	env, err := wire.Parse(body)
-	var syntax *json.SyntaxError
-	if errors.As(err, &syntax) {
-		return nil, &rpcError{code: rpcParseError, msg: "parse error: the request body is not valid json: " + err.Error()}
-	}
 	if err != nil {
+		if syntax := (*json.SyntaxError)(nil); errors.As(err, &syntax) {
+			return nil, &rpcError{code: rpcParseError, msg: "parse error: the request body is not valid json: " + err.Error()}
+		}
 		return nil, &rpcError{code: rpcInvalidRequest, msg: "invalid request: a JSON-RPC message must be a JSON object (batches are not supported)"}
 	}
 	if bad := env.Check(); bad != nil {

@@ -21,7 +21,7 @@ type StreamTracker struct {
 
 	mu     sync.Mutex
 	events int
-	wake   chan struct{}
+	wake   chan struct{} // closed at the next event; made by the first waiter (nil: none waits)
 }
 
 var _ wire.Sink = (*StreamTracker)(nil)
@@ -31,7 +31,7 @@ var _ wire.Sink = (*StreamTracker)(nil)
 // streams them, and adds requestID to the message of a JSON-RPC error
 // answer (wire.Response).
 func TrackStream(w http.ResponseWriter, r *http.Request, requestID string) (http.ResponseWriter, *http.Request) {
-	t := &StreamTracker{wake: make(chan struct{})}
+	t := &StreamTracker{}
 	t.w = wire.NewResponse(w, requestID, t.wrote)
 	return t.w, r.WithContext(withScope(r.Context(), func(s *scope) { s.tracker = t }))
 }
@@ -40,8 +40,10 @@ func TrackStream(w http.ResponseWriter, r *http.Request, requestID string) (http
 func (t *StreamTracker) wrote() {
 	t.mu.Lock()
 	t.events++
-	close(t.wake)
-	t.wake = make(chan struct{})
+	if t.wake != nil {
+		close(t.wake)
+		t.wake = nil
+	}
 	t.mu.Unlock()
 }
 
@@ -55,14 +57,21 @@ func (t *StreamTracker) Events() int {
 // WaitEvents waits until n events have been written, ctx ends or timeout
 // passes.
 func (t *StreamTracker) WaitEvents(ctx context.Context, n int, timeout time.Duration) {
-	timer := time.NewTimer(timeout)
-	defer timer.Stop()
+	var timer *time.Timer // made once there is something to wait for
 	for {
 		t.mu.Lock()
-		done, wake := t.events >= n, t.wake
+		done := t.events >= n
+		if !done && t.wake == nil {
+			t.wake = make(chan struct{})
+		}
+		wake := t.wake
 		t.mu.Unlock()
 		if done {
 			return
+		}
+		if timer == nil {
+			timer = time.NewTimer(timeout)
+			defer timer.Stop()
 		}
 		select {
 		case <-wake:

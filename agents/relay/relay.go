@@ -95,9 +95,7 @@ func NewProgressRelay(ctx context.Context, call *wire.Call, stream Stream, m *me
 	if notify == nil {
 		return nil
 	}
-	idle := make(chan struct{})
-	close(idle)
-	return &Relay{ctx: ctx, notify: notify, direct: direct, stream: stream, metrics: m, idle: idle}
+	return &Relay{ctx: ctx, notify: notify, direct: direct, stream: stream, metrics: m, idle: emptyQueue}
 }
 
 // Send queues one notification with params as they are, in order with
@@ -130,11 +128,17 @@ func buildRelay(ctx context.Context, call *wire.Call, stream Stream, token mcp.P
 	if notify == nil {
 		return nil
 	}
-	idle := make(chan struct{})
-	close(idle)
 	return &Relay{ctx: ctx, notify: notify, direct: direct, token: token, logs: logs, level: level,
-		stream: stream, metrics: m, idle: idle}
+		stream: stream, metrics: m, idle: emptyQueue}
 }
+
+// emptyQueue is a new relay's idle: closed, shared. A relay closes only
+// the channel it made when its queue filled (enqueueLocked).
+var emptyQueue = func() chan struct{} {
+	c := make(chan struct{})
+	close(c)
+	return c
+}()
 
 // notifyFunc sends one notification to the caller of a request. It returns
 // server.ErrNotificationChannelBlocked when the request's buffer is full
@@ -365,15 +369,19 @@ func (r *Relay) Flush(timeout time.Duration) {
 	if r == nil {
 		return
 	}
-	deadline := time.NewTimer(timeout)
-	defer deadline.Stop()
 	r.mu.Lock()
 	idle := r.idle
 	r.mu.Unlock()
 	select {
-	case <-idle:
-	case <-r.ctx.Done():
-	case <-deadline.C:
+	case <-idle: // nothing queued: no timer
+	default:
+		deadline := time.NewTimer(timeout)
+		defer deadline.Stop()
+		select {
+		case <-idle:
+		case <-r.ctx.Done():
+		case <-deadline.C:
+		}
 	}
 	r.mu.Lock()
 	r.dropLocked()

@@ -103,9 +103,13 @@ func Check(tag Tagger, agent, principal, id string) int {
 // idTag is the hex seal of an id's body for principal at agent.
 func idTag(tag Tagger, agent, principal, body string) string {
 	t := tag("session", agent, principal, body)
-	raw, err := base64.RawURLEncoding.DecodeString(t)
-	if err != nil {
+	var raw [64]byte // a tag is 16 bytes: decoded on the stack
+	if base64.RawURLEncoding.DecodedLen(len(t)) > len(raw) {
 		return hex.EncodeToString([]byte(t)) // a tagger of another form: still one value per input
 	}
-	return hex.EncodeToString(raw)
+	n, err := base64.RawURLEncoding.Decode(raw[:], []byte(t))
+	if err != nil {
+		return hex.EncodeToString([]byte(t))
+	}
+	return hex.EncodeToString(raw[:n])
 }

@@ -421,6 +421,9 @@ func (c *ClientCall) answers(msg *clientMessage) bool {
 	if string(msg.ID) == "null" {
 		return c.ID == "" // encoding/json leaves the string empty
 	}
+	if len(msg.ID) >= 2 && msg.ID[0] == '"' && bytes.IndexByte(msg.ID, '\\') < 0 {
+		return string(msg.ID[1:len(msg.ID)-1]) == c.ID // compared without a copy
+	}
 	id, ok := rawString(msg.ID)
 	return ok && id == c.ID
 }
