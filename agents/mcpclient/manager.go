@@ -214,7 +214,10 @@ var processTag = func() string {
 // requestID is the id of the seq-th request of kind ("call", "task",
 // "tools") this process sends past mcp-go's client.
 func requestID(kind string, seq uint64) string {
-	return "pgw-" + kind + "-" + processTag + "-" + strconv.FormatUint(seq, 36)
+	var b [64]byte // one string made, not two
+	id := append(append(b[:0], "pgw-"...), kind...)
+	id = append(append(append(id, '-'), processTag...), '-')
+	return string(strconv.AppendUint(id, seq, 36))
 }
 
 // Manager holds the clients of every configured downstream server. It is

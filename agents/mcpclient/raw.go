@@ -42,6 +42,7 @@ type wireInfo struct {
 	cli     *client.Client
 	session string
 	version string
+	fixed   http.Header // wire.SessionHeader(session, version), shared by the session's calls
 }
 
 // noteWire records the wire facts of a freshly connected cli, for Streamable
@@ -52,7 +53,8 @@ func (s *session) noteWire(cli *client.Client, version string) {
 		s.wire.Store(nil)
 		return
 	}
-	s.wire.Store(&wireInfo{cli: cli, session: tr.GetSessionId(), version: version})
+	id := tr.GetSessionId()
+	s.wire.Store(&wireInfo{cli: cli, session: id, version: version, fixed: wire.SessionHeader(id, version)})
 }
 
 // CallToolRaw is CallTool with the result as the downstream sent it. args
@@ -99,7 +101,7 @@ type rawRequest struct {
 	relay  *Relay
 	stream bool // CallOptions.Stream
 
-	traceparent, tracestate string      // the call span's W3C trace context, for _meta; "" for none
+	traceparent, tracestate string // the call span's W3C trace context, for _meta; "" for none
 	extra                   CallExtras
 }
 

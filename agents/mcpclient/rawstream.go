@@ -20,7 +20,7 @@ import (
 func (s *session) clientCall(ctx context.Context, w *wireInfo, id string, relay *Relay) *wire.ClientCall {
 	return &wire.ClientCall{
 		URL: s.srv.spec.URL, Transport: s.srv.transport,
-		Session: w.session, Version: w.version, Header: s.callHeader(ctx),
+		Session: w.session, Version: w.version, Fixed: w.fixed, Header: s.callHeader(ctx),
 		ID: id, Limit: s.srv.m.opts.MaxMessageBytes,
 		Notify:  func(method string, params json.RawMessage) { s.callNotification(relay, method, params) },
 		Request: s.rawRequest,

@@ -82,9 +82,12 @@ type ClientCall struct {
 	Transport http.RoundTripper // the server's pooled transport
 	Session   string            // Mcp-Session-Id, "" for none
 	Version   string            // the protocol version the session negotiated
-	Header    http.Header       // the session's outbound headers (they win, as in mcp-go's sendHTTP)
-	ID        string            // the call's JSON-RPC id, a string
-	Limit     int               // bytes of one message (the 64 MiB rule)
+	// Fixed is SessionHeader(Session, Version), made once per session and
+	// shared by its calls (nil: made per call).
+	Fixed  http.Header
+	Header http.Header // the session's outbound headers (they win, as in mcp-go's sendHTTP)
+	ID     string      // the call's JSON-RPC id, a string
+	Limit  int         // bytes of one message (the 64 MiB rule)
 	// Notify takes a notification of the call's stream.
 	Notify func(method string, params json.RawMessage)
 	// Request answers a server-to-client request of the call's stream
@@ -257,8 +260,8 @@ func (c *ClientCall) Do(ctx context.Context, cancel context.CancelFunc, body []b
 func (c *ClientCall) decodeAnswer(b []byte) (*RawResult, error) {
 	var msg clientMessage
 	if !msg.readFast(b) {
-		msg = clientMessage{}
-		if err := json.Unmarshal(b, &msg); err != nil {
+		var err error
+		if msg, err = decodeMessage(b); err != nil {
 			return nil, &AnswerError{transport.NewError(fmt.Errorf("failed to decode response: %w", err))}
 		}
 	}
@@ -266,6 +269,14 @@ func (c *ClientCall) decodeAnswer(b []byte) (*RawResult, error) {
 		return nil, &AnswerError{transport.NewError(fmt.Errorf("malformed response: not the answer to request %s: %.80s", c.ID, b))}
 	}
 	return answer(&msg)
+}
+
+// decodeMessage is b decoded with encoding/json (apart from decodeAnswer,
+// whose message then stays off the heap).
+func decodeMessage(b []byte) (clientMessage, error) {
+	var msg clientMessage
+	err := json.Unmarshal(b, &msg)
+	return msg, err
 }
 
 // readFast reads b into msg as encoding/json does, with jsontext
@@ -329,6 +340,16 @@ var (
 	acceptAnswerValue = []string{acceptAnswer}
 )
 
+// SessionHeader is the header every request on a downstream session
+// carries: its Mcp-Session-Id (none for "") and MCP-Protocol-Version.
+func SessionHeader(session, version string) http.Header {
+	h := http.Header{transport.HeaderKeyProtocolVersion: {version}}
+	if session != "" {
+		h[transport.HeaderKeySessionID] = []string{session}
+	}
+	return h
+}
+
 // newRequest is a request to the downstream session with mcp-go's headers:
 // its own, then the session's outbound headers (which win, as in sendHTTP).
 func (c *ClientCall) newRequest(ctx context.Context, method string, body []byte, accept string) (*http.Request, error) {
@@ -350,10 +371,13 @@ func (c *ClientCall) newRequest(ctx context.Context, method string, body []byte,
 	default:
 		h["Accept"] = []string{accept}
 	}
-	if c.Session != "" {
-		h[transport.HeaderKeySessionID] = []string{c.Session}
+	fixed := c.Fixed
+	if fixed == nil {
+		fixed = SessionHeader(c.Session, c.Version)
 	}
-	h[transport.HeaderKeyProtocolVersion] = []string{c.Version}
+	for name, vals := range fixed {
+		h[name] = vals
+	}
 	for name, vals := range c.Header {
 		h[name] = vals
 	}

@@ -45,18 +45,20 @@ func Refuse(w http.ResponseWriter, r *http.Request, msg *Message) bool {
 			r.Method+" is not served: this stateless endpoint takes POST requests (and DELETE of a session)", nil)
 		return true
 	}
-	var id any
-	if msg != nil && !IsNull(msg.ID) {
-		id = msg.ID
+	idOf := func() any { // the refused request's id, made only for a refusal
+		if msg != nil && !IsNull(msg.ID) {
+			return msg.ID
+		}
+		return nil
 	}
 	if !JSONContent(r.Header.Get("Content-Type")) {
-		WriteError(w, http.StatusBadRequest, id, mcp.INVALID_REQUEST, "Invalid content type: must be 'application/json'", nil)
+		WriteError(w, http.StatusBadRequest, idOf(), mcp.INVALID_REQUEST, "Invalid content type: must be 'application/json'", nil)
 		return true
 	}
 	if msg == nil || mcp.IsModernProtocol(version) || mcp.IsModernProtocol(msg.MetaString(mcp.MetaKeyProtocolVersion)) {
 		return false // mcp-go answers a broken body, and a 2026-07-28 message, as JSON-RPC
 	}
-	if msg.MethodName() != string(mcp.MethodInitialize) && refuseVersion(w, version, id) {
+	if msg.MethodName() != string(mcp.MethodInitialize) && version != "" && !mcp.IsValidProtocolVersion(version) && refuseVersion(w, version, idOf()) {
 		return true
 	}
 	if msg.MethodName() != "" || len(msg.ID) == 0 || (emptyJSON(msg.Result) && emptyJSON(msg.Error)) {

@@ -438,15 +438,7 @@ func (p *Proxy) forward(ctx context.Context, req mcp.CallToolRequest, raw bool, 
 		p.d.Rejected(ctx, r.server, err)
 	}
 	if err == nil && rr.Streamed() {
-		// Accounted once the caller's response has copied it (or given it
-		// up): its size, isError and the copy's error are known then.
-		rr.OnClose(func(err error) {
-			if err != nil {
-				p.d.Logger.Warn("downstream tool failed", zap.String("request_id", rid), zap.String("server", r.server),
-					zap.String("tool", r.name), zap.String("outcome", mcpclient.Outcome(err)), zap.Error(err), tracing.LogField(ctx))
-			}
-			p.account(ctx, audit, name, start, nil, rr, err, err == nil && rr.IsError)
-		})
+		p.accountCopied(ctx, audit, name, start, rr)
 		return nil, rr, nil
 	}
 	p.account(ctx, audit, name, start, res, rr, err, isError)
@@ -464,6 +456,20 @@ func (p *Proxy) forward(ctx context.Context, req mcp.CallToolRequest, raw bool, 
 	p.d.Logger.Warn("downstream tool failed", zap.String("request_id", rid), zap.String("server", r.server),
 		zap.String("tool", r.name), zap.String("outcome", mcpclient.Outcome(err)), zap.Error(err), tracing.LogField(ctx))
 	return mcp.NewToolResultError(fmt.Sprintf("%s: %v (request id %s)", p.d.Agent, err, rid)), nil, nil
+}
+
+// accountCopied accounts a streamed result once the caller's response has
+// copied it (or given it up): its size, isError and the copy's error are
+// known then. (Apart from forward, whose values would otherwise all live on
+// the heap for the closure.)
+func (p *Proxy) accountCopied(ctx context.Context, audit policy.AuditEvent, name string, start time.Time, rr *mcpclient.RawResult) {
+	rr.OnClose(func(err error) {
+		if err != nil {
+			p.d.Logger.Warn("downstream tool failed", zap.String("request_id", audit.RequestID), zap.String("server", audit.Server),
+				zap.String("tool", audit.Tool), zap.String("outcome", mcpclient.Outcome(err)), zap.Error(err), tracing.LogField(ctx))
+		}
+		p.account(ctx, audit, name, start, nil, rr, err, err == nil && rr.IsError)
+	})
 }
 
 // account records one forwarded call in the metrics and the audit log.
