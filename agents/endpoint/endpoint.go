@@ -131,7 +131,7 @@ type requestState struct {
 // check it): the endpoint takes its bytes as they are, and mcp-go reads it
 // as any body.
 type Body struct {
-	*bytes.Reader
+	bytes.Reader
 	b   []byte
 	msg *wire.Message // b parsed, or nil
 }
@@ -139,7 +139,9 @@ type Body struct {
 // NewBody is b as a request body, with msg its parsed message (nil when
 // not parsed).
 func NewBody(b []byte, msg *wire.Message) *Body {
-	return &Body{Reader: bytes.NewReader(b), b: b, msg: msg}
+	body := &Body{b: b, msg: msg}
+	body.Reset(b)
+	return body
 }
 
 // Close does nothing: the bytes stay readable.
@@ -264,7 +266,7 @@ func (e *Endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case method == string(mcp.MethodNotificationCancelled) && rs.sessionID != "":
 		e.cancelTracked(r, msg, body, rs.sessionID) // then mcp-go cancels its own, if any, and answers 202
 	case method == string(mcp.MethodToolsCall) && e.d.Fast != nil &&
-		wire.Serve(w, r, msg, e.d.Fast, rs.sessionID, e.trackFast, sc.sink()):
+		wire.Serve(w, r, msg, e.d.Fast, rs.sessionID, e, sc.sink()):
 		return
 	}
 	if method == string(mcp.MethodToolsCall) && e.d.Route != nil && !wire.IsNull(msg.ID) {
@@ -308,24 +310,31 @@ func (e *Endpoint) trackRequest(msg *wire.Message, session string) (untrack func
 	if msg.MethodName() == "" || json.Unmarshal(msg.ID, &id) != nil || id == nil {
 		return func() {} // not a request
 	}
-	if untrack = e.track(wire.InflightKey(session, id), &runningCall{owner: e}); untrack == nil {
+	if untrack = e.track(session, id, &runningCall{owner: e}); untrack == nil {
 		return func() {}
 	}
 	return untrack
 }
 
-// track records a running call under key ("<session>:<id>") and returns
-// the function that removes it; nil when it cannot (the key is taken, or
-// the table is full). The table is the gateway's (CallerRequests), so a
-// cancel that reaches the next snapshot's endpoint after a reload still
-// finds the call.
-func (e *Endpoint) track(key string, call *runningCall) (untrack func()) {
-	return e.d.Requests.running.track(e.d.Agent+"\x00"+key, call)
+// track records a running call of session with id and returns the
+// function that removes it; nil when it cannot (the key is taken, or the
+// table is full). The table is the gateway's (CallerRequests), so a cancel
+// that reaches the next snapshot's endpoint after a reload still finds the
+// call.
+func (e *Endpoint) track(session string, id any, call *runningCall) (untrack func()) {
+	return e.d.Requests.running.track(e.runningKey(session, id), call)
 }
 
-// trackFast records a fast call (wire.Track).
-func (e *Endpoint) trackFast(key string, cancel context.CancelFunc) (untrack func()) {
-	return e.track(key, &runningCall{cancel: cancel, owner: e})
+// runningKey is the table's key of a call: the agent, then mcp-go's key
+// ("<session>:<id>", wire.AppendInflightKey), made in one piece.
+func (e *Endpoint) runningKey(session string, id any) string {
+	var b [128]byte
+	return string(wire.AppendInflightKey(append(append(b[:0], e.d.Agent...), 0), session, id))
+}
+
+// Track records a fast call (wire.Tracker).
+func (e *Endpoint) Track(session string, id any, cancel context.CancelFunc) (untrack func()) {
+	return e.track(session, id, &runningCall{cancel: cancel, owner: e})
 }
 
 // cancelTracked cancels the fast call a notifications/cancelled names, when
@@ -339,7 +348,7 @@ func (e *Endpoint) cancelTracked(r *http.Request, msg *wire.Message, body []byte
 		mcp.IsModernProtocol(msg.MetaString(mcp.MetaKeyProtocolVersion)) {
 		return
 	}
-	call := e.d.Requests.running.remove(e.d.Agent + "\x00" + wire.InflightKey(session, id))
+	call := e.d.Requests.running.remove(e.runningKey(session, id))
 	switch {
 	case call == nil:
 	case call.cancel != nil: // a fast call

@@ -28,19 +28,20 @@ type Target interface {
 	Answer(ctx context.Context, c *Call) any
 }
 
-// Track records a running session-based call under the key mcp-go would
-// give its notifications/cancelled ("<session>:<id>"), so that the
-// endpoint can route a cancel to it; it returns the function that removes
-// the entry, or nil when the call cannot be tracked.
-type Track func(key string, cancel context.CancelFunc) (untrack func())
+// Tracker records a running session-based call (session, id: mcp-go
+// keys its notifications/cancelled so, AppendInflightKey), so that the endpoint
+// can route a cancel to it; Track returns the function that removes the
+// entry, or nil when the call cannot be tracked.
+type Tracker interface {
+	Track(session string, id any, cancel context.CancelFunc) (untrack func())
+}
 
-// enabled is the switch (package comment).
 // Serve answers msg, a tools/call, through t when the request is plain
 // (package comment), and reports whether it did. When it reports false it
 // has written nothing. session is the caller's session id (session-based
 // callers), track records the call for its notifications/cancelled, and
 // sink is the caller's tracked response (Call.Sink; nil: none).
-func Serve(w http.ResponseWriter, r *http.Request, msg *Message, t Target, session string, track Track, sink Sink) bool {
+func Serve(w http.ResponseWriter, r *http.Request, msg *Message, t Target, session string, track Tracker, sink Sink) bool {
 	if !Fast() {
 		return false
 	}
@@ -67,7 +68,7 @@ type RoundTripTarget interface {
 // caller sent them (nil when absent).
 type RoundTrip struct{ InputResponses, RequestState json.RawMessage }
 
-func serve(w http.ResponseWriter, r *http.Request, msg *Message, t Target, session string, track Track, sink Sink) bool {
+func serve(w http.ResponseWriter, r *http.Request, msg *Message, t Target, session string, track Tracker, sink Sink) bool {
 	_, roundTrips := t.(RoundTripTarget)
 	rt := roundTrips && (len(msg.Params.InputResponses) > 0 || len(msg.Params.RequestState) > 0)
 	if msg.MethodName() != string(mcp.MethodToolsCall) || !JSONContent(r.Header.Get("Content-Type")) {
@@ -116,7 +117,7 @@ func serve(w http.ResponseWriter, r *http.Request, msg *Message, t Target, sessi
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithCancel(ctx)
 		defer cancel()
-		untrack := track(InflightKey(session, id), cancel)
+		untrack := track.Track(session, id, cancel)
 		if untrack == nil {
 			return false
 		}
@@ -261,17 +262,18 @@ func toCallRequest(m *Message, name string, meta callMeta, h http.Header, rawArg
 
 // decodeID is a JSON-RPC id as encoding/json decodes it into an any: a
 // string, or a number as float64.
-// InflightKey is the key of a session-based call in flight,
-// "<session>:<id>" as mcp-go's server keys it (inflightKey, fmt's %v), for
-// the notifications/cancelled that name it.
-func InflightKey(session string, id any) string {
+// AppendInflightKey appends the key of a session-based call in flight to
+// b: "<session>:<id>" as mcp-go's server keys it (inflightKey, fmt's %v),
+// for the notifications/cancelled that name it.
+func AppendInflightKey(b []byte, session string, id any) []byte {
+	b = append(append(b, session...), ':')
 	switch id := id.(type) {
 	case float64:
-		return session + ":" + strconv.FormatFloat(id, 'g', -1, 64)
+		return strconv.AppendFloat(b, id, 'g', -1, 64)
 	case string:
-		return session + ":" + id
+		return append(b, id...)
 	}
-	return fmt.Sprintf("%s:%v", session, id)
+	return fmt.Appendf(b, "%v", id)
 }
 
 func decodeID(raw json.RawMessage) (any, bool) {

@@ -48,7 +48,7 @@ func TestToolCallRequestJSON(t *testing.T) {
 // a call in flight, for every id a request can carry.
 func TestInflightKey(t *testing.T) {
 	for _, id := range []any{1.0, 0.0, -3.0, 1e6, 1e21, 123456789.0, 0.5, 1e-7, "abc", "", int64(7), nil} {
-		if got, want := InflightKey("s1", id), fmt.Sprintf("%s:%v", "s1", id); got != want {
+		if got, want := string(AppendInflightKey([]byte("x"), "s1", id)), fmt.Sprintf("x%s:%v", "s1", id); got != want {
 			t.Errorf("InflightKey(%#v) = %q, want %q", id, got, want)
 		}
 	}
