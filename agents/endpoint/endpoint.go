@@ -188,9 +188,16 @@ func (e *Endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if e.refuseForeignSession(w, r, msg) {
 		return
 	}
+	ctx := r.Context()
+	if t := trackerOf(w); t != nil && scopeOf(ctx).tracker == nil {
+		ctx = withScope(ctx, func(s *scope) { s.tracker = t })
+	}
 	if sid := r.Header.Get(server.HeaderKeySessionID); sid != "" {
 		// An anonymous caller's downstream sessions follow its own (session_scope caller).
-		r = r.WithContext(sessions.WithInbound(r.Context(), sid))
+		ctx = sessions.WithInbound(ctx, sid)
+	}
+	if ctx != r.Context() {
+		r = r.WithContext(ctx) // one copy of the request for both
 	}
 	if msg == nil {
 		if !wire.Refuse(w, r, nil) {

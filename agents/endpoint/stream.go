@@ -27,17 +27,28 @@ type StreamTracker struct {
 var _ wire.Sink = (*StreamTracker)(nil)
 
 // TrackStream wraps w so that the agent can wait for its notifications to
-// be written (the call's wire.Call.Sink), marks SSE responses with X-Accel-Buffering: no so that nginx
-// streams them, and adds requestID to the message of a JSON-RPC error
-// answer (wire.Response).
+// be written (the call's wire.Call.Sink), marks SSE responses with
+// X-Accel-Buffering: no so that nginx streams them, and adds requestID to
+// the message of a JSON-RPC error answer (wire.Response). The endpoint
+// finds the tracker through the writer (trackerOf) and puts it in the
+// request's scope itself, with the rest it adds: one copy of the request.
 func TrackStream(w http.ResponseWriter, r *http.Request, requestID string) (http.ResponseWriter, *http.Request) {
 	t := &StreamTracker{}
-	t.w = wire.NewResponse(w, requestID, t.wrote)
-	return t.w, r.WithContext(withScope(r.Context(), func(s *scope) { s.tracker = t }))
+	t.w = wire.NewResponse(w, requestID, t)
+	return t.w, r
 }
 
-// wrote counts one event written.
-func (t *StreamTracker) wrote() {
+// trackerOf is the tracker of a writer TrackStream made, or nil.
+func trackerOf(w http.ResponseWriter) *StreamTracker {
+	if rw, ok := w.(*wire.Response); ok {
+		t, _ := rw.Events().(*StreamTracker)
+		return t
+	}
+	return nil
+}
+
+// Wrote counts one event written (wire.Events).
+func (t *StreamTracker) Wrote() {
 	t.mu.Lock()
 	t.events++
 	if t.wake != nil {

@@ -190,7 +190,7 @@ func TestCallerAuthRequestsCarryTheirCallsToken(t *testing.T) {
 	s := &session{}
 	s.setAuth("Bearer replaced") // set by the older call, last
 	rt := &headerRoundTripper{base: base, auth: &s.auth}
-	renewed := withOp(context.Background(), "tools/call", "Bearer renewed")
+	renewed := withOp(context.Background(), "tools/call", "Bearer renewed", keepRelay)
 	for _, tc := range []struct {
 		name string
 		ctx  context.Context

@@ -87,8 +87,7 @@ func (m *Manager) beginTool(ctx context.Context, server, tool string, args json.
 	}
 	c := &toolCall{m: m, server: server, start: time.Now()}
 	ctx, c.span = m.startCall(ctx, server, tool) // trace.go
-	ctx = withRelay(ctx, opts.Relay)
-	c.r, c.done = m.rawRequest(ctx, tool, args, onProgress, opts)
+	c.r, c.done = m.rawRequest(ctx, tool, args, onProgress, opts) // its relay goes in ctx with the op (doHeld)
 	return ctx, c, nil
 }
 
@@ -108,7 +107,7 @@ func (m *Manager) typedCall(ctx context.Context, server, tool string, args json.
 	}
 	defer c.done()
 	var res *mcp.CallToolResult
-	err = m.do(ctx, server, callOp(tool), hdr, func(ctx context.Context, s *session, cli *client.Client) error {
+	err = m.doHeld(ctx, server, callOp(tool), c.r.relay, hdr, nil, func(ctx context.Context, s *session, cli *client.Client) error {
 		var err error
 		res, err = fn(ctx, s, cli, c.r)
 		return err
@@ -201,13 +200,14 @@ func (m *Manager) observe(server string, start time.Time, isError bool, err erro
 
 // do runs fn on the session of (server, hdr) under the server's timeout.
 func (m *Manager) do(ctx context.Context, server, op string, hdr http.Header, fn opFunc) error {
-	return m.doHeld(ctx, server, op, hdr, nil, fn)
+	return m.doHeld(ctx, server, op, keepRelay, hdr, nil, fn)
 }
 
 // doHeld is do whose fn may leave a result streaming (*held, Streamed):
 // the call's context, and its place in Close's wait, then last until that
-// result is closed.
-func (m *Manager) doHeld(ctx context.Context, server, op string, hdr http.Header, held **RawResult, fn opFunc) (err error) {
+// result is closed. relay is the op's Relay (nil: none), put in its
+// context with the op; keepRelay keeps ctx's (withRelay).
+func (m *Manager) doHeld(ctx context.Context, server, op string, relay *Relay, hdr http.Header, held **RawResult, fn opFunc) (err error) {
 	srv, err := m.lookup(server)
 	if err != nil {
 		return err
@@ -224,7 +224,7 @@ func (m *Manager) doHeld(ctx context.Context, server, op string, hdr http.Header
 	if !ok {
 		return srv.wrap(ctx, op, errClosed)
 	}
-	ctx = withOp(ctx, op, srv.callerAuthOf(ctx, hdr)) // reqctx.go, callerauth.go
+	ctx = withOp(ctx, op, srv.callerAuthOf(ctx, hdr), relay) // reqctx.go, callerauth.go
 	s, err := srv.acquire(ctx, op, hdr)
 	if err != nil {
 		return srv.wrap(ctx, op, err)
@@ -549,4 +549,7 @@ func request[T any](ctx context.Context, m *Manager, server string, method mcp.M
 }
 
 // callOp names a tools/call of tool in errors and logs: tools/call "name".
-func callOp(tool string) string { return string(mcp.MethodToolsCall) + " " + strconv.Quote(tool) }
+func callOp(tool string) string {
+	var b [96]byte // one string made, not three
+	return string(strconv.AppendQuote(append(b[:0], mcp.MethodToolsCall+" "...), tool))
+}

@@ -68,7 +68,7 @@ func (m *Manager) CallToolRaw(ctx context.Context, server, tool string, args jso
 	}
 	defer c.done()
 	var res *RawResult
-	err = m.doHeld(ctx, server, callOp(tool), hdr, &res, func(ctx context.Context, s *session, cli *client.Client) error {
+	err = m.doHeld(ctx, server, callOp(tool), c.r.relay, hdr, &res, func(ctx context.Context, s *session, cli *client.Client) error {
 		var err error
 		if w := s.wire.Load(); w != nil && w.cli == cli && wire.Fast() {
 			res, err = s.callRaw(ctx, cli, w, c.r)

@@ -41,11 +41,20 @@ func withRelay(ctx context.Context, r *Relay) context.Context {
 }
 
 // withOp marks ctx as the context of a request made through do (op), with
-// a fresh note for its reads of a message past the bound (bound.go), and
-// the call's own Authorization auth ("": none; callerauth.go).
-func withOp(ctx context.Context, op, auth string) context.Context {
-	return withCall(ctx, func(c *callContext) { c.op, c.tooLarge, c.auth = op, new(atomic.Pointer[tooLargeError]), auth })
+// a fresh note for its reads of a message past the bound (bound.go), the
+// call's own Authorization auth ("": none; callerauth.go) and its relay
+// (as withRelay; keepRelay: ctx's): one context value for all.
+func withOp(ctx context.Context, op, auth string, relay *Relay) context.Context {
+	return withCall(ctx, func(c *callContext) {
+		c.op, c.tooLarge, c.auth = op, new(atomic.Pointer[tooLargeError]), auth
+		if relay != keepRelay {
+			c.relay = relay
+		}
+	})
 }
+
+// keepRelay is the relay of an op that keeps its context's (do).
+var keepRelay = new(Relay)
 
 // withListOp marks ctx as a tools/list made for do's callers (a fetch or a
 // refresh of the cache): no caller's Relay or other values are carried.

@@ -8,6 +8,7 @@ package relay
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"math"
 	"sync"
@@ -44,6 +45,7 @@ type Relay struct {
 	level   mcp.LoggingLevel  // with logs: the least severe level relayed; "" = all
 	stream  Stream            // nil: none tracked
 	metrics *metrics.Metrics
+	down    mcpclient.Relay // Downstream's, kept with r (one allocation for both)
 
 	mu       sync.Mutex
 	ended    bool // the call returned: nothing more may be written by exclusive
@@ -162,6 +164,18 @@ func (r *Relay) NotifyFunc() func(method string, params map[string]any) error {
 		return nil
 	}
 	return r.notify
+}
+
+// Downstream is the relay a downstream call hands its log messages,
+// notifications and (to request) its server-to-client requests to: r's
+// LogFunc and NotifyFunc, level the least severe log level the caller
+// wants. A nil r makes one with request alone.
+func (r *Relay) Downstream(level mcp.LoggingLevel, request func(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error)) *mcpclient.Relay {
+	if r == nil {
+		return &mcpclient.Relay{LogLevel: level, Request: request}
+	}
+	r.down = mcpclient.Relay{Log: r.LogFunc(), LogLevel: level, Notify: r.NotifyFunc(), Request: request}
+	return &r.down
 }
 
 // LogFunc is what the downstream call hands its log messages to; nil when

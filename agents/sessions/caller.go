@@ -22,6 +22,20 @@ const Anonymous = "anonymous"
 type callerNames struct {
 	inbound string // the Mcp-Session-Id the request came with
 	agentID string // the agent_id a passthrough caller named itself with
+	caller  string // Caller's key of the two, made when they are set
+}
+
+// key is Caller's answer for n (without a principal): made once per
+// request, not per read.
+func (n *callerNames) key() {
+	switch {
+	case n.agentID != "":
+		n.caller = "agent:" + n.agentID
+	case n.inbound != "":
+		n.caller = "session:" + n.inbound
+	default:
+		n.caller = ""
+	}
 }
 
 func namesOf(ctx context.Context) callerNames { return ctxvalue.Of[callerNames](ctx) }
@@ -36,7 +50,7 @@ func WithInbound(ctx context.Context, sessionID string) context.Context {
 	if sessionID == "" {
 		return ctx
 	}
-	return withNames(ctx, func(n *callerNames) { n.inbound = sessionID })
+	return withNames(ctx, func(n *callerNames) { n.inbound = sessionID; n.key() })
 }
 
 // WithAgentID returns ctx carrying the agent_id a passthrough caller named
@@ -45,7 +59,7 @@ func WithAgentID(ctx context.Context, agentID string) context.Context {
 	if agentID == "" {
 		return ctx
 	}
-	return withNames(ctx, func(n *callerNames) { n.agentID = agentID })
+	return withNames(ctx, func(n *callerNames) { n.agentID = agentID; n.key() })
 }
 
 // Caller is the caller of ctx a downstream session is scoped to. The
@@ -56,12 +70,8 @@ func Caller(ctx context.Context) string {
 	if p := policy.IdentityFrom(ctx).Principal(); p != "" {
 		return p
 	}
-	n := namesOf(ctx)
-	if n.agentID != "" {
-		return "agent:" + n.agentID
-	}
-	if n.inbound != "" {
-		return "session:" + n.inbound
+	if c := namesOf(ctx).caller; c != "" {
+		return c
 	}
 	return Anonymous
 }

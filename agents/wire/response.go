@@ -41,13 +41,13 @@ var ErrNotStreaming = errors.New("the response to the caller's request is not an
 
 // Response wraps an agent request's http.ResponseWriter: it sets the
 // streaming headers of an SSE answer (X-Accel-Buffering: no, so that nginx
-// streams it), counts the SSE events written (onEvent), adds the request
+// streams it), counts the SSE events written (Events), adds the request
 // id to the message of a JSON-RPC error answer (withRequestID), and lets
 // the endpoint inject a request of its own (Inject).
 type Response struct {
 	http.ResponseWriter
-	rid     string // the request id
-	onEvent func() // after each SSE event written; nil: none
+	rid    string // the request id
+	events Events // told of each SSE event written; nil: none
 
 	mu          sync.Mutex // serializes writes: mcp-go's and Inject's
 	stream      *Stream    // the fast path's call writing to this response (attach), or nil
@@ -56,10 +56,16 @@ type Response struct {
 	bodyWrites  int  // writes of a JSON body so far
 }
 
-// NewResponse wraps w for the request with requestID; onEvent (nil: none)
-// is called after each SSE event is written.
-func NewResponse(w http.ResponseWriter, requestID string, onEvent func()) *Response {
-	return &Response{ResponseWriter: w, rid: requestID, onEvent: onEvent}
+// Events is told of each SSE event a Response writes, after it is written.
+type Events interface{ Wrote() }
+
+// Events is what w tells of its events (NewResponse), or nil.
+func (w *Response) Events() Events { return w.events }
+
+// NewResponse wraps w for the request with requestID; events (nil: none)
+// is told of each SSE event written.
+func NewResponse(w http.ResponseWriter, requestID string, events Events) *Response {
+	return &Response{ResponseWriter: w, rid: requestID, events: events}
 }
 
 func (w *Response) WriteHeader(code int) {
@@ -106,8 +112,8 @@ func (w *Response) Write(p []byte) (int, error) {
 	if _, err := w.ResponseWriter.Write(out); err != nil {
 		return 0, err
 	}
-	if IsEvent(p) && w.onEvent != nil {
-		w.onEvent()
+	if IsEvent(p) && w.events != nil {
+		w.events.Wrote()
 	}
 	return len(p), nil
 }
@@ -196,8 +202,8 @@ func (w *Response) attach(s *Stream) {
 // counts it.
 func (w *Response) writeEventLocked(data []byte) error {
 	_, err := w.ResponseWriter.Write(AppendEvent(nil, data))
-	if err == nil && w.onEvent != nil {
-		w.onEvent()
+	if err == nil && w.events != nil {
+		w.events.Wrote()
 	}
 	return err
 }

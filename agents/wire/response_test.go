@@ -31,8 +31,8 @@ func TestInjectOnAnUpgradedSession(t *testing.T) {
 	})
 	h := server.NewStreamableHTTPServer(s, server.WithStateLess(true))
 	rec := httptest.NewRecorder()
-	events := 0
-	w := NewResponse(rec, "", func() { events++ })
+	var events eventCount
+	w := NewResponse(rec, "", &events)
 	body := `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"ask"}}`
 	r := httptest.NewRequest(http.MethodPost, "/mcp", strings.NewReader(body))
 	r.Header.Set("Content-Type", "application/json")
@@ -128,3 +128,8 @@ func TestResponseAddsTheRequestID(t *testing.T) {
 		}
 	}
 }
+
+// eventCount counts the events a Response writes.
+type eventCount int
+
+func (n *eventCount) Wrote() { *n++ }

@@ -83,12 +83,11 @@ func (p *Proxy) relayFor(ctx context.Context, req mcp.CallToolRequest, call *wir
 		level, logs = info.LogLevel, info.LogLevel != ""
 	}
 	relay := relay.New(ctx, call, call.Stream(), progressToken(req.Params.Meta), logs, level, p.d.Metrics)
-	return relay, &mcpclient.Relay{Log: relay.LogFunc(), LogLevel: level, Notify: relay.NotifyFunc(),
-		Request: func(dctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
-			// Written on call's tracked response (call.Sink), or asked of
-			// its round-trip state (call.Rounds).
-			return p.d.Request(dctx, relay, call, method, params)
-		}}
+	return relay, relay.Downstream(level, func(dctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
+		// Written on call's tracked response (call.Sink), or asked of its
+		// round-trip state (call.Rounds).
+		return p.d.Request(dctx, relay, call, method, params)
+	})
 }
 
 // writeRPCResult writes a JSON-RPC answer to id: result, or an error when
