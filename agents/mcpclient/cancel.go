@@ -37,8 +37,13 @@ func (s *session) cancelIfEnded(ctx context.Context, cli *client.Client, callID 
 	}
 	id := json.RawMessage(strconv.Quote(callID))
 	reason := context.Cause(ctx).Error()
-	s.srv.m.spawn(func() {
-		cctx, cancel := context.WithTimeout(s.srv.m.ctx, cancelTimeout)
+	m := s.srv.m
+	m.ending.Add(1) // the call is still in flight: Close waits for this too
+	m.spawn(func() {
+		defer m.ending.Done()
+		// Not ended by Close: a call cancelled because the manager closes
+		// is told to the downstream before its session ends.
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(m.ctx), cancelTimeout)
 		defer cancel()
 		n := mcp.JSONRPCNotification{JSONRPC: mcp.JSONRPC_VERSION, Notification: mcp.Notification{
 			Method: string(mcp.MethodNotificationCancelled),

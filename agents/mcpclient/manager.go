@@ -238,6 +238,11 @@ type Manager struct {
 	mu     sync.Mutex // guards closed and wg.Add
 	closed bool
 	wg     sync.WaitGroup // calls in flight, janitor, stderr readers, background closes
+	// ending counts the calls in flight and the notifications/cancelled
+	// being sent for them: Close lets them finish (within cancelTimeout)
+	// before it ends the sessions, so that a downstream hears a call was
+	// cancelled before its session goes (cancel.go).
+	ending sync.WaitGroup
 
 	closeOnce sync.Once
 }
@@ -339,6 +344,7 @@ func (m *Manager) Close() error {
 		m.closed = true
 		m.mu.Unlock()
 		m.cancel()
+		m.awaitEnding(cancelTimeout + time.Second)
 		var wg sync.WaitGroup
 		for _, srv := range m.servers {
 			for _, s := range srv.drain() {
@@ -352,6 +358,24 @@ func (m *Manager) Close() error {
 		}
 	})
 	return nil
+}
+
+// awaitEnding waits, at most for d, until the calls in flight have ended
+// and their notifications/cancelled are sent (ending). Each call ends
+// within its server's timeout, so the goroutine that waits exits then.
+func (m *Manager) awaitEnding(d time.Duration) {
+	done := make(chan struct{})
+	go func() {
+		m.ending.Wait()
+		close(done)
+	}()
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+		m.log.Warn("closing downstream sessions with calls still ending", zap.Duration("waited", d))
+	}
 }
 
 // spawn runs the cleanup f on a goroutine that Close waits for; after Close
@@ -389,6 +413,7 @@ func (m *Manager) begin(ctx context.Context, timeout time.Duration) (_ context.C
 		return ctx, func() {}, false
 	}
 	m.wg.Add(1)
+	m.ending.Add(1)
 	m.mu.Unlock()
 	var cancel context.CancelFunc
 	if timeout > 0 {
@@ -400,6 +425,7 @@ func (m *Manager) begin(ctx context.Context, timeout time.Duration) (_ context.C
 	return ctx, func() {
 		stop()
 		cancel()
+		m.ending.Done()
 		m.wg.Done()
 	}, true
 }
