@@ -86,7 +86,7 @@ func (m *Manager) beginTool(ctx context.Context, server, tool string, args json.
 		return ctx, nil, err
 	}
 	c := &toolCall{m: m, server: server, start: time.Now()}
-	ctx, c.span = m.startCall(ctx, server, tool) // trace.go
+	ctx, c.span = m.startCall(ctx, server, tool)                  // trace.go
 	c.r, c.done = m.rawRequest(ctx, tool, args, onProgress, opts) // its relay goes in ctx with the op (doHeld)
 	return ctx, c, nil
 }
