@@ -317,18 +317,18 @@ func (e *Endpoint) trackRequest(msg *wire.Message, session string) (untrack func
 	if msg.MethodName() == "" || json.Unmarshal(msg.ID, &id) != nil || id == nil {
 		return func() {} // not a request
 	}
-	if untrack = e.track(session, id, &runningCall{owner: e}); untrack == nil {
+	c := e.track(session, id, &runningCall{owner: e})
+	if c == nil {
 		return func() {}
 	}
-	return untrack
+	return c.Untrack
 }
 
-// track records a running call of session with id and returns the
-// function that removes it; nil when it cannot (the key is taken, or the
-// table is full). The table is the gateway's (CallerRequests), so a cancel
-// that reaches the next snapshot's endpoint after a reload still finds the
-// call.
-func (e *Endpoint) track(session string, id any, call *runningCall) (untrack func()) {
+// track records a running call of session with id and returns it, to be
+// untracked; nil when it cannot (the key is taken, or the table is full).
+// The table is the gateway's (CallerRequests), so a cancel that reaches
+// the next snapshot's endpoint after a reload still finds the call.
+func (e *Endpoint) track(session string, id any, call *runningCall) *runningCall {
 	return e.d.Requests.running.track(e.runningKey(session, id), call)
 }
 
@@ -340,8 +340,11 @@ func (e *Endpoint) runningKey(session string, id any) string {
 }
 
 // Track records a fast call (wire.Tracker).
-func (e *Endpoint) Track(session string, id any, cancel context.CancelFunc) (untrack func()) {
-	return e.track(session, id, &runningCall{cancel: cancel, owner: e})
+func (e *Endpoint) Track(session string, id any, cancel context.CancelFunc) wire.Untracker {
+	if c := e.track(session, id, &runningCall{cancel: cancel, owner: e}); c != nil {
+		return c
+	}
+	return nil // not a typed nil
 }
 
 // cancelTracked cancels the fast call a notifications/cancelled names, when

@@ -13,6 +13,19 @@ import (
 type runningCall struct {
 	cancel context.CancelFunc // a fast call's; nil for a call mcp-go serves
 	owner  *Endpoint          // the endpoint (so the snapshot) serving it
+
+	table *runningCalls // where it is tracked (track), under key
+	key   string
+}
+
+// Untrack removes c from the table it was tracked in (wire.Untracker).
+func (c *runningCall) Untrack() {
+	t := c.table
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.calls[c.key] == c {
+		delete(t.calls, c.key)
+	}
 }
 
 // maxRunning bounds the tracked calls: past it, calls are not tracked (a
@@ -28,22 +41,18 @@ type runningCalls struct {
 
 func (t *runningCalls) init() { t.calls = map[string]*runningCall{} }
 
-// track records a running call under key and returns the function that
-// removes it; nil when the key is taken or the table full.
-func (t *runningCalls) track(key string, call *runningCall) (untrack func()) {
+// track records a running call under key and returns it, to be
+// untracked (runningCall.Untrack); nil when the key is taken or the table
+// full.
+func (t *runningCalls) track(key string, call *runningCall) *runningCall {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if _, taken := t.calls[key]; taken || len(t.calls) >= maxRunning {
 		return nil
 	}
+	call.table, call.key = t, key
 	t.calls[key] = call
-	return func() {
-		t.mu.Lock()
-		defer t.mu.Unlock()
-		if t.calls[key] == call {
-			delete(t.calls, key)
-		}
-	}
+	return call
 }
 
 // remove takes the call tracked under key out of the table and returns it

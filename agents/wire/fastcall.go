@@ -30,11 +30,14 @@ type Target interface {
 
 // Tracker records a running session-based call (session, id: mcp-go
 // keys its notifications/cancelled so, AppendInflightKey), so that the endpoint
-// can route a cancel to it; Track returns the function that removes the
-// entry, or nil when the call cannot be tracked.
+// can route a cancel to it; Track returns what removes the entry, or nil
+// when the call cannot be tracked.
 type Tracker interface {
-	Track(session string, id any, cancel context.CancelFunc) (untrack func())
+	Track(session string, id any, cancel context.CancelFunc) Untracker
 }
+
+// Untracker removes a call Tracker.Track recorded.
+type Untracker interface{ Untrack() }
 
 // Serve answers msg, a tools/call, through t when the request is plain
 // (package comment), and reports whether it did. When it reports false it
@@ -121,7 +124,7 @@ func serve(w http.ResponseWriter, r *http.Request, msg *Message, t Target, sessi
 		if untrack == nil {
 			return false
 		}
-		defer untrack()
+		defer untrack.Untrack()
 	}
 	out := newStream(w, r)
 	out.modern, out.id = info.Modern, id
