@@ -284,23 +284,8 @@ func decodeMessage(b []byte) (clientMessage, error) {
 // escaped, not in ASCII or given twice, a method that is not a string or
 // null, an error that is not null (decoded by its UnmarshalJSON).
 func (msg *clientMessage) readFast(b []byte) bool {
-	r, ok := openObject(b)
-	if !ok {
-		return false
-	}
-	defer r.close()
-	var method json.RawMessage
-	for {
-		name, simple, v, more, bad := r.next()
-		if !more {
-			if bad {
-				return false
-			}
-			break
-		}
-		if !simple {
-			return false
-		}
+	var method, errField json.RawMessage
+	if !members(b, func(name, v []byte) bool {
 		var field *json.RawMessage
 		switch {
 		case foldIs(name, "ID"):
@@ -315,15 +300,16 @@ func (msg *clientMessage) readFast(b []byte) bool {
 			if string(v) != "null" {
 				return false
 			}
-			field = new(json.RawMessage)
+			field = &errField
 		default:
-			continue
+			return true
 		}
-		if !set(field, v) {
-			return false
-		}
+		return set(field, v)
+	}) {
+		return false
 	}
 	if method != nil && string(method) != "null" {
+		var ok bool
 		if msg.Method, ok = rawString(method); !ok {
 			return false
 		}
@@ -507,20 +493,8 @@ func peekSlow(raw json.RawMessage) (isError bool, resultType string, meta json.R
 // escaped, not in ASCII or given twice; isError not a boolean or null;
 // resultType not a string or null).
 func peekFast(raw []byte, isError *bool, resultType *string, meta *json.RawMessage) bool {
-	r, ok := openObject(raw)
-	if !ok {
-		return false
-	}
-	defer r.close()
 	seen := 0
-	for {
-		name, simple, v, more, bad := r.next()
-		if !more {
-			return !bad
-		}
-		if !simple {
-			return false
-		}
+	return members(raw, func(name, v []byte) bool {
 		var bit int
 		switch {
 		case foldIs(name, "ISERROR"):
@@ -535,6 +509,7 @@ func peekFast(raw []byte, isError *bool, resultType *string, meta *json.RawMessa
 		case foldIs(name, "RESULTTYPE"):
 			bit = 2
 			if string(v) != "null" {
+				var ok bool
 				if *resultType, ok = rawString(v); !ok {
 					return false
 				}
@@ -543,13 +518,14 @@ func peekFast(raw []byte, isError *bool, resultType *string, meta *json.RawMessa
 			bit = 4
 			*meta = v
 		default:
-			continue
+			return true
 		}
 		if seen&bit != 0 {
 			return false
 		}
 		seen |= bit
-	}
+		return true
+	})
 }
 
 // stream reads the call's SSE response until the answer, resuming the stream

@@ -97,6 +97,28 @@ func (r *memberReader) next() (name []byte, simple bool, value []byte, ok bool, 
 }
 
 // foldIs reports an ASCII name equal to upper, encoding/json's
+// members calls f with each member of b, which must hold one JSON object
+// and nothing else but whitespace: its name as written between the quotes
+// and its value, a slice of b. It reports false when b is not of the
+// shapes this file reads (a name escaped or not in ASCII) or f returns
+// false; the one loop of every fast read below.
+func members(b []byte, f func(name, value []byte) bool) bool {
+	r, ok := openObject(b)
+	if !ok {
+		return false
+	}
+	defer r.close()
+	for {
+		name, simple, v, more, bad := r.next()
+		if !more {
+			return !bad
+		}
+		if !simple || !f(name, v) {
+			return false
+		}
+	}
+}
+
 // case-insensitive match of a member to a field (foldName) for ASCII.
 func foldIs(name []byte, upper string) bool {
 	if len(name) != len(upper) {

@@ -76,25 +76,8 @@ func Parse(body []byte) (*Message, error) {
 // parseFast is Parse with jsontext (jsonfast.go) on a copy of body, or nil
 // when the message is not of the shapes it reads.
 func parseFast(body []byte) *Message {
-	b := bytes.Clone(body)
-	r, ok := openObject(b)
-	if !ok {
-		return nil
-	}
 	m := new(Message)
-	for {
-		name, simple, v, ok, bad := r.next()
-		if !ok {
-			r.close()
-			if bad {
-				return nil
-			}
-			break
-		}
-		if !simple {
-			r.close()
-			return nil
-		}
+	if !members(bytes.Clone(body), func(name, v []byte) bool {
 		var field *json.RawMessage
 		switch {
 		case foldIs(name, "JSONRPC"):
@@ -110,12 +93,11 @@ func parseFast(body []byte) *Message {
 		case foldIs(name, "PARAMS"):
 			field = &m.RawParams
 		default:
-			continue
+			return true
 		}
-		if !set(field, v) {
-			r.close()
-			return nil
-		}
+		return set(field, v)
+	}) {
+		return nil
 	}
 	if len(m.Method) > 0 && m.Method[0] == '"' {
 		m.method, _ = rawString(m.Method)
@@ -140,20 +122,8 @@ func parseFast(body []byte) *Message {
 // false for a member of the wrong type, ok false when it is not of the
 // shapes parseFast reads.
 func (p *MessageParams) readFast(params []byte) (read, ok bool) {
-	r, ok := openObject(params)
-	if !ok {
-		return false, false
-	}
-	defer r.close()
 	read, caps := true, 0
-	for {
-		name, simple, v, more, bad := r.next()
-		if !more {
-			return read, !bad
-		}
-		if !simple {
-			return false, false
-		}
+	ok = members(params, func(name, v []byte) bool {
 		var field *json.RawMessage
 		switch {
 		case foldIs(name, "NAME"):
@@ -174,42 +144,29 @@ func (p *MessageParams) readFast(params []byte) (read, ok bool) {
 			field = &p.RequestID
 		case foldIs(name, "CAPABILITIES"):
 			if caps++; caps > 1 {
-				return false, false
+				return false
 			}
 			switch {
 			case string(v) == "null":
 			case v[0] != '{':
 				read = false // encoding/json's type error
 			case !p.readCapabilities(v):
-				return false, false
+				return false
 			}
-			continue
+			return true
 		default:
-			continue
+			return true
 		}
-		if !set(field, v) {
-			return false, false
-		}
-	}
+		return set(field, v)
+	})
+	return read && ok, ok
 }
 
 // readCapabilities reads params.capabilities, an object; false when it is
 // not of the shapes parseFast reads.
 func (p *MessageParams) readCapabilities(caps []byte) bool {
-	r, ok := openObject(caps)
-	if !ok {
-		return false
-	}
-	defer r.close()
 	c := &p.Capabilities
-	for {
-		name, simple, v, more, bad := r.next()
-		if !more {
-			return !bad
-		}
-		if !simple {
-			return false
-		}
+	return members(caps, func(name, v []byte) bool {
 		var field *json.RawMessage
 		switch {
 		case foldIs(name, "ELICITATION"):
@@ -219,12 +176,10 @@ func (p *MessageParams) readCapabilities(caps []byte) bool {
 		case foldIs(name, "ROOTS"):
 			field = &c.Roots
 		default:
-			continue
+			return true
 		}
-		if !set(field, v) {
-			return false
-		}
-	}
+		return set(field, v)
+	})
 }
 
 // parseSlow is Parse with encoding/json, for every message.
@@ -386,26 +341,18 @@ func (m *Message) MetaString(key string) string {
 // names, values kept raw), and false when it is not of the shapes jsonfast.go
 // reads: a name with an escape or not in ASCII, or given twice.
 func metaFast(b []byte) (map[string]json.RawMessage, bool) {
-	r, ok := openObject(b)
-	if !ok {
-		return nil, false
-	}
-	defer r.close()
 	meta := make(map[string]json.RawMessage, 4)
-	for {
-		name, simple, v, more, bad := r.next()
-		if !more {
-			return meta, !bad
-		}
-		if !simple {
-			return nil, false
-		}
+	if !members(b, func(name, v []byte) bool {
 		key := metaKey(name)
 		if _, twice := meta[key]; twice {
-			return nil, false
+			return false
 		}
 		meta[key] = v
+		return true
+	}) {
+		return nil, false
 	}
+	return meta, true
 }
 
 // metaKey is name as a string, the protocol's own _meta names without an
