@@ -111,19 +111,19 @@ func TestSendMessageOverrides(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			m := newFuncLLM(func(int, llm.Request) (*llm.Response, error) { return text("ok") })
+			m := agenttest.NewFuncLLM(func(int, llm.Request) (*llm.Response, error) { return agenttest.Text("ok") })
 			ta := agenttest.NewWith(t, overridesConfig, down, map[string]llm.Provider{"openai": m})
 			x := ta.Send(t, tc.agent, agenttest.SendBody("1", "send_message", tc.args, ""), agenttest.LegacySSE)
 			if tc.wantErr != "" {
 				if !strings.Contains(x.Body, `"isError":true`) || !strings.Contains(x.Body, tc.wantErr) {
 					t.Fatalf("want error %q: %s", tc.wantErr, x)
 				}
-				if n := len(m.requests("m")); n != 0 {
+				if n := len(m.Requests("m")); n != 0 {
 					t.Errorf("the model was called %d times", n)
 				}
 				return
 			}
-			reqs := m.requests("m")
+			reqs := m.Requests("m")
 			if len(reqs) != 1 || !strings.Contains(x.Body, `"text":"ok"`) {
 				t.Fatalf("%d model turns: %s", len(reqs), x)
 			}
@@ -134,7 +134,7 @@ func TestSendMessageOverrides(t *testing.T) {
 
 // The override arguments appear in the schema only when enabled.
 func TestOverridesSchema(t *testing.T) {
-	ta := agenttest.NewWith(t, overridesConfig, &agenttest.FakeDown{}, map[string]llm.Provider{"openai": newFuncLLM(nil)})
+	ta := agenttest.NewWith(t, overridesConfig, &agenttest.FakeDown{}, map[string]llm.Provider{"openai": agenttest.NewFuncLLM(nil)})
 	for agent, want := range map[string]bool{"tuned": true, "plain": false} {
 		st := agents.MCPServer(ta.Set.Get(agent)).GetTool("send_message")
 		schema := string(st.Tool.RawInputSchema)

@@ -99,7 +99,7 @@ agents:
 // left when the turn ends goes out before the next step message.
 func TestStreamTextCoalesced(t *testing.T) {
 	var tookNs atomic.Int64 // how long the deltas took, however loaded the machine
-	m := newFuncLLM(func(n int, req llm.Request) (*llm.Response, error) {
+	m := agenttest.NewFuncLLM(func(n int, req llm.Request) (*llm.Response, error) {
 		var all strings.Builder
 		start := time.Now()
 		deadline := start.Add(350 * time.Millisecond)
@@ -110,7 +110,7 @@ func TestStreamTextCoalesced(t *testing.T) {
 			time.Sleep(2 * time.Millisecond)
 		}
 		tookNs.Store(int64(time.Since(start)))
-		return text(all.String())
+		return agenttest.Text(all.String())
 	})
 	cfg := "name: unit\nmodels: {providers: {openai: {base_url: \"http://127.0.0.1:1/v1\"}}}\nagents:\n  live: {model: openai.m, stream_text: true}\n"
 	ta := agenttest.NewWith(t, cfg, &agenttest.FakeDown{}, map[string]llm.Provider{"openai": m})

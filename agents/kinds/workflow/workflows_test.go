@@ -1,57 +1,15 @@
 package workflow_test
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/pallasgw/pallasgw/agents/internal/agenttest"
 	"github.com/pallasgw/pallasgw/agents/kinds/workflow"
 	"github.com/pallasgw/pallasgw/agents/llm"
 )
-
-// funcLLM is a model scripted by a function of the request; it records
-// every request.
-type funcLLM struct {
-	mu   sync.Mutex
-	reqs []llm.Request
-	fn   func(n int, req llm.Request) (*llm.Response, error) // n: this model's turn, from 1
-	per  map[string]int
-}
-
-func newFuncLLM(fn func(n int, req llm.Request) (*llm.Response, error)) *funcLLM {
-	return &funcLLM{fn: fn, per: map[string]int{}}
-}
-
-func (*funcLLM) Name() string                            { return "openai" }
-func (*funcLLM) Preflight(context.Context, string) error { return nil }
-
-func (f *funcLLM) Chat(_ context.Context, req llm.Request) (*llm.Response, error) {
-	f.mu.Lock()
-	f.reqs = append(f.reqs, req)
-	f.per[req.Model]++
-	n := f.per[req.Model]
-	f.mu.Unlock()
-	return f.fn(n, req)
-}
-
-// requests lists the requests to model.
-func (f *funcLLM) requests(model string) []llm.Request {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	var out []llm.Request
-	for _, r := range f.reqs {
-		if r.Model == model {
-			out = append(out, r)
-		}
-	}
-	return out
-}
-
-func text(s string) (*llm.Response, error) { return &llm.Response{Text: s, FinishReason: "stop"}, nil }
 
 func lastUser(req llm.Request) string { return req.Messages[len(req.Messages)-1].Text }
 
@@ -97,11 +55,11 @@ func TestEvaluatorOptimizer(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			m := newFuncLLM(func(n int, req llm.Request) (*llm.Response, error) {
+			m := agenttest.NewFuncLLM(func(n int, req llm.Request) (*llm.Response, error) {
 				if req.Model == "writer" {
-					return text(fmt.Sprintf("draft %d", n))
+					return agenttest.Text(fmt.Sprintf("draft %d", n))
 				}
-				return text(tc.verdicts[n-1])
+				return agenttest.Text(tc.verdicts[n-1])
 			})
 			ta := agenttest.NewWith(t, workflowConfig, &agenttest.FakeDown{}, map[string]llm.Provider{"openai": m})
 			body := callAgent(t, ta, tc.agent, "write a poem")
@@ -109,7 +67,7 @@ func TestEvaluatorOptimizer(t *testing.T) {
 				t.Fatalf("answer: %s", body)
 			}
 			checkOrder(t, body, tc.progress)
-			drafts := m.requests("writer")
+			drafts := m.Requests("writer")
 			if len(drafts) != tc.drafts {
 				t.Fatalf("%d drafts, want %d", len(drafts), tc.drafts)
 			}
@@ -122,7 +80,7 @@ func TestEvaluatorOptimizer(t *testing.T) {
 			if tc.verdicts[0] == "POOR: too short" && !strings.Contains(lastUser(drafts[1]), "(rated POOR)\ntoo short") {
 				t.Errorf("the feedback did not reach the generator: %q", lastUser(drafts[1]))
 			}
-			if r := lastUser(m.requests("critic")[0]); !strings.Contains(r, "## Response\ndraft 1") {
+			if r := lastUser(m.Requests("critic")[0]); !strings.Contains(r, "## Response\ndraft 1") {
 				t.Errorf("evaluator asked %q", r)
 			}
 		})
@@ -180,18 +138,18 @@ func TestOrchestrator(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			m := newFuncLLM(func(n int, req llm.Request) (*llm.Response, error) {
+			m := agenttest.NewFuncLLM(func(n int, req llm.Request) (*llm.Response, error) {
 				switch {
 				case req.Model == "planner" && len(req.Tools) == 0:
-					return text("synthesized")
+					return agenttest.Text("synthesized")
 				case req.Model == "planner":
 					p := tc.plans[min(n, len(tc.plans))-1]
 					if strings.HasPrefix(p, "{") {
 						return plannerCall(p)
 					}
-					return text(p)
+					return agenttest.Text(p)
 				}
-				return text(req.Model + " did: " + lastUser(req))
+				return agenttest.Text(req.Model + " did: " + lastUser(req))
 			})
 			ta := agenttest.NewWith(t, workflowConfig, &agenttest.FakeDown{}, map[string]llm.Provider{"openai": m})
 			body := callAgent(t, ta, tc.agent, "tell me about night animals")
@@ -204,7 +162,7 @@ func TestOrchestrator(t *testing.T) {
 			}
 			checkOrder(t, body, tc.progress)
 			var planners []llm.Request
-			for _, r := range m.requests("planner") {
+			for _, r := range m.Requests("planner") {
 				if len(r.Tools) > 0 {
 					planners = append(planners, r)
 				}
@@ -222,24 +180,24 @@ func TestOrchestrator(t *testing.T) {
 // A dependent step gets the results of the steps it depends on; the
 // synthesis sees every result.
 func TestOrchestratorPassesResults(t *testing.T) {
-	m := newFuncLLM(func(n int, req llm.Request) (*llm.Response, error) {
+	m := agenttest.NewFuncLLM(func(n int, req llm.Request) (*llm.Response, error) {
 		switch {
 		case req.Model == "planner" && len(req.Tools) == 0:
-			return text("final")
+			return agenttest.Text("final")
 		case req.Model == "planner":
 			return plannerCall(`{"steps": [{"id": "a", "agent": "research", "task": "owls"}, {"id": "c", "agent": "writer", "task": "write", "depends_on": ["a"]}]}`)
 		}
-		return text(req.Model + " did: " + lastUser(req))
+		return agenttest.Text(req.Model + " did: " + lastUser(req))
 	})
 	ta := agenttest.NewWith(t, workflowConfig, &agenttest.FakeDown{}, map[string]llm.Provider{"openai": m})
 	if body := callAgent(t, ta, "orch", "night animals"); !strings.Contains(body, `"text":"final"`) {
 		t.Fatal(body)
 	}
-	if w := lastUser(m.requests("writer")[0]); !strings.Contains(w, "write\n\n## Results of earlier steps\n\n### a (research)\necho did: owls") {
+	if w := lastUser(m.Requests("writer")[0]); !strings.Contains(w, "write\n\n## Results of earlier steps\n\n### a (research)\necho did: owls") {
 		t.Errorf("writer was asked %q", w)
 	}
 	var synth llm.Request
-	for _, r := range m.requests("planner") {
+	for _, r := range m.Requests("planner") {
 		if len(r.Tools) == 0 {
 			synth = r
 		}
