@@ -52,12 +52,6 @@ func (srv *remote) callerAuthOf(ctx context.Context, hdr http.Header) string {
 	return hdr.Get("Authorization")
 }
 
-// principalKey is the pool key of principal's session on the header set
-// of fingerprint fp.
-func principalKey(fp, principal string) string {
-	return principalKeyPrefix + fp + "\x00" + principal
-}
-
 // setAuth makes auth the Authorization of s's requests from now on ("":
 // none). s serves one principal, whose latest token auth is.
 func (s *session) setAuth(auth string) {

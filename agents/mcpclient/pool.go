@@ -162,9 +162,10 @@ func (srv *remote) acquire(ctx context.Context, op string, hdr http.Header) (*se
 		principal, auth = srv.callerAuth(ctx, hdr) // callerauth.go
 		fp = fingerprint(hdr)
 	}
-	key, oneShot := srv.poolKey(ctx, op, fp)
+	var buf [192]byte // the pool key, on the stack for most
+	key, oneShot := srv.poolKey(ctx, buf[:0], op, fp)
 	if principal != "" && !oneShot {
-		key = principalKey(fp, principal)
+		key = appendOwnKey(buf[:0], principalKeyPrefix, fp, principal)
 	}
 	s, err := srv.acquireKey(key, hdr, oneShot)
 	if err == nil && principal != "" {
@@ -174,7 +175,7 @@ func (srv *remote) acquire(ctx context.Context, op string, hdr http.Header) (*se
 }
 
 // acquireKey is acquire of the session of key, made with hdr if needed.
-func (srv *remote) acquireKey(key string, hdr http.Header, oneShot bool) (*session, error) {
+func (srv *remote) acquireKey(key []byte, hdr http.Header, oneShot bool) (*session, error) {
 	for range 3 { // a stdio eviction waits for the process to exit, then tries again
 		s, lru, err := srv.acquireLocked(key, hdr, oneShot)
 		switch {
@@ -193,19 +194,22 @@ func (srv *remote) acquireKey(key string, hdr http.Header, oneShot bool) (*sessi
 // as lru, for the caller to shut down: beside the new session s, or, on a
 // stdio server, without one (its process exits before another starts, then
 // the caller tries again).
-func (srv *remote) acquireLocked(key string, hdr http.Header, oneShot bool) (s, lru *session, err error) {
+func (srv *remote) acquireLocked(k []byte, hdr http.Header, oneShot bool) (s, lru *session, err error) {
 	srv.mu.Lock()
 	defer srv.mu.Unlock()
 	if srv.m.isClosed() {
 		return nil, nil, errClosed
 	}
+	if !oneShot {
+		if s, ok := srv.pool[string(k)]; ok { // no string made for the lookup
+			s.refs++
+			return s, nil, nil
+		}
+	}
+	key := string(k)
 	if oneShot {
 		s, err = srv.oneShotLocked(key, hdr) // scope.go
 		return s, nil, err
-	}
-	if s, ok := srv.pool[key]; ok {
-		s.refs++
-		return s, nil, nil
 	}
 	stdio := srv.spec.Transport == TransportStdio
 	if stdio && srv.live >= srv.maxSessions() || !stdio && len(srv.pool) >= srv.maxSessions() {

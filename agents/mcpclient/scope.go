@@ -77,26 +77,34 @@ const callerKeyPrefix = "caller\x00"
 // opProbe names the stdio health probe's ping (Probe).
 const opProbe = "probe"
 
-// poolKey is the pool key of op on srv for ctx with the canonical header
-// fingerprint fp, and whether op gets a one-shot session (ScopeCall's tool
-// execution: never pooled, closed after the call).
-func (srv *remote) poolKey(ctx context.Context, op, fp string) (key string, oneShot bool) {
+// poolKey appends to key the pool key of op on srv for ctx with the
+// canonical header fingerprint fp, and reports whether op gets a one-shot
+// session (ScopeCall's tool execution: never pooled, closed after the
+// call). The key is built in the caller's buffer: a pooled session is
+// found without making a string (acquireLocked).
+func (srv *remote) poolKey(ctx context.Context, key []byte, op, fp string) (_ []byte, oneShot bool) {
 	if serverReads[op] {
-		return fp, false
+		return append(key, fp...), false
 	}
 	switch srv.spec.Scope {
 	case ScopeCaller:
 		if c := srv.callerOf(ctx); c != "" && c != Anonymous {
 			// \x00 cannot occur in a caller key's parts as the pool sees
 			// them: fp is hex, and a caller's \x00 only lengthens its own key.
-			return callerKeyPrefix + fp + "\x00" + c, false
+			return appendOwnKey(key, callerKeyPrefix, fp, c), false
 		}
 	case ScopeCall:
 		if strings.HasPrefix(op, string(mcp.MethodToolsCall)) {
-			return fp, true
+			return append(key, fp...), true
 		}
 	}
-	return fp, false
+	return append(key, fp...), false
+}
+
+// appendOwnKey appends the pool key of one caller's (or principal's)
+// session on the header set of fingerprint fp.
+func appendOwnKey(key []byte, prefix, fp, owner string) []byte {
+	return append(append(append(append(key, prefix...), fp...), 0), owner...)
 }
 
 // callerOf is the caller of ctx, "" when Options.CallerOf is not set.

@@ -113,6 +113,37 @@ func TestScopeCallerSeparatesCallers(t *testing.T) {
 	}
 }
 
+// Finding a pooled session makes nothing, whatever the scope: a caller's
+// own session costs its calls no more than a shared one (the pool key is
+// built on the stack).
+func TestAcquirePooledAllocatesNothing(t *testing.T) {
+	for _, scope := range []string{ScopeShared, ScopeCaller} {
+		t.Run(scope, func(t *testing.T) {
+			m := newManager(t, Options{CallerOf: testCallerOf}, ServerSpec{Name: "p", Transport: TransportHTTP, URL: "http://127.0.0.1:1/mcp", Scope: scope})
+			srv, err := m.lookup("p")
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx := as(t, "session:0123456789abcdef0123456789abcdef")
+			first, err := srv.acquire(ctx, string(mcp.MethodToolsCall), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer srv.release(first)
+			allocs := testing.AllocsPerRun(100, func() {
+				s, err := srv.acquire(ctx, string(mcp.MethodToolsCall), nil)
+				if err != nil || s != first {
+					t.Fatalf("acquire: %v, another session: %t", err, s != first)
+				}
+				srv.release(s)
+			})
+			if allocs != 0 {
+				t.Errorf("finding the pooled session allocated %.0f times, want 0", allocs)
+			}
+		})
+	}
+}
+
 // A shared server keeps one session for every caller of a header set.
 func TestScopeSharedPools(t *testing.T) {
 	d := newSIDServer(t)
