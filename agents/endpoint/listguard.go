@@ -4,13 +4,14 @@ package endpoint
 // caller's own account): before the list, the kind may ask its caller to
 // connect, as a call would. A session-based caller that declared URL-mode
 // elicitation is asked on the list's response stream, and once it has
-// connected the list is answered on that stream, by the endpoint (mcp-go
-// never sees a request whose stream carries another writer's event); one that cannot be asked gets the error a call
-// gets: -32042 with the URL (2025-11-25), or an error whose text carries
-// the URL. A 2026-07-28 caller's list then runs through the input-required
-// bridge as a prompts/get does (bridge.ServeCatalog, bridge.Lister): an
-// input-required round carrying the URL elicitation, or -32021 without
-// elicitation.url.
+// connected it is told so there (notifications/elicitation/complete) and
+// the list is answered on that stream, by the endpoint (mcp-go never sees
+// a request whose stream carries another writer's event); one that cannot
+// be asked gets the error a call gets: -32042 with the URL (2025-11-25),
+// or an error whose text carries the URL. A 2026-07-28 caller's list then
+// runs through the input-required bridge as a prompts/get does
+// (bridge.ServeCatalog, bridge.Lister): an input-required round carrying
+// the URL elicitation, or -32021 without elicitation.url.
 
 import (
 	"context"
@@ -55,6 +56,18 @@ func (e *Endpoint) serveList(w http.ResponseWriter, r *http.Request, msg *wire.M
 		return e.Request(ctx, sc.sink(), nil, listing{}, method, params)
 	}}
 	t := sc.tracker
+	if t != nil {
+		// The gateway's own notifications of the list (the connection's
+		// notifications/elicitation/complete) go on the stream it was
+		// asked on, before the answer.
+		relay.Notify = func(method string, params map[string]any) error {
+			msg, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "method": method, "params": params})
+			if err != nil {
+				return err
+			}
+			return t.w.Inject(msg)
+		}
+	}
 	before := 0
 	if t != nil {
 		before = t.Events()

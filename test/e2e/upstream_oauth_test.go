@@ -683,19 +683,23 @@ models:
 	// on its stream; she accepts and connects, and the list goes on with
 	// the server's tools.
 	fay := openLegacyCaps(t, desk, fayTok, "2025-11-25", urlElicitation)
-	var fayLink string
+	var fayLink, fayID string
 	a = fay.callAsked(t, "tools/list", map[string]any{},
 		func(method string, params json.RawMessage) any {
-			var p struct{ Mode, URL string }
+			var p struct{ Mode, URL, ElicitationID string }
 			if method != "elicitation/create" || json.Unmarshal(params, &p) != nil || p.Mode != "url" {
 				t.Errorf("fay's list asked %s %s", method, params)
 			}
-			fayLink = p.URL
+			fayLink, fayID = p.URL, p.ElicitationID
 			return map[string]any{"action": "accept"}
 		},
 		func() { connectFromLink(t, gw.Base, "fay", fayTok, fayLink) })
 	if a.Error != nil || !strings.Contains(string(a.Result), `"whoami"`) {
 		t.Fatalf("fay's tools/list after connecting through its elicitation: %+v %s", a.Error, a.Result)
+	}
+	// The list's stream tells her the connection is made, as a call's does.
+	if want := `notifications/elicitation/complete {"elicitationId":"` + fayID + `"}`; fayID == "" || !slices.Contains(fay.notes, want) {
+		t.Errorf("fay's list stream carried %q, want %q", fay.notes, want)
 	}
 
 	// hal declines the same request: his list is an error with the URL,
