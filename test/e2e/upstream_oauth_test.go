@@ -710,6 +710,26 @@ models:
 		t.Fatalf("hal's declined tools/list: %+v %s", a.Error, a.Result)
 	}
 
+	// The server's prompt: fay, connected, lists it and gets it with her own
+	// token; hal, not connected, gets -32042 with the URL, as a call does
+	// (not the server's answer to a prompts/get without a token).
+	var prompts struct{ Prompts []struct{ Name string } }
+	if a = fay.call(t, "prompts/list", map[string]any{}); a.Error != nil || json.Unmarshal(a.Result, &prompts) != nil {
+		t.Fatalf("fay's prompts/list: %+v %s", a.Error, a.Result)
+	}
+	prompt := ""
+	for _, p := range prompts.Prompts {
+		if strings.HasSuffix(p.Name, "whoami") {
+			prompt = p.Name
+		}
+	}
+	if a = fay.call(t, "prompts/get", map[string]any{"name": prompt}); prompt == "" || a.Error != nil || !strings.Contains(string(a.Result), "you are fay") {
+		t.Fatalf("fay's prompts/get %q: %+v %s", prompt, a.Error, a.Result)
+	}
+	if a = hal.call(t, "prompts/get", map[string]any{"name": prompt}); a.Error == nil || a.Error.Code != -32042 || !strings.Contains(string(a.Error.Data), gw.Base+"/connect/") {
+		t.Fatalf("hal's prompts/get, not connected: %+v %s", a.Error, a.Result)
+	}
+
 	// gus, 2026-07-28 with elicitation.url: his tools/list is an
 	// input-required round carrying the URL elicitation; a retry before he
 	// connects gets the same round; once connected, the retry lists.

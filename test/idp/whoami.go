@@ -33,7 +33,8 @@ type Identity struct {
 
 // Whoami is an MCP server (the official Go SDK, Streamable HTTP) whose
 // tool `whoami` reports the Authorization its request carried, and whose
-// tool `echo` answers its `message`. It keeps every Authorization value any
+// tool `echo` answers its `message`; its prompt `whoami` says whose token
+// its prompts/get carried (the sub). It keeps every Authorization value any
 // of its HTTP requests carried (initialize and list included) in memory,
 // for tests to assert that a caller's token never arrived; it never logs
 // them.
@@ -72,6 +73,15 @@ func (w *Whoami) Handler() http.Handler {
 	mcp.AddTool(s, &mcp.Tool{Name: "echo", Description: "Echoes its message."},
 		func(_ context.Context, _ *mcp.CallToolRequest, in echoIn) (*mcp.CallToolResult, echoOut, error) {
 			return nil, echoOut{Message: in.Message}, nil
+		})
+	s.AddPrompt(&mcp.Prompt{Name: "whoami", Description: "Says whose bearer token this prompts/get carried."},
+		func(ctx context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+			var h http.Header
+			if req.Extra != nil {
+				h = req.Extra.Header
+			}
+			id := w.identify(ctx, h.Get("Authorization"))
+			return &mcp.GetPromptResult{Messages: []*mcp.PromptMessage{{Role: "user", Content: &mcp.TextContent{Text: "you are " + id.Sub}}}}, nil
 		})
 	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil)
 	return http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {

@@ -48,7 +48,12 @@ func (p *Proxy) ResourceCall(ctx context.Context, uri string, inbound http.Heade
 		if err := p.allowServer(ctx, srv, "resource:"+uri); err != nil {
 			return nil, err
 		}
-		res, err := p.d.Downstream.ReadResource(ctx, srv, uri, p.outbound(ctx, srv, inbound, nil), p.relayRequests(rounds))
+		relay := p.relayRequests(rounds)
+		hdr, err := p.d.Outbound(ctx, srv, inbound, relay)
+		if err != nil {
+			return nil, err // as getPrompt's
+		}
+		res, err := p.d.Downstream.ReadResource(ctx, srv, uri, hdr, relay)
 		if err != nil {
 			return nil, err
 		}

@@ -87,7 +87,11 @@ func (p *Proxy) getPrompt(ctx context.Context, req mcp.GetPromptRequest, relay *
 	if err := p.allowServer(ctx, r.server, "prompt:"+r.name); err != nil {
 		return nil, err
 	}
-	return p.d.Downstream.GetPrompt(ctx, r.server, r.name, req.Params.Arguments, p.outbound(ctx, r.server, req.Header, relay), relay)
+	hdr, err := p.d.Outbound(ctx, r.server, req.Header, relay)
+	if err != nil {
+		return nil, err // as a call's: a caller not connected gets where to connect
+	}
+	return p.d.Downstream.GetPrompt(ctx, r.server, r.name, req.Params.Arguments, hdr, relay)
 }
 
 // allowServer audits the caller's use of srv for what and returns an error
@@ -180,7 +184,11 @@ func (p *Proxy) readResource(ctx context.Context, req mcp.ReadResourceRequest) (
 	if err := p.allowServer(ctx, srv, "resource:"+uri); err != nil {
 		return nil, err
 	}
-	res, err := p.d.Downstream.ReadResource(ctx, srv, uri, p.outbound(ctx, srv, req.Header, nil), nil)
+	hdr, err := p.d.Outbound(ctx, srv, req.Header, nil)
+	if err != nil {
+		return nil, err // as getPrompt's
+	}
+	res, err := p.d.Downstream.ReadResource(ctx, srv, uri, hdr, nil)
 	if err != nil {
 		return nil, err
 	}
