@@ -96,7 +96,6 @@ func (r *memberReader) next() (name []byte, simple bool, value []byte, ok bool, 
 	return name, simple, r.b[end-int64(len(v)) : end], true, false
 }
 
-// foldIs reports an ASCII name equal to upper, encoding/json's
 // members calls f with each member of b, which must hold one JSON object
 // and nothing else but whitespace: its name as written between the quotes
 // and its value, a slice of b. It reports false when b is not of the
@@ -119,6 +118,7 @@ func members(b []byte, f func(name, value []byte) bool) bool {
 	}
 }
 
+// foldIs reports an ASCII name equal to upper, encoding/json's
 // case-insensitive match of a member to a field (foldName) for ASCII.
 func foldIs(name []byte, upper string) bool {
 	if len(name) != len(upper) {
